@@ -1,0 +1,7 @@
+/**
+ * Merchants, their API keys and their receiving wallets. Every function takes the `Sql` to run
+ * on as its first argument, so callers compose them inside their own transactions.
+ */
+export * from './merchants.ts';
+export * from './apiKeys.ts';
+export * from './wallets.ts';

@@ -1,0 +1,173 @@
+import { createPublicKey, verify as verifySignature } from 'node:crypto';
+import { verifyMessage } from 'viem';
+import type { Sql } from '../store/index.ts';
+import type { ChainName } from '../internal/config.ts';
+import { newId, randomBase62 } from '../internal/crypto.ts';
+import { base58Bytes, canonicalAddress, solanaAddressBytes } from '../internal/addresses.ts';
+import { badRequest, notFound } from '../internal/errors.ts';
+
+export type VerificationMethod = 'eip191' | 'ed25519' | 'operator';
+
+export interface Wallet {
+  id: string;
+  merchantId: string;
+  chain: ChainName;
+  address: string;
+  verified: boolean;
+  verificationMethod: VerificationMethod | null;
+  verifiedAt: Date | null;
+  createdAt: Date;
+}
+
+interface WalletRow {
+  id: string;
+  merchant_id: string;
+  chain: ChainName;
+  address: string;
+  verification_method: VerificationMethod | null;
+  verified_at: Date | null;
+  created_at: Date;
+}
+
+const COLUMNS = 'id, merchant_id, chain, address, verification_method, verified_at, created_at';
+
+const toWallet = (row: WalletRow): Wallet => ({
+  id: row.id,
+  merchantId: row.merchant_id,
+  chain: row.chain,
+  address: row.address,
+  verified: row.verified_at !== null,
+  verificationMethod: row.verification_method,
+  verifiedAt: row.verified_at,
+  createdAt: row.created_at,
+});
+
+/** How long a wallet has to sign its challenge. Ten minutes covers a person finding their wallet app. */
+const CHALLENGE_TTL_MS = 10 * 60_000;
+
+function requireAddress(chain: ChainName, address: string): string {
+  const canonical = canonicalAddress(chain, address);
+  if (!canonical) throw badRequest(`address ${JSON.stringify(address)} is not a valid ${chain} address`);
+  return canonical;
+}
+
+/**
+ * Adds a receiving wallet, or returns the existing one for the same (merchant, chain, address).
+ * `verifiedBy: 'operator'` is for the CLI: whoever runs it controls the database anyway.
+ */
+export async function addWallet(
+  sql: Sql,
+  params: { merchantId: string; chain: ChainName; address: string; verifiedBy?: VerificationMethod },
+): Promise<Wallet> {
+  const address = requireAddress(params.chain, params.address);
+  const verifiedBy = params.verifiedBy ?? null;
+  const { rows } = await sql.query<WalletRow>(
+    `INSERT INTO wallets (id, merchant_id, chain, address, verification_method, verified_at)
+     VALUES ($1, $2, $3, $4, $5::text, CASE WHEN $5::text IS NULL THEN NULL ELSE now() END)
+     ON CONFLICT (merchant_id, chain, address) DO UPDATE
+       SET verification_method = coalesce(wallets.verification_method, excluded.verification_method),
+           verified_at = coalesce(wallets.verified_at, excluded.verified_at)
+     RETURNING ${COLUMNS}`,
+    [newId('wal'), params.merchantId, params.chain, address, verifiedBy],
+  );
+  return toWallet(rows[0]!);
+}
+
+export async function listWallets(sql: Sql, params: { merchantId: string; chain?: ChainName }): Promise<Wallet[]> {
+  const { rows } = await sql.query<WalletRow>(
+    `SELECT ${COLUMNS} FROM wallets WHERE merchant_id = $1 AND ($2::text IS NULL OR chain = $2) ORDER BY created_at, id`,
+    [params.merchantId, params.chain ?? null],
+  );
+  return rows.map(toWallet);
+}
+
+export interface WalletChallenge {
+  id: string;
+  chain: ChainName;
+  address: string;
+  /** The exact text the wallet signs (EIP-191 `personal_sign` on EVM, ed25519 over UTF-8 on solana). */
+  message: string;
+  expiresAt: Date;
+}
+
+/** Issues a single-use message for the wallet to sign. */
+export async function createWalletChallenge(
+  sql: Sql,
+  params: { merchantId: string; chain: ChainName; address: string; now?: Date },
+): Promise<WalletChallenge> {
+  const address = requireAddress(params.chain, params.address);
+  const expiresAt = new Date((params.now ?? new Date()).getTime() + CHALLENGE_TTL_MS);
+  const id = newId('wch');
+  const message = [
+    'svc gateway: prove ownership of a receiving wallet',
+    `Merchant: ${params.merchantId}`,
+    `Chain: ${params.chain}`,
+    `Address: ${address}`,
+    `Nonce: ${randomBase62(24)}`,
+    `Expires: ${expiresAt.toISOString()}`,
+  ].join('\n');
+  await sql.query(
+    'INSERT INTO wallet_challenges (id, merchant_id, chain, address, message, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [id, params.merchantId, params.chain, address, message, expiresAt],
+  );
+  return { id, chain: params.chain, address, message, expiresAt };
+}
+
+/**
+ * Checks a signature over a challenge and, when it holds, adds the wallet as verified. The
+ * challenge is consumed in the same statement that checks it is unused and unexpired, so one
+ * signature verifies at most once.
+ */
+export async function verifyWalletChallenge(
+  sql: Sql,
+  params: { merchantId: string; challengeId: string; signature: string; now?: Date },
+): Promise<Wallet> {
+  const { rows } = await sql.query<{ chain: ChainName; address: string; message: string; expires_at: Date; used_at: Date | null }>(
+    'SELECT chain, address, message, expires_at, used_at FROM wallet_challenges WHERE id = $1 AND merchant_id = $2',
+    [params.challengeId, params.merchantId],
+  );
+  const challenge = rows[0];
+  if (!challenge) throw notFound(`wallet challenge ${params.challengeId} not found`);
+  if (challenge.used_at) throw badRequest('this wallet challenge was already used; request a new one');
+  if (challenge.expires_at.getTime() < (params.now ?? new Date()).getTime()) throw badRequest('this wallet challenge has expired; request a new one');
+  const valid = await checkSignature(challenge.chain, challenge.address, challenge.message, params.signature);
+  if (!valid) throw badRequest(`signature does not verify for ${challenge.address} over the challenge message`);
+  const consumed = await sql.query('UPDATE wallet_challenges SET used_at = now() WHERE id = $1 AND used_at IS NULL', [params.challengeId]);
+  if (consumed.rowCount !== 1) throw badRequest('this wallet challenge was already used; request a new one');
+  return addWallet(sql, {
+    merchantId: params.merchantId,
+    chain: challenge.chain,
+    address: challenge.address,
+    verifiedBy: challenge.chain === 'solana' ? 'ed25519' : 'eip191',
+  });
+}
+
+/**
+ * EIP-191 on EVM chains (what `personal_sign` and viem's `signMessage` produce; smart-contract
+ * wallets are not supported); on solana an ed25519 signature of the UTF-8 message, base58 or
+ * base64 (wallet adapters' `signMessage` bytes, encoded).
+ */
+export async function checkSignature(chain: ChainName, address: string, message: string, signature: string): Promise<boolean> {
+  if (chain !== 'solana') {
+    if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return false;
+    return verifyMessage({ address: address as `0x${string}`, message, signature: signature as `0x${string}` }).catch(() => false);
+  }
+  const bytes = decodeSolanaSignature(signature);
+  if (!bytes) return false;
+  const publicKey = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(solanaAddressBytes(address)).toString('base64url') },
+    format: 'jwk',
+  });
+  return verifySignature(null, Buffer.from(message, 'utf8'), publicKey, bytes);
+}
+
+function decodeSolanaSignature(signature: string): Buffer | undefined {
+  try {
+    const base58 = Buffer.from(base58Bytes(signature));
+    if (base58.length === 64) return base58;
+  } catch {
+    // not base58; try base64 below
+  }
+  const base64 = Buffer.from(signature, 'base64');
+  return base64.length === 64 ? base64 : undefined;
+}

@@ -1,0 +1,26 @@
+import type { Store } from './store/index.ts';
+import type { SecretBox } from './internal/crypto.ts';
+import { countMerchants, createApiKey, createMerchant } from './accounts/index.ts';
+
+export interface BootstrapResult {
+  merchantId: string;
+  testKey: string;
+  webhookSecret: string;
+}
+
+/** Lock key for the first-start check, so two daemons starting at once create one merchant. */
+const BOOTSTRAP_LOCK_KEY = 0x7376632d626f6f74n; // "svc-boot"
+
+/**
+ * On the very first start of an empty database, creates a merchant and a sandbox key, so a new
+ * user can make a request at once. Returns them for printing once; afterwards returns undefined.
+ */
+export async function bootstrapFirstMerchant(store: Store, box: SecretBox): Promise<BootstrapResult | undefined> {
+  return store.transaction(async (sql) => {
+    await sql.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK_KEY]);
+    if ((await countMerchants(sql)) > 0) return undefined;
+    const { merchant, webhookSecret } = await createMerchant(sql, box, { name: 'Default merchant' });
+    const { secret } = await createApiKey(sql, { merchantId: merchant.id, livemode: false, description: 'created on first start' });
+    return { merchantId: merchant.id, testKey: secret, webhookSecret };
+  });
+}

@@ -1,0 +1,39 @@
+import { CHAIN_NAMES, loadConfig, rpcVariableNames, VARIABLES } from '../internal/config.ts';
+import { ConfigError } from '../internal/errors.ts';
+
+export interface ConfigRow {
+  variable: string;
+  default: string | null;
+  set: boolean;
+  description: string;
+}
+
+/** Every variable with its documentation and whether it is set, plus any validation problems. */
+export function formatConfigTable(env: Record<string, string | undefined>): { rows: ConfigRow[]; text: string; ok: boolean } {
+  const rows: ConfigRow[] = Object.values(VARIABLES).map((variable) => ({
+    variable: variable.name,
+    default: variable.default ?? null,
+    set: Boolean(env[variable.name]),
+    description: variable.doc,
+  }));
+  for (const chain of CHAIN_NAMES) {
+    const names = rpcVariableNames(chain);
+    rows.push(
+      { variable: names.http, default: null, set: Boolean(env[names.http]), description: `${chain} HTTP JSON-RPC URLs, comma-separated for failover; unset: ${chain} runs sandbox-only` },
+      { variable: names.ws, default: null, set: Boolean(env[names.ws]), description: `${chain} WebSocket URLs, comma-separated; unset: the ingester polls over HTTP` },
+    );
+  }
+  let problems: string[] = [];
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems = error.problems;
+  }
+  const width = Math.max(...rows.map((row) => row.variable.length));
+  const text = [
+    ...rows.map((row) => `${row.variable.padEnd(width)}  ${row.set ? 'set  ' : 'unset'}  ${row.description}${row.default ? ` (default ${row.default})` : ''}`),
+    ...(problems.length > 0 ? ['', 'Problems:', ...problems.map((problem) => `  ${problem}`)] : []),
+  ].join('\n');
+  return { rows, text, ok: problems.length === 0 };
+}

