@@ -66,7 +66,7 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     let api: FastifyInstance | undefined;
     let url: string | undefined;
     if (roles.includes('api')) {
-      api = createApi({ store, logger, metrics });
+      api = createApi({ store, logger, metrics, config, box });
       url = await api.listen({ port: config.port, host: config.host });
       const server = api;
       shutdown.add('api', () => server.close());

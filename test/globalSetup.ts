@@ -11,10 +11,15 @@ declare module 'vitest' {
   }
 }
 
+/** Test databases older than this are leftovers of earlier runs (kept because a test failed). */
+const STALE_AFTER_SECONDS = 6 * 3600;
+
 /**
  * One real Postgres for the whole run: TEST_DATABASE_URL when set (a superuser URL), otherwise an
- * embedded cluster under `.data/test-postgres`. Databases of earlier runs (kept because a test
- * failed) are dropped here, so a failure's database survives until the next run.
+ * embedded cluster under TEST_PG_DIR (default `.data/test`) on TEST_PG_PORT (default 54339); a
+ * run that finds that cluster already running (another run in parallel) shares it. Each test
+ * database's name carries its creation time; those older than six hours are dropped here, so a
+ * failed test's database survives for inspection without piling up.
  */
 export default async function setup(project: TestProject) {
   const logger = createLogger({ level: 'warn' });
@@ -22,7 +27,7 @@ export default async function setup(project: TestProject) {
   let stop = async () => {};
   if (!adminUrl) {
     const embedded = await startEmbeddedPostgres({
-      dataDir: path.resolve('.data/test'),
+      dataDir: path.resolve(process.env.TEST_PG_DIR ?? '.data/test'),
       port: Number(process.env.TEST_PG_PORT ?? 54339),
       logger,
     });
@@ -32,7 +37,11 @@ export default async function setup(project: TestProject) {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   const { rows } = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'svc_test_%'");
-  for (const row of rows) await client.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`);
+  const now = Math.floor(Date.now() / 1000);
+  for (const { datname } of rows) {
+    const created = Number(/^svc_test_(\d+)_/.exec(datname)?.[1] ?? 0);
+    if (now - created > STALE_AFTER_SECONDS) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  }
   await client.end();
   project.provide('pgAdminUrl', adminUrl);
   return stop;

@@ -1,30 +1,29 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Registry } from 'prom-client';
-import type { Store } from '../store/index.ts';
-import type { Logger } from '../internal/logger.ts';
 import { HttpError } from '../internal/errors.ts';
+import { registerAuth } from './auth.ts';
+import type { ApiDeps } from './deps.ts';
+import { healthRoutes } from './routes/health.ts';
 
-export interface ApiParams {
-  store: Store;
-  logger: Logger;
-  metrics: Registry;
-  /** Process start, for `/health`'s uptime. */
-  startedAt?: Date;
-}
+export type { ApiDeps };
+
+/** Route modules, each registering its routes relative to the API prefix. */
+const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [healthRoutes];
+
+/** The spec's base path is `/api/v1`; one listing writes `/v1`. Both serve the same routes. */
+export const API_PREFIXES = ['/api/v1', '/v1'] as const;
 
 /**
- * The HTTP layer: Interface A and Interface B under `/api/v1` (and `/v1`), health and metrics.
- * It reads and writes payment state in Postgres and never talks to a chain. Built as a fastify
- * instance so tests drive it in process with `inject` or over a real socket with `listen`.
+ * The HTTP layer: Interface A and Interface B under `/api/v1` (and `/v1`), plus `/metrics`. It
+ * reads and writes payment state in Postgres and never talks to a chain. A fastify instance, so
+ * tests drive it in process with `inject` or over a real socket with `listen`.
  */
-export function createApi(params: ApiParams): FastifyInstance {
-  const startedAt = params.startedAt ?? new Date();
+export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Date }): FastifyInstance {
+  const deps: ApiDeps = { ...params, startedAt: params.startedAt ?? new Date() };
   const app = Fastify({
-    loggerInstance: params.logger.child({ stage: 'api' }) as FastifyBaseLogger,
+    loggerInstance: deps.logger.child({ stage: 'api' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     // 64 KiB is far above any valid request (metadata is capped well below it).
     bodyLimit: 64 * 1024,
-    // Fastify drains in-flight requests on close; this bounds how long a stuck client can hold shutdown.
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
@@ -42,22 +41,18 @@ export function createApi(params: ApiParams): FastifyInstance {
   });
   app.setNotFoundHandler((request, reply) => reply.status(404).send({ error: `no route for ${request.method} ${request.url.split('?')[0]}` }));
 
-  for (const prefix of ['/api/v1', '/v1']) {
-    app.get(`${prefix}/health`, async (_request, reply) => {
-      const database = await params.store
-        .query('SELECT 1')
-        .then(() => 'ok' as const)
-        .catch(() => 'unavailable' as const);
-      return reply.status(database === 'ok' ? 200 : 503).send({
-        status: database === 'ok' ? 'healthy' : 'unhealthy',
-        database,
-        uptimeSeconds: Math.floor((Date.now() - startedAt.getTime()) / 1000),
-      });
-    });
+  registerAuth(app, { store: deps.store });
+  for (const prefix of API_PREFIXES) {
+    app.register(
+      async (scoped) => {
+        for (const register of ROUTE_MODULES) register(scoped, deps);
+      },
+      { prefix },
+    );
   }
 
-  app.get('/metrics', async (_request, reply) => {
-    return reply.header('content-type', params.metrics.contentType).send(await params.metrics.metrics());
+  app.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {
+    return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());
   });
 
   return app;

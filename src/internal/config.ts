@@ -33,6 +33,8 @@ export interface Config {
   embeddedPostgresPort: number;
   /** 32-byte key that encrypts webhook secrets at rest; `undefined` means "generate under dataDir". */
   encryptionKey: Buffer | undefined;
+  /** Seconds after a session expires during which a payment still counts (late), and its due amount stays reserved. */
+  monitorWindowSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -77,6 +79,11 @@ function parseUrlList(protocols: string[]) {
       .map((part) => part.trim())
       .filter((part) => part.length > 0)
       .map((part) => parseHttpUrl(part, protocols));
+}
+
+function parseSeconds(raw: string): number {
+  if (!/^\d+$/.test(raw) || Number(raw) > 365 * 86400) throw new Error('must be a whole number of seconds from 0 to 31536000');
+  return Number(raw);
 }
 
 function parseBoolean(raw: string): boolean {
@@ -161,6 +168,12 @@ export const VARIABLES = {
     default: undefined,
     parse: parseEncryptionKey,
   },
+  monitorWindowSeconds: {
+    name: 'SVC_MONITOR_WINDOW_SECONDS',
+    doc: 'Seconds after expiry during which a late payment is still recognised (and the due amount stays reserved)',
+    default: '86400',
+    parse: parseSeconds,
+  },
 } satisfies Record<string, Variable<unknown>>;
 
 /** The per-chain RPC variables, documented alongside VARIABLES. */
@@ -212,6 +225,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: read(VARIABLES.dataDir) ?? path.resolve('.data'),
     embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
     encryptionKey: read(VARIABLES.encryptionKey),
+    monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
   };
   if (errors.length > 0) throw new ConfigError(errors);
   return config;

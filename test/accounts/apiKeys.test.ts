@@ -18,7 +18,7 @@ describe('API keys', () => {
     expect(secret).toMatch(/^svc_test_[0-9A-Za-z]{32}$/);
     expect(apiKey.hint).toBe(`svc_test_…${secret.slice(-4)}`);
     const { rows } = await db.store.query('SELECT * FROM api_keys WHERE id = $1', [apiKey.id]);
-    expect(rows[0].secret_hash).toBe(sha256Hex(secret));
+    expect(rows[0]!.secret_hash).toBe(sha256Hex(secret));
     expect(JSON.stringify(rows[0])).not.toContain(secret.slice('svc_test_'.length));
   });
 

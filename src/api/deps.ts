@@ -1,0 +1,16 @@
+import type { Registry } from 'prom-client';
+import type { Store } from '../store/index.ts';
+import type { Logger } from '../internal/logger.ts';
+import type { Config } from '../internal/config.ts';
+import type { SecretBox } from '../internal/crypto.ts';
+
+/** What route modules are given: real dependencies, passed in (tests pass their own). */
+export interface ApiDeps {
+  store: Store;
+  logger: Logger;
+  metrics: Registry;
+  config: Config;
+  /** Seals and opens webhook secrets. */
+  box: SecretBox;
+  startedAt: Date;
+}

@@ -1,0 +1,53 @@
+import type { Sql } from '../store/index.ts';
+import { newId } from '../internal/crypto.ts';
+
+/** Event kinds of spec §6.1, plus the documented extras. */
+export const EVENT_TYPES = [
+  'payment.confirming',
+  'payment.confirmed',
+  'payment.late_confirmed',
+  'payment.underpaid',
+  'payment.overpaid',
+  'payment.expired',
+  'payment.failed',
+  'refund.requested',
+  'refund.completed',
+  'refund.rejected',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number] | (string & {});
+
+/** The body of every webhook delivery: spec §6.2's envelope plus a stable `id` and `livemode`. */
+export interface EventEnvelope {
+  id: string;
+  event: EventType;
+  data: Record<string, unknown>;
+  /** ISO 8601 UTC time the event was created (not delivered), so every redelivery is identical. */
+  timestamp: string;
+  livemode: boolean;
+}
+
+/**
+ * Writes one event to the outbox on `sql`, which must be the transaction that makes the state
+ * change the event reports (DESIGN.md rule 5): both commit, or neither does.
+ * @returns the stored envelope.
+ */
+export async function appendEvent(
+  sql: Sql,
+  params: { merchantId: string; livemode: boolean; type: EventType; sessionId?: string | null; refundId?: string | null; data: Record<string, unknown> },
+): Promise<EventEnvelope> {
+  const id = newId('evt');
+  const { rows } = await sql.query<{ created_at: Date }>('SELECT now() AS created_at');
+  const envelope: EventEnvelope = {
+    id,
+    event: params.type,
+    data: params.data,
+    timestamp: rows[0]!.created_at.toISOString(),
+    livemode: params.livemode,
+  };
+  await sql.query(
+    `INSERT INTO events (id, merchant_id, livemode, type, session_id, refund_id, payload, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [id, params.merchantId, params.livemode, params.type, params.sessionId ?? null, params.refundId ?? null, envelope, rows[0]!.created_at],
+  );
+  return envelope;
+}
