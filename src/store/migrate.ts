@@ -20,7 +20,11 @@ export interface Migration {
   checksum: string;
 }
 
-/** Reads `NNN_name.sql` files in version order; a gap or a duplicate number is an error. */
+/**
+ * Reads `NNN_name.sql` files in version order. Two files with one number are an error; a gap is
+ * allowed (work in parallel branches may land its numbers in any order), and a database that
+ * has a later version than a missing one still gets the missing one applied.
+ */
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   const migrations = fs
     .readdirSync(dir)
@@ -33,8 +37,9 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
     })
     .sort((a, b) => a.version - b.version);
   migrations.forEach((migration, index) => {
-    if (migration.version !== index + 1) {
-      throw new NonRetryableError(`migrations must be numbered 1, 2, 3…; found ${migration.version} at position ${index + 1}`);
+    const previous = migrations[index - 1];
+    if (previous && previous.version === migration.version) {
+      throw new NonRetryableError(`two migrations are numbered ${migration.version}: ${previous.name} and ${migration.name}`);
     }
   });
   return migrations;
