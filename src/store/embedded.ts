@@ -32,6 +32,7 @@ const USER = 'postgres';
 export async function startEmbeddedPostgres(params: { dataDir: string; port: number; logger: Logger }): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(params.dataDir, 'postgres');
   fs.mkdirSync(params.dataDir, { recursive: true });
+  allowPostgresUserThrough(params.dataDir);
   const password = readOrCreatePassword(params.dataDir);
   const connectionStringFor = (port: number) => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
@@ -66,6 +67,17 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
     owned: true,
     stop: () => server.stop(),
   };
+}
+
+/**
+ * As root, Postgres runs as the `postgres` OS user, which must be able to pass through the data
+ * folder to reach its cluster: add the search (x) bit for others, never read. The secret files
+ * inside stay 0600.
+ */
+function allowPostgresUserThrough(dataDir: string): void {
+  if (process.getuid?.() !== 0) return;
+  const mode = fs.statSync(dataDir).mode & 0o777;
+  if ((mode & 0o001) === 0) fs.chmodSync(dataDir, mode | 0o011);
 }
 
 function readOrCreatePassword(dataDir: string): string {

@@ -55,7 +55,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** A payer address with no key anywhere: anvil impersonates it. */
-export const PAYER: Address = '0x000000000000000000000000000000000c0ffee1';
+export const PAYER: Address = '0x000000000000000000000000000000000c0ffEE1'; // EIP-55 checksummed, as viem returns it
 
 export type Anvil = Awaited<ReturnType<typeof startAnvil>>;
 

@@ -1,0 +1,92 @@
+import { describe, expect, test } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { main, type Io } from '../../src/cli/main.ts';
+import { authenticateApiKey } from '../../src/accounts/index.ts';
+import os from 'node:os';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const db = useTestDatabase('cli');
+
+/** Runs `svc …` in process against the test database; returns exit code and output. */
+async function svc(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-'));
+  const io: Io = {
+    env: { DATABASE_URL: db.connectionString, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    out: (text) => (out += text),
+    err: (text) => (err += text),
+  };
+  const code = await main(argv, io);
+  return { code, out, err, json: () => JSON.parse(out) };
+}
+
+describe('svc CLI', () => {
+  test('svc --help lists every command; each command has its own --help', async () => {
+    const help = await svc('--help');
+    expect(help.code).toBe(0);
+    for (const command of ['start', 'migrate', 'merchants create', 'keys create', 'keys list', 'keys revoke', 'config']) expect(help.out).toContain(command);
+    const keysHelp = await svc('keys', 'create', '--help');
+    expect(keysHelp.code).toBe(0);
+    expect(keysHelp.out).toContain('Usage: svc keys create --merchant ID --mode test|live');
+    expect(keysHelp.out).toContain('--scopes VALUE');
+  });
+
+  test('unknown commands and bad options exit 2 with a message', async () => {
+    expect((await svc('frobnicate')).code).toBe(2);
+    const bad = await svc('keys', 'create', '--merchant', 'mer_x', '--mode', 'staging');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--mode must be test or live');
+    const unknownFlag = await svc('keys', 'list', '--colour');
+    expect(unknownFlag.code).toBe(2);
+    expect(unknownFlag.err).toContain("Unknown option '--colour'");
+    const json = await svc('keys', 'create', '--json');
+    expect(JSON.parse(json.err)).toEqual({ error: '--merchant is required' });
+  });
+
+  test('merchants create, keys create / list / revoke, end to end with --json', async () => {
+    const created = await svc('merchants', 'create', '--name', 'Acme', '--wallet', 'polygon:0x52908400098527886e0f7030069857d2e4169ee7', '--json');
+    expect(created.code).toBe(0);
+    const { merchant, webhookSecret, wallets } = created.json();
+    expect(merchant.id).toMatch(/^mer_/);
+    expect(webhookSecret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
+    expect(wallets).toMatchObject([{ chain: 'polygon', address: '0x52908400098527886E0F7030069857D2E4169EE7', verified: true, verificationMethod: 'operator' }]);
+
+    const key = (await svc('keys', 'create', '--merchant', merchant.id, '--mode', 'live', '--scopes', 'read', '--json')).json();
+    expect(key.secret).toMatch(/^svc_live_/);
+    expect(key.scopes).toEqual(['read']);
+    const auth = await authenticateApiKey(db.store, key.secret);
+    expect(auth.ok && auth.apiKey.scopes).toEqual(['read']);
+
+    const listed = (await svc('keys', 'list', '--merchant', merchant.id, '--json')).json();
+    expect(listed).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(key.secret);
+
+    const human = await svc('keys', 'list', '--merchant', merchant.id);
+    expect(human.out).toContain(`${key.id}  ${merchant.id}  live  svc_live_…${key.secret.slice(-4)}  read  active`);
+
+    const revoked = await svc('keys', 'revoke', key.id, '--json');
+    expect(revoked.code).toBe(0);
+    expect(revoked.json().revokedAt).toBeTruthy();
+    expect(await authenticateApiKey(db.store, key.secret)).toEqual({ ok: false, reason: 'revoked' });
+    expect((await svc('keys', 'revoke', 'key_nope')).code).toBe(2);
+  });
+
+  test('a bad wallet is refused and nothing is written', async () => {
+    const before = await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM merchants");
+    const result = await svc('merchants', 'create', '--name', 'Bad', '--wallet', 'polygon:0x123');
+    expect(result.code).toBe(1);
+    expect(result.err).toContain('address "0x123" is not a valid polygon address');
+    const after = await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM merchants");
+    expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+  });
+
+  test('svc config lists the variables and reports a bad value by name', async () => {
+    let out = '';
+    const code = await main(['config'], { env: { PORT: 'x' }, out: (text) => (out += text), err: () => {} });
+    expect(code).toBe(1);
+    expect(out).toContain('SVC_POLYGON_RPC_URL');
+    expect(out).toContain('PORT="x": must be an integer');
+  });
+});

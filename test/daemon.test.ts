@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { afterAll, describe, expect, test } from 'vitest';
+import { freePort } from './helpers/anvil.ts';
+import { main } from '../src/cli/main.ts';
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-daemon-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+/**
+ * Starts `svc start --json` as a user would, with no DATABASE_URL (so an embedded Postgres under
+ * dataDir), and resolves with its first stdout line once it is ready.
+ */
+async function startDaemon(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['bin/svc.js', 'start', '--json'], {
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME!, SVC_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const lines = readline.createInterface({ input: child.stdout! });
+  const first = await new Promise<string>((resolve, reject) => {
+    lines.once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${stderr}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, ready: JSON.parse(first), exited, stderr: () => stderr };
+}
+
+describe('svc start', () => {
+  let pgPort: number;
+
+  test('first start: embedded Postgres, health 200, a merchant and test key printed once; SIGTERM stops cleanly', async () => {
+    pgPort = await freePort();
+    const daemon = await startDaemon({ SVC_EMBEDDED_PG_PORT: String(pgPort) });
+    expect(daemon.ready).toMatchObject({ status: 'running', roles: ['api', 'ingest', 'worker'] });
+    expect(daemon.ready.bootstrap.testKey).toMatch(/^svc_test_/);
+    expect(daemon.ready.bootstrap.merchantId).toMatch(/^mer_/);
+
+    const health = await fetch(`${daemon.ready.url}/api/v1/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'healthy', database: 'ok' });
+    expect((await fetch(`${daemon.ready.url}/v1/health`)).status).toBe(200);
+
+    // The CLI, run while the daemon holds the embedded cluster, attaches to it.
+    let out = '';
+    const code = await main(['keys', 'list', '--json'], {
+      env: { SVC_DATA_DIR: dataDir, SVC_EMBEDDED_PG_PORT: String(pgPort), LOG_LEVEL: 'warn' },
+      out: (text) => (out += text),
+      err: () => {},
+    });
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject([{ merchantId: daemon.ready.bootstrap.merchantId, livemode: false, revokedAt: null }]);
+
+    // Logs never carry the key.
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+    expect(daemon.stderr()).not.toContain(daemon.ready.bootstrap.testKey);
+    expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  });
+
+  test('second start on the same data: no new merchant or key is printed', async () => {
+    const daemon = await startDaemon({ SVC_EMBEDDED_PG_PORT: String(pgPort) });
+    expect(daemon.ready.bootstrap).toBeNull();
+    daemon.child.kill('SIGINT');
+    expect(await daemon.exited).toBe(0);
+  });
+
+  test('a bad configuration stops start-up with a message naming the variable', async () => {
+    const child = spawn(process.execPath, ['bin/svc.js', 'start'], { env: { PATH: process.env.PATH!, PORT: 'http' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(stderr).toContain('PORT="http": must be an integer from 0 to 65535');
+  });
+});

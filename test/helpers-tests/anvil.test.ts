@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createPublicClient, http, parseAbiItem, type Address } from 'viem';
+import { startAnvil, PAYER, type Anvil } from '../helpers/anvil.ts';
+import { loadChains } from '../../src/internal/chains.ts';
+import { compileTestToken } from '../contracts/build.ts';
+import { testToken } from '../helpers/anvil.ts';
+
+const MERCHANT: Address = '0x52908400098527886E0F7030069857D2E4169EE7';
+const polygonUsdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
+const bscUsdt = loadChains().bsc.tokens.find((token) => token.symbol === 'USDT')!.address as Address;
+
+describe('anvil helper', () => {
+  let anvil: Anvil;
+  beforeAll(async () => {
+    anvil = await startAnvil({ chain: 'polygon' });
+    await anvil.installChainTokens();
+  });
+  afterAll(() => anvil?.stop());
+
+  test('a transfer to a merchant at the real polygon USDC address is visible through viem on chain id 137', async () => {
+    const client = createPublicClient({ transport: http(anvil.rpcUrl) });
+    expect(await client.getChainId()).toBe(137);
+    expect(await client.readContract({ address: polygonUsdc, abi: [parseAbiItem('function decimals() view returns (uint8)')], functionName: 'decimals' })).toBe(6);
+
+    const receipt = await anvil.waitMined(await anvil.pay(polygonUsdc, MERCHANT, 12_500_000n));
+    expect(receipt.status).toBe('success');
+    const logs = await client.getLogs({
+      address: polygonUsdc,
+      event: parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)'),
+      args: { to: MERCHANT },
+      fromBlock: 0n,
+    });
+    expect(logs).toHaveLength(1);
+    expect(logs[0]!.args).toEqual({ from: PAYER, to: MERCHANT, value: 12_500_000n });
+    expect(logs[0]!.transactionHash).toBe(receipt.transactionHash);
+    expect(await anvil.balanceOf(polygonUsdc, MERCHANT)).toBe(12_500_000n);
+  });
+
+  test('mine, snapshot / revert and reorg move the chain as tests need', async () => {
+    const start = await anvil.blockNumber();
+    await anvil.mine(5);
+    expect(await anvil.blockNumber()).toBe(start + 5n);
+
+    const snapshot = await anvil.snapshot();
+    await anvil.waitMined(await anvil.pay(polygonUsdc, MERCHANT, 1n));
+    const paid = await anvil.balanceOf(polygonUsdc, MERCHANT);
+    await anvil.revert(snapshot);
+    expect(await anvil.balanceOf(polygonUsdc, MERCHANT)).toBe(paid - 1n);
+
+    const receipt = await anvil.waitMined(await anvil.pay(polygonUsdc, MERCHANT, 7n));
+    const height = await anvil.blockNumber();
+    const before = await anvil.client.getBlock({ blockNumber: receipt.blockNumber });
+    await anvil.reorg(1);
+    expect(await anvil.blockNumber()).toBe(height);
+    const after = await anvil.client.getBlock({ blockNumber: receipt.blockNumber });
+    expect(after.hash).not.toBe(before.hash);
+    expect(await anvil.balanceOf(polygonUsdc, MERCHANT)).toBe(paid - 1n);
+  });
+
+  test('18-decimal tokens on a chain-id-56 anvil (bsc)', async () => {
+    const bsc = await startAnvil({ chain: 'bsc', automine: false });
+    try {
+      await bsc.installChainTokens();
+      const receipt = await bsc.waitMined(await bsc.pay(bscUsdt, MERCHANT, 5n * 10n ** 18n));
+      expect(receipt.status).toBe('success');
+      expect(await bsc.client.getChainId()).toBe(56);
+      expect(await bsc.balanceOf(bscUsdt, MERCHANT)).toBe(5n * 10n ** 18n);
+    } finally {
+      await bsc.stop();
+    }
+  });
+
+  test('the committed TestToken artifact is what TestToken.sol compiles to', () => {
+    expect(compileTestToken().deployedBytecode).toBe(testToken.deployedBytecode);
+  });
+});
