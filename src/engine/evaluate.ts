@@ -1,0 +1,252 @@
+import type { Sql } from '../store/index.ts';
+import type { ChainConfig } from '../internal/chains.ts';
+import { appendEvent, type EventType } from './outbox.ts';
+import { confirmationsOf, isConfirmed, isSettled, readChainHead, type ChainHead } from './confirmations.ts';
+import { nextStep, type SessionFacts } from './decide.ts';
+import { paymentEventData, type PaymentView } from './eventData.ts';
+import type { PaymentStatus, TransitionCause } from './stateMachine.ts';
+
+/** Steps one session may take in one evaluation; the longest real path is 3 (confirming -> reorg -> created -> expired). */
+const MAX_STEPS = 6;
+
+interface SessionRow {
+  id: string;
+  merchant_id: string;
+  livemode: boolean;
+  status: PaymentStatus;
+  chain: string;
+  currency: string;
+  decimals: number;
+  amount: string;
+  amount_due: string;
+  amount_received: string;
+  reported_received: string;
+  fee: string;
+  pay_to: string;
+  tx_hash: string | null;
+  confirmations: number;
+  required_confirmations: number;
+  metadata: Record<string, string>;
+  expires_at: Date;
+  detected_at: Date | null;
+  confirmed_at: Date | null;
+  settled_at: Date | null;
+  expired_at: Date | null;
+  failed_at: Date | null;
+  failure_reason: string | null;
+  past_expiry: boolean;
+  payment_tolerance_bps: number;
+}
+
+interface CountedTransfer {
+  session_id: string;
+  tx_hash: string;
+  block_number: bigint;
+  amount: string;
+  paid_at: Date;
+}
+
+/** What one evaluation did, for logs, metrics and tests. */
+export interface Change {
+  sessionId: string;
+  from: PaymentStatus;
+  to: PaymentStatus;
+  cause: TransitionCause | 'notice';
+  events: EventType[];
+}
+
+/**
+ * Sessions of one (livemode, chain) that may need a step: everything in flight, every open
+ * session past its expiry or with money counted, and any session whose counted total no longer
+ * equals what the engine stored (a late payment, a manual attribution, a reorg). Others are at
+ * rest and are not read.
+ */
+const CANDIDATES = `
+  s.status IN ('pending', 'confirming', 'confirmed')
+  OR (s.status = 'created' AND (s.expires_at <= now() OR EXISTS (SELECT 1 FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed')))
+  OR (s.status IN ('expired', 'failed', 'settled')
+      AND (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed') <> s.amount_received)`;
+
+/**
+ * Re-evaluates sessions of one (livemode, chain) in the caller's transaction, which must hold the
+ * engine's chain lock: recomputes received totals and live confirmations from the transfers and
+ * the chain head, walks the state machine, and writes each state change together with its
+ * outbox event. `sessionIds` narrows it to those sessions (manual attribution).
+ */
+export async function evaluateSessions(
+  sql: Sql,
+  params: { livemode: boolean; chain: ChainConfig; sessionIds?: string[]; onIncident?: (kind: string, sessionId: string) => void },
+): Promise<Change[]> {
+  const { livemode, chain } = params;
+  const filter = params.sessionIds ? 's.id = ANY($3::text[])' : CANDIDATES;
+  const values: unknown[] = [livemode, chain.name];
+  if (params.sessionIds) values.push(params.sessionIds);
+  const { rows: sessions } = await sql.query<SessionRow>(
+    `SELECT s.id, s.merchant_id, s.livemode, s.status, s.chain, s.currency, s.decimals, s.amount, s.amount_due,
+            s.amount_received, s.reported_received, s.fee, s.pay_to, s.tx_hash, s.confirmations, s.required_confirmations,
+            s.metadata, s.expires_at, s.detected_at, s.confirmed_at, s.settled_at, s.expired_at, s.failed_at,
+            s.failure_reason, s.expires_at <= now() AS past_expiry, m.payment_tolerance_bps
+       FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+      WHERE s.livemode = $1 AND s.chain = $2 AND (${filter})
+      ORDER BY s.id
+      FOR UPDATE OF s`,
+    values,
+  );
+  if (sessions.length === 0) return [];
+
+  const head = await readChainHead(sql, { livemode, chain: chain.name });
+  const { rows: transfers } = await sql.query<CountedTransfer>(
+    `SELECT session_id, tx_hash, block_number, amount, coalesce(block_time, observed_at) AS paid_at
+       FROM transfers WHERE session_id = ANY($1::text[]) AND status = 'observed'
+      ORDER BY block_number, log_index, id`,
+    [sessions.map((s) => s.id)],
+  );
+  const bySession = new Map<string, CountedTransfer[]>();
+  for (const transfer of transfers) {
+    const list = bySession.get(transfer.session_id) ?? [];
+    list.push(transfer);
+    bySession.set(transfer.session_id, list);
+  }
+  const { rows: clock } = await sql.query<{ now: Date }>('SELECT now() AS now');
+  const now = clock[0]!.now;
+
+  const changes: Change[] = [];
+  for (const row of sessions) {
+    changes.push(...(await evaluateOne(sql, { row, counted: bySession.get(row.id) ?? [], head, chain, now, onIncident: params.onIncident })));
+  }
+  return changes;
+}
+
+async function evaluateOne(
+  sql: Sql,
+  params: { row: SessionRow; counted: CountedTransfer[]; head: ChainHead; chain: ChainConfig; now: Date; onIncident?: (kind: string, sessionId: string) => void },
+): Promise<Change[]> {
+  const { row, counted, head, chain, now } = params;
+  let received = 0n;
+  let confirmedReceived = 0n;
+  let unconfirmedCount = 0;
+  let confirmations = 0;
+  for (const transfer of counted) {
+    const amount = BigInt(transfer.amount);
+    received += amount;
+    if (isConfirmed(chain, head, transfer.block_number, row.required_confirmations)) confirmedReceived += amount;
+    else unconfirmedCount += 1;
+  }
+  if (counted.length > 0) confirmations = Math.min(...counted.map((t) => confirmationsOf(head, t.block_number)));
+  const newest = counted.at(-1);
+
+  const view: PaymentView & { status: PaymentStatus } = {
+    id: row.id,
+    livemode: row.livemode,
+    status: row.status,
+    chain: row.chain,
+    currency: row.currency,
+    decimals: row.decimals,
+    amount: BigInt(row.amount),
+    amountDue: BigInt(row.amount_due),
+    amountReceived: received,
+    fee: BigInt(row.fee),
+    payTo: row.pay_to,
+    txHash: newest?.tx_hash ?? row.tx_hash,
+    confirmations,
+    confirmedAt: row.confirmed_at,
+    expiresAt: row.expires_at,
+    failureReason: row.failure_reason,
+    metadata: row.metadata,
+  };
+  const stamps = { detected_at: row.detected_at, confirmed_at: row.confirmed_at, settled_at: row.settled_at, expired_at: row.expired_at, failed_at: row.failed_at };
+  const facts: SessionFacts = {
+    status: row.status,
+    amountDue: view.amountDue,
+    toleranceBps: row.payment_tolerance_bps,
+    storedReceived: BigInt(row.amount_received),
+    reportedReceived: BigInt(row.reported_received),
+    received,
+    confirmedReceived,
+    unconfirmedCount,
+    allSettled: counted.length > 0 && counted.every((t) => isSettled(head, t.block_number)),
+    pastExpiry: row.past_expiry,
+    expiredBefore: row.expired_at !== null,
+    failedBefore: row.failed_at !== null,
+    paidAfterExpiry: newest !== undefined && newest.paid_at > row.expires_at,
+  };
+
+  if (facts.received < facts.storedReceived && ['confirmed', 'settled', 'failed', 'pending'].includes(row.status)) {
+    // Confirmed money went away: a reorg deeper than the confirmation rule. Recorded, never hidden.
+    await sql.query(
+      `INSERT INTO engine_incidents (livemode, chain, session_id, kind, details) VALUES ($1, $2, $3, 'deep_reorg', $4)`,
+      [row.livemode, row.chain, row.id, { status: row.status, stored_received: String(facts.storedReceived), received: String(received) }],
+    );
+    params.onIncident?.('deep_reorg', row.id);
+  }
+
+  const changes: Change[] = [];
+  for (let i = 0; i < MAX_STEPS; i++) {
+    const step = nextStep(facts);
+    if (!step) break;
+    if (step.kind === 'notice') {
+      await appendEvent(sql, { merchantId: row.merchant_id, livemode: row.livemode, type: step.event, sessionId: row.id, data: paymentEventData(view) });
+      facts.reportedReceived = facts.confirmedReceived;
+      changes.push({ sessionId: row.id, from: facts.status, to: facts.status, cause: 'notice', events: [step.event] });
+      continue;
+    }
+    const { transition } = step;
+    view.status = transition.to;
+    if (transition.to === 'confirming') stamps.detected_at ??= now;
+    if (transition.to === 'confirmed') {
+      stamps.confirmed_at = now;
+      view.confirmedAt = now;
+      facts.reportedReceived = facts.confirmedReceived;
+    }
+    if (transition.cause === 'deep_reorg') {
+      stamps.confirmed_at = null;
+      view.confirmedAt = null;
+    }
+    if (transition.to === 'settled') stamps.settled_at = now;
+    if (transition.to === 'expired') stamps.expired_at ??= now;
+    if (transition.to === 'failed') {
+      stamps.failed_at ??= now;
+      view.failureReason = 'underpaid';
+    }
+    for (const event of step.events) {
+      await appendEvent(sql, { merchantId: row.merchant_id, livemode: row.livemode, type: event, sessionId: row.id, data: paymentEventData(view) });
+    }
+    changes.push({ sessionId: row.id, from: facts.status, to: transition.to, cause: transition.cause, events: step.events });
+    facts.status = transition.to;
+    facts.storedReceived = facts.received;
+    facts.expiredBefore = stamps.expired_at !== null;
+    facts.failedBefore = stamps.failed_at !== null;
+  }
+
+  const unchanged =
+    changes.length === 0 &&
+    received === BigInt(row.amount_received) &&
+    confirmations === row.confirmations &&
+    view.txHash === row.tx_hash;
+  if (unchanged) return changes;
+  const { rowCount } = await sql.query(
+    `UPDATE payment_sessions
+        SET status = $3, amount_received = $4, reported_received = $5, confirmations = $6, tx_hash = $7,
+            detected_at = $8, confirmed_at = $9, settled_at = $10, expired_at = $11, failed_at = $12,
+            failure_reason = $13, updated_at = now()
+      WHERE id = $1 AND status = $2`,
+    [
+      row.id,
+      row.status,
+      facts.status,
+      String(received),
+      String(facts.reportedReceived),
+      confirmations,
+      view.txHash,
+      stamps.detected_at,
+      stamps.confirmed_at,
+      stamps.settled_at,
+      stamps.expired_at,
+      stamps.failed_at,
+      view.failureReason,
+    ],
+  );
+  // The row is locked FOR UPDATE above, so its status cannot have moved under us.
+  if (rowCount !== 1) throw new Error(`payment session ${row.id} changed status during evaluation`);
+  return changes;
+}

@@ -1,0 +1,189 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Store, Sql } from '../store/index.ts';
+import type { Logger } from '../internal/logger.ts';
+import { CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts';
+import { loadChains, type ChainConfig } from '../internal/chains.ts';
+import { sleep } from '../internal/shutdown.ts';
+import { matchTransfers } from './match.ts';
+import { evaluateSessions, type Change } from './evaluate.ts';
+
+export type { Change } from './evaluate.ts';
+export { merchantFees } from './fees.ts';
+export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from './stateMachine.ts';
+
+/**
+ * Transfers matched per transaction. Bounded so a backfill of thousands of transfers commits in
+ * slices (each well under a second) instead of one long transaction holding the chain lock.
+ */
+const MATCH_BATCH = 500;
+
+/**
+ * Default period of the safety-net pass (expiry, confirmations of chains whose ingester is
+ * quiet): 5 s makes an expiry fire at most ~5 s late, at 12 tiny transactions per pass.
+ */
+const DEFAULT_INTERVAL_MS = 5_000;
+
+/** What one `reconcile` did. */
+export interface ReconcileResult {
+  matched: number;
+  unmatched: number;
+  changes: Change[];
+}
+
+/** What the ingesters tell the engine after each commit. */
+export interface ChainChange {
+  chain: ChainName;
+  livemode: boolean;
+  kind: 'transfers' | 'head' | 'reorg' | 'finalized' | (string & {});
+}
+
+export interface Engine {
+  /**
+   * Matches new transfers, recomputes received totals and confirmations and walks the state
+   * machine for one (chain, livemode), in transactions under that chain's advisory lock.
+   * Idempotent: a second call with nothing new changes nothing.
+   */
+  reconcile(params: { chain: ChainName; livemode: boolean }): Promise<ReconcileResult>;
+  /** `reconcile` for every chain in both modes: expiry sweeps and the safety net. */
+  reconcileAll(): Promise<ReconcileResult>;
+  /**
+   * The ingesters' callback: schedules a reconcile of that chain without waiting for it. Calls
+   * arriving while one runs coalesce into one more run.
+   */
+  onChainChange(change: ChainChange): void;
+  /** Resolves when every reconcile scheduled by `onChainChange` so far has finished. */
+  idle(): Promise<void>;
+  /** Runs `reconcileAll` every `intervalMs` until `signal` aborts. */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+/** Locks one (livemode, chain) for the engine: every writer of payment state takes it first. */
+export async function lockChain(sql: Sql, params: { livemode: boolean; chain: string }): Promise<void> {
+  await sql.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`svc.engine:${params.livemode}:${params.chain}`]);
+}
+
+function engineMetrics(registry: Registry) {
+  const counter = (name: string, help: string, labelNames: string[]) =>
+    (registry.getSingleMetric(name) as Counter<string> | undefined) ?? new Counter({ name, help, labelNames, registers: [registry] });
+  return {
+    transitions: counter('svc_engine_transitions_total', 'Payment state transitions', ['chain', 'from', 'to']),
+    events: counter('svc_engine_events_total', 'Payment events written to the outbox', ['chain', 'type']),
+    matched: counter('svc_engine_transfers_matched_total', 'Transfers matched to a session', ['chain']),
+    unmatched: counter('svc_engine_transfers_unmatched_total', 'Transfers that matched no session', ['chain']),
+    incidents: counter('svc_engine_incidents_total', 'Deep reorgs that took confirmed money away', ['chain', 'kind']),
+    duration:
+      (registry.getSingleMetric('svc_engine_reconcile_seconds') as Histogram<string> | undefined) ??
+      new Histogram({ name: 'svc_engine_reconcile_seconds', help: 'Time of one reconcile of one chain', labelNames: ['chain'], registers: [registry] }),
+  };
+}
+
+/**
+ * The matching and confirmation engine: pure rules over rows, in Postgres transactions. Several
+ * engines (processes) may share one database: each chain's work is serialised by an advisory
+ * lock and every session row is locked before it moves, so no transition happens twice.
+ */
+export function createEngine(params: {
+  store: Store;
+  logger: Logger;
+  metrics: Registry;
+  config?: Pick<Config, 'monitorWindowSeconds'>;
+  chains?: Record<ChainName, ChainConfig>;
+  intervalMs?: number;
+}): Engine {
+  const { store } = params;
+  const logger = params.logger.child({ stage: 'engine' });
+  const chains = params.chains ?? loadChains();
+  const metrics = engineMetrics(params.metrics);
+  const running = new Map<string, Promise<void>>();
+  const dirty = new Set<string>();
+
+  async function reconcile({ chain, livemode }: { chain: ChainName; livemode: boolean }): Promise<ReconcileResult> {
+    const chainConfig = chains[chain];
+    const timer = metrics.duration.startTimer({ chain });
+    const result: ReconcileResult = { matched: 0, unmatched: 0, changes: [] };
+    try {
+      for (;;) {
+        const done = await store.transaction(async (sql) => {
+          await lockChain(sql, { livemode, chain });
+          const match = await matchTransfers(sql, { livemode, chain, limit: MATCH_BATCH });
+          result.matched += match.matched;
+          result.unmatched += match.unmatched;
+          if (match.seen === MATCH_BATCH) return false;
+          const changes = await evaluateSessions(sql, {
+            livemode,
+            chain: chainConfig,
+            onIncident: (kind, sessionId) => {
+              metrics.incidents.inc({ chain, kind });
+              logger.error({ msg: 'Reorg took confirmed money away from a session', chain, livemode, session_id: sessionId, kind });
+            },
+          });
+          result.changes.push(...changes);
+          return true;
+        });
+        if (done) break;
+      }
+    } finally {
+      timer();
+    }
+    if (result.matched) metrics.matched.inc({ chain }, result.matched);
+    if (result.unmatched) metrics.unmatched.inc({ chain }, result.unmatched);
+    for (const change of result.changes) {
+      if (change.from !== change.to) metrics.transitions.inc({ chain, from: change.from, to: change.to });
+      for (const type of change.events) metrics.events.inc({ chain, type });
+      logger.info({ msg: 'Payment state changed', chain, livemode, session_id: change.sessionId, from: change.from, to: change.to, cause: change.cause, events: change.events });
+    }
+    return result;
+  }
+
+  async function reconcileAll(): Promise<ReconcileResult> {
+    const total: ReconcileResult = { matched: 0, unmatched: 0, changes: [] };
+    for (const livemode of [false, true]) {
+      for (const chain of CHAIN_NAMES) {
+        const result = await reconcile({ chain, livemode });
+        total.matched += result.matched;
+        total.unmatched += result.unmatched;
+        total.changes.push(...result.changes);
+      }
+    }
+    return total;
+  }
+
+  function schedule(chain: ChainName, livemode: boolean): void {
+    const key = `${livemode}:${chain}`;
+    if (running.has(key)) {
+      dirty.add(key);
+      return;
+    }
+    const work = (async () => {
+      do {
+        dirty.delete(key);
+        try {
+          await reconcile({ chain, livemode });
+        } catch (error) {
+          logger.error({ msg: 'Reconcile failed; the periodic pass retries it', chain, livemode, err: error });
+        }
+      } while (dirty.has(key));
+    })().finally(() => running.delete(key));
+    running.set(key, work);
+  }
+
+  return {
+    reconcile,
+    reconcileAll,
+    onChainChange: (change) => schedule(change.chain, change.livemode),
+    async idle() {
+      while (running.size > 0) await Promise.all([...running.values()]);
+    },
+    async run(signal) {
+      const interval = params.intervalMs ?? DEFAULT_INTERVAL_MS;
+      while (!signal.aborted) {
+        try {
+          await reconcileAll();
+        } catch (error) {
+          logger.error({ msg: 'Periodic reconcile failed', err: error });
+        }
+        await sleep(interval, signal);
+      }
+    },
+  };
+}

@@ -1,0 +1,274 @@
+import { describe, expect, test } from 'vitest';
+import pino from 'pino';
+import { useTestDatabase } from '../helpers/db.ts';
+import { createEngine } from '../../src/engine/index.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf } from './fixtures.ts';
+
+const db = useTestDatabase('engine_reconcile');
+const logger = pino({ level: 'silent' });
+const engine = () => createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }) });
+const chain = 'polygon' as const;
+const livemode = true;
+
+/** Every test works above the highest head so far, so tests in this file never share blocks. */
+async function nextBase(): Promise<bigint> {
+  const { rows } = await db.store.query<{ head: bigint | null }>('SELECT max(head_block) AS head FROM chain_heads WHERE chain = $1', [chain]);
+  return (rows[0]?.head ?? 0n) + 1000n;
+}
+
+async function setup(amount = '10', options: { toleranceBps?: number } = {}) {
+  const merchantId = await newMerchant(db.store, options);
+  const wallet = newEvmWallet();
+  const session = await newSession(db.store, { merchantId, wallet, amount });
+  return { merchantId, wallet, session, base: await nextBase() };
+}
+
+describe('reconcile() on stored transfers (as the ingester writes them)', () => {
+  test('exact payment: confirming at detection, confirmed at 32 blocks, settled at finality, each event once', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    expect(session.amount_due).toBe(10_000_000n);
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base });
+    await setHead(db.store, { head: base });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirming', amount_received: '10000000', confirmations: 1 });
+
+    await setHead(db.store, { head: base + 30n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirming', confirmations: 31 });
+
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirmed', confirmations: 32 });
+
+    await setHead(db.store, { head: base + 40n, finalized: base });
+    await e.reconcile({ chain, livemode });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'settled', confirmations: 41 });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.settled']);
+  });
+
+  test('the payment.confirmed envelope carries the spec fields, amounts as decimal text and the metadata', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('12.5');
+    const { txHash } = await insertTransfer(db.store, { to: wallet, amount: 12_500_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    const { rows } = await db.store.query('SELECT id, payload FROM events WHERE session_id = $1 AND type = $2', [session.id, 'payment.confirmed']);
+    expect(rows).toHaveLength(1);
+    const payload = rows[0]!.payload;
+    expect(payload.id).toBe(rows[0]!.id);
+    expect(payload.event).toBe('payment.confirmed');
+    expect(payload.livemode).toBe(true);
+    expect(new Date(payload.timestamp).toISOString()).toBe(payload.timestamp);
+    expect(payload.data).toEqual({
+      id: session.id,
+      amount: '12.5',
+      currency: 'USDC',
+      chain: 'polygon',
+      status: 'confirmed',
+      txHash,
+      confirmedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      amountDue: '12.5',
+      amountReceived: '12.5',
+      fee: '0.125',
+      paymentAddress: wallet,
+      confirmations: 32,
+      expiresAt: session.expires_at.toISOString(),
+      metadata: { order: 'A-1' },
+      livemode: true,
+    });
+  });
+
+  test('underpaid then topped up: payment.underpaid with the remaining amount, then confirmed', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await insertTransfer(db.store, { to: wallet, amount: 4_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'pending', amount_received: '4000000' });
+    const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.underpaid'`, [session.id]);
+    expect(rows[0]!.payload.data).toMatchObject({ status: 'pending', amountReceived: '4', amountRemaining: '6' });
+
+    await insertTransfer(db.store, { to: wallet, amount: 6_000_000n, block: base + 32n });
+    await setHead(db.store, { head: base + 32n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirming', amount_received: '10000000' });
+    await setHead(db.store, { head: base + 63n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirmed' });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.underpaid', 'payment.confirming', 'payment.confirmed']);
+  });
+
+  test('overpaid: payment.confirmed then payment.overpaid with the excess', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await insertTransfer(db.store, { to: wallet, amount: 15_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.overpaid']);
+    const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.overpaid'`, [session.id]);
+    expect(rows[0]!.payload.data).toMatchObject({ status: 'confirmed', amountReceived: '15', amountExcess: '5' });
+  });
+
+  test('two transfers in one block add up to the due amount', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await insertTransfer(db.store, { to: wallet, amount: 3_000_000n, block: base });
+    await insertTransfer(db.store, { to: wallet, amount: 7_000_000n, block: base });
+    await setHead(db.store, { head: base + 1n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirming', amount_received: '10000000', confirmations: 2 });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.confirmed']);
+  });
+
+  test('expiry with nothing received: expired, once, even with two engines', async () => {
+    const { session } = await setup('10');
+    await expireNow(db.store, session.id);
+    await Promise.all([engine().reconcile({ chain, livemode }), engine().reconcile({ chain, livemode })]);
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'expired' });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.expired']);
+  });
+
+  test('expiry with part received: failed (reason underpaid)', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await insertTransfer(db.store, { to: wallet, amount: 2_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    await expireNow(db.store, session.id);
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'failed' });
+    const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.failed'`, [session.id]);
+    expect(rows[0]!.payload.data).toMatchObject({ status: 'failed', failureReason: 'underpaid', amountRemaining: '8' });
+  });
+
+  test('late payment inside the monitoring window: expired, then payment.late_confirmed', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await expireNow(db.store, session.id);
+    await e.reconcile({ chain, livemode });
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirmed' });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.expired', 'payment.confirming', 'payment.late_confirmed']);
+  });
+
+  test('a payment after the monitoring window matches nothing and stays unmatched', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await expireNow(db.store, session.id, { closeWindow: true });
+    const { id } = await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    const result = await e.reconcile({ chain, livemode });
+    expect(result.unmatched).toBe(1);
+    const { rows } = await db.store.query('SELECT session_id, match_checked_at FROM transfers WHERE id = $1', [id]);
+    expect(rows[0]).toMatchObject({ session_id: null, match_checked_at: expect.any(Date) });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.expired']);
+  });
+
+  test('a reorg that removes an unconfirmed transfer takes the session back to created (payment.reorged)', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base });
+    await setHead(db.store, { head: base + 2n });
+    await e.reconcile({ chain, livemode });
+    await removeAbove(db.store, { block: base - 1n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created', amount_received: '0', confirmations: 0 });
+    const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.reorged'`, [session.id]);
+    expect(rows[0]!.payload.data).toMatchObject({ status: 'created', amountReceived: '0', amountRemaining: '10' });
+    // Paid again on the new branch: confirming again, then confirmed.
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base + 5n });
+    await setHead(db.store, { head: base + 40n });
+    await e.reconcile({ chain, livemode });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.reorged', 'payment.confirming', 'payment.confirmed']);
+  });
+
+  test('a deep reorg after confirmation is recorded as an incident and reported, not hidden', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    await removeAbove(db.store, { block: base - 1n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created' });
+    expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.reorged']);
+    const { rows } = await db.store.query('SELECT kind, details FROM engine_incidents WHERE session_id = $1', [session.id]);
+    expect(rows).toEqual([{ kind: 'deep_reorg', details: { status: 'confirmed', stored_received: '10000000', received: '0' } }]);
+  });
+
+  test('two sessions for the same amount on one wallet get distinct due amounts and match in either order', async () => {
+    const e = engine();
+    const merchantId = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const first = await newSession(db.store, { merchantId, wallet, amount: '25' });
+    const second = await newSession(db.store, { merchantId, wallet, amount: '25' });
+    expect([first.amount_due, second.amount_due]).toEqual([25_000_000n, 25_000_001n]);
+    const base = await nextBase();
+    // The second session's payer pays first.
+    await insertTransfer(db.store, { to: wallet, amount: 25_000_001n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, second.id)).toMatchObject({ status: 'confirmed' });
+    expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'created' });
+    await insertTransfer(db.store, { to: wallet, amount: 25_000_000n, block: base + 32n });
+    await setHead(db.store, { head: base + 63n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'confirmed', amount_received: '25000000' });
+    expect(await statusOf(db.store, second.id)).toMatchObject({ status: 'confirmed', amount_received: '25000001' });
+  });
+
+  test('an ambiguous partial payment (two sessions waiting on the wallet) stays unmatched', async () => {
+    const e = engine();
+    const merchantId = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    await newSession(db.store, { merchantId, wallet, amount: '25' });
+    await newSession(db.store, { merchantId, wallet, amount: '30' });
+    const base = await nextBase();
+    const { id } = await insertTransfer(db.store, { to: wallet, amount: 5_000_000n, block: base });
+    await setHead(db.store, { head: base });
+    const result = await e.reconcile({ chain, livemode });
+    expect(result.unmatched).toBe(1);
+    const { rows } = await db.store.query('SELECT session_id FROM transfers WHERE id = $1', [id]);
+    expect(rows[0]!.session_id).toBeNull();
+  });
+
+  test('payment tolerance: 9.99 of 10 confirms when the merchant allows 0.5%', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10', { toleranceBps: 50 });
+    await insertTransfer(db.store, { to: wallet, amount: 9_990_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirmed', amount_received: '9990000' });
+  });
+
+  test('reconcile is idempotent: a second pass writes nothing', async () => {
+    const e = engine();
+    const { wallet, base } = await setup('10');
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    const before = await db.store.query('SELECT count(*) AS n FROM events');
+    const again = await e.reconcile({ chain, livemode });
+    expect(again).toEqual({ matched: 0, unmatched: 0, changes: [] });
+    expect((await db.store.query('SELECT count(*) AS n FROM events')).rows[0]).toEqual(before.rows[0]);
+  });
+
+  test('a transfer in the wrong token or to another wallet does not pay the session', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    const usdt = '0xc2132D05D31c914a87C6611C10748AEb04B58e8F';
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base, token: usdt });
+    await insertTransfer(db.store, { to: newEvmWallet(), amount: 10_000_000n, block: base });
+    await setHead(db.store, { head: base + 31n });
+    const result = await e.reconcile({ chain, livemode });
+    expect(result.unmatched).toBe(2);
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created' });
+  });
+});
