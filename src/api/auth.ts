@@ -40,10 +40,15 @@ export function presentedKey(request: FastifyRequest): string | undefined {
   return bearer ?? (xApiKey || undefined);
 }
 
-/** Adds `request.auth` and enforces each route's `config.auth` before its handler runs. */
+/**
+ * Adds `request.auth` and enforces each route's `config.auth`. It runs on `onRequest`, before the
+ * body is read or validated, so a caller without a valid key learns nothing about its request
+ * but a 401 (Stripe's order: authentication, then validation). Unknown routes stay 404s.
+ */
 export function registerAuth(app: FastifyInstance, params: { store: Store }): void {
   app.decorateRequest('auth', null);
-  app.addHook('preHandler', async (request) => {
+  app.addHook('onRequest', async (request) => {
+    if (request.is404) return;
     const needed: RouteAuth = request.routeOptions.config?.auth ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
     if (needed === 'none') return;
     const key = presentedKey(request);

@@ -3,6 +3,8 @@ import type { Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import type { Config } from '../internal/config.ts';
 import type { SecretBox } from '../internal/crypto.ts';
+import type { RateLimits } from './rateLimits.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 
 /** What route modules are given: real dependencies, passed in (tests pass their own). */
 export interface ApiDeps {
@@ -13,4 +15,8 @@ export interface ApiDeps {
   /** Seals and opens webhook secrets. */
   box: SecretBox;
   startedAt: Date;
+  /** Overrides of the spec's rate limits (requests per minute); unset keeps DEFAULT_RATE_LIMITS. */
+  rateLimits?: Partial<RateLimits>;
+  /** The sandbox's simulator, for `POST /sandbox/sessions/{id}/pay`; unset where the sandbox does not run. */
+  sandbox?: Sandbox;
 }

@@ -1,0 +1,137 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Sql, Store } from '../store/index.ts';
+import { badRequest, conflict, unprocessable } from '../internal/errors.ts';
+import { sha256Hex } from '../internal/crypto.ts';
+
+/** The header that carries the key (Stripe's name; the spec leaves it open). */
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+
+/** Longest accepted key: the issue's 255 characters (Stripe allows 255 too). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+/** Keys are kept 24 hours after first use, as Stripe does; a retry after that creates anew. */
+const RETENTION_SECONDS = 24 * 3600;
+
+/**
+ * A claim is held this long while the first request runs. Requests finish in well under a
+ * second; 60 s outlasts any of them, and lets a retry take over a claim whose process died.
+ */
+const CLAIM_SECONDS = 60;
+
+/** Expired rows are deleted as requests pass, 1 in 100 (no timer, any process). */
+const CLEANUP_PROBABILITY = 0.01;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency: { apiKeyId: string; key: string } | null;
+  }
+}
+
+/** JSON with object keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same request. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** What identifies "the same request": method, path without the `/api/v1` or `/v1` prefix, body. */
+export function requestFingerprint(request: FastifyRequest): string {
+  const path = request.url.split('?')[0]!.replace(/^\/(api\/)?v1(?=\/)/, '');
+  return sha256Hex(`${request.method} ${path}\n${canonicalJson(request.body ?? null)}`);
+}
+
+type Claim =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; status: number; body: string; contentType: string | null }
+  | { kind: 'running' }
+  | { kind: 'mismatch' };
+
+/**
+ * Claims (apiKeyId, key) for a request with `fingerprint`. The primary key makes exactly one
+ * concurrent claimer win across every process sharing the database; the others see `running`,
+ * the stored response (`replay`) or a different fingerprint (`mismatch`).
+ */
+export async function claimIdempotencyKey(sql: Sql, params: { apiKeyId: string; key: string; fingerprint: string }): Promise<Claim> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const claimed = await sql.query(
+      `INSERT INTO idempotency_keys (api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)
+       VALUES ($1, $2, $3, 'running', now() + make_interval(secs => $4), now() + make_interval(secs => $5))
+       ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
+         request_hash = excluded.request_hash, state = 'running', locked_until = excluded.locked_until,
+         expires_at = excluded.expires_at, created_at = now(), response_status = NULL, response_body = NULL, response_content_type = NULL
+       WHERE idempotency_keys.expires_at < now()
+          OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_until < now() AND idempotency_keys.request_hash = excluded.request_hash)
+       RETURNING 1`,
+      [params.apiKeyId, params.key, params.fingerprint, CLAIM_SECONDS, RETENTION_SECONDS],
+    );
+    if (Math.random() < CLEANUP_PROBABILITY) {
+      await sql.query(`DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 1000)`).catch(() => {});
+    }
+    if (claimed.rowCount === 1) return { kind: 'claimed' };
+    const { rows } = await sql.query<{ request_hash: string; state: string; response_status: number | null; response_body: string | null; response_content_type: string | null }>(
+      `SELECT request_hash, state, response_status, response_body, response_content_type FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2`,
+      [params.apiKeyId, params.key],
+    );
+    const row = rows[0];
+    if (!row) continue; // the first request failed and released the key between our two statements
+    if (row.request_hash !== params.fingerprint) return { kind: 'mismatch' };
+    if (row.state === 'running') return { kind: 'running' };
+    return { kind: 'replay', status: row.response_status!, body: row.response_body ?? '', contentType: row.response_content_type };
+  }
+  return { kind: 'running' };
+}
+
+/**
+ * Idempotency for every authenticated POST: `Idempotency-Key` (1..255 characters), scoped to the
+ * API key, kept 24 h. Same key and body: the first response is replayed with
+ * `Idempotent-Replayed: true`; different body: 422; first still running: 409. Only 2xx responses
+ * are stored: an error (validation included) releases the key, so nothing is stored for it and a
+ * corrected request may reuse the key.
+ */
+export function registerIdempotency(app: FastifyInstance, params: { store: Store }): void {
+  app.decorateRequest('idempotency', null);
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method !== 'POST' || !request.auth) return;
+    const header = request.headers[IDEMPOTENCY_HEADER];
+    if (header === undefined) return;
+    if (typeof header !== 'string' || header.length === 0 || header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      throw badRequest(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+    }
+    const claim = await claimIdempotencyKey(params.store, { apiKeyId: request.auth.keyId, key: header, fingerprint: requestFingerprint(request) });
+    switch (claim.kind) {
+      case 'claimed':
+        request.idempotency = { apiKeyId: request.auth.keyId, key: header };
+        return;
+      case 'mismatch':
+        throw unprocessable('this Idempotency-Key was already used with a different request (method, path or body); use a new key');
+      case 'running':
+        throw conflict('a request with this Idempotency-Key is still being processed; retry shortly');
+      case 'replay':
+        reply.status(claim.status).header('Idempotent-Replayed', 'true');
+        if (claim.contentType) reply.header('content-type', claim.contentType);
+        return reply.send(claim.body);
+    }
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    const idempotency = request.idempotency;
+    if (!idempotency) return payload;
+    request.idempotency = null;
+    if (reply.statusCode >= 200 && reply.statusCode < 300 && (typeof payload === 'string' || payload === undefined || payload === null)) {
+      const contentType = reply.getHeader('content-type');
+      await params.store.query(
+        `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_body = $4, response_content_type = $5
+         WHERE api_key_id = $1 AND idempotency_key = $2`,
+        [idempotency.apiKeyId, idempotency.key, reply.statusCode, payload ?? '', typeof contentType === 'string' ? contentType : null],
+      );
+    } else {
+      await params.store.query(`DELETE FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2 AND state = 'running'`, [idempotency.apiKeyId, idempotency.key]);
+    }
+    reply.header('Idempotent-Replayed', 'false');
+    return payload;
+  });
+}

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+
+/** What the document says before any route adds itself. */
+const DESCRIPTION = `The merchant API of svc gateway, a non-custodial stablecoin payment gateway.
+
+Two interfaces over one resource, the payment session: **Interface A** (\`/sessions\`, bearer
+authentication) and **Interface B** (\`/payments\` and the rest, \`X-API-Key\` header). Both
+authentication headers work on every endpoint, and every path is also served under \`/v1\`
+instead of \`/api/v1\`.
+
+- Errors are always \`{"error": "<message>"}\`.
+- Amounts are decimal text in token units (never JSON numbers); base-unit fields are integer text.
+- Every POST accepts an \`Idempotency-Key\` header (1..255 characters, per API key, kept 24 h).
+- Rate limits per minute: payment creation 10 per key, reads 30 per key, other writes 30 per key,
+  any endpoint 200 per IP. A 429 carries \`Retry-After\` (seconds) and \`RateLimit-*\` headers.
+- Test keys (\`svc_test_\`, \`svc_sk_\`) see only sandbox data, live keys only production data.`;
+
+/**
+ * Registers @fastify/swagger (OpenAPI 3.1, built from the route schemas that validate
+ * requests), serves it at `<prefix>/openapi.json`, and the interactive reference (Swagger UI,
+ * its files served by the daemon, no CDN) at `/docs`. Must run before any route is added.
+ */
+export function registerOpenApi(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) route.config = { ...route.config, auth: 'none' };
+  });
+  app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'svc gateway API', version: '1.0.0', description: DESCRIPTION },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'Interface A: `Authorization: Bearer <API key>`.' },
+          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Interface B: `X-API-Key: <API key>`.' },
+        },
+      },
+      security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
+    },
+    // The `/v1` copies are the same operations: the document lists the `/api/v1` ones once.
+    transform: ({ schema, url, route }) => {
+      const hidden = url.startsWith('/v1/') || url.startsWith('/docs') || url === '/metrics';
+      const security = route.config && (route.config as { auth?: string }).auth === 'none' ? { security: [] } : {};
+      return { schema: { ...schema, ...security, ...(hidden ? { hide: true } : {}) } as typeof schema, url };
+    },
+  });
+  app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { url: '/api/v1/openapi.json' } as Record<string, unknown> });
+}
+
+/** `GET /openapi.json` under each prefix: the document, no authentication. */
+export function openApiRoutes(app: FastifyInstance): void {
+  app.get('/openapi.json', { config: { auth: 'none', rateLimit: 'none' }, schema: { hide: true } }, async () => app.swagger());
+}

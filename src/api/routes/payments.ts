@@ -1,0 +1,117 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiDeps } from '../deps.ts';
+import { authOf } from '../auth.ts';
+import { createSession, getSession, SESSION_COLUMNS, toSessionRow } from '../../engine/sessions.ts';
+import { badRequest, notFound } from '../../internal/errors.ts';
+import { ChainSchema, CreatePaymentBody, CurrencySchema, IdParam, ListSchema, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
+import { paymentViewB } from '../views.ts';
+
+/** Default page size of list endpoints (Stripe's 10 is small for reconciliation jobs; 20 is BTCPay's feel). */
+export const DEFAULT_PAGE_SIZE = 20;
+
+const ListPaymentsQuery = Type.Object(
+  {
+    ...pagingQuery,
+    status: Type.Optional(
+      Type.Unsafe<string>({
+        type: 'string',
+        enum: ['pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'],
+        description: 'Only payments in this Interface B state (`pending` includes sessions in state `created`).',
+      }),
+    ),
+    chain: Type.Optional(ChainSchema),
+    currency: Type.Optional(CurrencySchema),
+    createdGte: Type.Optional(Type.String({ format: 'date-time', description: 'Created at or after this ISO 8601 time.', 'x-error': 'must be an ISO 8601 date-time' })),
+    createdLt: Type.Optional(Type.String({ format: 'date-time', description: 'Created before this ISO 8601 time.', 'x-error': 'must be an ISO 8601 date-time' })),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * Interface B (spec §4.2): `POST /payments` (201, the §2.2 view: a new payment is `pending`),
+ * `GET /payments/:id`, `GET /payments` (newest first, cursor paging with `limit` and
+ * `startingAfter`, filters on status, chain, currency and creation time).
+ */
+export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  typed.post(
+    '/payments',
+    {
+      config: { rateLimit: 'create' },
+      schema: {
+        tags: ['Interface B'],
+        summary: 'Create a payment',
+        description:
+          'Creates a payment session; answers 201 with the payment in state `pending`. `merchantWallet` is required unless the merchant has a verified wallet on the chain (then the oldest verified one is used).',
+        body: CreatePaymentBody,
+        response: { 201: PaymentBSchema, ...errorResponses(...WRITE_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const auth = authOf(request);
+      const row = await deps.store.transaction((sql) =>
+        createSession(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds }),
+      );
+      return reply.status(201).send(paymentViewB(row, deps.config.publicUrl));
+    },
+  );
+
+  typed.get(
+    '/payments/:id',
+    {
+      schema: {
+        tags: ['Interface B'],
+        summary: 'Retrieve a payment',
+        params: IdParam('id', 'ses'),
+        response: { 200: PaymentBSchema, ...errorResponses(...READ_ERRORS) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
+      if (!row) throw notFound(`payment ${request.params.id} not found`);
+      return paymentViewB(row, deps.config.publicUrl);
+    },
+  );
+
+  typed.get(
+    '/payments',
+    {
+      schema: {
+        tags: ['Interface B'],
+        summary: 'List payments',
+        description: 'Newest first. Pass the previous page\'s `nextCursor` as `startingAfter` for the next page.',
+        querystring: ListPaymentsQuery,
+        response: { 200: ListSchema(PaymentBSchema, 'A page of payments, newest first.'), ...errorResponses(...READ_ERRORS) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const query = request.query;
+      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const statuses = query.status === undefined ? null : query.status === 'pending' ? ['created', 'pending'] : [query.status];
+      if (query.startingAfter !== undefined) {
+        const cursor = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: query.startingAfter });
+        if (!cursor) throw badRequest(`startingAfter ${JSON.stringify(query.startingAfter)} is not a payment of this account`);
+      }
+      const { rows } = await deps.store.query(
+        `SELECT ${SESSION_COLUMNS} FROM payment_sessions
+         WHERE merchant_id = $1 AND livemode = $2
+           AND ($3::text[] IS NULL OR status = ANY($3))
+           AND ($4::text IS NULL OR chain = $4)
+           AND ($5::text IS NULL OR currency = $5)
+           AND ($6::timestamptz IS NULL OR created_at >= $6)
+           AND ($7::timestamptz IS NULL OR created_at < $7)
+           AND ($8::text IS NULL OR (created_at, id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))
+         ORDER BY created_at DESC, id DESC
+         LIMIT $9`,
+        [auth.merchantId, auth.livemode, statuses, query.chain ?? null, query.currency ?? null, query.createdGte ?? null, query.createdLt ?? null, query.startingAfter ?? null, limit + 1],
+      );
+      const page = rows.slice(0, limit).map((raw) => paymentViewB(toSessionRow(raw), deps.config.publicUrl));
+      const hasMore = rows.length > limit;
+      return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
+    },
+  );
+}

@@ -1,0 +1,151 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiDeps } from '../deps.ts';
+import { authOf } from '../auth.ts';
+import { AmountSchema, ChainSchema, CurrencySchema, IdParam, ListSchema, MetadataSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
+import { completeRefund, getRefund, listRefunds, refundView, rejectRefund, requestRefund } from '../refunds.ts';
+import { badRequest } from '../../internal/errors.ts';
+import { getSession } from '../../engine/sessions.ts';
+
+const Nullable = (schema: ReturnType<typeof Type.String>) => Type.Union([schema, Type.Null()]);
+
+const RefundSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Refund identifier (`rfd_…`).' }),
+    paymentId: Type.String(),
+    amount: Type.String({ description: 'Decimal text.' }),
+    amountBaseUnits: Type.String(),
+    currency: CurrencySchema,
+    chain: ChainSchema,
+    status: Type.Unsafe<string>({ type: 'string', enum: ['requested', 'completed', 'rejected'] }),
+    address: Type.String({ description: 'Where the merchant sends the refund.' }),
+    reason: Nullable(Type.String()),
+    metadata: MetadataSchema,
+    txHash: Nullable(Type.String({ description: 'The merchant\'s refund transaction, once completed.' })),
+    rejectionReason: Nullable(Type.String()),
+    livemode: Type.Boolean(),
+    createdAt: Type.String({ format: 'date-time' }),
+    completedAt: Nullable(Type.String({ format: 'date-time' })),
+    rejectedAt: Nullable(Type.String({ format: 'date-time' })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'A refund request. The gateway holds no funds: the merchant sends the refund from its wallet, then completes the request with the transaction hash, or rejects it.',
+  },
+);
+
+const CreateRefundBody = Type.Object(
+  {
+    paymentId: Type.String({ minLength: 1, maxLength: 64, description: 'The payment (session) to refund.' }),
+    amount: Type.Optional({ ...AmountSchema, description: 'Decimal text; default: everything not yet refunded or requested.' }),
+    address: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Refund destination; default: the sender of the payment.' })),
+    reason: Type.Optional(Type.String({ maxLength: 500 })),
+    metadata: Type.Optional(MetadataSchema),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * Refunds (Interface B): `POST /refunds` (201, `refund.requested`), `GET /refunds`,
+ * `GET /refunds/:id`, `POST /refunds/:id/complete` with `{txHash}` (`refund.completed`),
+ * `POST /refunds/:id/reject` with optional `{reason}` (`refund.rejected`). The total of requested
+ * and completed refunds never exceeds what the payment received.
+ */
+export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  typed.post(
+    '/refunds',
+    {
+      schema: {
+        tags: ['Interface B'],
+        summary: 'Request a refund',
+        body: CreateRefundBody,
+        response: { 201: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
+      },
+    },
+    async (request, reply) => {
+      const auth = authOf(request);
+      const refund = await deps.store.transaction((sql) => requestRefund(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode }));
+      return reply.status(201).send(refundView(refund));
+    },
+  );
+
+  typed.get(
+    '/refunds',
+    {
+      schema: {
+        tags: ['Interface B'],
+        summary: 'List refunds',
+        querystring: Type.Object({ ...pagingQuery, paymentId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, { additionalProperties: false }),
+        response: { 200: ListSchema(RefundSchema, 'A page of refunds, newest first.'), ...errorResponses(...READ_ERRORS) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const limit = request.query.limit ?? 20;
+      if (request.query.startingAfter !== undefined) {
+        await getRefund(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.query.startingAfter }).catch(() => {
+          throw badRequest(`startingAfter ${JSON.stringify(request.query.startingAfter)} is not a refund of this account`);
+        });
+      }
+      if (request.query.paymentId !== undefined && !(await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.query.paymentId }))) {
+        throw badRequest(`paymentId ${JSON.stringify(request.query.paymentId)} is not a payment of this account`);
+      }
+      const rows = await listRefunds(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, paymentId: request.query.paymentId, startingAfter: request.query.startingAfter, limit: limit + 1 });
+      const page = rows.slice(0, limit).map(refundView);
+      const hasMore = rows.length > limit;
+      return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
+    },
+  );
+
+  typed.get(
+    '/refunds/:id',
+    { schema: { tags: ['Interface B'], summary: 'Retrieve a refund', params: IdParam('id', 'rfd'), response: { 200: RefundSchema, ...errorResponses(...READ_ERRORS) } } },
+    async (request) => {
+      const auth = authOf(request);
+      return refundView(await getRefund(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! }));
+    },
+  );
+
+  typed.post(
+    '/refunds/:id/complete',
+    {
+      schema: {
+        tags: ['Interface B'],
+        summary: 'Complete a refund with its transaction hash',
+        description: '409 when the refund is not in state `requested`.',
+        params: IdParam('id', 'rfd'),
+        body: Type.Object({ txHash: Type.String({ minLength: 1, maxLength: 100, description: 'EVM: 0x + 64 hex; solana: base58 signature.' }) }, { additionalProperties: false }),
+        response: { 200: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const refund = await deps.store.transaction((sql) => completeRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash }));
+      return refundView(refund);
+    },
+  );
+
+  typed.post(
+    '/refunds/:id/reject',
+    {
+      schema: {
+        tags: ['Interface B'],
+        summary: 'Reject a refund request',
+        description: '409 when the refund is not in state `requested`. The amount becomes refundable again.',
+        params: IdParam('id', 'rfd'),
+        body: Type.Union([Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false }), Type.Null()], { description: 'Optional: {"reason": "…"}.' }),
+        response: { 200: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const refund = await deps.store.transaction((sql) =>
+        rejectRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, reason: request.body?.reason }),
+      );
+      return refundView(refund);
+    },
+  );
+}

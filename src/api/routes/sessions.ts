@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiDeps } from '../deps.ts';
+import { authOf } from '../auth.ts';
+import { createSession, getSession } from '../../engine/sessions.ts';
+import { notFound } from '../../internal/errors.ts';
+import { CreateSessionBody, IdParam, READ_ERRORS, SessionASchema, WRITE_ERRORS, errorResponses } from '../schemas.ts';
+import { sessionViewA } from '../views.ts';
+
+/**
+ * Interface A (spec §4.1): `POST /sessions` creates a payment session (201), `GET
+ * /sessions/{sessionId}` polls it. Any session of the caller's merchant and mode is readable,
+ * whichever interface created it.
+ */
+export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  typed.post(
+    '/sessions',
+    {
+      config: { rateLimit: 'create' },
+      schema: {
+        tags: ['Interface A'],
+        summary: 'Create a payment session',
+        description:
+          'Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has a verified wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`).',
+        body: CreateSessionBody,
+        response: { 201: SessionASchema, ...errorResponses(...WRITE_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const auth = authOf(request);
+      const row = await deps.store.transaction((sql) =>
+        createSession(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds }),
+      );
+      return reply.status(201).send(sessionViewA(row, deps.config.publicUrl));
+    },
+  );
+
+  typed.get(
+    '/sessions/:sessionId',
+    {
+      schema: {
+        tags: ['Interface A'],
+        summary: 'Retrieve a payment session (for polling)',
+        params: IdParam('sessionId', 'ses'),
+        response: { 200: SessionASchema, ...errorResponses(...READ_ERRORS) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.sessionId! });
+      if (!row) throw notFound(`payment session ${request.params.sessionId} not found`);
+      return sessionViewA(row, deps.config.publicUrl);
+    },
+  );
+}

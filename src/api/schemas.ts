@@ -1,0 +1,186 @@
+import { Type, type TSchema, type Static } from 'typebox';
+import { CHAIN_NAMES, type ChainName } from '../internal/config.ts';
+import { CURRENCIES, type Currency } from '../internal/chains.ts';
+import { AMOUNT_LIMITS, EXPIRES_IN } from '../engine/sessions.ts';
+
+/**
+ * The request and response schemas of both interfaces. The same objects validate requests
+ * (ajv, see validation.ts) and generate the OpenAPI document (@fastify/swagger), so the two
+ * cannot drift. `x-error` is the message a client gets when a value breaks the schema.
+ */
+
+/** Metadata limits, as Stripe's: 50 keys, keys up to 40 characters, values up to 500. */
+export const METADATA_LIMITS = { keys: 50, keyLength: 40, valueLength: 500 } as const;
+
+export const ChainSchema = Type.Unsafe<ChainName>({
+  type: 'string',
+  enum: [...CHAIN_NAMES],
+  description: 'The chain to pay on.',
+});
+export const CurrencySchema = Type.Unsafe<Currency>({ type: 'string', enum: [...CURRENCIES], description: 'The stablecoin.' });
+
+export const AmountSchema = Type.String({
+  minLength: 1,
+  maxLength: 80,
+  pattern: '^(0|[1-9][0-9]*)(\\.[0-9]+)?$',
+  description: `Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from ${AMOUNT_LIMITS.min} to ${AMOUNT_LIMITS.max}. JSON numbers are refused (they lose precision).`,
+  'x-error': 'must be decimal text such as "12.50" (digits, one optional point, no sign or exponent)',
+  examples: ['25.00'],
+});
+
+export const UrlSchema = Type.String({
+  maxLength: 2048,
+  format: 'uri',
+  pattern: '^[hH][tT][tT][pP][sS]?://[^/?#\\s]+',
+  description: 'An absolute http(s) URL, at most 2048 characters.',
+  'x-error': 'must be an absolute http or https URL',
+});
+
+export const MetadataSchema = Type.Unsafe<Record<string, string>>({
+  type: 'object',
+  maxProperties: METADATA_LIMITS.keys,
+  propertyNames: { minLength: 1, maxLength: METADATA_LIMITS.keyLength },
+  additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.valueLength },
+  description: `Your own string key/value pairs, returned as given: at most ${METADATA_LIMITS.keys} keys, keys 1..${METADATA_LIMITS.keyLength} characters, values strings of at most ${METADATA_LIMITS.valueLength} characters.`,
+});
+
+export const ExpiresInSchema = Type.Integer({
+  minimum: EXPIRES_IN.min,
+  maximum: EXPIRES_IN.max,
+  description: `Session lifetime in seconds, ${EXPIRES_IN.min} to ${EXPIRES_IN.max} (7 days); default ${EXPIRES_IN.default}.`,
+});
+
+export const WalletAddressSchema = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description: 'Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.',
+});
+
+export const IdParam = (name: string, prefix: string) =>
+  Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 64, description: `Identifier (\`${prefix}_…\`).` }) }, { additionalProperties: false });
+
+export const ErrorSchema = Type.Object(
+  { error: Type.String({ description: 'What is wrong, for people.' }) },
+  { additionalProperties: false, description: 'Every error has this shape.' },
+);
+
+const DateTime = (description: string) => Type.String({ format: 'date-time', description });
+const NullableDateTime = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
+const Nullable = (schema: TSchema, description: string) => Type.Union([schema, Type.Null()], { description });
+
+export const TokenSchema = Type.Object({
+  symbol: Type.String(),
+  address: Type.String({ description: 'Token contract (EVM) or mint (solana).' }),
+});
+
+/** Every field of a session that both views share. */
+const sessionFields = {
+  id: Type.String({ description: 'Session identifier (`ses_…`); the same id works in both interfaces.' }),
+  amount: Type.String({ description: 'The amount the merchant asked for, decimal text.' }),
+  displayAmount: Type.String({ description: 'Same as `amount` (Interface B name).' }),
+  currency: CurrencySchema,
+  chain: ChainSchema,
+  checkoutUrl: Type.String({ format: 'uri', description: 'Hosted checkout page for the customer.' }),
+  paymentAddress: Type.String({ description: 'Where to pay: the merchant wallet (Interface A name).' }),
+  merchantWallet: Type.String({ description: 'Same as `paymentAddress` (Interface B name).' }),
+  amountDue: Type.String({
+    description:
+      'The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.',
+  }),
+  amountDueBaseUnits: Type.String({ description: '`amountDue` in the token base units (integer text).' }),
+  amountReceived: Type.String({ description: 'Sum of the counted transfers so far, decimal text.' }),
+  decimals: Type.Integer({ description: 'Decimals of the token on this chain (6; 18 on bsc).' }),
+  tokens: Type.Array(TokenSchema, { description: 'Token contracts or mints accepted for this session.' }),
+  fee: Type.String({ description: 'The flat 1% fee, decimal text (rounded half up to a base unit).' }),
+  feeBaseUnits: Type.String({ description: '`fee` in base units.' }),
+  reference: Nullable(Type.String(), 'Solana Pay reference key to include in the transfer (solana only; null elsewhere).'),
+  txHash: Nullable(Type.String(), 'Null until a transaction is seen.'),
+  confirmations: Type.Integer({ description: 'Block confirmations of the payment so far.' }),
+  requiredConfirmations: Type.Integer({ description: 'Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized).' }),
+  metadata: MetadataSchema,
+  webhookUrl: Nullable(Type.String(), 'Per-session webhook address.'),
+  successUrl: Nullable(Type.String(), 'Where the checkout page sends the customer after paying.'),
+  paymentLinkId: Nullable(Type.String(), 'The payment link this session came from.'),
+  livemode: Type.Boolean({ description: 'false for sandbox sessions (test keys).' }),
+  createdAt: DateTime('Creation time, ISO 8601 UTC.'),
+  expiresAt: DateTime('Expiry time, ISO 8601 UTC.'),
+  confirmedAt: NullableDateTime('When the payment was confirmed.'),
+};
+
+const STATUS_A = ['created', 'pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'];
+const STATUS_B = ['pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'];
+
+/** Interface A's payment session (spec §2.1) plus the payer's fields. */
+export const SessionASchema = Type.Object(
+  {
+    ...sessionFields,
+    status: Type.Unsafe<string>({ type: 'string', enum: STATUS_A, description: 'Session state; `created` until a payment is seen.' }),
+  },
+  { additionalProperties: false, description: 'A payment session as Interface A shows it (spec §2.1), plus what a payer needs.' },
+);
+
+/** Interface B's payment (spec §2.2): the same session, `created` reported as `pending`. */
+export const PaymentBSchema = Type.Object(
+  {
+    ...sessionFields,
+    status: Type.Unsafe<string>({ type: 'string', enum: STATUS_B, description: 'Payment state; a new payment is `pending` (the session state `created`).' }),
+  },
+  { additionalProperties: false, description: 'A payment as Interface B shows it (spec §2.2): the same session as Interface A, with `created` reported as `pending`.' },
+);
+
+/** POST /sessions (Interface A). */
+export const CreateSessionBody = Type.Object(
+  {
+    amount: AmountSchema,
+    currency: CurrencySchema,
+    chain: ChainSchema,
+    merchantWallet: Type.Optional(WalletAddressSchema),
+    webhookUrl: Type.Optional(UrlSchema),
+    successUrl: Type.Optional(UrlSchema),
+    metadata: Type.Optional(MetadataSchema),
+    expiresIn: Type.Optional(ExpiresInSchema),
+  },
+  { additionalProperties: false },
+);
+export type CreateSessionBody = Static<typeof CreateSessionBody>;
+
+/** POST /payments and POST /checkout/sessions (Interface B): the same fields. */
+export const CreatePaymentBody = CreateSessionBody;
+
+/** Standard responses every authenticated route can give. */
+export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  const descriptions: Record<number, string> = {
+    400: 'Invalid request: bad JSON, wrong content type, unknown or missing fields, bad values.',
+    401: 'Missing, unknown or revoked API key.',
+    403: 'The key lacks the scope (read or write) this action needs.',
+    404: 'No such resource for this merchant and mode.',
+    409: 'Conflict: an idempotent request with this key is still running, or the state forbids the action.',
+    410: 'Gone.',
+    422: 'This Idempotency-Key was used with a different request.',
+    429: 'Rate limited; see Retry-After.',
+  };
+  return Object.fromEntries(statuses.map((status) => [status, { ...ErrorSchema, description: descriptions[status] ?? 'Error.' }]));
+}
+
+/** Errors any authenticated read can give. */
+export const READ_ERRORS = [400, 401, 403, 404, 429];
+/** Errors any authenticated POST can give (idempotency adds 409 and 422). */
+export const WRITE_ERRORS = [400, 401, 403, 409, 422, 429];
+
+/** A page of a list: newest first. */
+export function ListSchema(item: TSchema, description: string) {
+  return Type.Object(
+    {
+      data: Type.Array(item),
+      hasMore: Type.Boolean({ description: 'More items follow: pass `nextCursor` as `startingAfter`.' }),
+      nextCursor: Nullable(Type.String(), 'The last id of this page when `hasMore`, else null.'),
+    },
+    { additionalProperties: false, description },
+  );
+}
+
+/** Paging query parameters shared by list endpoints. */
+export const pagingQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size, 1..100, default 20.' })),
+  startingAfter: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Cursor: the id of the last item of the previous page.' })),
+};

@@ -1,0 +1,78 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifyInstance } from 'fastify';
+import { badRequest } from '../internal/errors.ts';
+
+// ajv-formats ships CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+function newAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({
+    // Unknown fields are refused (400), never silently dropped.
+    removeAdditional: false,
+    // Bodies are JSON and keep their types ("10" is not 10); query strings and path parameters are text, so they are coerced.
+    coerceTypes,
+    useDefaults: false,
+    allErrors: false,
+    verbose: true,
+    strict: false,
+  });
+  addFormats(ajv);
+  ajv.addKeyword({ keyword: 'x-error', schemaType: 'string' });
+  return ajv;
+}
+
+const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+/** One ajv error as a sentence that says what is wrong and where ("body.amount must be a string"). */
+export function describeSchemaError(error: ErrorObject, dataVar: string): string {
+  const part = PART_NAMES[dataVar] ?? dataVar;
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+  const where = path ? `${part === 'body' ? '' : `${part} parameter `}${path}` : part;
+  const custom = (error.parentSchema as { 'x-error'?: string } | undefined)?.['x-error'];
+  switch (error.keyword) {
+    case 'required':
+      return path
+        ? `${where} is missing required field "${(error.params as { missingProperty: string }).missingProperty}"`
+        : `missing required ${part === 'body' ? 'field' : `${part} parameter`} "${(error.params as { missingProperty: string }).missingProperty}"`;
+    case 'additionalProperties':
+      return `unknown ${part === 'body' ? 'field' : `${part} parameter`} "${path ? `${path}.` : ''}${(error.params as { additionalProperty: string }).additionalProperty}"`;
+    case 'type': {
+      const type = (error.params as { type: string }).type;
+      if (!path && part === 'body') return 'the request body must be a JSON object';
+      return `${where} must be ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
+    }
+    case 'enum':
+      return `${where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    case 'pattern':
+    case 'format':
+      return `${where} ${custom ?? (error.keyword === 'format' ? `must be a valid ${(error.params as { format: string }).format}` : 'has an invalid format')}`;
+    case 'propertyNames':
+      return `${where} has a key that is empty or longer than the limit`;
+    default:
+      return `${where || part} ${error.message ?? 'is invalid'}`;
+  }
+}
+
+/**
+ * Installs request validation: ajv with formats, no coercion for bodies, coercion for query and
+ * path; unknown fields refused; the first problem becomes a 400 `{"error"}` that names the field.
+ * Bodies must be JSON: any other content type is a 400 (fastify would answer 415).
+ */
+export function registerValidation(app: FastifyInstance): void {
+  const strict = newAjv(false);
+  const coercing = newAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const validate = (httpPart === 'body' ? strict : coercing).compile(schema);
+    return (data: unknown) => (validate(data) ? { value: data } : { error: validate.errors as unknown as Error });
+  });
+  app.setSchemaErrorFormatter((errors, dataVar) => badRequest(describeSchemaError(errors[0] as unknown as ErrorObject, dataVar)));
+  app.addContentTypeParser('*', (request, _payload, done) => {
+    done(badRequest(`Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted: send a JSON body with Content-Type: application/json`), undefined);
+  });
+  app.removeContentTypeParser('text/plain');
+}

@@ -1,0 +1,276 @@
+import type { Sql } from '../store/index.ts';
+import type { ChainName } from '../internal/config.ts';
+import { loadChains, currencyDecimals, tokensFor, type ChainConfig, type Currency } from '../internal/chains.ts';
+import { canonicalAddress } from '../internal/addresses.ts';
+import { AmountError, parseAmount } from '../internal/money.ts';
+import { badRequest, conflict } from '../internal/errors.ts';
+import { newId } from '../internal/crypto.ts';
+import { getBase58Decoder } from '@solana/kit';
+import { randomBytes } from 'node:crypto';
+
+/** Session lifetime bounds in seconds: one minute to seven days (Stripe Checkout allows 30 min..24 h; payments by bank-free wallets need less, invoices more). */
+export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
+
+/**
+ * Amount bounds in token units, as decimal text. 0.01 is one cent, the smallest amount a
+ * stablecoin price is written in; 1,000,000 caps a fat-fingered amount (raise it in code if a
+ * merchant needs more).
+ */
+export const AMOUNT_LIMITS = { min: '0.01', max: '1000000' } as const;
+
+/**
+ * Solana has no block depth rule in chains/solana.json (it uses commitment levels); a session
+ * records 32, the depth after which a block is `finalized` (31+ confirmed blocks on top).
+ */
+export const SOLANA_FINALIZED_DEPTH = 32;
+
+/** One row of payment_sessions as the API reads it. Money columns are bigint base units. */
+export interface SessionRow {
+  id: string;
+  merchant_id: string;
+  livemode: boolean;
+  status: string;
+  chain: ChainName;
+  currency: Currency;
+  decimals: number;
+  amount: bigint;
+  amount_due: bigint;
+  amount_received: bigint;
+  fee: bigint;
+  token_addresses: string[];
+  pay_to: string;
+  reference: string | null;
+  tx_hash: string | null;
+  confirmations: number;
+  required_confirmations: number;
+  metadata: Record<string, string>;
+  webhook_url: string | null;
+  success_url: string | null;
+  payment_link_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+  expires_at: Date;
+  monitor_until: Date;
+  detected_at: Date | null;
+  confirmed_at: Date | null;
+  settled_at: Date | null;
+  expired_at: Date | null;
+  failed_at: Date | null;
+  failure_reason: string | null;
+}
+
+/** The columns every session query selects (money as text, parsed by {@link toSessionRow}). */
+export const SESSION_COLUMNS = `id, merchant_id, livemode, status, chain, currency, decimals, amount::text, amount_due::text,
+  amount_received::text, fee::text, token_addresses, pay_to, reference, tx_hash, confirmations, required_confirmations,
+  metadata, webhook_url, success_url, payment_link_id, created_at, updated_at, expires_at, monitor_until, detected_at,
+  confirmed_at, settled_at, expired_at, failed_at, failure_reason`;
+
+/** Turns a raw row (numeric columns as text) into a SessionRow with bigint money. */
+export function toSessionRow(raw: Record<string, unknown>): SessionRow {
+  return {
+    ...(raw as unknown as SessionRow),
+    amount: BigInt(raw.amount as string),
+    amount_due: BigInt(raw.amount_due as string),
+    amount_received: BigInt(raw.amount_received as string),
+    fee: BigInt(raw.fee as string),
+  };
+}
+
+/** What a merchant asks for; text exactly as it came over the wire (validated here). */
+export interface CreateSessionParams {
+  merchantId: string;
+  livemode: boolean;
+  amount: string;
+  currency: Currency;
+  chain: ChainName;
+  merchantWallet?: string | undefined;
+  metadata?: Record<string, string> | undefined;
+  webhookUrl?: string | undefined;
+  successUrl?: string | undefined;
+  /** Seconds; default {@link EXPIRES_IN}.default. */
+  expiresIn?: number | undefined;
+  paymentLinkId?: string | undefined;
+  /** From config.monitorWindowSeconds. */
+  monitorWindowSeconds: number;
+  chains?: Record<ChainName, ChainConfig>;
+}
+
+/** The decimals of `currency` on `chain`, or a 400 when the pair is not offered. */
+export function decimalsFor(chain: ChainConfig, currency: Currency): number {
+  const decimals = currencyDecimals(chain, currency);
+  if (decimals === undefined) throw badRequest(`${currency} is not offered on ${chain.name}`);
+  return decimals;
+}
+
+/**
+ * Parses a requested amount for `decimals`: positive decimal text, no more decimals than the
+ * token has, within {@link AMOUNT_LIMITS}. Every refusal is a 400 that says why.
+ */
+export function parseRequestedAmount(text: string, decimals: number, field = 'amount'): bigint {
+  let units: bigint;
+  try {
+    units = parseAmount(text, decimals);
+  } catch (error) {
+    if (error instanceof AmountError) throw badRequest(error.message.replace(/^amount/, field));
+    throw error;
+  }
+  if (units <= 0n) throw badRequest(`${field} must be a positive number`);
+  if (units < parseAmount(AMOUNT_LIMITS.min, decimals)) throw badRequest(`${field} ${text} is below the minimum of ${AMOUNT_LIMITS.min}`);
+  if (units > parseAmount(AMOUNT_LIMITS.max, decimals)) throw badRequest(`${field} ${text} is above the maximum of ${AMOUNT_LIMITS.max}`);
+  return units;
+}
+
+/** Blocks (EVM: the chain's depth rule; solana: {@link SOLANA_FINALIZED_DEPTH}) a payment needs. */
+export function requiredConfirmations(chain: ChainConfig): number {
+  return typeof chain.confirmations.confirmed === 'number' ? chain.confirmations.confirmed : SOLANA_FINALIZED_DEPTH;
+}
+
+/** The flat 1% fee in base units, rounded half up. */
+export function feeFor(amount: bigint): bigint {
+  return (amount + 50n) / 100n;
+}
+
+/**
+ * Largest offset added to make a due amount unique: below one cent (10^(decimals-2) base
+ * units), so the payer never pays a visible cent more than asked. At 6 decimals that is 10,000
+ * concurrent sessions for the same amount on one wallet and chain.
+ */
+export function dueOffsetBound(decimals: number): bigint {
+  return 10n ** BigInt(Math.max(decimals - 2, 0));
+}
+
+/**
+ * The receiving wallet: `merchantWallet` in canonical form when given, otherwise the merchant's
+ * oldest verified wallet on `chain`; a 400 when there is neither.
+ */
+export async function resolvePayTo(sql: Sql, params: { merchantId: string; chain: ChainName; merchantWallet?: string | undefined }): Promise<string> {
+  if (params.merchantWallet !== undefined) {
+    const canonical = canonicalAddress(params.chain, params.merchantWallet);
+    if (!canonical) {
+      throw badRequest(
+        params.chain === 'solana'
+          ? `merchantWallet ${JSON.stringify(params.merchantWallet)} is not a valid solana address (base58 of a 32-byte key)`
+          : `merchantWallet ${JSON.stringify(params.merchantWallet)} is not a valid ${params.chain} address (0x and 40 hex digits; mixed case must be a correct EIP-55 checksum)`,
+      );
+    }
+    return canonical;
+  }
+  const { rows } = await sql.query<{ address: string }>(
+    `SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND verified_at IS NOT NULL ORDER BY created_at, id LIMIT 1`,
+    [params.merchantId, params.chain],
+  );
+  if (!rows[0]) throw badRequest(`merchantWallet is required: this merchant has no verified wallet on ${params.chain}`);
+  return rows[0].address;
+}
+
+/**
+ * Picks the due amount: `amount + k` for the smallest k >= 0 that no session reserving the same
+ * (livemode, chain, currency, pay_to) holds while its monitoring window is open. Must run in
+ * the transaction that inserts the session, after {@link lockDueAmounts}.
+ */
+export async function pickDueAmount(
+  sql: Sql,
+  params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
+): Promise<bigint> {
+  const bound = dueOffsetBound(params.decimals);
+  const { rows } = await sql.query<{ amount_due: string }>(
+    `SELECT DISTINCT amount_due::text FROM payment_sessions
+     WHERE livemode = $1 AND chain = $2 AND currency = $3 AND pay_to = $4
+       AND amount_due >= $5::numeric AND amount_due < $5::numeric + $6::numeric AND monitor_until > now()
+     ORDER BY 1`,
+    [params.livemode, params.chain, params.currency, params.payTo, params.amount.toString(), bound.toString()],
+  );
+  const taken = rows.map((row) => BigInt(row.amount_due)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  let candidate = params.amount;
+  for (const due of taken) {
+    if (due === candidate) candidate++;
+    else if (due > candidate) break;
+  }
+  if (candidate - params.amount >= bound) {
+    throw conflict(
+      `too many open sessions ask for ${params.currency} amount ${params.amount} base units on ${params.chain} to wallet ${params.payTo}; wait for some to expire or vary the amount`,
+    );
+  }
+  return candidate;
+}
+
+/** Serialises due-amount picks for one (livemode, chain, currency, pay_to) until the transaction ends. */
+export async function lockDueAmounts(sql: Sql, params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string }): Promise<void> {
+  await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
+    `due:${params.livemode ? 'live' : 'test'}:${params.chain}:${params.currency}:${params.payTo}`,
+  ]);
+}
+
+/** A fresh Solana Pay reference: a random 32-byte public key in base58. */
+export function newSolanaReference(): string {
+  return getBase58Decoder().decode(randomBytes(32));
+}
+
+/**
+ * Creates a payment session in status `created` (Interface B shows it as `pending`), on `sql`,
+ * which must be a transaction (the due-amount lock lasts until it ends). Validates what the
+ * schemas cannot: the amount against the token's decimals and limits, the currency on the
+ * chain, the wallet for the chain.
+ * @throws {HttpError} 400 for bad input, 409 when no unique due amount is left.
+ */
+export async function createSession(sql: Sql, params: CreateSessionParams): Promise<SessionRow> {
+  const chains = params.chains ?? loadChains();
+  const chain = chains[params.chain];
+  if (!chain) throw badRequest(`unknown chain ${JSON.stringify(params.chain)}`);
+  const decimals = decimalsFor(chain, params.currency);
+  const amount = parseRequestedAmount(params.amount, decimals);
+  const expiresIn = params.expiresIn ?? EXPIRES_IN.default;
+  if (!Number.isInteger(expiresIn) || expiresIn < EXPIRES_IN.min || expiresIn > EXPIRES_IN.max) {
+    throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);
+  }
+  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet: params.merchantWallet });
+  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [params.merchantId]);
+  const includeBridged = merchantRows[0]?.accept_bridged_tokens ?? false;
+  const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
+  if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
+
+  const tuple = { livemode: params.livemode, chain: params.chain, currency: params.currency, payTo };
+  await lockDueAmounts(sql, tuple);
+  const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
+
+  const { rows } = await sql.query(
+    `INSERT INTO payment_sessions (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
+       token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
+       expires_at, monitor_until)
+     VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
+       now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19))
+     RETURNING ${SESSION_COLUMNS}`,
+    [
+      newId('ses'),
+      params.merchantId,
+      params.livemode,
+      params.chain,
+      params.currency,
+      decimals,
+      amount.toString(),
+      amountDue.toString(),
+      feeFor(amount).toString(),
+      tokens,
+      payTo,
+      params.chain === 'solana' ? newSolanaReference() : null,
+      requiredConfirmations(chain),
+      params.metadata ?? {},
+      params.webhookUrl ?? null,
+      params.successUrl ?? null,
+      params.paymentLinkId ?? null,
+      expiresIn,
+      params.monitorWindowSeconds,
+    ],
+  );
+  return toSessionRow(rows[0]!);
+}
+
+/** One session of the caller's merchant and mode, or undefined (another merchant's is "not found"). */
+export async function getSession(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<SessionRow | undefined> {
+  const { rows } = await sql.query(`SELECT ${SESSION_COLUMNS} FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = $3`, [
+    params.id,
+    params.merchantId,
+    params.livemode,
+  ]);
+  return rows[0] && toSessionRow(rows[0]);
+}

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { privateKeyToAccount } from 'viem/accounts';
+import { createApi } from '../../src/api/index.ts';
+import type { RateLimits } from '../../src/api/rateLimits.ts';
+import { createApiKey, createMerchant, type Scope } from '../../src/accounts/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { createSecretBox } from '../../src/internal/crypto.ts';
+import type { Store } from '../../src/store/index.ts';
+
+/** The public URL the test APIs build links with. */
+export const PUBLIC_URL = 'https://pay.example.test';
+
+/** Limits high enough that only the rate-limit tests meet them. */
+export const GENEROUS_LIMITS: RateLimits = { create: 100_000, read: 100_000, write: 100_000, ip: 1_000_000, publicCreate: 100_000 };
+
+export const box = createSecretBox(randomBytes(32));
+
+/** A real API (fastify) on `store`, as the daemon builds it. */
+export function buildApi(store: Store, options: { rateLimits?: Partial<RateLimits> } = {}): FastifyInstance {
+  const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent' });
+  return createApi({
+    store,
+    logger: createLogger({ level: 'silent' }),
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    config,
+    box,
+    rateLimits: options.rateLimits ?? GENEROUS_LIMITS,
+  });
+}
+
+/** A merchant with keys: full live and test keys, read-only test key, and one `svc_sk_` test key. */
+export async function newMerchant(store: Store, name = 'Shop') {
+  const { merchant } = await createMerchant(store, box, { name });
+  const key = async (livemode: boolean, scopes?: Scope[], style?: 'plain' | 'sk') =>
+    (await createApiKey(store, { merchantId: merchant.id, livemode, ...(scopes ? { scopes } : {}), ...(style ? { style } : {}) })).secret;
+  return {
+    id: merchant.id,
+    test: await key(false),
+    live: await key(true),
+    readOnly: await key(false, ['read']),
+    sk: await key(false, undefined, 'sk'),
+    key,
+  };
+}
+
+/** A fixed EVM account for signatures and addresses. */
+export const payer = privateKeyToAccount('0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d');
+export const WALLET = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+export const SOLANA_WALLET = '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM';
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+export const xApiKey = (key: string) => ({ 'x-api-key': key });
