@@ -1,0 +1,341 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type TSchema } from 'typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiDeps } from '../deps.ts';
+import { authOf } from '../auth.ts';
+import { badRequest, conflict, notFound } from '../../internal/errors.ts';
+import { EVENT_TYPES } from '../../engine/outbox.ts';
+import {
+  checkWebhookUrl,
+  createEndpoint,
+  deleteEndpoint,
+  ENDPOINT_DISABLED_EVENT,
+  failPendingDeliveries,
+  getEndpoint,
+  listDeliveries,
+  listEndpoints,
+  MAX_REPLAY_EVENTS,
+  replayEndpoint,
+  rotateEndpointSecret,
+  UnsafeWebhookUrlError,
+  updateEndpoint,
+  type DeliveryRecord,
+  type WebhookEndpoint,
+} from '../../delivery/index.ts';
+
+/** Event kinds an endpoint may subscribe to: spec §6.1, the endpoint-disabled notice, and `*`. */
+export const SUBSCRIBABLE_EVENTS = ['*', ...EVENT_TYPES, ENDPOINT_DISABLED_EVENT] as const;
+
+export const WebhookErrorSchema = Type.Object({ error: Type.String({ description: 'What is wrong, for people.' }) }, { additionalProperties: false });
+
+/** The error responses of a route, for the OpenAPI document. */
+export function webhookErrors(...statuses: number[]): Record<number, TSchema> {
+  return Object.fromEntries(statuses.map((status) => [status, WebhookErrorSchema]));
+}
+
+const Nullable = (schema: TSchema, description?: string) => Type.Union([schema, Type.Null()], description ? { description } : {});
+
+export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).' }) }, { additionalProperties: false });
+
+const EnabledEventsSchema = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }), {
+  minItems: 1,
+  maxItems: SUBSCRIBABLE_EVENTS.length,
+  uniqueItems: true,
+  description: 'Event kinds to receive; `["*"]` (the default) receives every kind, including kinds added later.',
+});
+
+const WebhookUrlSchema = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'Absolute http(s) URL without credentials. Hosts that resolve to private, loopback or link-local addresses are refused unless the operator sets SVC_WEBHOOK_ALLOW_PRIVATE. Redirects are not followed.',
+});
+
+const EndpointSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Endpoint identifier (`we_…`).' }),
+    url: Type.String(),
+    description: Nullable(Type.String()),
+    enabledEvents: Type.Array(Type.String()),
+    status: Type.Unsafe<string>({
+      type: 'string',
+      enum: ['enabled', 'disabled'],
+      description: '`disabled` by the merchant, by a 410 Gone answer, or after 5 days of nothing but failed attempts.',
+    }),
+    disabledReason: Nullable(Type.String()),
+    disabledAt: Nullable(Type.String({ format: 'date-time' })),
+    failingSince: Nullable(Type.String({ format: 'date-time' }), 'First failed attempt since the last success; null while healthy.'),
+    livemode: Type.Boolean({ description: 'Registered with a live key: receives live events; with a test key: sandbox events.' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false, description: 'A registered webhook endpoint. Its signing secret is shown only at creation and rotation.' },
+);
+
+const EndpointWithSecretSchema = Type.Object(
+  {
+    ...EndpointSchema.properties,
+    secret: Type.String({ description: 'The signing secret (`whsec_…`): HMAC-SHA256 key of X-Service-Signature. Shown this once; store it now.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const DeliverySchema = Type.Object(
+  {
+    id: Type.String({ description: 'Delivery identifier (`whd_…`).' }),
+    eventId: Type.String(),
+    endpointId: Nullable(Type.String(), 'null for a session\'s webhookUrl.'),
+    url: Type.String(),
+    origin: Type.Unsafe<string>({ type: 'string', enum: ['dispatch', 'redeliver', 'replay'] }),
+    status: Type.Unsafe<string>({ type: 'string', enum: ['pending', 'succeeded', 'failed'] }),
+    attemptCount: Type.Integer(),
+    nextAttemptAt: Nullable(Type.String({ format: 'date-time' })),
+    lastAttemptAt: Nullable(Type.String({ format: 'date-time' })),
+    lastResponseStatus: Nullable(Type.Integer()),
+    lastError: Nullable(Type.String()),
+    createdAt: Type.String({ format: 'date-time' }),
+    completedAt: Nullable(Type.String({ format: 'date-time' })),
+  },
+  { additionalProperties: false, description: 'One event sent to one target, with its retries.' },
+);
+
+const iso = (date: Date | null) => (date ? date.toISOString() : null);
+
+function endpointView(endpoint: WebhookEndpoint) {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    description: endpoint.description,
+    enabledEvents: endpoint.enabledEvents,
+    status: endpoint.status,
+    disabledReason: endpoint.disabledReason,
+    disabledAt: iso(endpoint.disabledAt),
+    failingSince: iso(endpoint.failingSince),
+    livemode: endpoint.livemode,
+    createdAt: endpoint.createdAt.toISOString(),
+    updatedAt: endpoint.updatedAt.toISOString(),
+  };
+}
+
+/** A delivery as the API shows it. */
+export function deliveryView(delivery: DeliveryRecord) {
+  return {
+    ...delivery,
+    nextAttemptAt: iso(delivery.nextAttemptAt),
+    lastAttemptAt: iso(delivery.lastAttemptAt),
+    createdAt: delivery.createdAt.toISOString(),
+    completedAt: iso(delivery.completedAt),
+  };
+}
+
+async function safeUrl(url: string, deps: ApiDeps): Promise<string> {
+  try {
+    await checkWebhookUrl(url, { allowPrivate: deps.config.webhookAllowPrivate });
+    return url;
+  } catch (error) {
+    if (error instanceof UnsafeWebhookUrlError) throw badRequest(`url: ${error.shortMessage}`);
+    throw error;
+  }
+}
+
+function normaliseEvents(events: string[] | undefined): string[] | undefined {
+  if (!events) return undefined;
+  return events.includes('*') ? ['*'] : events;
+}
+
+const TAGS = ['Webhooks'];
+
+/**
+ * Registered webhook endpoints (spec §4.2 `POST /webhooks`, the rest as Stripe's
+ * `/webhook_endpoints`): create (the secret is shown once), list, get, update (re-enable with
+ * `status: "enabled"`), delete, rotate the secret, list deliveries, and replay a time window.
+ */
+export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  typed.post(
+    '/webhooks',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Register a webhook endpoint',
+        description:
+          'Registers a URL to receive signed events (spec §6) of the API key\'s mode: live keys register live endpoints, test keys sandbox endpoints. The response carries the signing secret, once.',
+        body: Type.Object(
+          {
+            url: WebhookUrlSchema,
+            enabledEvents: Type.Optional(EnabledEventsSchema),
+            description: Type.Optional(Type.String({ maxLength: 500 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: EndpointWithSecretSchema, ...webhookErrors(400, 401, 403, 409, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      const auth = authOf(request);
+      const url = await safeUrl(request.body.url, deps);
+      const { endpoint, secret } = await createEndpoint(deps.store, deps.box, {
+        merchantId: auth.merchantId,
+        livemode: auth.livemode,
+        url,
+        description: request.body.description ?? null,
+        enabledEvents: normaliseEvents(request.body.enabledEvents),
+      });
+      return reply.status(201).send({ ...endpointView(endpoint), secret });
+    },
+  );
+
+  typed.get(
+    '/webhooks',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'List webhook endpoints',
+        response: { 200: Type.Object({ data: Type.Array(EndpointSchema) }, { additionalProperties: false }), ...webhookErrors(401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      return { data: (await listEndpoints(deps.store, auth)).map(endpointView) };
+    },
+  );
+
+  typed.get(
+    '/webhooks/:id',
+    { schema: { tags: TAGS, summary: 'Get a webhook endpoint', params: WebhookIdParams, response: { 200: EndpointSchema, ...webhookErrors(400, 401, 403, 404, 429) } } },
+    async (request) => {
+      const endpoint = await getEndpoint(deps.store, authOf(request), request.params.id);
+      if (!endpoint) throw notFound(`no webhook endpoint ${request.params.id}`);
+      return endpointView(endpoint);
+    },
+  );
+
+  typed.patch(
+    '/webhooks/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Update a webhook endpoint',
+        description:
+          'Changes the URL, the event kinds or the description, or the status: `disabled` stops deliveries (pending ones end), `enabled` re-enables a disabled endpoint and clears its failure streak. Events missed while disabled are not resent automatically: replay them.',
+        params: WebhookIdParams,
+        body: Type.Object(
+          {
+            url: Type.Optional(WebhookUrlSchema),
+            enabledEvents: Type.Optional(EnabledEventsSchema),
+            description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+            status: Type.Optional(Type.Unsafe<'enabled' | 'disabled'>({ type: 'string', enum: ['enabled', 'disabled'] })),
+          },
+          { additionalProperties: false, minProperties: 1 },
+        ),
+        response: { 200: EndpointSchema, ...webhookErrors(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const body = request.body;
+      const url = body.url === undefined ? undefined : await safeUrl(body.url, deps);
+      const endpoint = await deps.store.transaction(async (sql) => {
+        const updated = await updateEndpoint(sql, auth, request.params.id, {
+          url,
+          enabledEvents: normaliseEvents(body.enabledEvents),
+          status: body.status,
+          ...('description' in body ? { description: (body.description as string | null | undefined) ?? null } : {}),
+        });
+        if (updated && body.status === 'disabled') await failPendingDeliveries(sql, updated.id, 'endpoint disabled by the merchant');
+        return updated;
+      });
+      if (!endpoint) throw notFound(`no webhook endpoint ${request.params.id}`);
+      return endpointView(endpoint);
+    },
+  );
+
+  typed.delete(
+    '/webhooks/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a webhook endpoint',
+        description: 'Stops deliveries to it at once (pending ones end). Its delivery log stays readable through the events API.',
+        params: WebhookIdParams,
+        response: { 200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }, { additionalProperties: false }), ...webhookErrors(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const deleted = await deps.store.transaction((sql) => deleteEndpoint(sql, authOf(request), request.params.id));
+      if (!deleted) throw notFound(`no webhook endpoint ${request.params.id}`);
+      return { id: request.params.id, deleted: true };
+    },
+  );
+
+  typed.post(
+    '/webhooks/:id/rotate-secret',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Rotate the signing secret',
+        description: 'Replaces the secret at once: every attempt from now on, retries included, is signed with the new one, which this response shows once.',
+        params: WebhookIdParams,
+        response: { 200: EndpointWithSecretSchema, ...webhookErrors(400, 401, 403, 404, 409, 422, 429) },
+      },
+    },
+    async (request) => {
+      const rotated = await rotateEndpointSecret(deps.store, deps.box, authOf(request), request.params.id);
+      if (!rotated) throw notFound(`no webhook endpoint ${request.params.id}`);
+      return { ...endpointView(rotated.endpoint), secret: rotated.secret };
+    },
+  );
+
+  typed.get(
+    '/webhooks/:id/deliveries',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'List recent deliveries to an endpoint',
+        params: WebhookIdParams,
+        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'default 20' })) }, { additionalProperties: false }),
+        response: { 200: Type.Object({ data: Type.Array(DeliverySchema) }, { additionalProperties: false }), ...webhookErrors(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      if (!(await getEndpoint(deps.store, auth, request.params.id))) throw notFound(`no webhook endpoint ${request.params.id}`);
+      const deliveries = await listDeliveries(deps.store, auth, { endpointId: request.params.id, limit: request.query.limit ?? 20 });
+      return { data: deliveries.map(deliveryView) };
+    },
+  );
+
+  typed.post(
+    '/webhooks/:id/replay',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Replay a time window of events to an endpoint',
+        description: `Sends again, as new deliveries (with the usual retries), every event of this mode created in [from, to) that the endpoint subscribes to, oldest first, whether or not it arrived before. Receivers dedupe on the event id. At most ${MAX_REPLAY_EVENTS} events per request: narrow a wider window.`,
+        params: WebhookIdParams,
+        body: Type.Object(
+          {
+            from: Type.String({ format: 'date-time', description: 'Start of the window (inclusive), ISO 8601.' }),
+            to: Type.Optional(Type.String({ format: 'date-time', description: 'End of the window (exclusive), ISO 8601; default now.' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          202: Type.Object({ endpointId: Type.String(), replayed: Type.Integer({ description: 'Deliveries created.' }) }, { additionalProperties: false }),
+          ...webhookErrors(400, 401, 403, 404, 409, 422, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const from = new Date(request.body.from);
+      const to = request.body.to === undefined ? new Date() : new Date(request.body.to);
+      if (!(from < to)) throw badRequest('from must be earlier than to');
+      const result = await deps.store.transaction((sql) => replayEndpoint(sql, authOf(request), request.params.id, { from, to }));
+      if (result === undefined) throw notFound(`no webhook endpoint ${request.params.id}`);
+      if (result === 'endpoint_disabled') throw conflict('the endpoint is disabled: enable it first (PATCH status "enabled")');
+      if (result === 'too_many') throw badRequest(`the window holds more than ${MAX_REPLAY_EVENTS} events: replay a narrower window`);
+      return reply.status(202).send({ endpointId: request.params.id, replayed: result.count });
+    },
+  );
+}

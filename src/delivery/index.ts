@@ -1,0 +1,238 @@
+import pg from 'pg';
+import pLimit from 'p-limit';
+import type { Registry } from 'prom-client';
+import type { Store } from '../store/index.ts';
+import type { Logger } from '../internal/logger.ts';
+import type { Config } from '../internal/config.ts';
+import type { SecretBox } from '../internal/crypto.ts';
+import { sleep } from '../internal/shutdown.ts';
+import { claimDueDeliveries, nextDueAt } from './claim.ts';
+import { dispatchEvents } from './dispatch.ts';
+import { createDeliveryMetrics } from './metrics.ts';
+import { recordAttempt } from './record.ts';
+import { signedHeaders } from './sign.ts';
+import { createHttpTransport, type WebhookTransport } from './transport.ts';
+import { systemClock, type ClaimedDelivery, type Clock } from './types.ts';
+
+export * from './endpoints.ts';
+export * from './log.ts';
+export * from './replay.ts';
+export { checkWebhookUrl, isPrivateAddress, parseWebhookUrl, UnsafeWebhookUrlError } from './ssrf.ts';
+export { RETRY_DELAYS_MS, MAX_ATTEMPTS, JITTER_RATIO, retryDelayMs, parseRetryAfter } from './schedule.ts';
+export { DISABLE_AFTER_FAILING_MS, ENDPOINT_DISABLED_EVENT } from './record.ts';
+export { createHttpTransport, DELIVERY_TIMEOUT_MS, RESPONSE_EXCERPT_BYTES, type WebhookTransport, type TransportResult } from './transport.ts';
+export { systemClock, LEASE_MS, type Clock, type ClaimedDelivery } from './types.ts';
+
+/** Deliveries in flight at once per process: enough to hide receivers' latency, few enough for a 2-core host and a 10-connection pool. */
+const DEFAULT_CONCURRENCY = 32;
+
+/**
+ * The longest idle wait between looks at the queue. Wake-ups normally come from NOTIFY (new
+ * events, redeliveries) or from the next due retry; this bounds the delay when a notification is
+ * lost (listener reconnecting) or another process scheduled a retry.
+ */
+const DEFAULT_POLL_INTERVAL_MS = 1_000;
+
+/** Pause after an unexpected error in the loop (database down), so a failure does not spin. */
+const ERROR_BACKOFF_MS = 1_000;
+
+/** The webhook delivery stage: outbox events in, signed HTTP POSTs out, every attempt logged. */
+export interface Delivery {
+  /** Runs the loop in the background until `stop`. */
+  start(): Promise<void>;
+  /** Stops taking work, waits for attempts in flight, releases connections. */
+  stop(): Promise<void>;
+  /**
+   * One pass, for tests and tools: dispatches new events, sends what is due at `clock.now()`
+   * and waits for those attempts. @returns how many deliveries were started.
+   */
+  runOnce(): Promise<number>;
+  /** Repeats `runOnce` until nothing is due at `clock.now()`. @returns attempts made. */
+  drain(): Promise<number>;
+}
+
+export interface DeliveryParams {
+  store: Store;
+  logger: Logger;
+  metrics: Registry;
+  config: Pick<Config, 'webhookAllowPrivate'>;
+  box: SecretBox;
+  clock?: Clock;
+  /** The HTTP sender; default undici with the SSRF guard (createHttpTransport). */
+  fetch?: WebhookTransport;
+  /** Source of jitter in [0, 1); tests pin it. */
+  random?: () => number;
+  concurrency?: number;
+  pollIntervalMs?: number;
+}
+
+/**
+ * Creates the delivery stage. Retries are rows (`webhook_deliveries.next_attempt_at`), claimed
+ * with `FOR UPDATE SKIP LOCKED` under a lease, so any number of worker processes share the
+ * queue and a restart or a crash loses no delivery. Time comes from `clock`, so tests move
+ * through the retry schedule without sleeping.
+ */
+export function createDelivery(params: DeliveryParams): Delivery {
+  const { store, box } = params;
+  const clock = params.clock ?? systemClock;
+  const logger = params.logger.child({ stage: 'delivery' });
+  const metrics = createDeliveryMetrics(params.metrics);
+  const ownTransport = params.fetch ? undefined : createHttpTransport({ allowPrivate: params.config.webhookAllowPrivate });
+  const transport: WebhookTransport = params.fetch ?? ownTransport!;
+  const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
+  const pollIntervalMs = params.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  const limit = pLimit(concurrency);
+  const inFlight = new Set<Promise<void>>();
+  const controller = new AbortController();
+  let loop: Promise<void> | undefined;
+  let listener: pg.Client | undefined;
+  let wakeUp: (() => void) | undefined;
+  let woken = false;
+  let saturated = false;
+
+  function wake(): void {
+    woken = true;
+    wakeUp?.();
+  }
+
+  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    const attemptNumber = delivery.attemptCount + 1;
+    const log = logger.child({ delivery_id: delivery.id, event_id: delivery.eventId, endpoint_id: delivery.endpointId, attempt: attemptNumber });
+    let secret: string;
+    try {
+      secret = box.open(delivery.secretSealed);
+    } catch (error) {
+      // Wrong SVC_ENCRYPTION_KEY: an operator problem; the lease runs out and it is tried again.
+      log.error({ msg: 'Cannot open the webhook signing secret', err: error });
+      return;
+    }
+    const startedAt = clock.now();
+    const requestHeaders = signedHeaders({ secret, body: delivery.body, eventId: delivery.eventId, eventType: delivery.eventType, deliveryId: delivery.id, now: startedAt });
+    const t0 = performance.now();
+    const result = await transport({ url: delivery.url, headers: requestHeaders, body: delivery.body });
+    const durationMs = Math.round(performance.now() - t0);
+    const finishedAt = clock.now();
+    try {
+      const outcome = await store.transaction((sql) =>
+        recordAttempt(sql, { delivery, attemptNumber, startedAt, finishedAt, durationMs, requestHeaders, result }, { random: params.random }),
+      );
+      metrics.attempts.inc({ outcome: outcome.kind });
+      metrics.attemptDuration.observe(durationMs / 1000);
+      const status = result.ok ? result.status : undefined;
+      if (outcome.kind === 'succeeded') {
+        metrics.eventToDelivery.observe(Math.max(0, Date.now() - delivery.eventCreatedAt.getTime()) / 1000);
+        log.debug({ msg: 'Webhook delivered', status, duration_ms: durationMs });
+      } else if (outcome.kind === 'retry') {
+        log.info({ msg: 'Webhook attempt failed, will retry', status, error: result.ok ? undefined : result.error, next_attempt_at: outcome.nextAttemptAt.toISOString() });
+      } else if (outcome.kind === 'failed') {
+        log.warn({ msg: 'Webhook delivery failed for good', status, reason: outcome.reason });
+      } else {
+        metrics.endpointsDisabled.inc();
+        log.error({ msg: 'Webhook endpoint disabled', reason: outcome.reason, url: delivery.url });
+      }
+    } catch (error) {
+      // The attempt is not recorded; the lease runs out and the delivery is tried again.
+      log.error({ msg: 'Could not record webhook attempt', err: error });
+    }
+  }
+
+  function launch(delivery: ClaimedDelivery): void {
+    const running = limit(() => attempt(delivery)).finally(() => {
+      inFlight.delete(running);
+      if (saturated) wake();
+    });
+    inFlight.add(running);
+  }
+
+  /** Dispatches and claims as much as there is room for; returns how many deliveries started. */
+  async function fill(): Promise<number> {
+    const room = concurrency - inFlight.size;
+    if (room <= 0) {
+      saturated = true;
+      return 0;
+    }
+    const now = clock.now();
+    const fresh = await store.transaction((sql) => dispatchEvents(sql, { now, limit: room }));
+    fresh.forEach(launch);
+    const left = concurrency - inFlight.size;
+    const due = left > 0 ? await claimDueDeliveries(store, { now, limit: left }) : [];
+    due.forEach(launch);
+    saturated = inFlight.size >= concurrency || fresh.length >= room || due.length >= left;
+    return fresh.length + due.length;
+  }
+
+  async function runOnce(): Promise<number> {
+    const started = await fill();
+    await Promise.all([...inFlight]);
+    return started;
+  }
+
+  async function listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: (store.pool as unknown as { options: { connectionString: string } }).options.connectionString });
+    client.on('notification', wake);
+    client.on('error', (error) => {
+      logger.warn({ msg: 'Delivery listener lost its connection; polling until it reconnects', err: error });
+      if (listener === client) listener = undefined;
+      client.end().catch(() => {});
+    });
+    await client.connect();
+    await client.query('LISTEN svc_delivery_wakeup');
+    listener = client;
+  }
+
+  async function idle(): Promise<void> {
+    if (woken) return;
+    const due = await nextDueAt(store);
+    const untilDue = due ? due.getTime() - clock.now().getTime() : pollIntervalMs;
+    const wait = Math.min(Math.max(untilDue, 0), pollIntervalMs);
+    if (wait === 0 || woken) return;
+    await new Promise<void>((resolve) => {
+      wakeUp = resolve;
+      sleep(wait, controller.signal).then(resolve);
+    });
+    wakeUp = undefined;
+  }
+
+  async function run(): Promise<void> {
+    const { signal } = controller;
+    while (!signal.aborted) {
+      try {
+        if (!listener) await listen().catch((error) => logger.warn({ msg: 'Delivery listener could not connect', err: error }));
+        woken = false;
+        await fill();
+        if (!saturated) await idle();
+        else if (!woken) await new Promise<void>((resolve) => { wakeUp = resolve; sleep(pollIntervalMs, signal).then(resolve); });
+      } catch (error) {
+        logger.error({ msg: 'Delivery loop error', err: error });
+        await sleep(ERROR_BACKOFF_MS, signal);
+      }
+    }
+  }
+
+  return {
+    async start() {
+      if (loop) return;
+      await listen().catch((error) => logger.warn({ msg: 'Delivery listener could not connect', err: error }));
+      loop = run();
+      logger.info({ msg: 'Webhook delivery started', concurrency });
+    },
+    async stop() {
+      controller.abort();
+      wakeUp?.();
+      await loop;
+      await Promise.allSettled([...inFlight]);
+      await listener?.end().catch(() => {});
+      listener = undefined;
+      await ownTransport?.close();
+    },
+    runOnce,
+    async drain() {
+      let total = 0;
+      for (;;) {
+        const started = await runOnce();
+        total += started;
+        if (started === 0) return total;
+      }
+    },
+  };
+}

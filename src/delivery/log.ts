@@ -1,0 +1,156 @@
+import type { Sql } from '../store/index.ts';
+import type { Owner } from './endpoints.ts';
+
+/** An outbox event as the events API lists it: the envelope as delivered, plus its links. */
+export interface EventRecord {
+  id: string;
+  event: string;
+  data: Record<string, unknown>;
+  timestamp: string;
+  livemode: boolean;
+  paymentId: string | null;
+  refundId: string | null;
+  createdAt: Date;
+  dispatchedAt: Date | null;
+}
+
+interface EventRow {
+  id: string;
+  payload: { event: string; data: Record<string, unknown>; timestamp: string; livemode: boolean };
+  session_id: string | null;
+  refund_id: string | null;
+  created_at: Date;
+  dispatched_at: Date | null;
+}
+
+const toEvent = (row: EventRow): EventRecord => ({
+  id: row.id,
+  event: row.payload.event,
+  data: row.payload.data,
+  timestamp: row.payload.timestamp,
+  livemode: row.payload.livemode,
+  paymentId: row.session_id,
+  refundId: row.refund_id,
+  createdAt: row.created_at,
+  dispatchedAt: row.dispatched_at,
+});
+
+/** Filters of GET /events; `startingAfter` is the id of the last event of the previous page. */
+export interface EventFilter {
+  type?: string;
+  paymentId?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  limit: number;
+  startingAfter?: string;
+}
+
+/** The owner's events, newest first, one page. */
+export async function listEvents(sql: Sql, owner: Owner, filter: EventFilter): Promise<{ data: EventRecord[]; hasMore: boolean }> {
+  const { rows } = await sql.query<EventRow>(
+    `SELECT id, payload, session_id, refund_id, created_at, dispatched_at FROM events
+      WHERE merchant_id = $1 AND livemode = $2
+        AND ($3::text IS NULL OR type = $3)
+        AND ($4::text IS NULL OR session_id = $4)
+        AND ($5::timestamptz IS NULL OR created_at >= $5)
+        AND ($6::timestamptz IS NULL OR created_at < $6)
+        AND ($7::text IS NULL OR (created_at, seq) < (SELECT created_at, seq FROM events WHERE id = $7 AND merchant_id = $1))
+      ORDER BY created_at DESC, seq DESC
+      LIMIT $8`,
+    [owner.merchantId, owner.livemode, filter.type ?? null, filter.paymentId ?? null, filter.createdAfter ?? null, filter.createdBefore ?? null, filter.startingAfter ?? null, filter.limit + 1],
+  );
+  return { data: rows.slice(0, filter.limit).map(toEvent), hasMore: rows.length > filter.limit };
+}
+
+export async function getEvent(sql: Sql, owner: Owner, id: string): Promise<EventRecord | undefined> {
+  const { rows } = await sql.query<EventRow>(
+    'SELECT id, payload, session_id, refund_id, created_at, dispatched_at FROM events WHERE id = $1 AND merchant_id = $2 AND livemode = $3',
+    [id, owner.merchantId, owner.livemode],
+  );
+  return rows[0] && toEvent(rows[0]);
+}
+
+/** One delivery of an event to one target, as GET /events/:id/deliveries shows it. */
+export interface DeliveryRecord {
+  id: string;
+  eventId: string;
+  endpointId: string | null;
+  url: string;
+  origin: 'dispatch' | 'redeliver' | 'replay';
+  status: 'pending' | 'succeeded' | 'failed';
+  attemptCount: number;
+  nextAttemptAt: Date | null;
+  lastAttemptAt: Date | null;
+  lastResponseStatus: number | null;
+  lastError: string | null;
+  createdAt: Date;
+  completedAt: Date | null;
+}
+
+export async function listDeliveries(sql: Sql, owner: Owner, params: { eventId?: string; endpointId?: string; limit?: number }): Promise<DeliveryRecord[]> {
+  const { rows } = await sql.query<Record<string, never>>(
+    `SELECT id, event_id, endpoint_id, url, origin, status, attempt_count, next_attempt_at, last_attempt_at, last_response_status, last_error, created_at, completed_at
+       FROM webhook_deliveries
+      WHERE merchant_id = $1 AND livemode = $2 AND ($3::text IS NULL OR event_id = $3) AND ($4::text IS NULL OR endpoint_id = $4)
+      ORDER BY created_at DESC, id
+      LIMIT $5`,
+    [owner.merchantId, owner.livemode, params.eventId ?? null, params.endpointId ?? null, params.limit ?? 100],
+  );
+  return rows.map((row: Record<string, any>) => ({
+    id: row.id,
+    eventId: row.event_id,
+    endpointId: row.endpoint_id,
+    url: row.url,
+    origin: row.origin,
+    status: row.status,
+    attemptCount: row.attempt_count,
+    nextAttemptAt: row.next_attempt_at,
+    lastAttemptAt: row.last_attempt_at,
+    lastResponseStatus: row.last_response_status,
+    lastError: row.last_error,
+    createdAt: row.created_at,
+    completedAt: row.completed_at,
+  }));
+}
+
+/** One logged attempt: the request exactly as sent and what came back. */
+export interface AttemptLogRecord {
+  id: string;
+  deliveryId: string;
+  endpointId: string | null;
+  url: string;
+  attemptNumber: number;
+  requestHeaders: Record<string, string>;
+  requestBody: string;
+  responseStatus: number | null;
+  responseBodyExcerpt: string | null;
+  error: string | null;
+  durationMs: number;
+  succeeded: boolean;
+  startedAt: Date;
+}
+
+/** Every attempt made for an event (all its deliveries), oldest first. */
+export async function listAttempts(sql: Sql, owner: Owner, eventId: string): Promise<AttemptLogRecord[]> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT a.* FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+      WHERE a.event_id = $1 AND d.merchant_id = $2 AND d.livemode = $3
+      ORDER BY a.started_at, a.attempt_number, a.id`,
+    [eventId, owner.merchantId, owner.livemode],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    deliveryId: row.delivery_id,
+    endpointId: row.endpoint_id,
+    url: row.url,
+    attemptNumber: row.attempt_number,
+    requestHeaders: row.request_headers,
+    requestBody: row.request_body,
+    responseStatus: row.response_status,
+    responseBodyExcerpt: row.response_body_excerpt,
+    error: row.error,
+    durationMs: row.duration_ms,
+    succeeded: row.succeeded,
+    startedAt: row.started_at,
+  }));
+}

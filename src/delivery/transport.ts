@@ -1,0 +1,72 @@
+import { Agent, request } from 'undici';
+import { assertLiteralHostAllowed, guardedLookup, parseWebhookUrl } from './ssrf.ts';
+
+/** Spec-independent contract with receivers: an attempt that has no full answer in 15 s failed. */
+export const DELIVERY_TIMEOUT_MS = 15_000;
+
+/** Bytes of a response body kept in the attempt log; the rest is not read. */
+export const RESPONSE_EXCERPT_BYTES = 2048;
+
+/** What one POST produced. A network error, timeout or refused address is `error`, with no status. */
+export type TransportResult =
+  | { ok: true; status: number; headers: Record<string, string | string[] | undefined>; bodyExcerpt: string }
+  | { ok: false; error: string; unsafe: boolean };
+
+/** Sends one signed webhook request; injectable so a caller can route deliveries differently. */
+export type WebhookTransport = (params: { url: string; headers: Record<string, string>; body: string }) => Promise<TransportResult>;
+
+/**
+ * The real transport: undici over a keep-alive agent whose sockets resolve hosts through the
+ * SSRF guard; redirects are not followed (a 3xx is a failed attempt), the whole exchange is cut
+ * at DELIVERY_TIMEOUT_MS, and at most RESPONSE_EXCERPT_BYTES of the body are read.
+ */
+export function createHttpTransport(params: { allowPrivate: boolean; timeoutMs?: number }): WebhookTransport & { close(): Promise<void> } {
+  const timeoutMs = params.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  const agent = new Agent({
+    connect: { lookup: guardedLookup({ allowPrivate: params.allowPrivate }) as never, timeout: timeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    // Receivers are many and mostly idle between events: keep sockets briefly, not forever.
+    keepAliveTimeout: 10_000,
+  });
+
+  const send: WebhookTransport = async ({ url, headers, body }) => {
+    try {
+      assertLiteralHostAllowed(parseWebhookUrl(url), { allowPrivate: params.allowPrivate });
+    } catch (error) {
+      return { ok: false, error: (error as Error).message, unsafe: true };
+    }
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      const response = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });
+      const bodyExcerpt = await readExcerpt(response.body);
+      return { ok: true, status: response.statusCode, headers: response.headers, bodyExcerpt };
+    } catch (error) {
+      const unsafe = (error as Error).name === 'UnsafeWebhookUrlError' || (error as { cause?: Error }).cause?.name === 'UnsafeWebhookUrlError';
+      const message = signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error);
+      return { ok: false, error: message, unsafe };
+    }
+  };
+  return Object.assign(send, { close: () => agent.close() });
+}
+
+function describe(error: unknown): string {
+  const err = error as { message?: string; code?: string; cause?: { message?: string; code?: string } };
+  const code = err.code ?? err.cause?.code;
+  const message = err.cause?.message ?? err.message ?? String(error);
+  return code ? `${code}: ${message}` : message;
+}
+
+async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= RESPONSE_EXCERPT_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+}

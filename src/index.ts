@@ -1,0 +1,13 @@
+/**
+ * The package's public entry: what a merchant's backend imports. The daemon itself starts from
+ * `bin/svc.js`; nothing here starts anything.
+ */
+export {
+  verifyWebhook,
+  computeSignature,
+  createMemoryNonceCache,
+  WebhookVerificationError,
+  WEBHOOK_HEADERS,
+  DEFAULT_TOLERANCE_SECONDS,
+} from './webhooks/verify.ts';
+export type { NonceCache, VerifyOptions, WebhookEvent, WebhookVerificationReason, HeaderBag } from './webhooks/verify.ts';

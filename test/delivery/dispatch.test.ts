@@ -1,0 +1,183 @@
+import { createHmac } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { verifyWebhook } from '../../src/index.ts';
+import { createEndpoint, createHttpTransport } from '../../src/delivery/index.ts';
+import { appendEvent } from '../../src/engine/outbox.ts';
+import { box, confirmSession, createFakeClock, delivery, insertSession, merchant } from './fixtures.ts';
+import { startReceiver } from './receiver.ts';
+
+const db = useTestDatabase('delivery_dispatch');
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+});
+
+function hmac(secret: string, headers: Record<string, unknown>, body: string): string {
+  return 'sha256=' + createHmac('sha256', secret).update(`${headers['x-service-timestamp']}.${headers['x-service-nonce']}.${body}`).digest('hex');
+}
+
+describe('dispatch and signing', () => {
+  test("a payment's event reaches the session webhookUrl (merchant secret) and a registered endpoint (its own secret), signed per spec §6.3", async () => {
+    const { merchant: m, webhookSecret } = await merchant(db.store);
+    const { secret: endpointSecret, endpoint } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/endpoint` });
+    const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/session` });
+    const before = receiver.received.length;
+    const envelope = await confirmSession(db.store, { merchantId: m.id, sessionId });
+    const clock = createFakeClock();
+    const worker = delivery(db.store, { clock });
+    expect(await worker.drain()).toBe(2);
+    await worker.stop();
+
+    const got = receiver.received.slice(before);
+    expect(got.map((r) => r.path).sort()).toEqual(['/endpoint', '/session']);
+    for (const request of got) {
+      const secret = request.path === '/session' ? webhookSecret : endpointSecret;
+      expect(request.headers['x-service-signature']).toBe(hmac(secret, request.headers, request.rawBody));
+      expect(request.headers['x-service-timestamp']).toBe(String(Math.floor(clock.now().getTime() / 1000)));
+      expect(request.headers['x-service-event-id']).toBe(envelope.id);
+      expect(request.headers['content-type']).toBe('application/json');
+      const event = await verifyWebhook(request.rawBody, request.headers, secret, { now: clock.now() });
+      expect(event).toEqual(envelope);
+      expect(Object.keys(JSON.parse(request.rawBody)).sort()).toEqual(['data', 'event', 'id', 'livemode', 'timestamp']);
+      // The other target's secret does not verify it.
+      await expect(verifyWebhook(request.rawBody, request.headers, request.path === '/session' ? endpointSecret : webhookSecret, { now: clock.now() })).rejects.toThrow('signature does not match');
+    }
+    expect(got[0]!.headers['x-service-nonce']).not.toBe(got[1]!.headers['x-service-nonce']);
+
+    const { rows: attempts } = await db.store.query('SELECT * FROM webhook_attempts WHERE event_id = $1 ORDER BY url', [envelope.id]);
+    expect(attempts).toHaveLength(2);
+    expect(attempts.map((a) => [a.endpoint_id, a.attempt_number, a.response_status, a.succeeded])).toEqual([
+      [endpoint.id, 1, 200, true],
+      [null, 1, 200, true],
+    ]);
+    expect(attempts[0]!.request_body).toBe(got.find((r) => r.path === '/endpoint')!.rawBody);
+    expect(attempts[0]!.request_headers['x-service-signature']).toBe(got.find((r) => r.path === '/endpoint')!.headers['x-service-signature']);
+    const { rows: events } = await db.store.query('SELECT dispatched_at, body FROM events WHERE id = $1', [envelope.id]);
+    expect(events[0]!.body).toBe(got[0]!.rawBody);
+  });
+
+  test('two workers racing over the same outbox make exactly one delivery per (event, target)', async () => {
+    const { merchant: m } = await merchant(db.store);
+    await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/race` });
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/race-session` });
+      ids.push((await confirmSession(db.store, { merchantId: m.id, sessionId })).id);
+    }
+    const before = receiver.received.length;
+    const a = delivery(db.store, { concurrency: 8 });
+    const b = delivery(db.store, { concurrency: 8 });
+    await Promise.all([a.drain(), b.drain(), a.drain()]);
+    await Promise.all([a.stop(), b.stop()]);
+    const got = receiver.received.slice(before).filter((r) => r.path.startsWith('/race'));
+    expect(got).toHaveLength(80);
+    const keys = new Set(got.map((r) => `${r.path} ${r.headers['x-service-event-id']}`));
+    expect(keys.size).toBe(80);
+    const { rows } = await db.store.query<{ n: bigint }>("SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = ANY($1) AND origin = 'dispatch'", [ids]);
+    expect(rows[0]!.n).toBe(80n);
+  });
+
+  test('sandbox events go to test-mode endpoints only, live to live, and enabledEvents filters kinds', async () => {
+    const { merchant: m } = await merchant(db.store);
+    const { endpoint: testAll } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/test-all` });
+    const { endpoint: liveAll } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: true, url: `${receiver.url}/live-all` });
+    const { endpoint: liveExpired } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: true, url: `${receiver.url}/live-expired`, enabledEvents: ['payment.expired'] });
+    const other = await merchant(db.store, 'Someone else');
+    await createEndpoint(db.store, box, { merchantId: other.merchant.id, livemode: true, url: `${receiver.url}/other` });
+    const sandbox = await store(false, 'payment.confirmed');
+    const live = await store(true, 'payment.confirmed');
+    const liveExpiry = await store(true, 'payment.expired');
+    await delivery(db.store).drain();
+    const { rows } = await db.store.query<{ event_id: string; endpoint_id: string }>(
+      'SELECT event_id, endpoint_id FROM webhook_deliveries WHERE event_id = ANY($1) ORDER BY event_id, endpoint_id',
+      [[sandbox, live, liveExpiry]],
+    );
+    const targets = (eventId: string) => rows.filter((r) => r.event_id === eventId).map((r) => r.endpoint_id).sort();
+    expect(targets(sandbox)).toEqual([testAll.id]);
+    expect(targets(live)).toEqual([liveAll.id]);
+    expect(targets(liveExpiry)).toEqual([liveAll.id, liveExpired.id].sort());
+
+    async function store(livemode: boolean, type: string) {
+      return db.store.transaction(async (sql) => (await appendEvent(sql, { merchantId: m.id, livemode, type, data: { id: 'ses_x' } })).id);
+    }
+  });
+
+  test('refund events are delivered with their envelope like payment events', async () => {
+    const { merchant: m, webhookSecret } = await merchant(db.store);
+    const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/refunds` });
+    const envelope = await db.store.transaction((sql) =>
+      appendEvent(sql, { merchantId: m.id, livemode: false, type: 'refund.requested', sessionId, refundId: 'rf_1', data: { id: 'rf_1', paymentId: sessionId, amount: '5.00', status: 'requested' } }),
+    );
+    const clock = createFakeClock();
+    await delivery(db.store, { clock }).drain();
+    const got = receiver.received.find((r) => r.headers['x-service-event-id'] === envelope.id)!;
+    expect(await verifyWebhook(got.rawBody, got.headers, webhookSecret, { now: clock.now() })).toEqual(envelope);
+  });
+});
+
+describe('transport safety', () => {
+  test('a private address is refused at delivery time when not allowed: nothing is sent, the attempt says why, no retry', async () => {
+    const { merchant: m } = await merchant(db.store);
+    const { endpoint } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/private` });
+    const { endpoint: named } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: receiver.url.replace('127.0.0.1', 'localhost') + '/private-name' });
+    const before = receiver.received.length;
+    const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.expired', data: {} }));
+    await delivery(db.store, { config: { webhookAllowPrivate: false } }).drain();
+    expect(receiver.received.length).toBe(before);
+    const { rows } = await db.store.query('SELECT d.endpoint_id, d.status, d.attempt_count, a.error FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.event_id = $1 ORDER BY d.endpoint_id', [event.id]);
+    const byEndpoint = Object.fromEntries(rows.map((r) => [r.endpoint_id, r]));
+    expect(byEndpoint[endpoint.id]).toMatchObject({ status: 'failed', attempt_count: 1, error: '127.0.0.1 is a private, loopback or link-local address' });
+    expect(byEndpoint[named.id]).toMatchObject({ status: 'failed', attempt_count: 1 });
+    expect(byEndpoint[named.id].error).toMatch(/resolves to a private, loopback or link-local address/);
+  });
+
+  test('redirects are not followed, response bodies are read only up to 2 KiB, and a hanging receiver times out', async () => {
+    const target = await startReceiver();
+    const special = await startReceiver((request) => {
+      if (request.path === '/redirect') return { status: 302, headers: { location: `${target.url}/landed` } };
+      if (request.path === '/big') return { status: 500, body: 'x'.repeat(100_000) };
+      return 'hang';
+    });
+    try {
+      const { merchant: m } = await merchant(db.store);
+      for (const path of ['/redirect', '/big', '/hang']) await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${special.url}${path}` });
+      const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.failed', data: {} }));
+      const transport = createHttpTransport({ allowPrivate: true, timeoutMs: 300 });
+      await delivery(db.store, { fetch: transport }).runOnce();
+      await transport.close();
+      expect(target.received).toHaveLength(0);
+      const { rows } = await db.store.query('SELECT url, response_status, response_body_excerpt, error, succeeded FROM webhook_attempts WHERE event_id = $1', [event.id]);
+      const byPath = Object.fromEntries(rows.map((r) => [new URL(r.url).pathname, r]));
+      expect(byPath['/redirect']).toMatchObject({ response_status: 302, succeeded: false, error: 'HTTP 302' });
+      expect(byPath['/big'].response_body_excerpt).toBe('x'.repeat(2048));
+      expect(byPath['/hang']).toMatchObject({ response_status: null, succeeded: false, error: 'timed out after 300 ms' });
+      const { rows: deliveries } = await db.store.query("SELECT status FROM webhook_deliveries WHERE event_id = $1", [event.id]);
+      expect(deliveries.map((d) => d.status)).toEqual(['pending', 'pending', 'pending']);
+    } finally {
+      await special.close();
+      await target.close();
+    }
+  });
+
+  test('started, the worker delivers a new event within moments without being polled by the test (NOTIFY wake-up)', async () => {
+    const { merchant: m, webhookSecret } = await merchant(db.store);
+    const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/live-loop` });
+    const worker = delivery(db.store, { pollIntervalMs: 60_000 });
+    await worker.start();
+    try {
+      const before = receiver.received.length;
+      const envelope = await confirmSession(db.store, { merchantId: m.id, sessionId });
+      await receiver.waitFor(before + 1, 5_000);
+      const got = receiver.received[before]!;
+      expect(got.headers['x-service-event-id']).toBe(envelope.id);
+      expect(await verifyWebhook(got.rawBody, got.headers, webhookSecret)).toEqual(envelope);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
