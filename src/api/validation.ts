@@ -34,6 +34,7 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
     .join('.');
   const where = path ? `${part === 'body' ? '' : `${part} parameter `}${path}` : part;
   const custom = (error.parentSchema as { 'x-error'?: string } | undefined)?.['x-error'];
+  if (error.propertyName !== undefined) return `${where} key ${JSON.stringify(error.propertyName.slice(0, 60))} ${error.message ?? 'is invalid'}`;
   switch (error.keyword) {
     case 'required':
       return path
@@ -52,7 +53,7 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
     case 'format':
       return `${where} ${custom ?? (error.keyword === 'format' ? `must be a valid ${(error.params as { format: string }).format}` : 'has an invalid format')}`;
     case 'propertyNames':
-      return `${where} has a key that is empty or longer than the limit`;
+      return `${where} has a key that is empty or too long`;
     default:
       return `${where || part} ${error.message ?? 'is invalid'}`;
   }

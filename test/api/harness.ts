@@ -53,3 +53,36 @@ export const SOLANA_WALLET = '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM';
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 export const xApiKey = (key: string) => ({ 'x-api-key': key });
+
+/** A response as the tests read it. */
+export interface Answer {
+  status: number;
+  body: any;
+  headers: Record<string, string | string[] | number | undefined>;
+}
+
+/**
+ * Drives `app` in process (inject) and checks every answer against the OpenAPI document when a
+ * checker is given. `key` goes out as Bearer unless `as: 'x-api-key'`.
+ */
+export function createClient(app: FastifyInstance, checker?: { check(method: string, url: string, status: number, body: unknown): void }) {
+  return async function call(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    options: { key?: string; as?: 'bearer' | 'x-api-key'; body?: unknown; headers?: Record<string, string>; remoteAddress?: string } = {},
+  ): Promise<Answer> {
+    const headers: Record<string, string> = { ...(options.headers ?? {}) };
+    if (options.key) Object.assign(headers, options.as === 'x-api-key' ? xApiKey(options.key) : bearer(options.key));
+    const response = await app.inject({
+      method,
+      url,
+      headers,
+      ...(options.body !== undefined ? { payload: options.body as object } : {}),
+      ...(options.remoteAddress ? { remoteAddress: options.remoteAddress } : {}),
+    });
+    const isJson = String(response.headers['content-type'] ?? '').includes('application/json');
+    const body = isJson && response.body ? response.json() : response.body;
+    checker?.check(method, url, response.statusCode, body);
+    return { status: response.statusCode, body, headers: response.headers };
+  };
+}

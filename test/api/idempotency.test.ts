@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { createStore, type Store } from '../../src/store/index.ts';
+import { buildApi, createClient, newMerchant, WALLET } from './harness.ts';
+import { createOpenApiChecker } from './openapiCheck.ts';
+
+const db = useTestDatabase('api_idempotency');
+// Two API processes' worth of state: two fastify apps, each with its own pool, on one database.
+let storeB: Store;
+let appA: ReturnType<typeof buildApi>;
+let appB: ReturnType<typeof buildApi>;
+let urlA: string;
+let urlB: string;
+let call: ReturnType<typeof createClient>;
+
+beforeAll(async () => {
+  storeB = createStore({ connectionString: db.connectionString, max: 5 });
+  appA = buildApi(db.store);
+  appB = buildApi(storeB);
+  urlA = await appA.listen({ port: 0, host: '127.0.0.1' });
+  urlB = await appB.listen({ port: 0, host: '127.0.0.1' });
+  call = createClient(appA, await createOpenApiChecker(appA));
+});
+afterAll(async () => {
+  await appA.close();
+  await appB.close();
+  await storeB.close();
+});
+
+const payment = (amount = '12') => ({ amount, currency: 'USDT', chain: 'arbitrum', merchantWallet: WALLET });
+
+async function post(base: string, path: string, key: string, idempotencyKey: string | undefined, body: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key, ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as any, replayed: response.headers.get('idempotent-replayed') };
+}
+
+async function sessionsOf(merchantId: string): Promise<number> {
+  const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [merchantId]);
+  return rows[0]!.n;
+}
+
+describe('Idempotency-Key', () => {
+  test('the same key and body replays the first response (status, body) with Idempotent-Replayed: true, across processes and prefixes', async () => {
+    const m = await newMerchant(db.store);
+    const first = await post(urlA, '/api/v1/payments', m.test, 'order-1', payment());
+    expect(first.status).toBe(201);
+    expect(first.replayed).toBe('false');
+    // Key order in the body does not matter; the other process and the /v1 prefix replay too.
+    const again = await post(urlB, '/v1/payments', m.test, 'order-1', { merchantWallet: WALLET, chain: 'arbitrum', currency: 'USDT', amount: '12' });
+    expect(again).toEqual({ status: 201, body: first.body, replayed: 'true' });
+    expect(await sessionsOf(m.id)).toBe(1);
+  });
+
+  test('the same key with a different body is a 422; a different path is a 422 too', async () => {
+    const m = await newMerchant(db.store);
+    expect((await post(urlA, '/api/v1/payments', m.test, 'k', payment('12'))).status).toBe(201);
+    const changed = await post(urlB, '/api/v1/payments', m.test, 'k', payment('13'));
+    expect(changed).toMatchObject({ status: 422, body: { error: 'this Idempotency-Key was already used with a different request (method, path or body); use a new key' } });
+    expect((await post(urlA, '/api/v1/sessions', m.test, 'k', payment('12'))).status).toBe(422);
+    expect(await sessionsOf(m.id)).toBe(1);
+  });
+
+  test('keys are scoped to the API key: another key may use the same text', async () => {
+    const m = await newMerchant(db.store);
+    const other = await m.key(false);
+    const one = await post(urlA, '/api/v1/payments', m.test, 'shared', payment());
+    const two = await post(urlA, '/api/v1/payments', other, 'shared', payment());
+    expect(two.status).toBe(201);
+    expect(two.body.id).not.toBe(one.body.id);
+  });
+
+  test('a request that fails validation stores nothing: the key is free for the corrected request', async () => {
+    const m = await newMerchant(db.store);
+    const bad = await post(urlA, '/api/v1/payments', m.test, 'fix-me', { ...payment(), amount: '1.1234567' });
+    expect(bad.status).toBe(400);
+    const schemaBad = await post(urlA, '/api/v1/payments', m.test, 'fix-me', { ...payment(), extra: 1 });
+    expect(schemaBad.status).toBe(400);
+    const { rows } = await db.store.query('SELECT * FROM idempotency_keys WHERE idempotency_key = $1', ['fix-me']);
+    expect(rows).toEqual([]);
+    expect((await post(urlA, '/api/v1/payments', m.test, 'fix-me', payment())).status).toBe(201);
+  });
+
+  test('an Idempotency-Key over 255 characters is a 400', async () => {
+    const m = await newMerchant(db.store);
+    const answer = await call('POST', '/api/v1/payments', { key: m.test, body: payment(), headers: { 'idempotency-key': 'x'.repeat(256) } });
+    expect(answer).toMatchObject({ status: 400, body: { error: 'Idempotency-Key must be 1 to 255 characters' } });
+    expect((await call('POST', '/api/v1/payments', { key: m.test, body: payment(), headers: { 'idempotency-key': 'x'.repeat(255) } })).status).toBe(201);
+  });
+
+  test('while the first request still runs, a retry gets 409', async () => {
+    const m = await newMerchant(db.store);
+    const { rows } = await db.store.query<{ id: string }>('SELECT id FROM api_keys WHERE merchant_id = $1 AND livemode = false ORDER BY created_at LIMIT 1', [m.id]);
+    // Hold the due-amount lock of this (mode, chain, currency, wallet) so the first request blocks inside its transaction.
+    const blocker = await db.store.pool.connect();
+    await blocker.query('BEGIN');
+    await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`due:test:arbitrum:USDT:${WALLET}`]);
+    const first = post(urlA, '/api/v1/payments', m.test, 'slow', payment());
+    // Wait until the first request has claimed the key.
+    for (let i = 0; i < 100; i++) {
+      const claimed = await db.store.query(`SELECT 1 FROM idempotency_keys WHERE idempotency_key = 'slow' AND state = 'running'`);
+      if (claimed.rowCount) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const retry = await post(urlB, '/api/v1/payments', m.test, 'slow', payment());
+    expect(retry).toMatchObject({ status: 409, body: { error: 'a request with this Idempotency-Key is still being processed; retry shortly' } });
+    await blocker.query('COMMIT');
+    blocker.release();
+    const done = await first;
+    expect(done.status).toBe(201);
+    expect((await post(urlB, '/api/v1/payments', m.test, 'slow', payment())).body).toEqual(done.body);
+    expect(rows.length).toBe(1);
+  });
+
+  test('concurrent identical requests on two processes create exactly one session; the others get 409 or the replay', async () => {
+    const m = await newMerchant(db.store);
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => post(i % 2 ? urlA : urlB, '/api/v1/payments', m.test, 'race', payment())));
+    const created = answers.filter((answer) => answer.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(created.map((answer) => answer.body.id)).size).toBe(1);
+    expect(answers.every((answer) => answer.status === 201 || answer.status === 409)).toBe(true);
+    expect(await sessionsOf(m.id)).toBe(1);
+  });
+
+  test('a claim abandoned by a dead process can be taken over after it lapses', async () => {
+    const m = await newMerchant(db.store);
+    const { rows } = await db.store.query<{ id: string }>('SELECT id FROM api_keys WHERE merchant_id = $1 ORDER BY created_at LIMIT 1', [m.id]);
+    const first = await post(urlA, '/api/v1/payments', m.test, 'orphan', payment());
+    // Pretend the first request died mid-way: running, lock lapsed.
+    await db.store.query(`UPDATE idempotency_keys SET state = 'running', locked_until = now() - interval '1 second' WHERE idempotency_key = 'orphan'`);
+    const retry = await post(urlB, '/api/v1/payments', m.test, 'orphan', payment());
+    expect(retry.status).toBe(201);
+    expect(retry.body.id).not.toBe(first.body.id);
+    expect(rows.length).toBe(1);
+  });
+});

@@ -1,0 +1,242 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { getBase58Encoder } from '@solana/kit';
+import { useTestDatabase } from '../helpers/db.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { buildApi, createClient, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from './harness.ts';
+import { createOpenApiChecker } from './openapiCheck.ts';
+
+const db = useTestDatabase('api_sessions');
+let app: ReturnType<typeof buildApi>;
+let call: ReturnType<typeof createClient>;
+
+beforeAll(async () => {
+  app = buildApi(db.store);
+  await app.ready();
+  call = createClient(app, await createOpenApiChecker(app));
+});
+afterAll(() => app.close());
+
+const body = (extra: Record<string, unknown> = {}) => ({ amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET, ...extra });
+
+async function countSessions(merchantId: string): Promise<number> {
+  const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [merchantId]);
+  return rows[0]!.n;
+}
+
+describe('one session, two interfaces', () => {
+  test('POST /api/v1/sessions (Bearer) answers 201 with §2.1 fields; GET /v1/payments/:id (X-API-Key) reads it as §2.2 `pending`', async () => {
+    const m = await newMerchant(db.store);
+    const created = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ metadata: { order: '42' }, successUrl: 'https://shop.example/ok', expiresIn: 600 }) });
+    expect(created.status).toBe(201);
+    const a = created.body;
+    expect(a).toMatchObject({
+      status: 'created',
+      amount: '25',
+      currency: 'USDC',
+      chain: 'polygon',
+      paymentAddress: WALLET,
+      txHash: null,
+      confirmations: 0,
+      metadata: { order: '42' },
+      amountDue: '25',
+      amountDueBaseUnits: '25000000',
+      decimals: 6,
+      fee: '0.25',
+      feeBaseUnits: '250000',
+      tokens: [{ symbol: 'USDC', address: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359' }],
+      requiredConfirmations: 32,
+      livemode: false,
+      successUrl: 'https://shop.example/ok',
+    });
+    expect(a.id).toMatch(/^ses_[0-9A-Za-z]{20}$/);
+    expect(a.checkoutUrl).toBe(`${PUBLIC_URL}/checkout/${a.id}`);
+    expect(new Date(a.expiresAt).getTime() - new Date(a.createdAt).getTime()).toBe(600_000);
+
+    const polled = await call('GET', `/api/v1/sessions/${a.id}`, { key: m.test });
+    expect(polled.status).toBe(200);
+    expect(polled.body).toEqual(a);
+
+    const b = await call('GET', `/v1/payments/${a.id}`, { key: m.test, as: 'x-api-key' });
+    expect(b.status).toBe(200);
+    expect(b.body).toEqual({ ...a, status: 'pending' });
+    expect(b.body).toMatchObject({ displayAmount: '25', merchantWallet: WALLET });
+  });
+
+  test('POST /v1/payments (X-API-Key) answers 201 `pending`; Interface A reads the same session as `created`', async () => {
+    const m = await newMerchant(db.store);
+    const created = await call('POST', '/v1/payments', { key: m.test, as: 'x-api-key', body: body({ amount: '1.000050' }) });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ status: 'pending', displayAmount: '1.00005', merchantWallet: WALLET });
+    // 1% of 1000050 base units is 10000.5: rounded half up.
+    expect(created.body.feeBaseUnits).toBe('10001');
+    const a = await call('GET', `/api/v1/sessions/${created.body.id}`, { key: m.test, as: 'x-api-key' });
+    expect(a.body.status).toBe('created');
+    const viaBearerOnB = await call('GET', `/api/v1/payments/${created.body.id}`, { key: m.test });
+    expect(viaBearerOnB.status).toBe(200);
+  });
+
+  test('POST /checkout/sessions answers 201 with a checkout URL; a svc_sk_ key works on both interfaces', async () => {
+    const m = await newMerchant(db.store);
+    const created = await call('POST', '/api/v1/checkout/sessions', { key: m.sk, as: 'x-api-key', body: body() });
+    expect(created.status).toBe(201);
+    expect(created.body.checkoutUrl).toBe(`${PUBLIC_URL}/checkout/${created.body.id}`);
+    expect((await call('GET', `/v1/sessions/${created.body.id}`, { key: m.sk })).status).toBe(200);
+  });
+});
+
+describe('what a payer needs', () => {
+  test('solana sessions carry a fresh 32-byte Solana Pay reference and the finalized depth (32)', async () => {
+    const m = await newMerchant(db.store);
+    const one = await call('POST', '/api/v1/payments', { key: m.test, body: body({ chain: 'solana', currency: 'USDT', merchantWallet: SOLANA_WALLET }) });
+    const two = await call('POST', '/api/v1/payments', { key: m.test, body: body({ chain: 'solana', currency: 'USDT', merchantWallet: SOLANA_WALLET }) });
+    expect(one.status).toBe(201);
+    expect(getBase58Encoder().encode(one.body.reference).length).toBe(32);
+    expect(one.body.reference).not.toBe(two.body.reference);
+    expect(one.body).toMatchObject({ requiredConfirmations: 32, tokens: [{ symbol: 'USDT', address: 'Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB' }] });
+  });
+
+  test('bsc amounts have 18 decimals; EVM sessions have no reference and the chain depth', async () => {
+    const m = await newMerchant(db.store);
+    const created = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ chain: 'bsc', currency: 'USDT', amount: '0.123456789012345678' }) });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ decimals: 18, amountDueBaseUnits: '123456789012345678', reference: null, requiredConfirmations: 15 });
+    const tooPrecise = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ chain: 'bsc', currency: 'USDT', amount: '0.1234567890123456789' }) });
+    expect(tooPrecise).toMatchObject({ status: 400, body: { error: 'amount 0.1234567890123456789 has 19 decimal places; this token has 18' } });
+  });
+
+  test('a lower-case EVM wallet is stored in EIP-55 form', async () => {
+    const m = await newMerchant(db.store);
+    const created = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ merchantWallet: WALLET.toLowerCase() }) });
+    expect(created.body.paymentAddress).toBe(WALLET);
+  });
+
+  test('without merchantWallet the oldest verified wallet on the chain is used; unverified wallets do not count', async () => {
+    const m = await newMerchant(db.store);
+    const { merchantWallet: _omit, ...noWallet } = body();
+    const refused = await call('POST', '/api/v1/payments', { key: m.test, body: noWallet });
+    expect(refused).toMatchObject({ status: 400, body: { error: 'merchantWallet is required: this merchant has no verified wallet on polygon' } });
+    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
+    expect((await call('POST', '/api/v1/payments', { key: m.test, body: noWallet })).status).toBe(400);
+    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator' });
+    const created = await call('POST', '/api/v1/payments', { key: m.test, body: noWallet });
+    expect(created.status).toBe(201);
+    expect(created.body.merchantWallet).toBe(WALLET);
+  });
+
+  test('bridged tokens are accepted only for merchants who opt in', async () => {
+    const m = await newMerchant(db.store);
+    const plain = await call('POST', '/api/v1/sessions', { key: m.test, body: body() });
+    expect(plain.body.tokens.map((token: { symbol: string }) => token.symbol)).toEqual(['USDC']);
+    await db.store.query('UPDATE merchants SET accept_bridged_tokens = true WHERE id = $1', [m.id]);
+    const bridged = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '26' }) });
+    expect(bridged.body.tokens.map((token: { symbol: string }) => token.symbol).sort()).toEqual(['USDC', 'USDC.e']);
+  });
+});
+
+describe('unique due amounts', () => {
+  test('sessions asking the same amount on one wallet get amount, +1, +2 base units; another currency or wallet starts again', async () => {
+    const m = await newMerchant(db.store);
+    const dues = [];
+    for (let i = 0; i < 3; i++) dues.push((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5' }) })).body.amountDueBaseUnits);
+    expect(dues).toEqual(['5000000', '5000001', '5000002']);
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', currency: 'USDT' }) })).body.amountDueBaseUnits).toBe('5000000');
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body.amountDueBaseUnits).toBe('5000000');
+    // Live and test sessions never collide with each other.
+    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5' }) })).body.amountDueBaseUnits).toBe('5000000');
+  });
+
+  test('concurrent creations never share a due amount', async () => {
+    const m = await newMerchant(db.store);
+    const answers = await Promise.all(Array.from({ length: 16 }, () => call('POST', '/api/v1/payments', { key: m.test, body: body({ amount: '7' }) })));
+    expect(answers.every((answer) => answer.status === 201)).toBe(true);
+    const dues = answers.map((answer) => BigInt(answer.body.amountDueBaseUnits)).sort((a, b) => (a < b ? -1 : 1));
+    expect(dues).toEqual(Array.from({ length: 16 }, (_, i) => 7_000_000n + BigInt(i)));
+  });
+
+  test('a reservation whose monitoring window closed frees its due amount', async () => {
+    const m = await newMerchant(db.store);
+    const first = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '8' }) });
+    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '2 days', monitor_until = now() - interval '1 second' WHERE id = $1`, [first.body.id]);
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '8' }) })).body.amountDueBaseUnits).toBe('8000000');
+  });
+
+  test('when all offsets below one cent are taken, creation is a 409 that writes nothing', async () => {
+    const m = await newMerchant(db.store);
+    // 10,000 open reservations for 9 USDC (offsets 0..9999 at 6 decimals).
+    await db.store.query(
+      `INSERT INTO payment_sessions (id, merchant_id, livemode, chain, currency, decimals, amount, amount_due, fee, token_addresses, pay_to, required_confirmations, expires_at, monitor_until)
+       SELECT 'ses_fill' || k, $1, false, 'polygon', 'USDC', 6, 9000000, 9000000 + k, 90000, ARRAY['0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359'], $2, 32, now() + interval '1 hour', now() + interval '2 hours'
+       FROM generate_series(0, 9999) AS k`,
+      [m.id, WALLET],
+    );
+    const before = await countSessions(m.id);
+    const refused = await call('POST', '/api/v1/payments', { key: m.test, body: body({ amount: '9' }) });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatch(/^too many open sessions ask for USDC amount 9000000 base units on polygon/);
+    expect(await countSessions(m.id)).toBe(before);
+  });
+});
+
+describe('validation: a 400 that says what is wrong, and writes nothing', () => {
+  const cases: [string, unknown, string | RegExp][] = [
+    ['missing amount', { currency: 'USDC', chain: 'polygon', merchantWallet: WALLET }, 'missing required field "amount"'],
+    ['amount as a JSON number', body({ amount: 25 }), 'amount must be a string'],
+    ['negative amount', body({ amount: '-1' }), 'amount must be decimal text such as "12.50" (digits, one optional point, no sign or exponent)'],
+    ['zero amount', body({ amount: '0' }), 'amount must be a positive number'],
+    ['exponent', body({ amount: '1e3' }), /^amount must be decimal text/],
+    ['too many decimals', body({ amount: '1.0000001' }), 'amount 1.0000001 has 7 decimal places; this token has 6'],
+    ['below the minimum', body({ amount: '0.001' }), 'amount 0.001 is below the minimum of 0.01'],
+    ['above the maximum', body({ amount: '1000000.01' }), 'amount 1000000.01 is above the maximum of 1000000'],
+    ['unknown currency', body({ currency: 'DAI' }), 'currency must be one of USDT, USDC'],
+    ['unknown chain', body({ chain: 'ethereum' }), 'chain must be one of polygon, solana, base, bsc, arbitrum, optimism'],
+    ['bad EIP-55 checksum', body({ merchantWallet: '0x70997970c51812DC3A010C7d01b50e0d17dc79C8' }), /^merchantWallet "0x70997970c51812DC3A010C7d01b50e0d17dc79C8" is not a valid polygon address/],
+    ['EVM wallet on solana', body({ chain: 'solana', merchantWallet: WALLET }), /is not a valid solana address \(base58 of a 32-byte key\)$/],
+    ['relative webhookUrl', body({ webhookUrl: '/hook' }), 'webhookUrl must be an absolute http or https URL'],
+    ['ftp successUrl', body({ successUrl: 'ftp://shop.example/ok' }), 'successUrl must be an absolute http or https URL'],
+    ['metadata value not a string', body({ metadata: { n: 1 } }), 'metadata.n must be a string'],
+    ['metadata with 51 keys', body({ metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) }), 'metadata must NOT have more than 50 properties'],
+    ['metadata key too long', body({ metadata: { ['k'.repeat(41)]: 'v' } }), `metadata key "${'k'.repeat(41)}" must NOT have more than 40 characters`],
+    ['metadata value too long', body({ metadata: { k: 'v'.repeat(501) } }), 'metadata.k must NOT have more than 500 characters'],
+    ['expiresIn too short', body({ expiresIn: 59 }), 'expiresIn must be >= 60'],
+    ['expiresIn too long', body({ expiresIn: 604801 }), 'expiresIn must be <= 604800'],
+    ['expiresIn not an integer', body({ expiresIn: 60.5 }), 'expiresIn must be an integer'],
+    ['unknown field', body({ colour: 'red' }), 'unknown field "colour"'],
+    ['body is an array', [body()], 'the request body must be a JSON object'],
+  ];
+  test.each(cases)('%s', async (_name, payload, message) => {
+    const m = await newMerchant(db.store);
+    for (const url of ['/api/v1/sessions', '/v1/payments']) {
+      const answer = await call('POST', url, { key: m.test, body: payload });
+      expect(answer.status).toBe(400);
+      if (typeof message === 'string') expect(answer.body).toEqual({ error: message });
+      else expect(answer.body.error).toMatch(message);
+    }
+    expect(await countSessions(m.id)).toBe(0);
+  });
+
+  test('malformed JSON, a wrong content type, an empty body and an oversized body are 400s', async () => {
+    const m = await newMerchant(db.store);
+    const send = (payload: string, contentType: string) =>
+      app.inject({ method: 'POST', url: '/api/v1/sessions', headers: { authorization: `Bearer ${m.test}`, 'content-type': contentType }, payload });
+    const malformed = await send('{"amount": "1",', 'application/json');
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json().error).toMatch(/JSON/);
+    const form = await send('amount=1', 'application/x-www-form-urlencoded');
+    expect(form.statusCode).toBe(400);
+    expect(form.json()).toEqual({ error: 'Content-Type "application/x-www-form-urlencoded" is not accepted: send a JSON body with Content-Type: application/json' });
+    expect((await send('hello', 'text/plain')).statusCode).toBe(400);
+    expect((await send('', 'application/json')).statusCode).toBe(400);
+    const huge = await send(JSON.stringify(body({ metadata: { k: 'x'.repeat(70_000) } })), 'application/json');
+    expect(huge.statusCode).toBe(400);
+    expect(huge.json()).toEqual({ error: 'request body is larger than 65536 bytes' });
+    const proto = await send('{"__proto__": {"x": 1}, "amount": "1", "currency": "USDC", "chain": "polygon"}', 'application/json');
+    expect(proto.statusCode).toBe(400);
+    expect(await countSessions(m.id)).toBe(0);
+  });
+
+  test('USDC.e-only chains, unknown session ids and malformed ids are handled as 400/404', async () => {
+    const m = await newMerchant(db.store);
+    expect((await call('GET', '/api/v1/sessions/ses_doesnotexist000000', { key: m.test })).status).toBe(404);
+    expect((await call('GET', `/api/v1/payments/${'x'.repeat(65)}`, { key: m.test })).status).toBe(400);
+  });
+});
