@@ -15,6 +15,7 @@ import { currencyRoutes } from './routes/currencies.ts';
 import { statusRoutes } from './routes/status.ts';
 import { refundRoutes } from './routes/refunds.ts';
 import { walletRoutes } from './routes/wallets.ts';
+import { transferRoutes } from './routes/transfers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 
@@ -32,6 +33,7 @@ const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
   statusRoutes,
   refundRoutes,
   walletRoutes,
+  transferRoutes,
   webhookRoutes,
   eventRoutes,
 ];

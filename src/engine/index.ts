@@ -1,14 +1,17 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Store, Sql } from '../store/index.ts';
+import type { Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import { CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts';
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import { sleep } from '../internal/shutdown.ts';
 import { matchTransfers } from './match.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
+import { lockChain } from './lock.ts';
 
 export type { Change } from './evaluate.ts';
 export { merchantFees } from './fees.ts';
+export { lockChain } from './lock.ts';
+export { attributeTransfer, listUnmatchedTransfers, parseTransferId, transferPublicId, type TransferRow } from './attribute.ts';
 export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from './stateMachine.ts';
 
 /**
@@ -55,11 +58,6 @@ export interface Engine {
   idle(): Promise<void>;
   /** Runs `reconcileAll` every `intervalMs` until `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
-}
-
-/** Locks one (livemode, chain) for the engine: every writer of payment state takes it first. */
-export async function lockChain(sql: Sql, params: { livemode: boolean; chain: string }): Promise<void> {
-  await sql.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`svc.engine:${params.livemode}:${params.chain}`]);
 }
 
 function engineMetrics(registry: Registry) {

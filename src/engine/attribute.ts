@@ -1,0 +1,112 @@
+import type { Store, Sql } from '../store/index.ts';
+import type { ChainName } from '../internal/config.ts';
+import { loadChains, type ChainConfig } from '../internal/chains.ts';
+import { badRequest, conflict, notFound } from '../internal/errors.ts';
+import { evaluateSessions, type Change } from './evaluate.ts';
+import { lockChain } from './lock.ts';
+
+/** A stored transfer as the merchant sees it. */
+export interface TransferRow {
+  id: bigint;
+  livemode: boolean;
+  chain: ChainName;
+  tx_hash: string;
+  log_index: number;
+  block_number: bigint;
+  block_time: Date | null;
+  token_address: string;
+  from_address: string | null;
+  to_address: string;
+  amount: string;
+  status: 'observed' | 'removed' | 'failed';
+  session_id: string | null;
+  match_method: 'reference' | 'amount' | 'manual' | null;
+  matched_at: Date | null;
+  observed_at: Date;
+}
+
+const TRANSFER_COLUMNS = `t.id, t.livemode, t.chain, t.tx_hash, t.log_index, t.block_number, t.block_time, t.token_address, t.from_address,
+  t.to_address, t.amount::text, t.status, t.session_id, t.match_method, t.matched_at, t.observed_at`;
+
+/** The public id of a transfer (`trf_<number>`), and back; undefined for anything else. */
+export const transferPublicId = (id: bigint): string => `trf_${id}`;
+export function parseTransferId(text: string): bigint | undefined {
+  const match = /^trf_([1-9]\d{0,18})$/.exec(text);
+  return match ? BigInt(match[1]!) : undefined;
+}
+
+/** A transfer is the merchant's when it went to one of its wallets or to the wallet of one of its sessions. */
+const OWNED_BY = `(EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id = $1 AND w.chain = t.chain AND w.address = t.to_address)
+  OR EXISTS (SELECT 1 FROM payment_sessions s WHERE s.merchant_id = $1 AND s.livemode = t.livemode AND s.chain = t.chain AND s.pay_to = t.to_address))`;
+
+/**
+ * The merchant's transfers that matched no session (newest first, cursor by id): counted on chain
+ * (`observed`), looked at by matching, attributed to nothing. Sandbox keys see sandbox transfers.
+ */
+export async function listUnmatchedTransfers(
+  sql: Sql,
+  params: { merchantId: string; livemode: boolean; chain?: ChainName | undefined; limit: number; startingAfter?: bigint | undefined },
+): Promise<TransferRow[]> {
+  const { rows } = await sql.query<TransferRow>(
+    `SELECT ${TRANSFER_COLUMNS} FROM transfers t
+      WHERE t.livemode = $2 AND t.session_id IS NULL AND t.status = 'observed' AND t.match_checked_at IS NOT NULL
+        AND ($3::text IS NULL OR t.chain = $3) AND ($4::int8 IS NULL OR t.id < $4) AND ${OWNED_BY}
+      ORDER BY t.id DESC LIMIT $5`,
+    [params.merchantId, params.livemode, params.chain ?? null, params.startingAfter ?? null, params.limit],
+  );
+  return rows;
+}
+
+/**
+ * Attributes a transfer to a session by hand (the merchant knows who paid): the transfer must be
+ * the merchant's, counted on chain and not attributed yet; the session must be the merchant's, in
+ * the same mode, on the same chain and wallet, accept the transfer's token, and not be settled.
+ * Then the session is evaluated at once in the same transaction, so the response shows its new
+ * state and the events are in the outbox. Manual attribution ignores the monitoring window: the
+ * merchant decides.
+ * @throws {HttpError} 404 unknown transfer or session, 409 already attributed / removed / settled,
+ * 400 chain, wallet or token mismatch. Nothing is written on any error.
+ */
+export async function attributeTransfer(
+  store: Store,
+  params: { merchantId: string; livemode: boolean; transferId: bigint; sessionId: string; chains?: Record<ChainName, ChainConfig> },
+): Promise<{ transfer: TransferRow; changes: Change[]; sessionStatus: string }> {
+  const chains = params.chains ?? loadChains();
+  const publicId = transferPublicId(params.transferId);
+  return store.transaction(async (sql) => {
+    const { rows: found } = await sql.query<{ chain: ChainName }>(`SELECT t.chain FROM transfers t WHERE t.id = $2 AND t.livemode = $3 AND ${OWNED_BY}`, [
+      params.merchantId,
+      params.transferId,
+      params.livemode,
+    ]);
+    if (!found[0]) throw notFound(`transfer ${publicId} not found`);
+    const chain = found[0].chain;
+    await lockChain(sql, { livemode: params.livemode, chain });
+    const { rows: transfers } = await sql.query<TransferRow>(`SELECT ${TRANSFER_COLUMNS} FROM transfers t WHERE t.id = $1 FOR UPDATE`, [params.transferId]);
+    const transfer = transfers[0]!;
+    if (transfer.status !== 'observed') throw conflict(`transfer ${publicId} is ${transfer.status === 'removed' ? 'no longer on chain (removed by a reorg)' : 'a failed transaction'} and cannot pay a session`);
+    if (transfer.session_id) throw conflict(`transfer ${publicId} is already attributed to session ${transfer.session_id}`);
+
+    const { rows: sessions } = await sql.query<{ id: string; chain: string; pay_to: string; token_addresses: string[]; status: string }>(
+      'SELECT id, chain, pay_to, token_addresses, status FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = $3 FOR UPDATE',
+      [params.sessionId, params.merchantId, params.livemode],
+    );
+    const session = sessions[0];
+    if (!session) throw notFound(`session ${params.sessionId} not found`);
+    if (session.chain !== chain) throw badRequest(`transfer ${publicId} is on ${chain} but session ${session.id} is on ${session.chain}`);
+    if (session.pay_to !== transfer.to_address) throw badRequest(`transfer ${publicId} went to ${transfer.to_address}, not to the session's wallet ${session.pay_to}`);
+    if (!session.token_addresses.includes(transfer.token_address)) {
+      throw badRequest(`transfer ${publicId} is in token ${transfer.token_address}, which session ${session.id} does not accept`);
+    }
+    if (session.status === 'settled') throw conflict(`session ${session.id} is settled; it cannot take more payments`);
+
+    await sql.query(
+      `UPDATE transfers SET session_id = $2, match_method = 'manual', matched_at = now(), match_checked_at = coalesce(match_checked_at, now()) WHERE id = $1`,
+      [params.transferId, session.id],
+    );
+    const changes = await evaluateSessions(sql, { livemode: params.livemode, chain: chains[chain], sessionIds: [session.id] });
+    const { rows: after } = await sql.query<TransferRow>(`SELECT ${TRANSFER_COLUMNS} FROM transfers t WHERE t.id = $1`, [params.transferId]);
+    const { rows: status } = await sql.query<{ status: string }>('SELECT status FROM payment_sessions WHERE id = $1', [session.id]);
+    return { transfer: after[0]!, changes, sessionStatus: status[0]!.status };
+  });
+}
