@@ -9,6 +9,7 @@ import { createStore, type Store } from './store/index.ts';
 import { connectDatabase } from './store/connect.ts';
 import { migrate } from './store/migrate.ts';
 import { createApi } from './api/index.ts';
+import { createIngest } from './ingest/index.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
 
 export const ROLES = ['api', 'ingest', 'worker'] as const;
@@ -60,7 +61,10 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     }
 
     if (roles.includes('ingest')) {
-      logger.info({ msg: 'Ingest role started', live_chains: [] });
+      // The engine connects here: onChainChange is called after each ingest commit (lead: wire the engine).
+      const ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: () => {} });
+      shutdown.add('ingest', () => ingest.stop());
+      logger.info({ msg: 'Ingest role started', live_chains: ingest.chains });
     }
 
     let api: FastifyInstance | undefined;

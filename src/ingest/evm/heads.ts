@@ -1,0 +1,88 @@
+import { webSocket } from 'viem';
+import type { Logger } from '../../internal/logger.ts';
+import { sleep } from '../../internal/shutdown.ts';
+import { endpointLabel } from './rpc.ts';
+
+/**
+ * Wakes the ingester when a new block may exist: on every `newHeads` notification of a WebSocket
+ * URL when one is configured, and on a timer in any case (the only source without WebSocket; a
+ * safety net with it). `wait()` resolves on the next wake-up or after `pollMs`.
+ */
+export interface HeadSignal {
+  wait(pollMs: number): Promise<void>;
+  /** Whether a WebSocket subscription is live right now. */
+  readonly subscribed: boolean;
+  close(): void;
+}
+
+/** Reconnect backoff after a WebSocket failure: 1 s doubling to 30 s, as viem and most SDKs do. */
+const RECONNECT_BASE_MS = 1_000;
+const RECONNECT_MAX_MS = 30_000;
+
+export function createHeadSignal(params: { chain: string; wsUrls: string[]; logger: Logger; signal: AbortSignal }): HeadSignal {
+  let wake: (() => void) | undefined;
+  let subscribed = false;
+  let unsubscribe: (() => void) | undefined;
+  const notify = () => {
+    const resolve = wake;
+    wake = undefined;
+    resolve?.();
+  };
+
+  async function subscribeLoop() {
+    let failures = 0;
+    let index = 0;
+    while (!params.signal.aborted) {
+      const url = params.wsUrls[index % params.wsUrls.length]!;
+      const label = endpointLabel(url, index % params.wsUrls.length);
+      const lost = new Promise<void>(async (resolve) => {
+        try {
+          const transport = webSocket(url, { reconnect: false, keepAlive: { interval: 15_000 } })({ retryCount: 0 });
+          const { unsubscribe: stop } = await transport.value!.subscribe({
+            params: ['newHeads'],
+            onData: () => {
+              failures = 0;
+              notify();
+            },
+            onError: (error: Error) => {
+              params.logger.warn({ msg: 'newHeads subscription lost', chain: params.chain, endpoint: label, error: error.message?.split('\n')[0] });
+              resolve();
+            },
+          });
+          subscribed = true;
+          unsubscribe = () => void stop().catch(() => {});
+          params.logger.info({ msg: 'Subscribed to newHeads', chain: params.chain, endpoint: label });
+          params.signal.addEventListener('abort', () => resolve(), { once: true });
+        } catch (error) {
+          params.logger.warn({ msg: 'newHeads subscription failed', chain: params.chain, endpoint: label, error: (error as Error).message?.split('\n')[0] });
+          resolve();
+        }
+      });
+      await lost;
+      subscribed = false;
+      unsubscribe?.();
+      unsubscribe = undefined;
+      if (params.signal.aborted) break;
+      failures += 1;
+      index += 1;
+      await sleep(Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** (failures - 1)), params.signal);
+    }
+  }
+  if (params.wsUrls.length > 0) void subscribeLoop();
+  params.signal.addEventListener('abort', notify, { once: true });
+
+  return {
+    get subscribed() {
+      return subscribed;
+    },
+    async wait(pollMs) {
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      await Promise.race([woken, sleep(pollMs, params.signal)]);
+      wake = undefined;
+    },
+    close() {
+      unsubscribe?.();
+      notify();
+    },
+  };
+}

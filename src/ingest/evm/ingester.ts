@@ -1,0 +1,375 @@
+import pLimit from 'p-limit';
+import { numberToHex } from 'viem';
+import type { ChainConfig } from '../../internal/chains.ts';
+import type { ChainName } from '../../internal/config.ts';
+import type { Logger } from '../../internal/logger.ts';
+import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
+import { sleep } from '../../internal/shutdown.ts';
+import type { Sql, Store } from '../../store/index.ts';
+import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
+import { checkChain } from './checks.ts';
+import { createHeadSignal } from './heads.ts';
+import type { IngestMetrics } from './metrics.ts';
+import { commitRange, loadState, type BlockHeader } from './persist.ts';
+import { RpcRequestRejected, type Rpc } from './rpc.ts';
+import { fetchTransferLogs, parseTransfers, TRANSFER_TOPIC, type ObservedTransfer } from './transfers.ts';
+import { createWatchedWallets } from './watched.ts';
+
+/** What changed on a chain; the engine re-reads the tables, so a lost call only delays it. */
+export interface ChainChange {
+  chain: ChainName;
+  livemode: true;
+  kind: 'transfers' | 'reorg' | 'head' | 'finalized';
+}
+
+export type OnChainChange = (change: ChainChange) => void | Promise<void>;
+
+export interface EvmIngesterParams {
+  chain: ChainConfig;
+  rpc: Rpc;
+  /** WebSocket URLs for `newHeads`; empty: poll. */
+  wsUrls: string[];
+  store: Store;
+  logger: Logger;
+  metrics: IngestMetrics;
+  onChainChange: OnChainChange;
+  signal: AbortSignal;
+  /** First start only: begin this many blocks below the head (default: the chain's `logs.backfillBlocks`). */
+  backfillBlocks?: number;
+  /** Concurrent `eth_getLogs` ranges while catching up (p-limit). */
+  concurrency?: number;
+  /** Checked inside every commit: throws when this process is no longer the chain's leader. */
+  fence?: (sql: Sql) => Promise<void>;
+  /** Poll interval; default from the block time. */
+  pollMs?: number;
+}
+
+export interface EvmIngester {
+  /** Runs until `signal` aborts; rejects on a start-up check failure or an unrecoverable error. */
+  run(): Promise<void>;
+}
+
+/**
+ * Ranges fetched at once while catching up. Four keeps a 2-core host and one provider busy
+ * without tripping free-tier rate limits; the adaptive rate handles the rest.
+ */
+const DEFAULT_CONCURRENCY = 4;
+/** Headers fetched at once for the unfinalized part of a range. */
+const HEADER_CONCURRENCY = 8;
+/** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
+const pollInterval = (blockTimeMs: number) => Math.min(5_000, Math.max(250, blockTimeMs));
+/** Back-off after a failed cycle: 1 s doubling to 30 s (pg-boss's worker uses the same shape). */
+const ERROR_BACKOFF_BASE_MS = 1_000;
+const ERROR_BACKOFF_MAX_MS = 30_000;
+
+interface RpcBlock {
+  number: string;
+  hash: string;
+  parentHash: string;
+  timestamp: string;
+  logsBloom: `0x${string}`;
+}
+
+const toHeader = (block: RpcBlock): BlockHeader => ({
+  number: BigInt(block.number),
+  hash: block.hash.toLowerCase(),
+  parentHash: block.parentHash.toLowerCase(),
+  timestamp: BigInt(block.timestamp),
+  logsBloom: block.logsBloom,
+});
+
+/** A range's data, fetched ahead of its commit. */
+interface FetchedRange {
+  from: bigint;
+  to: bigint;
+  headers: BlockHeader[];
+  transfers: ObservedTransfer[];
+}
+
+/** Thrown when a range's headers and logs disagree (the chain moved while we read): the cycle restarts. */
+class ChainMovedError extends RetryableError {
+  override name = 'ChainMovedError';
+}
+
+/**
+ * One chain's ingester. Its invariant, kept across crashes because it only moves in one
+ * transaction (persist.ts): every block up to `processed_block` has had its Transfer logs to the
+ * wallets watched at that time stored, and `chain_blocks` holds the hash-linked headers of the
+ * processed blocks above `finalized` (plus the newest one below).
+ *
+ * A cycle reads the head, `safe` and `finalized`, refreshes the watched wallets, then processes
+ * [processed + 1, head] in ranges: headers of unfinalized blocks first (a block whose
+ * `logsBloom` rules out the tokens and wallets needs no `eth_getLogs` when the whole range is
+ * unfinalized), then the logs, checked against the headers' hashes. A first header whose parent
+ * is not the stored block below it is a reorg: walk back to the common ancestor, then the next
+ * commit marks every transfer above it removed and re-stores the new branch in one transaction,
+ * so a transfer that merely moved is never seen removed.
+ */
+export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
+  const { chain, rpc, store, metrics, signal } = params;
+  const name = chain.name;
+  const log = params.logger.child({ stage: 'ingest', chain: name });
+  const labels = { chain: name };
+  const confirmedDepth = BigInt(chain.confirmations.confirmed as number);
+  const logsConfig = chain.logs ?? { initialRange: 2_000, maxRange: 10_000, backfillBlocks: 1_800 };
+  const tokens = chain.tokens.map((token) => token.address.toLowerCase());
+  const tokenCanonical = new Map(chain.tokens.map((token) => [token.address.toLowerCase(), token.address]));
+  const watched = createWatchedWallets({ chain: name });
+  const bloomFilter = { topic: bloomBits(TRANSFER_TOPIC), tokens: tokens.map((token) => bloomBits(token as `0x${string}`)) };
+  const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
+
+  let rangeSize = BigInt(logsConfig.initialRange);
+  const maxRange = BigInt(logsConfig.maxRange);
+  let processed = -1n;
+  let finalized: bigint | null = null;
+  let safe: bigint | null = null;
+  let head = -1n;
+  let lastHeadHash = '';
+  /** Stored unfinalized blocks (number -> hash): a mirror of chain_blocks. */
+  let blocks = new Map<bigint, string>();
+  /** Set when a reorg was found: the next commit removes everything above `to` and records it. */
+  let rewind: { to: bigint; depth: number; beyondRule: 'confirmed' | 'finalized' | null } | undefined;
+
+  const emit = (kind: ChainChange['kind']) => {
+    try {
+      void Promise.resolve(params.onChainChange({ chain: name, livemode: true, kind })).catch((error) =>
+        log.error({ msg: 'onChainChange failed', kind, err: error }),
+      );
+    } catch (error) {
+      log.error({ msg: 'onChainChange failed', kind, err: error });
+    }
+  };
+
+  async function getHeader(tag: bigint | 'latest' | 'safe' | 'finalized'): Promise<BlockHeader | null> {
+    const block = await rpc.request<RpcBlock | null>('eth_getBlockByNumber', [typeof tag === 'bigint' ? numberToHex(tag) : tag, false]);
+    return block ? toHeader(block) : null;
+  }
+
+  /** `safe`/`finalized` tags; a node without them (pre-merge style) gets head minus the confirmation depth. */
+  async function getTagNumber(tag: 'safe' | 'finalized', latest: bigint): Promise<bigint> {
+    try {
+      const header = await getHeader(tag);
+      if (header) return header.number;
+    } catch (error) {
+      if (!(error instanceof RpcRequestRejected)) throw error;
+    }
+    const fallback = latest - confirmedDepth * (tag === 'finalized' ? 2n : 1n);
+    return fallback < 0n ? 0n : fallback;
+  }
+
+  async function fetchRange(from: bigint, to: bigint, fin: bigint): Promise<FetchedRange> {
+    const firstUnfinalized = from > fin ? from : fin + 1n;
+    const headers: BlockHeader[] = [];
+    if (to >= firstUnfinalized) {
+      const limit = pLimit(HEADER_CONCURRENCY);
+      const numbers: bigint[] = [];
+      for (let n = firstUnfinalized; n <= to; n++) numbers.push(n);
+      const fetched = await Promise.all(numbers.map((n) => limit(() => getHeader(n))));
+      for (const header of fetched) {
+        if (!header) throw new ChainMovedError(`${name}: a block below the head is missing (the node is behind or the chain shrank)`);
+        headers.push(header);
+      }
+    }
+    if (watched.size === 0) return { from, to, headers, transfers: [] };
+    const allUnfinalized = from >= firstUnfinalized;
+    const recipientsBloom = watched.size <= 2_000 ? watched.bloom() : undefined;
+    if (allUnfinalized && !headers.some((header) => blockMayHaveTransfers(header.logsBloom, { ...bloomFilter, recipients: recipientsBloom }))) {
+      return { from, to, headers, transfers: [] };
+    }
+    const logs = await fetchTransferLogs({
+      rpc,
+      from,
+      to,
+      tokens,
+      watched,
+      onRangeError: (size) => {
+        const next = size / 2n > 0n ? size / 2n : 1n;
+        if (next < rangeSize) rangeSize = next;
+      },
+    });
+    const hashes = new Map(headers.map((header) => [header.number, header.hash]));
+    for (const entry of logs) {
+      const expected = hashes.get(BigInt(entry.blockNumber));
+      if (expected && expected !== entry.blockHash.toLowerCase()) {
+        throw new ChainMovedError(`${name}: logs of block ${BigInt(entry.blockNumber)} come from another branch than its header`);
+      }
+    }
+    return { from, to, headers, transfers: parseTransfers(logs, { tokens: tokenCanonical, watched }) };
+  }
+
+  /** Walks back from `from` while stored blocks differ from the node's: returns the common ancestor. */
+  async function findCommonAncestor(from: bigint): Promise<{ ancestor: bigint; beyondStored: boolean }> {
+    for (let n = from; ; n--) {
+      const stored = blocks.get(n);
+      if (stored === undefined) return { ancestor: n, beyondStored: true };
+      const canonical = await getHeader(n);
+      if (canonical && canonical.hash === stored) return { ancestor: n, beyondStored: false };
+    }
+  }
+
+  async function handleReorg(mismatchAt: bigint) {
+    const { ancestor, beyondStored } = await findCommonAncestor(mismatchAt);
+    const depth = processed - ancestor;
+    metrics.reorgs.inc(labels);
+    metrics.reorgDepth.observe(labels, Number(depth));
+    const belowFinality = beyondStored || (finalized !== null && ancestor < finalized);
+    const fields = { reorg_depth: Number(depth), common_ancestor_block: ancestor.toString(), processed_block: processed.toString(), finalized_block: finalized?.toString() };
+    let beyondRule: 'confirmed' | 'finalized' | null = null;
+    if (belowFinality) {
+      beyondRule = 'finalized';
+      log.error({ msg: 'Reorg reaches below the finalized block: transfers already reported final may be gone', ...fields });
+    } else if (depth > confirmedDepth) {
+      beyondRule = 'confirmed';
+      log.error({ msg: "Reorg deeper than the chain's confirmation depth", confirmation_depth: Number(confirmedDepth), ...fields });
+    } else {
+      log.warn({ msg: 'Reconciled reorg', ...fields });
+    }
+    if (beyondRule) metrics.deepReorgs.inc({ chain: name, rule: beyondRule });
+    if (!rewind || ancestor < rewind.to) {
+      rewind = { to: ancestor, depth: Number(depth) + (rewind ? Number(rewind.to - ancestor) : 0), beyondRule: beyondRule ?? rewind?.beyondRule ?? null };
+    }
+    processed = ancestor;
+  }
+
+  async function commit(range: FetchedRange | undefined, to: bigint) {
+    const pendingRewind = rewind;
+    const result = await store.transaction(async (sql) => {
+      await params.fence?.(sql);
+      return commitRange(sql, {
+        chain: name,
+        rewind: pendingRewind,
+        transfers: range?.transfers ?? [],
+        blocks: range?.headers ?? [],
+        processedBlock: to,
+        head,
+        safe,
+        finalized,
+      });
+    });
+    if (pendingRewind) {
+      for (const number of [...blocks.keys()]) if (number > pendingRewind.to) blocks.delete(number);
+      rewind = undefined;
+    }
+    for (const header of range?.headers ?? []) blocks.set(header.number, header.hash);
+    if (finalized !== null && blocks.size > 1) {
+      const newest = [...blocks.keys()].reduce((a, b) => (a > b ? a : b));
+      for (const number of [...blocks.keys()]) if (number <= finalized && number < newest) blocks.delete(number);
+    }
+    const advanced = to - processed;
+    processed = to;
+    metrics.processedBlock.set(labels, Number(processed));
+    if (advanced > 0n) metrics.blocks.inc(labels, Number(advanced));
+    if (result.written > 0) metrics.transfers.inc(labels, result.written);
+    if (pendingRewind) emit('reorg');
+    if (result.written > 0) emit('transfers');
+    emit('head');
+  }
+
+  /** One pass: read the head, then bring the checkpoint up to it. Returns true when caught up. */
+  async function cycle(): Promise<boolean> {
+    const latest = await getHeader('latest');
+    if (!latest) throw new RetryableError(`${name}: the node returned no latest block`);
+    const previousFinalized = finalized;
+    [safe, finalized] = await Promise.all([getTagNumber('safe', latest.number), getTagNumber('finalized', latest.number)]);
+    if (latest.hash !== lastHeadHash) {
+      metrics.lastHeadAt.set(name, Date.now());
+      lastHeadHash = latest.hash;
+    }
+    head = latest.number;
+    metrics.headBlock.set(labels, Number(head));
+    metrics.safeBlock.set(labels, Number(safe));
+    metrics.finalizedBlock.set(labels, Number(finalized));
+    await watched.refresh(store);
+
+    const storedAtHead = blocks.get(latest.number);
+    if (storedAtHead !== undefined && storedAtHead !== latest.hash && latest.number <= processed) {
+      await handleReorg(latest.number);
+    }
+    if (head <= processed) {
+      if (rewind) await commit(undefined, processed);
+      else if (finalized !== previousFinalized) {
+        await commit(undefined, processed);
+        emit('finalized');
+      }
+      return true;
+    }
+
+    const ranges: [bigint, bigint][] = [];
+    let start = processed + 1n;
+    while (start <= head && ranges.length < concurrency) {
+      // Unfinalized blocks are read header by header; keep those ranges to the block time's worth of a batch.
+      const end = start + rangeSize - 1n < head ? start + rangeSize - 1n : head;
+      ranges.push([start, end]);
+      start = end + 1n;
+    }
+    const limit = pLimit(concurrency);
+    const fin = finalized;
+    const pending = ranges.map(([from, to]) => limit(() => fetchRange(from, to, fin)));
+    pending.forEach((promise) => promise.catch(() => {}));
+    let grew = true;
+    for (const [index, promise] of pending.entries()) {
+      const range = await promise;
+      const first = range.headers[0];
+      if (first) {
+        const parent = blocks.get(first.number - 1n);
+        if (parent !== undefined && parent !== first.parentHash) {
+          await handleReorg(first.number - 1n);
+          return false;
+        }
+        for (let i = 1; i < range.headers.length; i++) {
+          if (range.headers[i]!.parentHash !== range.headers[i - 1]!.hash) throw new ChainMovedError(`${name}: headers of one range do not link`);
+        }
+      }
+      if (range.from !== processed + 1n) throw new ChainMovedError(`${name}: ranges out of order`);
+      await commit(range, range.to);
+      if (index === 0 && range.to - range.from + 1n < rangeSize) grew = false;
+    }
+    if (grew && rangeSize < maxRange) rangeSize = rangeSize * 2n > maxRange ? maxRange : rangeSize * 2n;
+    if (previousFinalized !== finalized) emit('finalized');
+    return processed >= head;
+  }
+
+  return {
+    async run() {
+      await checkChain({ rpc, chain, logger: log });
+      const state = await loadState(store, name);
+      blocks = state.blocks;
+      finalized = state.finalizedBlock;
+      if (state.processedBlock === null) {
+        const latest = await getHeader('latest');
+        if (!latest) throw new RetryableError(`${name}: the node returned no latest block`);
+        const back = BigInt(params.backfillBlocks ?? logsConfig.backfillBlocks);
+        processed = latest.number - back < -1n ? -1n : latest.number - back;
+        log.info({ msg: 'First start: backfilling from below the head', from_block: (processed + 1n).toString(), head_block: latest.number.toString() });
+      } else {
+        processed = state.processedBlock;
+        log.info({ msg: 'Resuming from checkpoint', processed_block: processed.toString(), stored_blocks: blocks.size });
+      }
+      metrics.processedBlock.set(labels, Number(processed));
+      const heads = createHeadSignal({ chain: name, wsUrls: params.wsUrls, logger: log, signal });
+      const pollMs = params.pollMs ?? pollInterval(chain.blockTimeMs);
+      let failures = 0;
+      try {
+        while (!signal.aborted) {
+          let caughtUp = false;
+          try {
+            caughtUp = await cycle();
+            failures = 0;
+          } catch (error) {
+            if (signal.aborted) break;
+            // Leadership lost (fence) and other certain failures end the run; RPC and database hiccups retry.
+            if (error instanceof NonRetryableError && !(error instanceof RpcRequestRejected)) throw error;
+            failures += 1;
+            const level = error instanceof ChainMovedError ? 'info' : 'warn';
+            log[level]({ msg: 'Ingest cycle failed; retrying', consecutive_failures: failures, err: error });
+            await sleep(error instanceof ChainMovedError ? 0 : Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** (failures - 1)), signal);
+            continue;
+          }
+          if (caughtUp) await heads.wait(pollMs);
+        }
+      } finally {
+        heads.close();
+      }
+    },
+  };
+}

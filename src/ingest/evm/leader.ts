@@ -1,0 +1,114 @@
+import pg from 'pg';
+import type { Logger } from '../../internal/logger.ts';
+import { NonRetryableError } from '../../internal/errors.ts';
+import type { Sql } from '../../store/index.ts';
+
+/**
+ * First key of the ingesters' advisory locks ("svci" in ASCII); the second is the chain id, so
+ * each chain has its own leader and nothing else in the database uses these keys.
+ */
+export const INGEST_LOCK_CLASS = 0x73766369;
+
+/** How often the lock connection is pinged, so a dead connection ends the lease within seconds. */
+const HEARTBEAT_MS = 2_000;
+
+/** Raised inside a commit by a process that no longer holds its chain's lock. */
+export class LeadershipLostError extends NonRetryableError {
+  override name = 'LeadershipLostError';
+}
+
+/** Held leadership of one chain. `lost` aborts when the lock connection dies. */
+export interface Lease {
+  readonly lost: AbortSignal;
+  /** Throws {@link LeadershipLostError} unless this process still holds the lock (run inside each commit). */
+  fence(sql: Sql): Promise<void>;
+  release(): Promise<void>;
+}
+
+/**
+ * Per-chain leader election over Postgres session advisory locks, on one dedicated connection
+ * per process (not the pool's, whose clients are shared). The holder keeps the lock as long as
+ * its connection lives: when the process dies, Postgres drops the session and the lock with it,
+ * and a standby's next `tryAcquire` (every couple of seconds) wins it.
+ */
+export interface LeaderLocks {
+  tryAcquire(key: number): Promise<Lease | undefined>;
+  close(): Promise<void>;
+}
+
+export function createLeaderLocks(params: { connectionString: string; logger: Logger }): LeaderLocks {
+  let client: pg.Client | undefined;
+  let connecting: Promise<pg.Client> | undefined;
+  let lost = new AbortController();
+  let pid = 0;
+  let heartbeat: NodeJS.Timeout | undefined;
+  const held = new Set<number>();
+
+  function drop(reason: string) {
+    if (!client) return;
+    params.logger.warn({ msg: 'Leader lock connection lost; leases end', reason, held: [...held] });
+    client.end().catch(() => {});
+    client = undefined;
+    connecting = undefined;
+    held.clear();
+    clearInterval(heartbeat);
+    lost.abort(reason);
+  }
+
+  async function connection(): Promise<pg.Client> {
+    if (client) return client;
+    connecting ??= (async () => {
+      const next = new pg.Client({ connectionString: params.connectionString, application_name: 'svc-ingest-leader' });
+      next.on('error', (error) => drop(error.message));
+      next.on('end', () => drop('connection ended'));
+      await next.connect();
+      const { rows } = await next.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      pid = rows[0]!.pid;
+      lost = new AbortController();
+      client = next;
+      heartbeat = setInterval(() => {
+        client?.query('SELECT 1').catch((error: Error) => drop(error.message));
+      }, HEARTBEAT_MS);
+      heartbeat.unref();
+      return next;
+    })().catch((error) => {
+      connecting = undefined;
+      throw error;
+    });
+    return connecting;
+  }
+
+  return {
+    async tryAcquire(key) {
+      const conn = await connection();
+      const { rows } = await conn.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [INGEST_LOCK_CLASS, key]);
+      if (!rows[0]?.ok) return undefined;
+      held.add(key);
+      const signal = lost.signal;
+      const holderPid = pid;
+      return {
+        lost: signal,
+        async fence(sql) {
+          const check = await sql.query(
+            `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid
+               AND objsubid = 2 AND pid = $3 AND granted`,
+            [INGEST_LOCK_CLASS, key, holderPid],
+          );
+          if (check.rowCount !== 1 || signal.aborted) throw new LeadershipLostError(`lost the ingest lock ${key}; another process may be the leader now`);
+        },
+        async release() {
+          if (!held.delete(key) || signal.aborted || client !== conn) return;
+          await conn.query('SELECT pg_advisory_unlock($1, $2)', [INGEST_LOCK_CLASS, key]).catch(() => {});
+        },
+      };
+    },
+    async close() {
+      clearInterval(heartbeat);
+      const current = client;
+      client = undefined;
+      held.clear();
+      current?.removeAllListeners('end');
+      await current?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,119 @@
+import type { Sql } from '../../store/index.ts';
+import type { ObservedTransfer } from './transfers.ts';
+
+/** A block header as the ingester keeps it. */
+export interface BlockHeader {
+  number: bigint;
+  hash: string;
+  parentHash: string;
+  timestamp: bigint;
+  logsBloom: `0x${string}`;
+}
+
+/** What the ingester resumes from: its checkpoint, the chain as last seen, and the stored unfinalized blocks. */
+export interface StoredState {
+  processedBlock: bigint | null;
+  finalizedBlock: bigint | null;
+  /** number -> hash of every stored (unfinalized) block. */
+  blocks: Map<bigint, string>;
+}
+
+export async function loadState(sql: Sql, chain: string): Promise<StoredState> {
+  const head = await sql.query<{ processed_block: bigint | null; finalized_block: bigint | null }>(
+    'SELECT processed_block, finalized_block FROM chain_heads WHERE livemode AND chain = $1',
+    [chain],
+  );
+  const blocks = await sql.query<{ number: bigint; hash: string }>('SELECT number, hash FROM chain_blocks WHERE livemode AND chain = $1', [chain]);
+  return {
+    processedBlock: head.rows[0]?.processed_block ?? null,
+    finalizedBlock: head.rows[0]?.finalized_block ?? null,
+    blocks: new Map(blocks.rows.map((row) => [row.number, row.hash])),
+  };
+}
+
+/** What one commit writes: a contiguous range of blocks [from, to] and everything found in it. */
+export interface RangeCommit {
+  chain: string;
+  /** Set after a reorg: every transfer above `to` is marked removed first, stored blocks above it dropped, the reorg recorded. */
+  rewind?: { to: bigint; depth: number; beyondRule: 'confirmed' | 'finalized' | null };
+  transfers: ObservedTransfer[];
+  /** Headers of the blocks in the range that are above `finalized` (hash-linked, ascending). */
+  blocks: BlockHeader[];
+  processedBlock: bigint;
+  head: bigint;
+  safe: bigint | null;
+  finalized: bigint | null;
+}
+
+/**
+ * Writes one range in the caller's transaction (rule 3): the transfers (upsert on chain, tx hash,
+ * log index: re-ingesting is a no-op, and a transfer a reorg removed then re-included becomes
+ * `observed` again with its new block), the unfinalized blocks, the pruning of blocks at or below
+ * `finalized` (the newest stored block is kept so the next block can be linked to it) and the
+ * checkpoint. Returns how many transfer rows were inserted or changed and how many were removed.
+ */
+export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ written: number; removed: number }> {
+  let removed = 0;
+  if (commit.rewind) {
+    const result = await sql.query(
+      `UPDATE transfers SET status = 'removed', removed_at = now()
+       WHERE livemode AND chain = $1 AND block_number > $2 AND status = 'observed'`,
+      [commit.chain, commit.rewind.to],
+    );
+    removed = result.rowCount ?? 0;
+    await sql.query('DELETE FROM chain_blocks WHERE livemode AND chain = $1 AND number > $2', [commit.chain, commit.rewind.to]);
+    await sql.query(
+      'INSERT INTO chain_reorgs (livemode, chain, common_ancestor, depth, removed_transfers, beyond_rule) VALUES (true, $1, $2, $3, $4, $5)',
+      [commit.chain, commit.rewind.to, commit.rewind.depth, removed, commit.rewind.beyondRule],
+    );
+  }
+  let written = 0;
+  if (commit.transfers.length > 0) {
+    const t = commit.transfers;
+    const result = await sql.query(
+      `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount)
+       SELECT true, $1, * FROM unnest($2::text[], $3::int[], $4::int8[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::numeric[])
+       ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
+         SET status = 'observed', removed_at = NULL, block_number = excluded.block_number, block_hash = excluded.block_hash,
+             block_time = coalesce(excluded.block_time, transfers.block_time)
+         WHERE transfers.status = 'removed' OR transfers.block_hash IS DISTINCT FROM excluded.block_hash`,
+      [
+        commit.chain,
+        t.map((x) => x.txHash),
+        t.map((x) => x.logIndex),
+        t.map((x) => x.blockNumber.toString()),
+        t.map((x) => x.blockHash),
+        t.map((x) => x.blockTime),
+        t.map((x) => x.token),
+        t.map((x) => x.from),
+        t.map((x) => x.to),
+        t.map((x) => x.amount.toString()),
+      ],
+    );
+    written = result.rowCount ?? 0;
+  }
+  if (commit.blocks.length > 0) {
+    const b = commit.blocks;
+    await sql.query(
+      `INSERT INTO chain_blocks (livemode, chain, number, hash, parent_hash, block_time)
+       SELECT true, $1, * FROM unnest($2::int8[], $3::text[], $4::text[], $5::timestamptz[])
+       ON CONFLICT (livemode, chain, number) DO UPDATE SET hash = excluded.hash, parent_hash = excluded.parent_hash, block_time = excluded.block_time`,
+      [commit.chain, b.map((x) => x.number.toString()), b.map((x) => x.hash), b.map((x) => x.parentHash), b.map((x) => new Date(Number(x.timestamp) * 1000))],
+    );
+  }
+  if (commit.finalized !== null) {
+    await sql.query(
+      `DELETE FROM chain_blocks WHERE livemode AND chain = $1 AND number <= $2
+         AND number < (SELECT max(number) FROM chain_blocks WHERE livemode AND chain = $1)`,
+      [commit.chain, commit.finalized],
+    );
+  }
+  await sql.query(
+    `INSERT INTO chain_heads (livemode, chain, head_block, processed_block, safe_block, finalized_block, head_seen_at, updated_at)
+     VALUES (true, $1, $2, $3, $4, $5, now(), now())
+     ON CONFLICT (livemode, chain) DO UPDATE SET head_block = excluded.head_block, processed_block = excluded.processed_block,
+       safe_block = excluded.safe_block, finalized_block = excluded.finalized_block, head_seen_at = excluded.head_seen_at, updated_at = now()`,
+    [commit.chain, commit.head, commit.processedBlock, commit.safe, commit.finalized],
+  );
+  return { written, removed };
+}

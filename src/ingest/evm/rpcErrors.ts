@@ -1,0 +1,73 @@
+import {
+  BaseError as ViemBaseError,
+  HttpRequestError,
+  LimitExceededRpcError,
+  ResponseBodyTooLargeError,
+  RpcRequestError,
+  TimeoutError,
+  WebSocketRequestError,
+  SocketClosedError,
+} from 'viem';
+
+/**
+ * What a failed JSON-RPC call means for the caller:
+ * - `range`: an `eth_getLogs` range or response too big for the provider: split the range.
+ * - `rate`: the provider throttles us (HTTP 429 or a rate message): slow down, try another URL.
+ * - `endpoint`: the URL is unusable right now (network, timeout, 5xx, auth): fail over.
+ * - `rejected`: the node answered with a JSON-RPC error about the request itself.
+ */
+export type RpcErrorKind = 'range' | 'rate' | 'endpoint' | 'rejected';
+
+/**
+ * Providers phrase "your eth_getLogs range or result is too big" in their own words (Alchemy,
+ * Infura, QuickNode, Ankr, public nodes, geth, erigon); this is the one place that reads them.
+ */
+const RANGE_MESSAGE =
+  /block range|range (is )?too (large|wide|big)|range (limit|exceeded)|too many (results|logs|blocks)|more than \d+ (results|logs|blocks)|returned more than|limit exceeded|response size|result size|too large|exceed(s|ed)? (the )?max|max(imum)? (block )?range|query timeout|timed out/i;
+
+const RATE_MESSAGE = /rate limit|too many requests|request rate|requests per|capacity|throttl|daily request count|exceeded your/i;
+
+function messagesOf(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 8; depth++) {
+    if (current instanceof ViemBaseError) parts.push(current.shortMessage, current.details ?? '');
+    else if (current instanceof Error) parts.push(current.message);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return parts.join(' | ');
+}
+
+function find<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 8; depth++) {
+    if (current instanceof type) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Sorts a failed RPC call into one of the kinds above; `method` matters for `range`. */
+export function classifyRpcError(error: unknown, method: string): RpcErrorKind {
+  const text = messagesOf(error);
+  if (find(error, ResponseBodyTooLargeError)) return method === 'eth_getLogs' ? 'range' : 'endpoint';
+  const http = find(error, HttpRequestError);
+  if (http?.status === 429 || (error as { code?: number }).code === 429) return 'rate';
+  if (RATE_MESSAGE.test(text)) return 'rate';
+  if (find(error, TimeoutError)) return method === 'eth_getLogs' ? 'range' : 'endpoint';
+  if (http) {
+    if (http.status === undefined || http.status >= 500 || http.status === 401 || http.status === 403 || http.status === 404) return 'endpoint';
+    if (method === 'eth_getLogs' && (http.status === 413 || RANGE_MESSAGE.test(text))) return 'range';
+    return 'endpoint';
+  }
+  if (find(error, WebSocketRequestError) || find(error, SocketClosedError)) return 'endpoint';
+  const rpc = find(error, RpcRequestError) ?? (typeof (error as { code?: unknown }).code === 'number' ? error : undefined);
+  if (rpc) {
+    if (method === 'eth_getLogs' && (find(error, LimitExceededRpcError) || RANGE_MESSAGE.test(text))) return 'range';
+    // -32603 internal error and -32000-style "header not found" from a lagging or sick node.
+    if ((rpc as { code?: number }).code === -32603) return 'endpoint';
+    return 'rejected';
+  }
+  if (method === 'eth_getLogs' && RANGE_MESSAGE.test(text)) return 'range';
+  return 'endpoint';
+}

@@ -1,0 +1,125 @@
+import { getAddress, numberToHex } from 'viem';
+import type { Rpc } from './rpc.ts';
+import { RpcRequestRejected } from './rpc.ts';
+import type { WatchedWallets } from './watched.ts';
+
+/** keccak256("Transfer(address,address,uint256)"): topic 0 of every ERC-20 Transfer log. */
+export const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+
+/** A log as `eth_getLogs` returns it (hex quantities). */
+export interface RpcLog {
+  address: string;
+  topics: string[];
+  data: string;
+  blockNumber: string;
+  blockHash: string;
+  transactionHash: string;
+  logIndex: string;
+  removed?: boolean;
+  blockTimestamp?: string;
+}
+
+/** One ERC-20 transfer into a watched wallet, addresses in canonical EIP-55 form, amount in base units. */
+export interface ObservedTransfer {
+  txHash: string;
+  logIndex: number;
+  blockNumber: bigint;
+  blockHash: string;
+  blockTime: Date | null;
+  token: string;
+  from: string;
+  to: string;
+  amount: bigint;
+}
+
+/**
+ * Recipient topics in one `eth_getLogs` filter, at most. Providers cap OR-lists of topics
+ * (several at 1,000 or fewer, some by request size); above this the query asks for every
+ * Transfer of the tokens and the wallet Set filters in memory.
+ */
+export const TOPIC_FILTER_LIMIT = 500;
+
+const fromCache = new Map<string, string>();
+/** Checksumming costs a keccak; payers repeat, so cache (bounded: cleared when large). */
+function checksum(lower: string): string {
+  let value = fromCache.get(lower);
+  if (!value) {
+    if (fromCache.size > 100_000) fromCache.clear();
+    value = getAddress(lower);
+    fromCache.set(lower, value);
+  }
+  return value;
+}
+
+/**
+ * Turns raw logs into transfers into watched wallets. Logs that are not a standard Transfer
+ * (three topics), go elsewhere, carry a zero amount (address-poisoning spam; the table requires
+ * amount > 0) or are flagged `removed` are skipped.
+ */
+export function parseTransfers(logs: RpcLog[], params: { tokens: Map<string, string>; watched: WatchedWallets }): ObservedTransfer[] {
+  const out: ObservedTransfer[] = [];
+  for (const log of logs) {
+    if (log.removed || log.topics.length !== 3 || log.topics[0] !== TRANSFER_TOPIC) continue;
+    const token = params.tokens.get(log.address.toLowerCase());
+    if (!token) continue;
+    const to = params.watched.canonical(`0x${log.topics[2]!.slice(26)}`.toLowerCase());
+    if (!to) continue;
+    const amount = log.data === '0x' ? 0n : BigInt(log.data);
+    if (amount <= 0n) continue;
+    out.push({
+      txHash: log.transactionHash.toLowerCase(),
+      logIndex: Number(log.logIndex),
+      blockNumber: BigInt(log.blockNumber),
+      blockHash: log.blockHash.toLowerCase(),
+      blockTime: log.blockTimestamp ? new Date(Number(BigInt(log.blockTimestamp)) * 1000) : null,
+      token,
+      from: checksum(`0x${log.topics[1]!.slice(26)}`.toLowerCase()),
+      to,
+      amount,
+    });
+  }
+  return out;
+}
+
+/**
+ * `eth_getLogs` for the tokens' Transfer logs in [from, to], splitting the range in halves when
+ * the provider refuses it as too large (down to one block; one huge block is then asked for with
+ * the recipients as a topic filter, in slices). `onRangeError` lets the caller shrink its next
+ * ranges. Recipients go into the filter while there are at most {@link TOPIC_FILTER_LIMIT}.
+ */
+export async function fetchTransferLogs(params: {
+  rpc: Rpc;
+  from: bigint;
+  to: bigint;
+  tokens: string[];
+  watched: WatchedWallets;
+  onRangeError?: (size: bigint) => void;
+}): Promise<RpcLog[]> {
+  const { rpc, tokens, watched } = params;
+  const small = watched.size <= TOPIC_FILTER_LIMIT;
+  const query = (from: bigint, to: bigint, recipients: `0x${string}`[] | null) =>
+    rpc.request<RpcLog[]>('eth_getLogs', [
+      { fromBlock: numberToHex(from), toBlock: numberToHex(to), address: tokens, topics: [TRANSFER_TOPIC, null, recipients] },
+    ]);
+
+  async function range(from: bigint, to: bigint): Promise<RpcLog[]> {
+    try {
+      return await query(from, to, small ? watched.topics() : null);
+    } catch (error) {
+      if (!(error instanceof RpcRequestRejected && error.kind === 'range')) throw error;
+      params.onRangeError?.(to - from + 1n);
+      if (from === to) {
+        if (small) throw error;
+        const topics = watched.topics();
+        const out: RpcLog[] = [];
+        for (let i = 0; i < topics.length; i += TOPIC_FILTER_LIMIT) out.push(...(await query(from, to, topics.slice(i, i + TOPIC_FILTER_LIMIT))));
+        return out;
+      }
+      const mid = from + (to - from) / 2n;
+      const left = await range(from, mid);
+      const right = await range(mid + 1n, to);
+      return left.concat(right);
+    }
+  }
+  return range(params.from, params.to);
+}
