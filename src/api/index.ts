@@ -18,6 +18,7 @@ import { walletRoutes } from './routes/wallets.ts';
 import { transferRoutes } from './routes/transfers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
+import { registerCheckout } from '../checkout/index.ts';
 
 export type { ApiDeps };
 
@@ -96,6 +97,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     );
   }
   publicPaymentLinkRoutes(app, deps);
+  registerCheckout(app, deps);
 
   app.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {
     return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());

@@ -1,0 +1,250 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Store } from '../store/index.ts';
+import type { Config } from '../internal/config.ts';
+import type { Logger } from '../internal/logger.ts';
+import { notFound } from '../internal/errors.ts';
+import { loadCheckoutSession, type CheckoutSession } from './view.ts';
+import { buildInstructions, checkoutUrls, statusOf } from './instructions.ts';
+import { PAGE_CSP, renderCheckoutPage, renderNotFoundPage, type SandboxPanel } from './page.ts';
+import { qrSvg } from './qr.ts';
+import { createLiveFeeds, runLiveFeed } from './liveFeed.ts';
+import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './refundRequest.ts';
+import { setCommonHeaders, setPageHeaders } from './securityHeaders.ts';
+import { CheckoutErrorSchema, PaymentInstructionsSchema, PaymentStatusSchema, RefundRequestBody, RefundRequestResponse } from './schema.ts';
+
+export { buildInstructions, checkoutUrls } from './instructions.ts';
+export { loadCheckoutSession, checkoutViewOf, CHECKOUT_VIEWS, type CheckoutView, type CheckoutSession } from './view.ts';
+export type { PaymentInstructions, PaymentStatus } from './schema.ts';
+export type { SandboxPanel } from './page.ts';
+
+/** What the checkout routes need. */
+export interface CheckoutDeps {
+  store: Store;
+  config: Pick<Config, 'publicUrl'>;
+  logger: Logger;
+  /** Markup for sandbox sessions' tools slot (the sandbox's "simulate payment"); empty when absent. */
+  sandboxPanel?: SandboxPanel;
+}
+
+const SessionParams = Type.Object({ sessionId: Type.String({ minLength: 1, maxLength: 64, description: 'Session id (`ses_…`).' }) });
+
+/** Views after which nothing on the page changes any more (the live feed ends there). */
+const FINAL_VIEWS = ['paid', 'expired', 'failed'];
+
+/**
+ * Whether the client asked for JSON: an explicit `application/json` that it prefers at least as
+ * much as an explicit `text/html`. Browsers name text/html; `*\/*` alone gets the page.
+ */
+export function prefersJson(accept: string | undefined): boolean {
+  if (!accept) return false;
+  let json: number | undefined;
+  let html: number | undefined;
+  for (const part of accept.split(',')) {
+    const [type, ...params] = part.trim().toLowerCase().split(';');
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    if (type === 'application/json') json = Number.isFinite(q) ? q : 0;
+    if (type === 'text/html') html = Number.isFinite(q) ? q : 0;
+  }
+  return json !== undefined && json > 0 && (html === undefined || json >= html);
+}
+
+/**
+ * The hosted checkout, at the root (not under /api/v1), with no API key: the session id in the
+ * URL is the capability the payer holds, as with Stripe's checkout URLs.
+ *
+ * - `GET /checkout/:sessionId`: the page, or with `Accept: application/json` the payment
+ *   instructions for agents.
+ * - `GET /checkout/:sessionId/status`: the live part of the instructions, for polling.
+ * - `GET /checkout/:sessionId/events`: the same as server-sent events while it changes.
+ * - `GET /checkout/:sessionId/qr.svg`: the QR code of the wallet URI for what is left to pay.
+ * - `POST /checkout/:sessionId/refund`: the payer asks for a refund (`refund.requested`).
+ */
+export function registerCheckout(parent: FastifyInstance, deps: CheckoutDeps): void {
+  // Registered as a plugin so the routes are added after @fastify/swagger's hooks are in place
+  // (and so appear in the OpenAPI document), still at the root path.
+  parent.register(async (app) => checkoutRoutes(app, deps));
+}
+
+function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
+  const https = deps.config.publicUrl.startsWith('https:');
+  const feeds = createLiveFeeds();
+  app.addHook('preClose', async () => feeds.closeAll());
+
+  async function load(request: FastifyRequest<{ Params: { sessionId: string } }>): Promise<CheckoutSession> {
+    const session = await loadCheckoutSession(deps.store, request.params.sessionId);
+    if (!session) throw notFound(`no checkout session ${request.params.sessionId}`);
+    return session;
+  }
+  const instructionsOf = (session: CheckoutSession) => buildInstructions(session, { publicUrl: deps.config.publicUrl });
+
+  app.get<{ Params: { sessionId: string } }>(
+    '/checkout/:sessionId',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['checkout'],
+        summary: 'Hosted checkout page, or the payment instructions as JSON',
+        description:
+          'No API key: the session id is the capability. Browsers get the HTML page. With `Accept: application/json` the response is the machine-readable payment instructions an agent needs to pay (pay `amountRemainingBaseUnits` of `token.address` to `recipient` on `chainId`, or open `paymentUri`, before `expiresAt`, then watch `statusUrl`). Responses are `Cache-Control: no-store`; the page is served with a strict CSP (no external assets, no framing).',
+        params: SessionParams,
+        response: {
+          200: {
+            description: 'The page (text/html) or the payment instructions (application/json), by Accept.',
+            content: {
+              'application/json': { schema: PaymentInstructionsSchema },
+              'text/html': { schema: { type: 'string', description: 'The checkout page.' } },
+            },
+          },
+          404: { ...CheckoutErrorSchema, description: 'No such session.' },
+        },
+      },
+    },
+    async (request, reply) => {
+      setCommonHeaders(reply, { https });
+      const json = prefersJson(request.headers.accept);
+      const session = await loadCheckoutSession(deps.store, request.params.sessionId);
+      if (!session) {
+        if (json) throw notFound(`no checkout session ${request.params.sessionId}`);
+        setPageHeaders(reply, { csp: PAGE_CSP });
+        return reply.status(404).type('text/html; charset=utf-8').send(renderNotFoundPage());
+      }
+      const instructions = instructionsOf(session);
+      if (json) {
+        reply.header('Access-Control-Allow-Origin', '*');
+        return reply.type('application/json; charset=utf-8').send(instructions);
+      }
+      setPageHeaders(reply, { csp: PAGE_CSP });
+      const page = renderCheckoutPage(instructions, { qrUrl: `/checkout/${encodeURIComponent(session.id)}/qr.svg`, sandboxPanel: deps.sandboxPanel });
+      return reply.type('text/html; charset=utf-8').send(page);
+    },
+  );
+
+  app.get<{ Params: { sessionId: string } }>(
+    '/checkout/:sessionId/status',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['checkout'],
+        summary: 'Live payment status of a checkout session (poll it)',
+        description: 'No API key. The changing part of the payment instructions; poll every few seconds, or use the events feed.',
+        params: SessionParams,
+        response: { 200: PaymentStatusSchema, 404: { ...CheckoutErrorSchema, description: 'No such session.' } },
+      },
+    },
+    async (request, reply) => {
+      setCommonHeaders(reply, { https });
+      reply.header('Access-Control-Allow-Origin', '*');
+      return reply.send(statusOf(instructionsOf(await load(request))));
+    },
+  );
+
+  app.get<{ Params: { sessionId: string } }>(
+    '/checkout/:sessionId/events',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['checkout'],
+        summary: 'Live payment status as server-sent events',
+        description:
+          'No API key. `text/event-stream`: a `status` event (the JSON of GET /checkout/{sessionId}/status) at once and whenever it changes; the stream ends after the payment is paid, expired or failed, and after ten minutes (EventSource reconnects).',
+        params: SessionParams,
+        response: {
+          200: { description: 'An event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+          404: { ...CheckoutErrorSchema, description: 'No such session.' },
+        },
+      },
+    },
+    async (request, reply) => {
+      const first = await load(request);
+      const controller = new AbortController();
+      feeds.add(controller);
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        'X-Content-Type-Options': 'nosniff',
+        'Referrer-Policy': 'no-referrer',
+        'Access-Control-Allow-Origin': '*',
+        // nginx and similar proxies buffer responses unless told not to.
+        'X-Accel-Buffering': 'no',
+        Connection: 'keep-alive',
+      });
+      res.on('close', () => controller.abort());
+      let initial: CheckoutSession | undefined = first;
+      try {
+        await runLiveFeed({
+          res,
+          signal: controller.signal,
+          read: async () => {
+            const session = initial ?? (await loadCheckoutSession(deps.store, first.id));
+            initial = undefined;
+            return session && statusOf(instructionsOf(session));
+          },
+          done: (status) => FINAL_VIEWS.includes(status.view),
+        });
+      } catch (error) {
+        request.log.warn({ msg: 'Checkout live feed ended with an error', session_id: first.id, err: error });
+        if (!res.destroyed) res.end();
+      } finally {
+        feeds.delete(controller);
+      }
+    },
+  );
+
+  app.get<{ Params: { sessionId: string }; Querystring: { amount?: string } }>(
+    '/checkout/:sessionId/qr.svg',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['checkout'],
+        summary: 'QR code of the wallet payment URI',
+        description: 'No API key. An SVG QR code of `paymentUri` (what is left to pay). 404 when nothing should be paid now. The `amount` query parameter only busts caches.',
+        params: SessionParams,
+        querystring: Type.Object({ amount: Type.Optional(Type.String({ maxLength: 80 })) }),
+        response: {
+          200: { description: 'image/svg+xml', content: { 'image/svg+xml': { schema: { type: 'string' } } } },
+          404: { ...CheckoutErrorSchema, description: 'No such session, or nothing to pay.' },
+        },
+      },
+    },
+    async (request, reply) => {
+      setCommonHeaders(reply, { https });
+      const instructions = instructionsOf(await load(request));
+      if (!instructions.paymentUri) throw notFound('nothing is to be paid for this session now');
+      // An SVG opened on its own is a document: let it run nothing.
+      reply.header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
+      const svg = await qrSvg(instructions.paymentUri, { label: `QR code of ${instructions.paymentUri}` });
+      return reply.type('image/svg+xml').send(svg);
+    },
+  );
+
+  app.post<{ Params: { sessionId: string }; Body: RefundRequestBody }>(
+    '/checkout/:sessionId/refund',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['checkout'],
+        summary: 'The payer asks for a refund',
+        description: `No API key: the session id is the capability. Allowed once money arrived and the payment is confirmed or expired; the amount is what the session received. Records a refund request and a \`refund.requested\` event for the merchant, who sends the refund from its own wallet (the gateway never holds funds). One open request per session, at most ${MAX_REFUND_REQUESTS_PER_SESSION} per session.`,
+        params: SessionParams,
+        body: RefundRequestBody,
+        response: {
+          201: RefundRequestResponse,
+          400: { ...CheckoutErrorSchema, description: 'Bad body or a destination that is not an address on the session chain.' },
+          404: { ...CheckoutErrorSchema, description: 'No such session.' },
+          409: { ...CheckoutErrorSchema, description: 'Nothing to refund yet, or a request is already open.' },
+          429: { ...CheckoutErrorSchema, description: 'Too many refund requests for this session.' },
+        },
+      },
+    },
+    async (request, reply) => {
+      setCommonHeaders(reply, { https });
+      const result = await requestRefundFromCheckout(deps.store, request.params.sessionId, request.body);
+      request.log.info({ msg: 'Refund requested from checkout', session_id: result.sessionId, refund_id: result.id });
+      return reply.status(201).send(result);
+    },
+  );
+}

@@ -1,0 +1,156 @@
+import { loadChains, type ChainConfig } from '../internal/chains.ts';
+import type { ChainName } from '../internal/config.ts';
+import { formatAmount } from '../internal/money.ts';
+import { eip681Uri, solanaPayUri } from './uris.ts';
+import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutView } from './view.ts';
+import type { PaymentInstructions, InstructionToken } from './schema.ts';
+
+/** Names people know the chains by, for the page and the instructions. */
+export const CHAIN_DISPLAY_NAMES: Record<ChainName, string> = {
+  polygon: 'Polygon',
+  solana: 'Solana',
+  base: 'Base',
+  bsc: 'BNB Smart Chain',
+  arbitrum: 'Arbitrum One',
+  optimism: 'OP Mainnet',
+};
+
+/** Views in which paying (more) is what the payer should do. */
+const PAYABLE_VIEWS: readonly CheckoutView[] = ['awaiting', 'detected', 'underpaid'];
+
+/** Views in which a payer who sent money can ask for it back. */
+const REFUNDABLE_VIEWS: readonly CheckoutView[] = ['paid', 'failed'];
+
+/** Only http(s) URLs are followed after payment; anything else (javascript:, data:) is dropped. */
+function httpUrlOrNull(text: string | null): string | null {
+  if (!text) return null;
+  try {
+    const url = new URL(text);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The public URLs of one session's checkout resources. */
+export function checkoutUrls(publicUrl: string, sessionId: string) {
+  const base = `${publicUrl}/checkout/${encodeURIComponent(sessionId)}`;
+  return { checkoutUrl: base, statusUrl: `${base}/status`, eventsUrl: `${base}/events`, refundUrl: `${base}/refund` };
+}
+
+/** Whether the page offers the refund form: money arrived and the session is over. */
+export function refundable(session: CheckoutSession): boolean {
+  return session.amountReceived > 0n && REFUNDABLE_VIEWS.includes(checkoutViewOf(session));
+}
+
+function paymentUri(chain: ChainConfig, session: CheckoutSession, token: string, baseUnits: bigint): string {
+  if (chain.kind === 'solana') {
+    return solanaPayUri({
+      recipient: session.payTo,
+      mint: token,
+      amount: formatAmount(baseUnits, session.decimals),
+      reference: session.reference,
+      label: session.merchantName,
+      message: `Payment ${session.id}`,
+    });
+  }
+  return eip681Uri({ token, chainId: chain.chainId as number, recipient: session.payTo, baseUnits });
+}
+
+/**
+ * The machine-readable payment instructions of a session: everything an agent needs to pay
+ * without scraping the page (chain, token, recipient, exact amount in base units and decimal
+ * text, a ready wallet URI, expiry, where to watch the status). The page renders from the same
+ * object, so the two cannot disagree.
+ */
+export function buildInstructions(session: CheckoutSession, params: { publicUrl: string; chains?: Record<ChainName, ChainConfig> }): PaymentInstructions {
+  const chain = (params.chains ?? loadChains())[session.chain];
+  const view = checkoutViewOf(session);
+  const remaining = amountRemaining(session);
+  const payable = PAYABLE_VIEWS.includes(view) && remaining > 0n;
+  const urls = checkoutUrls(params.publicUrl, session.id);
+  const decimal = (units: bigint) => formatAmount(units, session.decimals);
+
+  const tokens: InstructionToken[] = session.tokenAddresses.map((address) => {
+    const config = chain.tokens.find((token) => token.address === address);
+    return {
+      symbol: config?.symbol ?? session.currency,
+      address,
+      decimals: config?.decimals ?? session.decimals,
+      standard: chain.kind === 'solana' ? 'spl' : 'erc20',
+      tokenProgram: config?.tokenProgram ?? null,
+      paymentUri: payable ? paymentUri(chain, session, address, remaining) : null,
+    };
+  });
+  const primary = tokens[0]!;
+  const secondsToExpiry = Math.max(0, Math.floor((session.expiresAt.getTime() - session.now.getTime()) / 1000));
+
+  return {
+    object: 'payment_instructions',
+    id: session.id,
+    status: session.status,
+    view,
+    livemode: session.livemode,
+    merchant: { name: session.merchantName },
+    chain: session.chain,
+    chainName: CHAIN_DISPLAY_NAMES[session.chain],
+    chainKind: chain.kind,
+    chainId: chain.chainId,
+    currency: session.currency,
+    decimals: session.decimals,
+    token: primary,
+    acceptedTokens: tokens,
+    recipient: session.payTo,
+    reference: session.reference,
+    amount: decimal(session.amount),
+    amountBaseUnits: session.amount.toString(),
+    amountDue: decimal(session.amountDue),
+    amountDueBaseUnits: session.amountDue.toString(),
+    amountReceived: decimal(session.amountReceived),
+    amountReceivedBaseUnits: session.amountReceived.toString(),
+    amountRemaining: decimal(remaining),
+    amountRemainingBaseUnits: remaining.toString(),
+    paymentUri: primary.paymentUri,
+    payable,
+    txHash: session.txHash,
+    confirmations: session.confirmations,
+    requiredConfirmations: session.requiredConfirmations,
+    createdAt: session.createdAt.toISOString(),
+    expiresAt: session.expiresAt.toISOString(),
+    serverTime: session.now.toISOString(),
+    secondsToExpiry,
+    confirmedAt: session.confirmedAt?.toISOString() ?? null,
+    successUrl: httpUrlOrNull(session.successUrl),
+    checkoutUrl: urls.checkoutUrl,
+    statusUrl: urls.statusUrl,
+    eventsUrl: urls.eventsUrl,
+    refundUrl: refundable(session) ? urls.refundUrl : null,
+  };
+}
+
+/** The part of the instructions that changes while the payer waits: what the live feed sends. */
+export function statusOf(instructions: PaymentInstructions) {
+  const { id, status, view, amountReceived, amountReceivedBaseUnits, amountRemaining, amountRemainingBaseUnits, paymentUri, payable } = instructions;
+  const { txHash, confirmations, requiredConfirmations, expiresAt, serverTime, secondsToExpiry, confirmedAt, successUrl, refundUrl } = instructions;
+  return {
+    object: 'payment_status' as const,
+    id,
+    status,
+    view,
+    amountReceived,
+    amountReceivedBaseUnits,
+    amountRemaining,
+    amountRemainingBaseUnits,
+    paymentUri,
+    payable,
+    txHash,
+    confirmations,
+    requiredConfirmations,
+    expiresAt,
+    serverTime,
+    secondsToExpiry,
+    confirmedAt,
+    successUrl,
+    refundUrl,
+  };
+}

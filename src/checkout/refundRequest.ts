@@ -1,0 +1,100 @@
+import type { Store } from '../store/index.ts';
+import { canonicalAddress } from '../internal/addresses.ts';
+import { badRequest, conflict, HttpError, notFound } from '../internal/errors.ts';
+import { formatAmount } from '../internal/money.ts';
+import { requestRefund } from '../api/refunds.ts';
+import { loadCheckoutSession, type CheckoutSession } from './view.ts';
+import { refundable } from './instructions.ts';
+
+/**
+ * Refund requests a payer may make for one session, counting rejected ones: with the rule of
+ * one open request at a time this stops a page from flooding a merchant, without any
+ * per-process state (the rows themselves are the counter, so it holds across processes).
+ */
+export const MAX_REFUND_REQUESTS_PER_SESSION = 3;
+
+/** What the payer sent, as received (validated here). */
+export interface RefundRequestInput {
+  destination: string;
+  reason?: string | undefined;
+  email?: string | undefined;
+}
+
+/** The recorded request, as the page's endpoint answers it. */
+export interface RefundRequestResult {
+  object: 'refund_request';
+  id: string;
+  sessionId: string;
+  status: 'requested';
+  amount: string;
+  amountBaseUnits: string;
+  currency: string;
+  chain: string;
+  destination: string;
+  createdAt: string;
+}
+
+function invalidDestination(session: CheckoutSession, text: string): HttpError {
+  return badRequest(
+    session.chain === 'solana'
+      ? `destination ${JSON.stringify(text)} is not a valid solana address (base58 of a 32-byte key)`
+      : `destination ${JSON.stringify(text)} is not a valid ${session.chain} address (0x and 40 hex digits; mixed case must be a correct EIP-55 checksum)`,
+  );
+}
+
+/**
+ * Records a payer's refund request for a session (non-custodial: the merchant decides and sends
+ * the refund from its own wallet) and the `refund.requested` event for the merchant, in one
+ * transaction, through the API's `requestRefund` (one refund model, one event shape). The
+ * amount is all that is left to refund of what the session received. Refused with a 4xx that changes
+ * nothing when the session has received nothing or is still open, the destination is not an
+ * address on the session's chain (or is the merchant's own wallet), a request is already open,
+ * or the session has used up its requests.
+ */
+export async function requestRefundFromCheckout(store: Store, sessionId: string, input: RefundRequestInput): Promise<RefundRequestResult> {
+  return store.transaction(async (sql) => {
+    // Lock the session so two concurrent requests cannot both pass the "one open request" check.
+    const { rows: locked } = await sql.query('SELECT id FROM payment_sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+    const session = locked[0] ? await loadCheckoutSession(sql, sessionId) : undefined;
+    if (!session) throw notFound(`no checkout session ${sessionId}`);
+    if (!refundable(session)) {
+      throw conflict(
+        session.amountReceived === 0n
+          ? 'nothing has been received for this payment, so there is nothing to refund'
+          : 'a refund can be requested once the payment is confirmed or has expired',
+      );
+    }
+    const destination = canonicalAddress(session.chain, input.destination.trim());
+    if (!destination) throw invalidDestination(session, input.destination);
+    if (destination === session.payTo) throw badRequest("destination is the merchant's own wallet; give the address the refund should go to");
+
+    const { rows: previous } = await sql.query<{ status: string }>('SELECT status FROM refunds WHERE session_id = $1', [sessionId]);
+    if (previous.some((row) => row.status === 'requested')) throw conflict('a refund request for this payment is already open; the merchant will answer it');
+    if (previous.length >= MAX_REFUND_REQUESTS_PER_SESSION) {
+      throw new HttpError(429, `at most ${MAX_REFUND_REQUESTS_PER_SESSION} refund requests can be made for one payment; contact the merchant`);
+    }
+
+    const metadata: Record<string, string> = { requestedBy: 'customer', source: 'checkout' };
+    if (input.email?.trim()) metadata.email = input.email.trim();
+    const refund = await requestRefund(sql, {
+      merchantId: session.merchantId,
+      livemode: session.livemode,
+      paymentId: sessionId,
+      address: destination,
+      reason: input.reason?.trim() || undefined,
+      metadata,
+    });
+    return {
+      object: 'refund_request',
+      id: refund.id,
+      sessionId,
+      status: 'requested',
+      amount: formatAmount(refund.amount, session.decimals),
+      amountBaseUnits: refund.amount.toString(),
+      currency: session.currency,
+      chain: session.chain,
+      destination: refund.to_address,
+      createdAt: refund.created_at.toISOString(),
+    };
+  });
+}
