@@ -1,0 +1,295 @@
+import type pg from 'pg';
+import type { ChainConfig } from '../../internal/chains.ts';
+import type { ChainRpcConfig } from '../../internal/config.ts';
+import type { Logger } from '../../internal/logger.ts';
+import type { Registry } from '../../internal/metrics.ts';
+import { sleep } from '../../internal/shutdown.ts';
+import type { Store } from '../../store/index.ts';
+import { createIngestMetrics } from '../evm/metrics.ts';
+import { discoverTokenAccounts, loadTokenAccounts, loadWatchedOwners, saveTokenAccounts, type WatchedMint } from './accounts.ts';
+import { createSolanaRpcPool } from './rpc.ts';
+import { loadPendingAccounts, saveChainHead } from './sql.ts';
+import { createSolanaWatcher, type SolanaWatcher } from './subscriptions.ts';
+import { syncTokenAccount } from './syncTokenAccount.ts';
+
+export { parseTokenCredits, type RpcTransaction, type TokenCredit } from './parse.ts';
+export { solanaPayUrl } from './solanaPay.ts';
+
+/**
+ * What changed, told to the engine after each commit, in the EVM ingesters' vocabulary:
+ * `transfers` (new or restored rows), `reorg` (transactions that vanished before finalization had
+ * their transfers removed), `head` (the confirmed slot moved), `finalized` (the finalized slot moved).
+ */
+export interface SolanaChainChange {
+  chain: 'solana';
+  livemode: true;
+  kind: 'transfers' | 'reorg' | 'head' | 'finalized';
+}
+
+export interface SolanaIngester {
+  /** Starts in the background: stands by until it holds the chain's advisory lock, then ingests. */
+  start(): Promise<void>;
+  /** Stops the loop, the WebSocket and releases the lock; resolves when everything is closed. */
+  stop(): Promise<void>;
+  /** Runs one pass now (tests, `svc` CLI); normally the loop does this. */
+  syncOnce(): Promise<void>;
+}
+
+/** Tuning read from chains/solana.json's `ingest` block (see its `why`). */
+interface SolanaIngestTuning {
+  backfillSlots: number;
+  signaturePageSize: number;
+}
+
+/** Without WebSocket, every token account is polled this often; Solana makes a slot every ~400 ms, and 2 s keeps detection within a few seconds at one request per account per poll. */
+const POLL_INTERVAL_MS = 2_000;
+/** With WebSocket up, notifications drive the passes; a full sweep still runs this often in case one was missed. */
+const WS_SWEEP_INTERVAL_MS = 30_000;
+/** New wallets are picked up this often, and their non-associated token accounts rediscovered. */
+const DISCOVER_INTERVAL_MS = 60_000;
+/** A standby process retries the advisory lock this often. */
+const LOCK_RETRY_MS = 5_000;
+/** Backoff after a failed pass: 1 s doubling to 30 s. */
+const ERROR_BACKOFF_MS = 1_000;
+const ERROR_BACKOFF_MAX_MS = 30_000;
+/** Token accounts synced in parallel per pass; each sync is a few sequential RPC calls. */
+const ACCOUNT_CONCURRENCY = 4;
+/** Advisory lock key (two int4 halves): one active Solana ingester per database (DESIGN.md rule 8). */
+const LOCK_KEY = [0x73766300, 0x736f6c];
+
+/**
+ * Creates the Solana ingester: watches the USDC and USDT token accounts of every solana wallet,
+ * stores each credit as a `transfers` row (chain 'solana', tx_hash = signature, log_index = the
+ * token account's index in the transaction's account list, block_number = slot), tracks the
+ * `confirmed` and `finalized` slots in `chain_heads`, and calls `onChainChange` after each commit.
+ */
+export function createSolanaIngester(params: {
+  store: Store;
+  logger: Logger;
+  metrics: Registry;
+  chain: ChainConfig;
+  rpc: ChainRpcConfig;
+  onChainChange?: (change: SolanaChainChange) => void | Promise<void>;
+  /** Overrides for tests; production uses the constants above. */
+  pollIntervalMs?: number;
+  sweepIntervalMs?: number;
+  discoverIntervalMs?: number;
+  lockRetryMs?: number;
+}): SolanaIngester {
+  const log = params.logger.child({ stage: 'ingest', chain: 'solana' });
+  const metrics = createIngestMetrics(params.metrics);
+  const tuning = (params.chain as ChainConfig & { ingest?: SolanaIngestTuning }).ingest ?? { backfillSlots: 9000, signaturePageSize: 1000 };
+  const mints: WatchedMint[] = params.chain.tokens.map((token) => ({ mint: token.address, tokenProgram: token.tokenProgram ?? 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' }));
+  const mintSet = new Set(mints.map((mint) => mint.mint));
+  const tokenPrograms = new Set(mints.map((mint) => mint.tokenProgram));
+  const pollMs = params.pollIntervalMs ?? POLL_INTERVAL_MS;
+  const sweepMs = params.sweepIntervalMs ?? WS_SWEEP_INTERVAL_MS;
+  const discoverMs = params.discoverIntervalMs ?? DISCOVER_INTERVAL_MS;
+
+  const controller = new AbortController();
+  const rpc = createSolanaRpcPool({ urls: params.rpc.http, logger: log, metrics, signal: controller.signal });
+  let watcher: SolanaWatcher | undefined;
+  let loop: Promise<void> | undefined;
+  let lockClient: pg.PoolClient | undefined;
+  const dirty = new Set<string>();
+  let wake: (() => void) | undefined;
+  const knownOwners = new Set<string>();
+  let lastDiscovery = 0;
+  let lastSweep = 0;
+  let lastFinalized = -1n;
+
+  function signal() {
+    wake?.();
+  }
+
+  async function notify(kind: SolanaChainChange['kind']) {
+    try {
+      await params.onChainChange?.({ chain: 'solana', livemode: true, kind });
+    } catch (error) {
+      log.error({ msg: 'onChainChange failed', kind, err: error });
+    }
+  }
+
+  async function discover(confirmedSlot: bigint) {
+    const owners = await loadWatchedOwners(params.store);
+    const due = Date.now() - lastDiscovery >= discoverMs;
+    const targets = due ? owners : owners.filter((owner) => !knownOwners.has(owner));
+    if (targets.length === 0) return;
+    const floor = confirmedSlot - BigInt(tuning.backfillSlots);
+    let added = 0;
+    for (const owner of targets) {
+      const accounts = await discoverTokenAccounts(rpc, owner, mints);
+      added += await saveTokenAccounts(params.store, accounts, floor > 0n ? floor : 0n);
+      knownOwners.add(owner);
+    }
+    if (due) lastDiscovery = Date.now();
+    if (added > 0) log.info({ msg: 'Watching new token accounts', added, owners: owners.length });
+  }
+
+  async function pass() {
+    const finalizedSlot = BigInt(await rpc.call('getSlot', (client) => client.getSlot({ commitment: 'finalized' })));
+    const confirmedSlot = BigInt(await rpc.call('getSlot', (client) => client.getSlot({ commitment: 'confirmed' })));
+    metrics.headBlock.set({ chain: 'solana' }, Number(confirmedSlot));
+    metrics.finalizedBlock.set({ chain: 'solana' }, Number(finalizedSlot));
+    metrics.lastHeadAt.set('solana', Date.now());
+    await discover(confirmedSlot);
+
+    const accounts = await loadTokenAccounts(params.store);
+    watcher?.watch(accounts.map((account) => account.address));
+    const fullSweep = !watcher?.connected || Date.now() - lastSweep >= sweepMs;
+    const pending = await loadPendingAccounts(params.store);
+    const woken = new Set(dirty);
+    dirty.clear();
+    const selected = fullSweep ? accounts : accounts.filter((account) => pending.has(account.address) || woken.has(account.address));
+
+    let failed = 0;
+    let transfers = 0;
+    let removed = 0;
+    const queue = [...selected];
+    await Promise.all(
+      Array.from({ length: Math.min(ACCOUNT_CONCURRENCY, queue.length) }, async () => {
+        for (let account = queue.shift(); account && !controller.signal.aborted; account = queue.shift()) {
+          try {
+            const result = await syncTokenAccount({ store: params.store, rpc, account, finalizedSlot, mints: mintSet, tokenPrograms, pageSize: tuning.signaturePageSize, signal: controller.signal });
+            transfers += result.transfers;
+            removed += result.removed;
+            if (result.transfers > 0) await notify('transfers');
+            if (result.removed > 0) await notify('reorg');
+          } catch (error) {
+            failed += 1;
+            dirty.add(account.address);
+            if (!controller.signal.aborted) log.warn({ msg: 'Token account sync failed; retrying next pass', token_account: account.address, err: error });
+          }
+        }
+      }),
+    );
+    if (controller.signal.aborted) return;
+    if (transfers > 0) metrics.transfers.inc({ chain: 'solana' }, transfers);
+    if (removed > 0) {
+      metrics.reorgs.inc({ chain: 'solana' });
+      log.warn({ msg: 'Transactions vanished before finalization; their transfers are removed', removed });
+    }
+    // finalized_block may only move once every signature waiting on it was checked (rule 4): a
+    // transfer at or below it is final. processed_block: every account was swept up to the head.
+    const complete = failed === 0;
+    await saveChainHead(params.store, {
+      confirmedSlot,
+      finalizedSlot: complete ? finalizedSlot : null,
+      processedSlot: complete && fullSweep ? confirmedSlot : null,
+    });
+    if (complete && fullSweep) {
+      lastSweep = Date.now();
+      metrics.processedBlock.set({ chain: 'solana' }, Number(confirmedSlot));
+      metrics.blocks.inc({ chain: 'solana' });
+    }
+    await notify('head');
+    if (complete && finalizedSlot > lastFinalized) {
+      lastFinalized = finalizedSlot;
+      await notify('finalized');
+    }
+    if (failed > 0) throw new Error(`${failed} token account(s) failed to sync`);
+  }
+
+  async function waitForWork(ms: number) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      wake = done;
+      controller.signal.addEventListener('abort', done, { once: true });
+      function done() {
+        clearTimeout(timer);
+        wake = undefined;
+        controller.signal.removeEventListener('abort', done);
+        resolve();
+      }
+    });
+  }
+
+  async function acquireLock(): Promise<boolean> {
+    const client = await params.store.pool.connect();
+    try {
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', LOCK_KEY);
+      if (rows[0]?.locked) {
+        lockClient = client;
+        // Losing the lock's connection means another process may take over: stop ingesting.
+        client.on('error', (error) => {
+          log.error({ msg: 'Lost the Solana ingester lock connection; stopping', err: error });
+          controller.abort();
+        });
+        return true;
+      }
+      client.release();
+      return false;
+    } catch (error) {
+      client.release();
+      throw error;
+    }
+  }
+
+  async function run() {
+    const lockRetryMs = params.lockRetryMs ?? LOCK_RETRY_MS;
+    let standingBy = false;
+    while (!controller.signal.aborted) {
+      try {
+        if (await acquireLock()) break;
+      } catch (error) {
+        log.warn({ msg: 'Could not take the Solana ingester lock', err: error });
+      }
+      if (!standingBy) log.info({ msg: 'Another process ingests solana; standing by' });
+      standingBy = true;
+      await sleep(lockRetryMs, controller.signal);
+    }
+    if (controller.signal.aborted) return;
+    metrics.leader.set({ chain: 'solana' }, 1);
+    log.info({ msg: 'Solana ingester active', rpc_endpoints: rpc.endpoints, websocket: params.rpc.ws.length > 0 });
+    if (params.rpc.ws.length > 0) {
+      watcher = createSolanaWatcher({
+        urls: params.rpc.ws,
+        logger: log,
+        signal: controller.signal,
+        onAccountChange: (account) => {
+          dirty.add(account);
+          signal();
+        },
+        onSlot: (slot) => {
+          metrics.headBlock.set({ chain: 'solana' }, Number(slot));
+          metrics.lastHeadAt.set('solana', Date.now());
+        },
+      });
+    }
+    let backoff = ERROR_BACKOFF_MS;
+    while (!controller.signal.aborted) {
+      try {
+        await pass();
+        backoff = ERROR_BACKOFF_MS;
+      } catch (error) {
+        if (controller.signal.aborted) break;
+        log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: backoff });
+        await sleep(backoff, controller.signal);
+        backoff = Math.min(ERROR_BACKOFF_MAX_MS, backoff * 2);
+        continue;
+      }
+      if (dirty.size > 0) continue;
+      // Pending signatures need their finalization checked about as often as the poll.
+      await waitForWork(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs);
+    }
+  }
+
+  return {
+    async start() {
+      loop ??= run().catch((error) => log.error({ msg: 'Solana ingester stopped on an error', err: error }));
+    },
+    async stop() {
+      controller.abort();
+      watcher?.stop();
+      await loop;
+      metrics.leader.set({ chain: 'solana' }, 0);
+      if (lockClient) {
+        const client = lockClient;
+        lockClient = undefined;
+        await client.query('SELECT pg_advisory_unlock($1, $2)', LOCK_KEY).catch(() => {});
+        client.release();
+      }
+    },
+    syncOnce: pass,
+  };
+}

@@ -1,0 +1,121 @@
+import type { Sql } from '../../store/index.ts';
+import type { TokenCredit } from './parse.ts';
+
+/** A signature as stored in solana_signatures. */
+export interface StoredSignature {
+  signature: string;
+  slot: bigint;
+  commitment: 'confirmed' | 'finalized' | 'removed';
+  accountIndex: number | null;
+}
+
+/** Signatures of `tokenAccount` that are in `signatures` or still waiting for finalization. */
+export async function loadKnownSignatures(sql: Sql, tokenAccount: string, signatures: string[]): Promise<Map<string, StoredSignature>> {
+  const { rows } = await sql.query<{ signature: string; slot: bigint; commitment: StoredSignature['commitment']; account_index: number | null }>(
+    `SELECT signature, slot, commitment, account_index FROM solana_signatures
+     WHERE token_account = $1 AND (signature = ANY($2::text[]) OR commitment = 'confirmed')`,
+    [tokenAccount, signatures],
+  );
+  return new Map(rows.map((row) => [row.signature, { signature: row.signature, slot: row.slot, commitment: row.commitment, accountIndex: row.account_index }]));
+}
+
+/** One signature to record: what the transaction did to the token account, at which commitment. */
+export interface SignatureRecord {
+  signature: string;
+  slot: bigint;
+  finalized: boolean;
+  failed: boolean;
+  blockTime: Date | null;
+  credit: TokenCredit | undefined;
+}
+
+/**
+ * Records signatures of one token account and their credits as transfers. A transfer that a fork
+ * switch had removed and that lands again is restored (status back to observed, new slot).
+ * @returns how many transfers were inserted or restored.
+ */
+export async function recordSignatures(sql: Sql, tokenAccount: string, owner: string, records: SignatureRecord[]): Promise<number> {
+  let changed = 0;
+  for (const record of records) {
+    await sql.query(
+      `INSERT INTO solana_signatures (token_account, signature, slot, commitment, failed, account_index, block_time)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (token_account, signature) DO UPDATE
+         SET slot = EXCLUDED.slot, commitment = EXCLUDED.commitment, failed = EXCLUDED.failed,
+             account_index = EXCLUDED.account_index, updated_at = now()
+         WHERE solana_signatures.commitment <> 'finalized'`,
+      [tokenAccount, record.signature, record.slot, record.finalized ? 'finalized' : 'confirmed', record.failed, record.credit?.accountIndex ?? null, record.blockTime],
+    );
+    const credit = record.credit;
+    if (!credit) continue;
+    const { rowCount } = await sql.query(
+      `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_time, token_address, from_address, to_address, amount, reference_keys, status)
+       VALUES (true, 'solana', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+       ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
+         SET status = EXCLUDED.status, removed_at = NULL, block_number = EXCLUDED.block_number, block_time = EXCLUDED.block_time
+         WHERE transfers.status = 'removed'`,
+      [credit.signature, credit.accountIndex, credit.slot, credit.blockTime, credit.mint, credit.from, credit.owner || owner, credit.amount.toString(), credit.references, credit.failed ? 'failed' : 'observed'],
+    );
+    changed += rowCount ?? 0;
+  }
+  return changed;
+}
+
+/** Marks stored 'confirmed' signatures finalized. */
+export async function markFinalized(sql: Sql, tokenAccount: string, signatures: string[]): Promise<void> {
+  if (signatures.length === 0) return;
+  await sql.query(
+    `UPDATE solana_signatures SET commitment = 'finalized', updated_at = now()
+     WHERE token_account = $1 AND signature = ANY($2::text[]) AND commitment = 'confirmed'`,
+    [tokenAccount, signatures],
+  );
+}
+
+/**
+ * Marks signatures that vanished before finalization removed, with the transfers they made
+ * (kept for audit, no longer counted: the engine re-evaluates their sessions).
+ * @returns how many transfers were removed.
+ */
+export async function markRemoved(sql: Sql, tokenAccount: string, removed: StoredSignature[]): Promise<number> {
+  if (removed.length === 0) return 0;
+  await sql.query(
+    `UPDATE solana_signatures SET commitment = 'removed', updated_at = now()
+     WHERE token_account = $1 AND signature = ANY($2::text[]) AND commitment = 'confirmed'`,
+    [tokenAccount, removed.map((row) => row.signature)],
+  );
+  const credits = removed.filter((row) => row.accountIndex !== null);
+  if (credits.length === 0) return 0;
+  const { rowCount } = await sql.query(
+    `UPDATE transfers SET status = 'removed', removed_at = now()
+     FROM unnest($1::text[], $2::int[]) AS gone (signature, account_index)
+     WHERE transfers.livemode AND transfers.chain = 'solana' AND transfers.tx_hash = gone.signature
+       AND transfers.log_index = gone.account_index AND transfers.status <> 'removed'`,
+    [credits.map((row) => row.signature), credits.map((row) => row.accountIndex)],
+  );
+  return rowCount ?? 0;
+}
+
+/** Moves a token account's cursor (in the transaction that stored what it covers). */
+export async function moveCursor(sql: Sql, tokenAccount: string, cursor: { signature: string; slot: bigint }): Promise<void> {
+  await sql.query('UPDATE solana_token_accounts SET cursor_signature = $2, cursor_slot = $3, updated_at = now() WHERE address = $1', [tokenAccount, cursor.signature, cursor.slot]);
+}
+
+/** Stores the chain's slots: head at `confirmed`, and (when every pending signature up to it was checked) `finalized`. */
+export async function saveChainHead(sql: Sql, head: { confirmedSlot: bigint; finalizedSlot: bigint | null; processedSlot: bigint | null }): Promise<void> {
+  await sql.query(
+    `INSERT INTO chain_heads (livemode, chain, head_block, processed_block, finalized_block, head_seen_at, updated_at)
+     VALUES (true, 'solana', $1, $2, $3, now(), now())
+     ON CONFLICT (livemode, chain) DO UPDATE SET
+       head_block = GREATEST(chain_heads.head_block, EXCLUDED.head_block),
+       processed_block = COALESCE(GREATEST(chain_heads.processed_block, EXCLUDED.processed_block), chain_heads.processed_block, EXCLUDED.processed_block),
+       finalized_block = COALESCE(GREATEST(chain_heads.finalized_block, EXCLUDED.finalized_block), chain_heads.finalized_block, EXCLUDED.finalized_block),
+       head_seen_at = now(), updated_at = now()`,
+    [head.confirmedSlot, head.processedSlot, head.finalizedSlot],
+  );
+}
+
+/** Token accounts with signatures waiting for finalization. */
+export async function loadPendingAccounts(sql: Sql): Promise<Set<string>> {
+  const { rows } = await sql.query<{ token_account: string }>("SELECT DISTINCT token_account FROM solana_signatures WHERE commitment = 'confirmed'");
+  return new Set(rows.map((row) => row.token_account));
+}

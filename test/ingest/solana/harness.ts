@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import type { KeyPairSigner } from '@solana/kit';
+import { createMerchant } from '../../../src/accounts/merchants.ts';
+import { addWallet } from '../../../src/accounts/wallets.ts';
+import { createSecretBox } from '../../../src/internal/crypto.ts';
+import { loadChains } from '../../../src/internal/chains.ts';
+import { createLogger } from '../../../src/internal/logger.ts';
+import { createMetricsRegistry, type Registry } from '../../../src/internal/metrics.ts';
+import type { Store } from '../../../src/store/index.ts';
+import { createSolanaIngester, type SolanaChainChange, type SolanaIngester } from '../../../src/ingest/solana/index.ts';
+import type { SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+
+/** A merchant with one verified solana wallet (a real keypair, so tests can also spend from it). */
+export async function createSolanaMerchant(store: Store, rpc: SolanaTestRpc): Promise<{ merchantId: string; wallet: KeyPairSigner }> {
+  const { merchant } = await createMerchant(store, createSecretBox(randomBytes(32)), { name: 'Solana shop' });
+  const wallet = await rpc.wallet();
+  await addWallet(store, { merchantId: merchant.id, chain: 'solana', address: wallet.address, verifiedBy: 'operator' });
+  return { merchantId: merchant.id, wallet };
+}
+
+/** The real ingester against the test RPC, with fast polling; `changes` records its callbacks. */
+export function startIngester(params: { store: Store; rpc: SolanaTestRpc; websocket?: boolean; registry?: Registry; onChainChange?: (change: SolanaChainChange) => void }): {
+  ingester: SolanaIngester;
+  changes: SolanaChainChange[];
+  registry: Registry;
+} {
+  const changes: SolanaChainChange[] = [];
+  const registry = params.registry ?? createMetricsRegistry({ defaultMetrics: false });
+  const ingester = createSolanaIngester({
+    store: params.store,
+    logger: createLogger({ level: (process.env.LOG_LEVEL as 'silent') ?? 'silent' }),
+    metrics: registry,
+    chain: loadChains().solana,
+    rpc: { http: [params.rpc.url], ws: params.websocket ? [params.rpc.wsUrl] : [] },
+    onChainChange: (change) => {
+      changes.push(change);
+      params.onChainChange?.(change);
+    },
+    pollIntervalMs: 50,
+    sweepIntervalMs: 5_000,
+    lockRetryMs: 100,
+  });
+  return { ingester, changes, registry };
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+export interface TransferRow {
+  tx_hash: string;
+  log_index: number;
+  block_number: bigint;
+  token_address: string;
+  from_address: string | null;
+  to_address: string;
+  amount: string;
+  reference_keys: string[];
+  status: string;
+  session_id: string | null;
+  match_method: string | null;
+}
+
+export async function transfersOf(store: Store, signature: string): Promise<TransferRow[]> {
+  const { rows } = await store.query<TransferRow>(
+    `SELECT tx_hash, log_index, block_number, token_address, from_address, to_address, amount::text, reference_keys, status, session_id, match_method
+     FROM transfers WHERE chain = 'solana' AND livemode AND tx_hash = $1 ORDER BY log_index`,
+    [signature],
+  );
+  return rows;
+}
+
+export async function chainHead(store: Store): Promise<{ head_block: bigint | null; finalized_block: bigint | null } | undefined> {
+  const { rows } = await store.query<{ head_block: bigint | null; finalized_block: bigint | null }>("SELECT head_block, finalized_block FROM chain_heads WHERE livemode AND chain = 'solana'");
+  return rows[0];
+}

@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { generateKeyPairSigner } from '@solana/kit';
+import { useTestDatabase } from '../../helpers/db.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
+import type { KeyPairSigner } from '@solana/kit';
+import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
+
+const db = useTestDatabase('solana_ingest');
+let rpc: SolanaTestRpc;
+let ingester: SolanaIngester;
+let merchant: KeyPairSigner;
+let payer: KeyPairSigner;
+let changes: { kind: string }[];
+
+beforeAll(async () => {
+  rpc = await startSolanaRpc();
+  ({ wallet: merchant } = await createSolanaMerchant(db.store, rpc));
+  payer = await rpc.wallet();
+  await rpc.fund(payer.address, 'USDC', 1_000_000_000n);
+  await rpc.fund(payer.address, 'USDT', 1_000_000_000n);
+  rpc.ledger.finalize();
+  ({ ingester, changes } = startIngester({ store: db.store, rpc, websocket: true }));
+  await ingester.start();
+});
+
+afterAll(async () => {
+  await ingester?.stop();
+  await rpc?.stop();
+});
+
+describe('solana ingest', () => {
+  test('a TransferChecked carrying a Solana Pay reference is stored once, with the reference, and settles at finalized', async () => {
+    const reference = (await generateKeyPairSigner()).address;
+    const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: 12_340_000n, references: [reference] });
+    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
+    const ata = await rpc.ata(merchant.address, 'USDC');
+    expect(row).toEqual({
+      tx_hash: paid.signature,
+      log_index: paid.accountKeys.indexOf(ata),
+      block_number: paid.slot,
+      token_address: rpc.mints.USDC,
+      from_address: payer.address,
+      to_address: merchant.address,
+      amount: '12340000',
+      reference_keys: [reference],
+      status: 'observed',
+      session_id: null,
+      match_method: null,
+    });
+    expect(changes.some((change) => change.kind === 'transfers')).toBe(true);
+    const head = await waitFor(async () => {
+      const current = await chainHead(db.store);
+      return current && current.head_block !== null && current.head_block >= paid.slot ? current : undefined;
+    }, 'the confirmed head');
+    expect(head.finalized_block! < paid.slot).toBe(true);
+
+    rpc.ledger.finalize();
+    await waitFor(async () => ((await chainHead(db.store))?.finalized_block ?? 0n) >= paid.slot, 'the finalized slot');
+    const { rows } = await db.store.query('SELECT commitment FROM solana_signatures WHERE signature = $1', [paid.signature]);
+    expect(rows).toEqual([{ commitment: 'finalized' }]);
+    const cursor = await waitFor(async () => {
+      const { rows: accounts } = await db.store.query<{ cursor_signature: string | null }>('SELECT cursor_signature FROM solana_token_accounts WHERE address = $1', [ata]);
+      return accounts[0]?.cursor_signature === paid.signature ? accounts[0].cursor_signature : undefined;
+    }, 'the cursor to reach the finalized signature');
+    expect(cursor).toBe(paid.signature);
+    expect(await transfersOf(db.store, paid.signature)).toHaveLength(1);
+  });
+
+  test('a plain Transfer in a legacy transaction without reference is stored with no reference keys', async () => {
+    const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDT', amount: 5_000_001n, checked: false, version: 'legacy' });
+    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
+    expect(row).toMatchObject({ token_address: rpc.mints.USDT, amount: '5000001', reference_keys: [], status: 'observed', to_address: merchant.address, from_address: payer.address });
+  });
+
+  test('a failed transaction is recorded as failed with the amount it tried to move, and counts for nothing', async () => {
+    const poor = await rpc.wallet();
+    await rpc.fund(poor.address, 'USDC', 1_000_000n);
+    const paid = await rpc.pay({ from: poor, to: merchant.address, currency: 'USDC', amount: 2_000_000n });
+    expect(paid.meta.err).toEqual({ InstructionError: [1, { Custom: 1 }] });
+    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the failed transfer');
+    expect(row).toMatchObject({ amount: '2000000', status: 'failed', to_address: merchant.address });
+  });
+
+  test('an outgoing transfer from the watched wallet stores no transfer but is remembered', async () => {
+    const other = await rpc.wallet();
+    const sent = await rpc.pay({ from: merchant, to: other.address, currency: 'USDC', amount: 1_000n });
+    await waitFor(async () => (await db.store.query('SELECT 1 FROM solana_signatures WHERE signature = $1', [sent.signature])).rowCount === 1, 'the signature');
+    expect(await transfersOf(db.store, sent.signature)).toEqual([]);
+  });
+
+  test('a transaction that vanishes before finalized has its transfer removed; once its slot is finalized', async () => {
+    const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: 7_000_000n });
+    await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? true : undefined), 'the transfer');
+    rpc.ledger.drop(paid.signature);
+    rpc.ledger.advance();
+    rpc.ledger.finalize();
+    const [row] = await waitFor(async () => {
+      const rows = await transfersOf(db.store, paid.signature);
+      return rows[0]?.status === 'removed' ? rows : undefined;
+    }, 'the transfer to be removed');
+    expect(row!.status).toBe('removed');
+    expect(changes.some((change) => change.kind === 'reorg')).toBe(true);
+  });
+});
