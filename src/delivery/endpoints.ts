@@ -139,12 +139,12 @@ export async function rotateEndpointSecret(sql: Sql, box: SecretBox, owner: Owne
   return rows[0] && { endpoint: toEndpoint(rows[0]), secret };
 }
 
-/** Ends every pending delivery of an endpoint (disabled or deleted) with `reason`. */
-export async function failPendingDeliveries(sql: Sql, endpointId: string, reason: string): Promise<number> {
+/** Ends every pending delivery of an endpoint (disabled or deleted) with `reason`, but `except`. */
+export async function failPendingDeliveries(sql: Sql, endpointId: string, reason: string, except?: string): Promise<number> {
   const { rowCount } = await sql.query(
     `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, locked_until = NULL, completed_at = now(), last_error = $2
-     WHERE endpoint_id = $1 AND status = 'pending'`,
-    [endpointId, reason],
+     WHERE endpoint_id = $1 AND status = 'pending' AND ($3::text IS NULL OR id <> $3)`,
+    [endpointId, reason, except ?? null],
   );
   return rowCount ?? 0;
 }

@@ -86,6 +86,27 @@ export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { 
     outcome = delay === undefined ? { kind: 'failed', reason: `no success after ${attempt.attemptNumber} attempts` } : { kind: 'retry', nextAttemptAt: new Date(now.getTime() + delay) };
   }
 
+  // Endpoint row first, then the delivery row: the order disabling and deleting lock in, so
+  // concurrent attempts and merchant changes never deadlock.
+  if (delivery.endpointId) {
+    if (succeeded) {
+      await sql.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [delivery.endpointId]);
+    } else if (!disableReason) {
+      const { rows } = await sql.query<{ failing_since: Date }>(
+        'UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $2) WHERE id = $1 RETURNING failing_since',
+        [delivery.endpointId, attempt.startedAt],
+      );
+      const since = rows[0]?.failing_since;
+      if (since && now.getTime() - since.getTime() >= DISABLE_AFTER_FAILING_MS) {
+        disableReason = `every attempt failed for 5 days (since ${since.toISOString()})`;
+        outcome = { kind: 'endpoint_disabled', reason: disableReason };
+      }
+    }
+    if (disableReason && !(await disableEndpoint(sql, delivery, disableReason, now))) {
+      // Another attempt disabled it first; this delivery simply ended with it.
+      outcome = { kind: 'failed', reason: 'endpoint disabled' };
+    }
+  }
   const pending = outcome.kind === 'retry';
   await sql.query(
     `UPDATE webhook_deliveries SET
@@ -109,37 +130,23 @@ export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { 
     ],
   );
 
-  if (delivery.endpointId) {
-    if (succeeded) {
-      await sql.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [delivery.endpointId]);
-    } else if (!disableReason) {
-      const { rows } = await sql.query<{ failing_since: Date }>(
-        'UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $2) WHERE id = $1 RETURNING failing_since',
-        [delivery.endpointId, attempt.startedAt],
-      );
-      const since = rows[0]?.failing_since;
-      if (since && now.getTime() - since.getTime() >= DISABLE_AFTER_FAILING_MS) {
-        disableReason = `every attempt failed for 5 days (since ${since.toISOString()})`;
-        outcome = { kind: 'endpoint_disabled', reason: disableReason };
-      }
-    }
-    if (disableReason) await disableEndpoint(sql, delivery, disableReason, now);
-  }
   return outcome;
 }
 
-async function disableEndpoint(sql: Sql, delivery: ClaimedDelivery, reason: string, now: Date): Promise<void> {
+/** @returns false when the endpoint was no longer enabled (someone else disabled it). */
+async function disableEndpoint(sql: Sql, delivery: ClaimedDelivery, reason: string, now: Date): Promise<boolean> {
   const { rows } = await sql.query<{ url: string }>(
     `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, disabled_at = $3, updated_at = now()
       WHERE id = $1 AND status = 'enabled' RETURNING url`,
     [delivery.endpointId, reason, now],
   );
-  if (rows.length === 0) return; // already disabled by someone else
-  await failPendingDeliveries(sql, delivery.endpointId!, `endpoint disabled: ${reason}`);
+  if (rows.length === 0) return false;
+  await failPendingDeliveries(sql, delivery.endpointId!, `endpoint disabled: ${reason}`, delivery.id);
   await appendEvent(sql, {
     merchantId: delivery.merchantId,
     livemode: delivery.livemode,
     type: ENDPOINT_DISABLED_EVENT,
     data: { id: delivery.endpointId, url: rows[0]!.url, status: 'disabled', reason, disabledAt: now.toISOString() },
   });
+  return true;
 }

@@ -154,7 +154,7 @@ describe('transport safety', () => {
       const { rows } = await db.store.query('SELECT url, response_status, response_body_excerpt, error, succeeded FROM webhook_attempts WHERE event_id = $1', [event.id]);
       const byPath = Object.fromEntries(rows.map((r) => [new URL(r.url).pathname, r]));
       expect(byPath['/redirect']).toMatchObject({ response_status: 302, succeeded: false, error: 'HTTP 302' });
-      expect(byPath['/big'].response_body_excerpt).toBe('x'.repeat(2048));
+      expect(byPath['/big']!.response_body_excerpt).toBe('x'.repeat(2048));
       expect(byPath['/hang']).toMatchObject({ response_status: null, succeeded: false, error: 'timed out after 300 ms' });
       const { rows: deliveries } = await db.store.query("SELECT status FROM webhook_deliveries WHERE event_id = $1", [event.id]);
       expect(deliveries.map((d) => d.status)).toEqual(['pending', 'pending', 'pending']);
