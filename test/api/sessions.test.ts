@@ -127,9 +127,12 @@ describe('what a payer needs', () => {
     const m = await newMerchant(db.store);
     const plain = await call('POST', '/api/v1/sessions', { key: m.test, body: body() });
     expect(plain.body.tokens.map((token: { symbol: string }) => token.symbol)).toEqual(['USDC']);
+    const refused = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ chain: 'base', currency: 'USDT' }) });
+    expect(refused).toMatchObject({ status: 400, body: { error: 'USDT on base is only offered as a bridged token, which this merchant has not enabled' } });
     await db.store.query('UPDATE merchants SET accept_bridged_tokens = true WHERE id = $1', [m.id]);
     const bridged = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '26' }) });
     expect(bridged.body.tokens.map((token: { symbol: string }) => token.symbol).sort()).toEqual(['USDC', 'USDC.e']);
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ chain: 'base', currency: 'USDT' }) })).status).toBe(201);
   });
 });
 
