@@ -36,8 +36,6 @@ export interface LedgerEntry {
 
 const TOKEN_PROGRAMS = new Set<string>([TOKEN_PROGRAM_ADDRESS, 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb']);
 const base58 = getBase58Decoder();
-/** Unix time of slot 0 in this test chain; each slot lasts 400 ms as on mainnet. */
-const GENESIS_TIME = 1_760_000_000;
 
 /** RPC JSON form of a litesvm transaction error (`{"InstructionError":[0,{"Custom":1}]}`). */
 function errorJson(failed: FailedTransactionMetadata): unknown {
@@ -208,7 +206,8 @@ export function createLedger(params: { startSlot?: bigint } = {}): Ledger {
     const entry: LedgerEntry = {
       signature: signatures[0]!,
       slot: ledger.slot,
-      blockTime: GENESIS_TIME + Math.floor(Number(ledger.slot) * 0.4),
+      // Wall-clock time, as on a live cluster: the engine compares it with session windows.
+      blockTime: Math.floor(Date.now() / 1000),
       version: message.version === 0 ? 0 : 'legacy',
       signatures,
       accountKeys: keys,
