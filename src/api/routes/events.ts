@@ -162,17 +162,22 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
         description:
           'Sends the event again, same id and same body, freshly signed, as a new delivery with the usual retries: to `endpointId` when given (any enabled endpoint of this mode), otherwise to every target its first dispatch reached that is still enabled. 409 when the event has not been dispatched yet (it is, within a second) or the endpoint is disabled.',
         params: EventIdParams,
-        body: Type.Optional(
-          Type.Object({ endpointId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint to send it to (`we_…`).' })) }, { additionalProperties: false }),
+        body: Type.Object(
+          { endpointId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint to send it to (`we_…`).' })) },
+          { additionalProperties: false, description: 'Optional: a request without a body redelivers to every original target.' },
         ),
         response: {
           202: Type.Object({ eventId: Type.String(), deliveries: Type.Array(Type.String(), { description: 'Ids of the new deliveries (`whd_…`).' }) }, { additionalProperties: false }),
           ...webhookErrors(400, 401, 403, 404, 409, 422, 429),
         },
       },
+      // No body at all means "to every original target", as an empty object does.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
     },
     async (request, reply) => {
-      const endpointId = request.body?.endpointId;
+      const endpointId = request.body.endpointId;
       const result = await deps.store.transaction((sql) => redeliverEvent(sql, authOf(request), request.params.id, { endpointId }));
       if (result === undefined) throw notFound(endpointId ? `no event ${request.params.id} or no webhook endpoint ${endpointId}` : `no event ${request.params.id}`);
       if (result === 'not_dispatched') throw conflict('the event has not been dispatched yet; it will be within a second');

@@ -1,0 +1,252 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { useTestDatabase } from '../helpers/db.ts';
+import { box, createClient, GENEROUS_LIMITS, newMerchant } from '../api/harness.ts';
+import { createOpenApiChecker } from '../api/openapiCheck.ts';
+import { createApi } from '../../src/api/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { appendEvent } from '../../src/engine/outbox.ts';
+import { verifyWebhook } from '../../src/index.ts';
+import { createFakeClock, delivery as createWorker, insertSession, logger } from './fixtures.ts';
+import { startReceiver } from './receiver.ts';
+
+const db = useTestDatabase('delivery_api');
+
+function api(allowPrivate: boolean): FastifyInstance {
+  return createApi({
+    store: db.store,
+    logger,
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    config: loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: String(allowPrivate), LOG_LEVEL: 'silent' }),
+    box,
+    rateLimits: GENEROUS_LIMITS,
+  });
+}
+
+let app: FastifyInstance;
+let strictApp: FastifyInstance;
+let call: ReturnType<typeof createClient>;
+let strictCall: ReturnType<typeof createClient>;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const worker = () => createWorker(db.store, { box });
+
+beforeAll(async () => {
+  app = api(true);
+  strictApp = api(false);
+  call = createClient(app, await createOpenApiChecker(app));
+  strictCall = createClient(strictApp);
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await Promise.all([app.close(), strictApp.close(), receiver.close()]);
+});
+
+async function countRows(table: string): Promise<bigint> {
+  const { rows } = await db.store.query<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`);
+  return rows[0]!.n;
+}
+
+async function emit(merchantId: string, type = 'payment.confirmed', sessionId?: string) {
+  return db.store.transaction((sql) => appendEvent(sql, { merchantId, livemode: false, type, sessionId: sessionId ?? null, data: { id: sessionId ?? 'ses_none', status: 'confirmed' } }));
+}
+
+describe('webhook endpoints API', () => {
+  test('register (secret shown once), list, get, update, rotate, delete', async () => {
+    const m = await newMerchant(db.store);
+    const created = await call('POST', '/api/v1/webhooks', { key: m.test, body: { url: `${receiver.url}/hooks`, enabledEvents: ['payment.confirmed', 'refund.completed'], description: 'orders' } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ url: `${receiver.url}/hooks`, enabledEvents: ['payment.confirmed', 'refund.completed'], description: 'orders', status: 'enabled', livemode: false });
+    expect(created.body.id).toMatch(/^we_/);
+    expect(created.body.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
+    const id = created.body.id as string;
+
+    const listed = await call('GET', '/api/v1/webhooks', { key: m.test });
+    expect(listed.body.data).toHaveLength(1);
+    expect(listed.body.data[0]).not.toHaveProperty('secret');
+    expect(JSON.stringify(listed.body)).not.toContain(created.body.secret);
+    const { rows } = await db.store.query('SELECT secret_sealed FROM webhook_endpoints WHERE id = $1', [id]);
+    expect(rows[0]!.secret_sealed).not.toContain(created.body.secret.slice(6));
+    expect(box.open(rows[0]!.secret_sealed)).toBe(created.body.secret);
+
+    expect((await call('GET', `/v1/webhooks/${id}`, { key: m.test, as: 'x-api-key' })).body.id).toBe(id);
+    // A live key sees live endpoints only; another merchant sees nothing.
+    expect((await call('GET', `/api/v1/webhooks/${id}`, { key: m.live })).status).toBe(404);
+    const other = await newMerchant(db.store, 'Other');
+    expect((await call('GET', `/api/v1/webhooks/${id}`, { key: other.test })).status).toBe(404);
+    expect((await call('DELETE', `/api/v1/webhooks/${id}`, { key: other.test })).status).toBe(404);
+
+    const patched = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { enabledEvents: ['*'], description: null } });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ enabledEvents: ['*'], description: null, status: 'enabled' });
+    const disabled = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { status: 'disabled' } });
+    expect(disabled.body).toMatchObject({ status: 'disabled', disabledReason: 'disabled by the merchant' });
+    const enabled = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { status: 'enabled' } });
+    expect(enabled.body).toMatchObject({ status: 'enabled', disabledReason: null, disabledAt: null });
+
+    const rotated = await call('POST', `/api/v1/webhooks/${id}/rotate-secret`, { key: m.test });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(created.body.secret);
+    // Deliveries from now on are signed with the new secret.
+    const before = receiver.received.length;
+    const event = await emit(m.id);
+    await worker().drain();
+    const got = receiver.received.slice(before).find((r) => r.headers['x-service-event-id'] === event.id)!;
+    await expect(verifyWebhook(got.rawBody, got.headers, rotated.body.secret)).resolves.toMatchObject({ id: event.id });
+    await expect(verifyWebhook(got.rawBody, got.headers, created.body.secret)).rejects.toThrow('signature does not match');
+
+    const deliveries = await call('GET', `/api/v1/webhooks/${id}/deliveries`, { key: m.test });
+    expect(deliveries.body.data).toMatchObject([{ eventId: event.id, endpointId: id, status: 'succeeded', attemptCount: 1, origin: 'dispatch' }]);
+
+    expect((await call('DELETE', `/api/v1/webhooks/${id}`, { key: m.test })).body).toEqual({ id, deleted: true });
+    expect((await call('GET', `/api/v1/webhooks/${id}`, { key: m.test })).status).toBe(404);
+    expect((await call('GET', '/api/v1/webhooks', { key: m.test })).body.data).toEqual([]);
+  });
+
+  test.each([
+    [{ url: 'ftp://example.com/hook' }, 'url: webhook URL must use http or https, not ftp'],
+    [{ url: 'not a url' }, 'url: webhook URL must be an absolute http or https URL'],
+    [{ url: 'https://user:pw@example.com/' }, 'url: webhook URL must not carry credentials'],
+    [{ url: 'http://169.254.169.254/latest/meta-data' }, 'url: webhook URL host 169.254.169.254 resolves to a private, loopback or link-local address'],
+    [{ url: 'http://10.1.2.3/hook' }, 'url: webhook URL host 10.1.2.3 resolves to a private, loopback or link-local address'],
+    [{ url: 'http://[::1]:8080/hook' }, 'url: webhook URL host ::1 resolves to a private, loopback or link-local address'],
+    [{ url: 'http://localhost:8080/hook' }, 'url: webhook URL host localhost resolves to a private, loopback or link-local address'],
+    [{ url: 'http://[::ffff:127.0.0.1]/hook' }, 'url: webhook URL host ::ffff:7f00:1 resolves to a private, loopback or link-local address'],
+    [{ url: 'https://example.com/', enabledEvents: ['payment.exploded'] }, 'enabledEvents.0 must be one of'],
+    [{ url: 'https://example.com/', enabledEvents: [] }, 'enabledEvents'],
+    [{ url: 'https://example.com/', secret: 'mine' }, 'unknown field "secret"'],
+    [{}, 'missing required field "url"'],
+  ])('POST /webhooks %j is a 400 that writes nothing', async (body, message) => {
+    const m = await newMerchant(db.store);
+    const before = await countRows('webhook_endpoints');
+    const answer = await strictCall('POST', '/api/v1/webhooks', { key: m.test, body });
+    expect(answer.status).toBe(400);
+    expect(Object.keys(answer.body)).toEqual(['error']);
+    expect(answer.body.error).toContain(message);
+    expect(await countRows('webhook_endpoints')).toBe(before);
+  });
+
+  test('auth: no key 401, read-only key 403 on writes, can read', async () => {
+    const m = await newMerchant(db.store);
+    expect((await call('POST', '/api/v1/webhooks', { body: { url: `${receiver.url}/x` } })).status).toBe(401);
+    expect((await call('POST', '/api/v1/webhooks', { key: m.readOnly, body: { url: `${receiver.url}/x` } })).status).toBe(403);
+    expect((await call('GET', '/api/v1/webhooks', { key: m.readOnly })).status).toBe(200);
+    expect((await call('GET', '/api/v1/events', { key: m.readOnly })).status).toBe(200);
+    expect((await call('POST', '/api/v1/events/evt_x/redeliver', { key: m.readOnly })).status).toBe(403);
+  });
+});
+
+describe('events API: list, attempts, redeliver, replay', () => {
+  test('list and filter by kind, payment and time; page with startingAfter', async () => {
+    const m = await newMerchant(db.store);
+    const sessionId = await insertSession(db.store, { merchantId: m.id });
+    const first = await emit(m.id, 'payment.confirming', sessionId);
+    const second = await emit(m.id, 'payment.confirmed', sessionId);
+    const third = await emit(m.id, 'payment.expired');
+    const all = await call('GET', '/api/v1/events', { key: m.test });
+    expect(all.body.data.map((e: { id: string }) => e.id)).toEqual([third.id, second.id, first.id]);
+    expect(all.body.data[1]).toMatchObject({ event: 'payment.confirmed', data: second.data, timestamp: second.timestamp, livemode: false, paymentId: sessionId });
+    expect((await call('GET', '/api/v1/events?type=payment.confirmed', { key: m.test })).body.data.map((e: { id: string }) => e.id)).toEqual([second.id]);
+    expect((await call('GET', `/api/v1/events?paymentId=${sessionId}`, { key: m.test })).body.data).toHaveLength(2);
+    const page1 = await call('GET', '/api/v1/events?limit=2', { key: m.test });
+    expect(page1.body).toMatchObject({ hasMore: true, nextCursor: second.id });
+    const page2 = await call('GET', `/api/v1/events?limit=2&startingAfter=${page1.body.nextCursor}`, { key: m.test });
+    expect(page2.body.data.map((e: { id: string }) => e.id)).toEqual([first.id]);
+    expect(page2.body.hasMore).toBe(false);
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await call('GET', `/api/v1/events?createdAfter=${future}`, { key: m.test })).body.data).toEqual([]);
+    expect((await call('GET', `/api/v1/events?createdBefore=${encodeURIComponent(first.timestamp)}`, { key: m.test })).body.data).toEqual([]);
+    expect((await call('GET', '/api/v1/events?createdAfter=yesterday', { key: m.test })).status).toBe(400);
+    expect((await call('GET', '/api/v1/events?limit=1000', { key: m.test })).status).toBe(400);
+    // Live keys and other merchants see none of it.
+    expect((await call('GET', '/api/v1/events', { key: m.live })).body.data).toEqual([]);
+    const other = await newMerchant(db.store, 'Other');
+    expect((await call('GET', `/api/v1/events/${first.id}`, { key: other.test })).status).toBe(404);
+    expect((await call('GET', `/api/v1/events/${first.id}/attempts`, { key: other.test })).status).toBe(404);
+  });
+
+  test("an event's attempts are listed with request and response; redelivery sends the same body with a new signature", async () => {
+    const m = await newMerchant(db.store);
+    const hook = await call('POST', '/api/v1/webhooks', { key: m.test, body: { url: `${receiver.url}/redeliver` } });
+    const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/redeliver-session` });
+    const event = await emit(m.id, 'payment.confirmed', sessionId);
+    const early = await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test });
+    expect(early.body).toEqual({ error: 'the event has not been dispatched yet; it will be within a second' });
+    expect(early.status).toBe(409);
+    const clock = createFakeClock();
+    const w = createWorker(db.store, { box, clock });
+    await w.drain();
+
+    const attempts = await call('GET', `/api/v1/events/${event.id}/attempts`, { key: m.test });
+    expect(attempts.status).toBe(200);
+    expect(attempts.body.data).toHaveLength(2);
+    const toEndpoint = attempts.body.data.find((a: { endpointId: string | null }) => a.endpointId === hook.body.id);
+    expect(toEndpoint).toMatchObject({ attemptNumber: 1, responseStatus: 200, succeeded: true, url: `${receiver.url}/redeliver` });
+    expect(JSON.parse(toEndpoint.requestBody)).toEqual(event);
+    expect(toEndpoint.requestHeaders['x-service-event-id']).toBe(event.id);
+    expect(toEndpoint.requestHeaders['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+
+    const before = receiver.received.length;
+    const redelivered = await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test });
+    expect(redelivered.status).toBe(202);
+    expect(redelivered.body.deliveries).toHaveLength(2);
+    clock.advance(1_000);
+    await w.drain();
+    const again = receiver.received.slice(before);
+    expect(again.map((r) => r.path).sort()).toEqual(['/redeliver', '/redeliver-session']);
+    const original = receiver.received.slice(0, before).filter((r) => r.headers['x-service-event-id'] === event.id);
+    for (const request of again) {
+      const first = original.find((o) => o.path === request.path)!;
+      expect(request.rawBody).toBe(first.rawBody);
+      expect(request.headers['x-service-event-id']).toBe(event.id);
+      expect(request.headers['x-service-nonce']).not.toBe(first.headers['x-service-nonce']);
+    }
+    await expect(verifyWebhook(again.find((r) => r.path === '/redeliver')!.rawBody, again.find((r) => r.path === '/redeliver')!.headers, hook.body.secret, { now: clock.now() })).resolves.toEqual(event);
+
+    // To one endpoint only, including one registered after the event.
+    const late = await call('POST', '/api/v1/webhooks', { key: m.test, body: { url: `${receiver.url}/late` } });
+    const one = await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test, body: { endpointId: late.body.id } });
+    expect(one.status).toBe(202);
+    expect(one.body.deliveries).toHaveLength(1);
+    await w.drain();
+    expect(receiver.received.filter((r) => r.path === '/late').map((r) => r.headers['x-service-event-id'])).toEqual([event.id]);
+    const deliveries = await call('GET', `/api/v1/events/${event.id}/deliveries`, { key: m.test });
+    expect(deliveries.body.data.map((d: { origin: string }) => d.origin).sort()).toEqual(['dispatch', 'dispatch', 'redeliver', 'redeliver', 'redeliver']);
+    expect((await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test, body: { endpointId: 'we_missing' } })).status).toBe(404);
+    expect((await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test, body: { endpointId: 5 } })).status).toBe(400);
+    expect((await call('POST', '/api/v1/events/evt_missing/redeliver', { key: m.test })).status).toBe(404);
+    await w.stop();
+  });
+
+  test('replay sends every subscribed event of a time window to one endpoint, oldest first', async () => {
+    const m = await newMerchant(db.store);
+    const older = await emit(m.id, 'payment.confirmed');
+    await db.store.query("UPDATE events SET created_at = created_at - interval '2 days' WHERE id = $1", [older.id]);
+    const inWindow = [await emit(m.id, 'payment.confirmed'), await emit(m.id, 'payment.expired'), await emit(m.id, 'payment.confirmed')];
+    const w = worker();
+    await w.drain(); // dispatched (no endpoints yet: no deliveries)
+    const hook = await call('POST', '/api/v1/webhooks', { key: m.test, body: { url: `${receiver.url}/replay`, enabledEvents: ['payment.confirmed'] } });
+    const from = new Date(Date.now() - 3_600_000).toISOString();
+    const replay = await call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: m.test, body: { from } });
+    expect(replay.status).toBe(202);
+    expect(replay.body).toEqual({ endpointId: hook.body.id, replayed: 2 });
+    await w.drain();
+    expect(receiver.received.filter((r) => r.path === '/replay').map((r) => r.headers['x-service-event-id']).sort()).toEqual([inWindow[0]!.id, inWindow[2]!.id].sort());
+
+    expect((await call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: m.test, body: { from, to: from } })).status).toBe(400);
+    expect((await call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: m.test, body: { from: 'last week' } })).status).toBe(400);
+    expect((await call('POST', '/api/v1/webhooks/we_missing/replay', { key: m.test, body: { from } })).status).toBe(404);
+    await call('PATCH', `/api/v1/webhooks/${hook.body.id}`, { key: m.test, body: { status: 'disabled' } });
+    expect((await call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: m.test, body: { from } })).status).toBe(409);
+    await w.stop();
+  });
+
+  test('the OpenAPI document describes the webhook and event routes', async () => {
+    const response = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+    const paths = Object.keys(response.json().paths);
+    for (const path of ['/api/v1/webhooks', '/api/v1/webhooks/{id}', '/api/v1/webhooks/{id}/rotate-secret', '/api/v1/webhooks/{id}/replay', '/api/v1/events', '/api/v1/events/{id}/attempts', '/api/v1/events/{id}/redeliver']) {
+      expect(paths).toContain(path);
+    }
+  });
+});
