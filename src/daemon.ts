@@ -10,6 +10,7 @@ import { connectDatabase } from './store/connect.ts';
 import { migrate } from './store/migrate.ts';
 import { createApi } from './api/index.ts';
 import { createIngest } from './ingest/index.ts';
+import { createDelivery } from './delivery/index.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
 
 export const ROLES = ['api', 'ingest', 'worker'] as const;
@@ -58,6 +59,10 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
       const started = boss;
       // graceful: active jobs finish (up to 30 s) before the pool closes.
       shutdown.add('worker', () => started.stop({ graceful: true, wait: true, timeout: 30_000 }));
+      // Webhook delivery: outbox -> signed POSTs, retries as rows; stops (attempts in flight finish) before pg-boss.
+      const delivery = createDelivery({ store, logger, metrics, config, box });
+      await delivery.start();
+      shutdown.add('delivery', () => delivery.stop());
     }
 
     if (roles.includes('ingest')) {
