@@ -19,8 +19,9 @@ export interface RpcTransaction {
   transaction: {
     signatures: readonly string[];
     message: {
-      accountKeys: readonly string[];
-      header: { numRequiredSignatures: number | bigint };
+      /** Strings with encoding `json`; `{ pubkey, signer }` objects with `jsonParsed`. */
+      accountKeys: readonly (string | { pubkey: string; signer?: boolean })[];
+      header?: { numRequiredSignatures: number | bigint };
       instructions: readonly RpcInstruction[];
     };
   };
@@ -34,10 +35,13 @@ export interface RpcTokenBalance {
   uiTokenAmount: { amount: string };
 }
 
+/** A compiled instruction (encoding `json`), or a parsed one (`jsonParsed`: `parsed.info` carries the accounts by name). */
 export interface RpcInstruction {
-  programIdIndex: number | bigint;
-  accounts: readonly (number | bigint)[];
-  data: string;
+  programIdIndex?: number | bigint;
+  programId?: string;
+  accounts?: readonly (number | bigint | string)[];
+  data?: string;
+  parsed?: { type?: string; info?: { source?: string; destination?: string; amount?: string; tokenAmount?: { amount: string } } } | string;
 }
 
 /** One credit (or, for a failed transaction, an attempted credit) of a watched mint into one token account. */
@@ -75,13 +79,19 @@ interface TransferInstruction {
   references: number[];
 }
 
-function decodeTransfers(transaction: RpcTransaction, keys: readonly string[], tokenPrograms: ReadonlySet<string>): TransferInstruction[] {
-  const signers = Number(transaction.transaction.message.header.numRequiredSignatures);
+function decodeTransfers(transaction: RpcTransaction, keys: readonly string[], signers: number, tokenPrograms: ReadonlySet<string>): TransferInstruction[] {
   const instructions: RpcInstruction[] = [...transaction.transaction.message.instructions];
   for (const group of transaction.meta?.innerInstructions ?? []) instructions.push(...group.instructions);
   const found: TransferInstruction[] = [];
   for (const instruction of instructions) {
-    if (!tokenPrograms.has(keys[Number(instruction.programIdIndex)] ?? '')) continue;
+    const program = instruction.programId ?? keys[Number(instruction.programIdIndex)] ?? '';
+    if (!tokenPrograms.has(program)) continue;
+    if (typeof instruction.parsed === 'object' && instruction.parsed) {
+      const parsed = decodeParsedTransfer(instruction.parsed, keys);
+      if (parsed) found.push(parsed);
+      continue;
+    }
+    if (typeof instruction.data !== 'string' || !instruction.accounts) continue;
     let data: Uint8Array;
     try {
       data = new Uint8Array(base58.encode(instruction.data));
@@ -90,7 +100,7 @@ function decodeTransfers(transaction: RpcTransaction, keys: readonly string[], t
     }
     const tag = data[0];
     if ((tag !== TRANSFER && tag !== TRANSFER_CHECKED) || data.length < 9) continue;
-    const accounts = instruction.accounts.map(Number);
+    const accounts = instruction.accounts.map((account) => (typeof account === 'string' ? keys.indexOf(account) : Number(account)));
     const standard = STANDARD_ACCOUNTS[tag];
     if (accounts.length < standard) continue;
     const amount = new DataView(data.buffer, data.byteOffset + 1, 8).getBigUint64(0, true);
@@ -100,6 +110,17 @@ function decodeTransfers(transaction: RpcTransaction, keys: readonly string[], t
     found.push({ source: accounts[0]!, destination: tag === TRANSFER ? accounts[1]! : accounts[2]!, amount, references });
   }
   return found;
+}
+
+/** `jsonParsed` transfer / transferChecked; its extra (reference) keys are not shown in that encoding. */
+function decodeParsedTransfer(parsed: Exclude<RpcInstruction['parsed'], string | undefined>, keys: readonly string[]): TransferInstruction | undefined {
+  if (parsed.type !== 'transfer' && parsed.type !== 'transferChecked') return undefined;
+  const info = parsed.info ?? {};
+  const amount = info.amount ?? info.tokenAmount?.amount;
+  const source = keys.indexOf(info.source ?? '');
+  const destination = keys.indexOf(info.destination ?? '');
+  if (amount === undefined || source < 0 || destination < 0) return undefined;
+  return { source, destination, amount: BigInt(amount), references: [] };
 }
 
 function balancesByIndex(balances: readonly RpcTokenBalance[] | null | undefined): Map<number, RpcTokenBalance> {
@@ -120,10 +141,14 @@ export function parseTokenCredits(
   const meta = transaction.meta;
   if (!meta) return [];
   const message = transaction.transaction.message;
-  const keys = [...message.accountKeys, ...(meta.loadedAddresses?.writable ?? []), ...(meta.loadedAddresses?.readonly ?? [])];
+  const staticKeys = message.accountKeys.map((key) => (typeof key === 'string' ? key : key.pubkey));
+  const keys = [...staticKeys, ...(meta.loadedAddresses?.writable ?? []), ...(meta.loadedAddresses?.readonly ?? [])];
+  const signers = message.header
+    ? Number(message.header.numRequiredSignatures)
+    : message.accountKeys.filter((key) => typeof key !== 'string' && key.signer).length;
   const pre = balancesByIndex(meta.preTokenBalances);
   const post = balancesByIndex(meta.postTokenBalances);
-  const transfers = decodeTransfers(transaction, keys, params.tokenPrograms);
+  const transfers = decodeTransfers(transaction, keys, signers, params.tokenPrograms);
   const failed = meta.err !== null && meta.err !== undefined;
   const signature = transaction.transaction.signatures[0]!;
   const blockTime = transaction.blockTime === null || transaction.blockTime === undefined ? null : new Date(Number(transaction.blockTime) * 1000);

@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { parseTokenCredits, type RpcTransaction } from '../../../src/ingest/solana/parse.ts';
+import { loadChains } from '../../../src/internal/chains.ts';
+
+const chain = loadChains().solana;
+const mints = new Set(chain.tokens.map((token) => token.address));
+const tokenPrograms = new Set(chain.tokens.map((token) => token.tokenProgram!));
+const USDC = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+
+function fixture(name: string): RpcTransaction {
+  const file = path.resolve(import.meta.dirname, '../../fixtures/solana', name);
+  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { result: RpcTransaction }).result;
+}
+
+describe('parseTokenCredits on real mainnet responses', () => {
+  test('a v0 swap with a lookup table: the credit is post minus pre of the receiving account; the pool debit is not a credit', () => {
+    const credits = parseTokenCredits(fixture('mainnet-usdc-swap-credit-v0-alt.json'), { mints, tokenPrograms });
+    expect(credits).toEqual([
+      {
+        signature: '2X4vKsDS56avumw6jh6Z5wj28GNvK5UkMfY1Ta2Mtouic886EGAraa1gsCJ5rkXyHCeL9p2wHRty3QHAhjf352Dp',
+        slot: 343286989n,
+        blockTime: new Date(1748539118 * 1000),
+        accountIndex: 2,
+        tokenAccount: 'F77xG4vz2CJeMxxAmFW8pvPx2c5Uk75pksr6Wwx6HFhV',
+        mint: USDC,
+        owner: '3xTPAZxmpwd8GrNEKApaTw6VH4jqJ31WFXUvQzgwhR7c',
+        amount: 167225n,
+        // The inner Transfer's source is the pool's USDC account, a key loaded from the table (index 13).
+        from: 'Fn68NZzCCgZKtYmnAYbkL6w5NNx3TgjW91dGkLA3hsDK',
+        references: [],
+        failed: false,
+      },
+    ]);
+  });
+
+  test('a TransferChecked into an account created in the same transaction (jsonParsed encoding)', () => {
+    const credits = parseTokenCredits(fixture('mainnet-usdc-transfer-checked-new-ata-jsonparsed.json'), { mints, tokenPrograms });
+    expect(credits).toHaveLength(1);
+    expect(credits[0]).toMatchObject({
+      accountIndex: 1,
+      tokenAccount: '45hv5bBaXX9vK2zbdsZq526iHjhEPgsF3mascJDFoSuS',
+      owner: 'CnBEqiUpz9iK45GTsfu3Ckgp9jnjpoCNrRjSPSdQbqGs',
+      amount: 5_000_000n,
+      from: '5FHwkrdxntdK24hgQU8qgBjn35Y1zwhz1GZwCkP2UJnM',
+      failed: false,
+    });
+  });
+
+  test('only watched token accounts are returned', () => {
+    const transaction = fixture('mainnet-usdc-swap-credit-v0-alt.json');
+    expect(parseTokenCredits(transaction, { mints, tokenPrograms, watched: (account) => account === 'someone-else' })).toEqual([]);
+  });
+
+  test('other mints are ignored (the same transaction without USDC in the watched set)', () => {
+    expect(parseTokenCredits(fixture('mainnet-usdc-swap-credit-v0-alt.json'), { mints: new Set(['Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB']), tokenPrograms })).toEqual([]);
+  });
+
+  test('a failed transaction yields its attempted credit, marked failed, from the instruction amount', () => {
+    const transaction = fixture('mainnet-usdc-swap-credit-v0-alt.json');
+    // The same transaction had it failed: the runtime reports meta.err and unchanged balances.
+    const failed: RpcTransaction = {
+      ...transaction,
+      meta: { ...transaction.meta!, err: { InstructionError: [4, { Custom: 1 }] }, postTokenBalances: transaction.meta!.preTokenBalances },
+    };
+    const credits = parseTokenCredits(failed, { mints, tokenPrograms });
+    // The inner Transfer [13 -> 2] carries 167225 base units ("3P5ssESYZrQP").
+    expect(credits.map((credit) => [credit.tokenAccount, credit.amount, credit.failed])).toEqual([['F77xG4vz2CJeMxxAmFW8pvPx2c5Uk75pksr6Wwx6HFhV', 167225n, true]]);
+  });
+});
