@@ -96,11 +96,13 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
       { prefix },
     );
   }
-  publicPaymentLinkRoutes(app, deps);
   registerCheckout(app, deps);
-
-  app.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {
-    return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());
+  app.register(async (root) => {
+    // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
+    publicPaymentLinkRoutes(root, deps);
+    root.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {
+      return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());
+    });
   });
 
   return app;
