@@ -1,0 +1,60 @@
+import { describe, expect, test } from 'vitest';
+import pino from 'pino';
+import { useTestDatabase } from '../helpers/db.ts';
+import { createStore } from '../../src/store/index.ts';
+import { createEngine } from '../../src/engine/index.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, setHead } from './fixtures.ts';
+
+const db = useTestDatabase('engine_concurrency');
+const logger = pino({ level: 'silent' });
+
+describe('several engines on one database', () => {
+  test('two engines (two pools, as two processes) reconciling at once make every transition exactly once', async () => {
+    const other = createStore({ connectionString: db.connectionString, max: 5 });
+    try {
+      const engines = [
+        createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }) }),
+        createEngine({ store: other, logger, metrics: createMetricsRegistry({ defaultMetrics: false }) }),
+      ];
+      const merchantId = await newMerchant(db.store);
+      const wallet = newEvmWallet();
+      const sessions = [];
+      for (let i = 0; i < 20; i++) sessions.push(await newSession(db.store, { merchantId, wallet, amount: '7' }));
+      // Due amounts are 7.000000 .. 7.000019, one per session; the first 15 are paid, the rest expire.
+      for (const [i, s] of sessions.entries()) {
+        if (i < 15) await insertTransfer(db.store, { to: wallet, amount: s.amount_due, block: 100n + BigInt(i) });
+        else await expireNow(db.store, s.id);
+      }
+      await setHead(db.store, { head: 114n });
+      const storm = async (step: () => Promise<void>) => {
+        await step();
+        await Promise.all(engines.flatMap((e) => [e.reconcile({ chain: 'polygon', livemode: true }), e.reconcile({ chain: 'polygon', livemode: true })]));
+        for (const e of engines) e.onChainChange({ chain: 'polygon', livemode: true, kind: 'head' });
+        await Promise.all(engines.map((e) => e.idle()));
+      };
+      await storm(async () => {});
+      await storm(() => setHead(db.store, { head: 200n }));
+      await storm(() => setHead(db.store, { head: 250n, finalized: 200n }));
+
+      const { rows } = await db.store.query<{ session_id: string; types: string[] }>(
+        `SELECT session_id, array_agg(type ORDER BY seq) AS types FROM events WHERE session_id = ANY($1) GROUP BY session_id`,
+        [sessions.map((s) => s.id)],
+      );
+      const bySession = new Map(rows.map((r) => [r.session_id, r.types]));
+      for (const [i, s] of sessions.entries()) {
+        expect(bySession.get(s.id), s.id).toEqual(i < 15 ? ['payment.confirming', 'payment.confirmed', 'payment.settled'] : ['payment.expired']);
+      }
+      const { rows: statuses } = await db.store.query<{ status: string; n: number }>(
+        'SELECT status, count(*)::int AS n FROM payment_sessions WHERE id = ANY($1) GROUP BY status ORDER BY status',
+        [sessions.map((s) => s.id)],
+      );
+      expect(statuses).toEqual([
+        { status: 'expired', n: 5 },
+        { status: 'settled', n: 15 },
+      ]);
+    } finally {
+      await other.close();
+    }
+  });
+});
