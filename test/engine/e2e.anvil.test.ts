@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Address } from 'viem';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import { buildApi, createClient, newMerchant as newApiMerchant } from '../api/harness.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { createEngine, type Engine } from '../../src/engine/index.ts';
+import { createIngest, type Ingest } from '../../src/ingest/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { eventsOf, newEvmWallet } from './fixtures.ts';
+
+/**
+ * End to end on a real chain: sessions through the real API, payments as ERC-20 transfers on
+ * anvil (polygon's chain id and real USDC address), the real EVM ingester storing them and
+ * calling the engine, events read from the outbox.
+ */
+const db = useTestDatabase('engine_e2e');
+const chain = 'polygon' as const;
+const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
+const DEPTH = 32;
+
+let anvil: Anvil;
+let ingest: Ingest;
+let engine: Engine;
+let app: ReturnType<typeof buildApi>;
+let call: ReturnType<typeof createClient>;
+let merchant: Awaited<ReturnType<typeof newApiMerchant>>;
+const stop = new AbortController();
+let running: Promise<void>;
+
+beforeAll(async () => {
+  anvil = await startAnvil({ chain });
+  await anvil.installChainTokens();
+  const logger = createLogger({ level: 'silent' });
+  engine = createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), intervalMs: 250 });
+  running = engine.run(stop.signal);
+  ingest = createIngest({
+    config: loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl }),
+    store: db.store,
+    connectionString: db.connectionString,
+    logger,
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    onChainChange: (change) => engine.onChainChange(change),
+    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
+  });
+  app = buildApi(db.store);
+  await app.ready();
+  call = createClient(app);
+  merchant = await newApiMerchant(db.store);
+  await waitFor(async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1, 'first checkpoint');
+});
+
+afterAll(async () => {
+  stop.abort();
+  await running;
+  await ingest?.stop();
+  await app?.close();
+  await anvil?.stop();
+});
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A new receiving wallet, registered so the ingester watches it. */
+async function wallet(): Promise<Address> {
+  const address = newEvmWallet() as Address;
+  await addWallet(db.store, { merchantId: merchant.id, chain, address, verifiedBy: 'operator' });
+  return address;
+}
+
+async function createSession(payTo: Address, amount: string, extra: Record<string, unknown> = {}) {
+  const answer = await call('POST', '/api/v1/sessions', { key: merchant.live, body: { amount, currency: 'USDC', chain, merchantWallet: payTo, metadata: { order: amount }, ...extra } });
+  expect(answer.status).toBe(201);
+  return answer.body as { id: string; amountDue: string; amountDueBaseUnits: string };
+}
+
+async function session(id: string) {
+  return (await call('GET', `/api/v1/sessions/${id}`, { key: merchant.live })).body;
+}
+
+/** Waits until the session's status (as Interface A shows it) is `status`. */
+async function until(id: string, status: string, timeoutMs = 20_000) {
+  await waitFor(async () => (await session(id)).status === status, `${id} to be ${status}`, timeoutMs);
+  return session(id);
+}
+
+async function pay(to: Address, amount: bigint) {
+  const hash = await anvil.pay(USDC, to, amount);
+  await anvil.waitMined(hash);
+  return hash;
+}
+
+/** Mines enough blocks on top of everything so far for the confirmation rule. */
+const confirm = () => anvil.mine(DEPTH);
+
+async function expire(id: string) {
+  await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
+}
+
+describe('payments end to end: API -> anvil -> EVM ingester -> engine -> outbox', () => {
+  test('exact payment: confirming with the tx hash, confirmed after 32 blocks, settled at finality', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '10');
+    const hash = await pay(to, BigInt(s.amountDueBaseUnits));
+    const seen = await until(s.id, 'confirming');
+    expect(seen).toMatchObject({ txHash: hash, amountReceived: '10' });
+    expect(seen.confirmations).toBeGreaterThanOrEqual(1);
+    await confirm();
+    expect(await until(s.id, 'confirmed')).toMatchObject({ confirmations: expect.any(Number), confirmedAt: expect.any(String) });
+    await anvil.mine(64); // anvil's finalized tag trails the head by 64 blocks
+    await until(s.id, 'settled');
+    expect(await eventsOf(db.store, s.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.settled']);
+    const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.confirmed'`, [s.id]);
+    expect(rows[0]!.payload.data).toMatchObject({ id: s.id, amount: '10', currency: 'USDC', chain, status: 'confirmed', txHash: hash, metadata: { order: '10' }, livemode: true });
+  });
+
+  test('underpaid then topped up', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '20');
+    await pay(to, 5_000_000n);
+    await confirm();
+    expect(await until(s.id, 'pending')).toMatchObject({ amountReceived: '5' });
+    await pay(to, 15_000_000n);
+    await until(s.id, 'confirming');
+    await confirm();
+    await until(s.id, 'confirmed');
+    expect(await eventsOf(db.store, s.id)).toEqual(['payment.confirming', 'payment.underpaid', 'payment.confirming', 'payment.confirmed']);
+  });
+
+  test('overpaid', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '30');
+    await pay(to, 45_000_000n);
+    await confirm();
+    await until(s.id, 'confirmed');
+    expect(await eventsOf(db.store, s.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.overpaid']);
+  });
+
+  test('two transfers add up', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '40');
+    await pay(to, 10_000_000n);
+    await pay(to, 30_000_000n);
+    await until(s.id, 'confirming');
+    await confirm();
+    expect(await until(s.id, 'confirmed')).toMatchObject({ amountReceived: '40' });
+    expect((await eventsOf(db.store, s.id)).filter((e) => e === 'payment.confirmed')).toHaveLength(1);
+  });
+
+  test('expiry with nothing received, then a late payment inside the monitoring window', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '50');
+    await expire(s.id);
+    await until(s.id, 'expired');
+    await pay(to, BigInt(s.amountDueBaseUnits));
+    await until(s.id, 'confirming');
+    await confirm();
+    await until(s.id, 'confirmed');
+    expect(await eventsOf(db.store, s.id)).toEqual(['payment.expired', 'payment.confirming', 'payment.late_confirmed']);
+  });
+
+  test('expiry with a part received: failed', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '60');
+    await pay(to, 10_000_000n);
+    await confirm();
+    await until(s.id, 'pending');
+    await expire(s.id);
+    await until(s.id, 'failed');
+    expect(await eventsOf(db.store, s.id)).toEqual(['payment.confirming', 'payment.underpaid', 'payment.failed']);
+  });
+
+  test('a reorg before confirmation takes the session back to created (payment.reorged); a new payment confirms it', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '70');
+    await pay(to, BigInt(s.amountDueBaseUnits));
+    await until(s.id, 'confirming');
+    await anvil.reorg(3);
+    await anvil.mine(1);
+    expect(await until(s.id, 'created')).toMatchObject({ amountReceived: '0', txHash: expect.any(String) });
+    await pay(to, BigInt(s.amountDueBaseUnits));
+    await confirm();
+    await until(s.id, 'confirmed');
+    expect(await eventsOf(db.store, s.id)).toEqual(['payment.confirming', 'payment.reorged', 'payment.confirming', 'payment.confirmed']);
+  });
+
+  test('two sessions for the same amount on one wallet, paid in reverse order', async () => {
+    const to = await wallet();
+    const first = await createSession(to, '80');
+    const second = await createSession(to, '80');
+    expect([first.amountDue, second.amountDue]).toEqual(['80', '80.000001']);
+    await pay(to, BigInt(second.amountDueBaseUnits));
+    await until(second.id, 'confirming');
+    expect((await session(first.id)).status).toBe('created');
+    await pay(to, BigInt(first.amountDueBaseUnits));
+    await confirm();
+    await until(first.id, 'confirmed');
+    await until(second.id, 'confirmed');
+    expect(await eventsOf(db.store, first.id)).toEqual(['payment.confirming', 'payment.confirmed']);
+    expect(await eventsOf(db.store, second.id)).toEqual(['payment.confirming', 'payment.confirmed']);
+  });
+
+  test('an unmatched transfer is listed and attributed by hand through the API', async () => {
+    const to = await wallet();
+    const a = await createSession(to, '90');
+    const b = await createSession(to, '95');
+    const hash = await pay(to, 33_000_000n); // fits neither session: ambiguous
+    let listed: { id: string; txHash: string }[] = [];
+    await waitFor(async () => {
+      listed = (await call('GET', '/api/v1/transfers/unmatched', { key: merchant.live })).body.data;
+      return listed.some((t) => t.txHash === hash);
+    }, 'the transfer to be listed as unmatched');
+    const transfer = listed.find((t) => t.txHash === hash)!;
+    const attributed = await call('POST', `/api/v1/transfers/${transfer.id}/attribution`, { key: merchant.live, body: { sessionId: b.id } });
+    expect(attributed).toMatchObject({ status: 200, body: { session: { id: b.id, status: 'confirming' } } });
+    await confirm();
+    expect(await until(b.id, 'pending')).toMatchObject({ amountReceived: '33' });
+    expect((await session(a.id)).status).toBe('created');
+    expect(await eventsOf(db.store, b.id)).toEqual(['payment.confirming', 'payment.underpaid']);
+  });
+});
