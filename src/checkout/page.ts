@@ -45,8 +45,8 @@ export function statusLine(i: Pick<PaymentInstructions, 'view' | 'confirmations'
   }
 }
 
-function copyable(id: string, text: string, label: string): string {
-  return `<code id="${id}">${escapeHtml(text)}</code><button type="button" data-copy="${id}" data-copied="${escapeHtml(label)} copied">Copy<span class="sr-only"> ${escapeHtml(label)}</span></button>`;
+function copyable(id: string, text: string, label: string, suffix = ''): string {
+  return `<span class="value"><code id="${id}">${escapeHtml(text)}</code>${suffix ? ` ${escapeHtml(suffix)}` : ''}</span><button type="button" data-copy="${id}" data-copied="${escapeHtml(label)} copied">Copy<span class="sr-only"> ${escapeHtml(label)}</span></button>`;
 }
 
 /**
@@ -70,6 +70,7 @@ export function renderCheckoutPage(i: PaymentInstructions, params: { qrUrl: stri
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <meta name="robots" content="noindex, nofollow">
+<link rel="icon" href="data:,">
 <title>${escapeHtml(title)}</title>
 <style>${STYLE}</style>
 </head>
@@ -85,26 +86,6 @@ ${i.livemode ? '' : '<span class="badge" id="test-mode">Test mode: no real funds
 <p class="network">on <span id="chain-name">${escapeHtml(i.chainName)}</span></p>
 <p id="status" class="status" role="status" aria-live="polite">${escapeHtml(statusLine(i))}</p>
 <p id="announce" class="sr-only" aria-live="assertive"></p>
-
-<section id="pay" aria-label="How to pay"${i.payable ? '' : ' hidden'}>
-<div class="layout">
-<div class="qr">
-<a id="qr-link" href="${escapeHtml(payUri)}"><img id="qr" src="${escapeHtml(params.qrUrl)}?amount=${escapeHtml(i.amountRemainingBaseUnits)}" width="256" height="256" alt="QR code of the wallet payment link for ${escapeHtml(i.amountRemaining)} ${escapeHtml(i.currency)} on ${escapeHtml(i.chainName)}"></a>
-<a id="wallet-link" class="button primary" href="${escapeHtml(payUri)}">Open in wallet</a>
-</div>
-<div>
-<dl class="details">
-<div><dt>Amount to send (exactly)</dt><dd>${copyable('pay-amount', i.amountRemaining, 'amount')}<span>${escapeHtml(i.currency)}</span></dd></div>
-<div><dt>To address</dt><dd>${copyable('pay-address', i.recipient, 'address')}</dd></div>
-<div><dt>Network</dt><dd><span id="network">${escapeHtml(chainLabel)}</span></dd></div>
-<div><dt>${i.chainKind === 'evm' ? 'Token contract' : 'Token mint'} (${escapeHtml(token.symbol)})</dt><dd><code id="token-address">${escapeHtml(token.address)}</code></dd></div>
-${i.reference ? `<div><dt>Reference (Solana Pay)</dt><dd><code id="reference">${escapeHtml(i.reference)}</code></dd></div>` : ''}
-</dl>
-<p class="hint">Send exactly this amount of ${escapeHtml(token.symbol)} on ${escapeHtml(i.chainName)}: the amount identifies your payment. Another token or network will not be detected.</p>
-<p class="timer">Expires in <time id="countdown" role="timer" aria-live="off" datetime="${escapeHtml(i.expiresAt)}">${formatCountdown(i.secondsToExpiry)}</time></p>
-</div>
-</div>
-</section>
 
 <section class="notice" ${v(['detected'])}>
 <h2 tabindex="-1">Payment detected</h2>
@@ -127,6 +108,26 @@ ${i.successUrl ? `<p id="redirect-note" hidden>Taking you back to ${escapeHtml(i
 <section class="notice" ${v(['expired'])}>
 <h2 tabindex="-1">This payment request has expired</h2>
 <p>Do not send funds to it any more. Return to ${escapeHtml(i.merchant.name)} to start a new payment.</p>
+</section>
+
+<section id="pay" aria-label="How to pay"${i.payable ? '' : ' hidden'}>
+<div class="layout">
+<div class="qr">
+<a id="qr-link" href="${escapeHtml(payUri)}"><img id="qr" ${i.payable ? `src="${escapeHtml(params.qrUrl)}?amount=${escapeHtml(i.amountRemainingBaseUnits)}" ` : ''}width="256" height="256" alt="QR code of the wallet payment link for ${escapeHtml(i.amountRemaining)} ${escapeHtml(i.currency)} on ${escapeHtml(i.chainName)}"></a>
+<a id="wallet-link" class="button primary" href="${escapeHtml(payUri)}">Open in wallet</a>
+</div>
+<div>
+<dl class="details">
+<div><dt>Amount to send (exactly)</dt><dd>${copyable('pay-amount', i.amountRemaining, 'amount', i.currency)}</dd></div>
+<div><dt>To address</dt><dd>${copyable('pay-address', i.recipient, 'address')}</dd></div>
+<div><dt>Network</dt><dd><span id="network">${escapeHtml(chainLabel)}</span></dd></div>
+<div><dt>${i.chainKind === 'evm' ? 'Token contract' : 'Token mint'} (${escapeHtml(token.symbol)})</dt><dd><code id="token-address">${escapeHtml(token.address)}</code></dd></div>
+${i.reference ? `<div><dt>Reference (Solana Pay)</dt><dd><code id="reference">${escapeHtml(i.reference)}</code></dd></div>` : ''}
+</dl>
+<p class="hint">Send exactly this amount of ${escapeHtml(token.symbol)} on ${escapeHtml(i.chainName)}: the amount identifies your payment. Another token or network will not be detected.</p>
+<p class="timer">Expires in <time id="countdown" role="timer" aria-live="off" datetime="${escapeHtml(i.expiresAt)}">${formatCountdown(i.secondsToExpiry)}</time></p>
+</div>
+</div>
 </section>
 
 <section id="refund" aria-labelledby="refund-title"${i.refundUrl ? '' : ' hidden'}>
@@ -167,7 +168,7 @@ export function formatCountdown(seconds: number): string {
 export function renderNotFoundPage(): string {
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Payment not found</title><style>${STYLE}</style></head>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>Payment not found</title><style>${STYLE}</style></head>
 <body><main class="checkout"><div class="card"><h1>Payment not found</h1><p>This payment link is not valid. Check the link you were given, or return to the merchant.</p></div></main></body>
 </html>`;
 }

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { Address } from 'viem';
+import type { Browser } from 'playwright-core';
+import type { FastifyInstance } from 'fastify';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import { newMerchant, WALLET } from '../api/harness.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { createEngine, type Engine } from '../../src/engine/index.ts';
+import { createIngest, type Ingest } from '../../src/ingest/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { makeSession } from './helpers.ts';
+import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS, waitText } from './browser.ts';
+
+/**
+ * The whole path, nothing simulated: a customer's page in Chromium, a payment on anvil (chain id
+ * 137, the real USDC address), the EVM ingester writing the transfer, the engine counting
+ * confirmations, and the page's live feed showing each step until it sends the payer on.
+ */
+const db = useTestDatabase('checkout_anvil');
+let anvil: Anvil;
+let browser: Browser;
+let server: { app: FastifyInstance; url: string };
+let merchantSite: Awaited<ReturnType<typeof startMerchantSite>>;
+let engine: Engine;
+let ingest: Ingest;
+
+beforeAll(async () => {
+  [anvil, browser, server, merchantSite] = await Promise.all([startAnvil({ chain: 'polygon' }), launchChromium(), startCheckoutServer(db.store), startMerchantSite()]);
+  await anvil.installChainTokens();
+  const logger = createLogger({ level: 'silent' });
+  const metrics = createMetricsRegistry({ defaultMetrics: false });
+  engine = createEngine({ store: db.store, logger, metrics });
+  ingest = createIngest({
+    config: loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl, LOG_LEVEL: 'silent' }),
+    store: db.store,
+    connectionString: db.connectionString,
+    logger,
+    metrics,
+    onChainChange: (change) => engine.onChainChange(change),
+    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
+  });
+});
+afterAll(async () => {
+  await ingest?.stop();
+  await engine?.idle();
+  await browser?.close();
+  await server?.app.close();
+  await merchantSite?.close();
+  await anvil?.stop();
+});
+
+test('paying on anvil moves the page live: detected, confirmations N of 32, confirmed, then the redirect to successUrl', async () => {
+  const merchant = await newMerchant(db.store, 'Anvil Outfitters');
+  await addWallet(db.store, { merchantId: merchant.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator' });
+  const session = await makeSession(db.store, {
+    merchantId: merchant.id,
+    chain: 'polygon',
+    merchantWallet: WALLET,
+    amount: '25',
+    livemode: true,
+    successUrl: `${merchantSite.url}/orders/9/paid`,
+  });
+
+  const context = await browser.newContext({ viewport: { width: VIEWPORTS.desktop.width, height: VIEWPORTS.desktop.height } });
+  const page = await context.newPage();
+  const problems = collectPageProblems(page);
+  await page.goto(`${server.url}/checkout/${session.id}`);
+  await waitText(page.locator('#status'), 'Waiting for your payment.');
+
+  // The payer's wallet reads the QR code: pay exactly what it asks, to whom it says, in its token.
+  const uri = await decodeQr(page);
+  const parsed = /^ethereum:(0x[0-9a-fA-F]{40})@137\/transfer\?address=(0x[0-9a-fA-F]{40})&uint256=(\d+)$/.exec(uri ?? '');
+  expect(parsed, `QR decoded to ${uri}`).not.toBeNull();
+  const [, token, recipient, units] = parsed!;
+  expect(recipient).toBe(WALLET);
+  expect(BigInt(units!)).toBe(session.amount_due);
+  const hash = await anvil.pay(token as Address, recipient as Address, BigInt(units!));
+  await anvil.waitMined(hash);
+
+  await waitText(page.locator('#status'), /^Payment detected: \d+ of 32 confirmations\.$/, 20_000);
+  const first = Number(await page.locator('#confirmations').textContent());
+  expect(first).toBeGreaterThanOrEqual(0);
+  expect(first).toBeLessThan(32);
+  await saveScreenshot(page, 'anvil-detected-desktop');
+
+  await anvil.mine(10);
+  await waitText(page.locator('#confirmations'), new RegExp(`^(${Array.from({ length: 32 - first - 1 }, (_, k) => first + 1 + k).join('|')})$`), 20_000);
+  expect(Number(await page.locator('#confirmations').textContent())).toBeGreaterThan(first);
+
+  await anvil.mine(32);
+  await waitText(page.locator('#status'), 'Payment confirmed. Thank you!', 20_000);
+  await saveScreenshot(page, 'anvil-paid-desktop');
+  await page.waitForURL(`${merchantSite.url}/orders/9/paid`, { timeout: 10_000 });
+
+  const { rows } = await db.store.query(`SELECT status, tx_hash, amount_received::text FROM payment_sessions WHERE id = $1`, [session.id]);
+  expect(rows[0]).toMatchObject({ status: 'confirmed', tx_hash: hash, amount_received: session.amount_due.toString() });
+  expect(problems).toEqual([]);
+  await context.close();
+});
