@@ -7,6 +7,7 @@ import { badRequest, conflict } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import { getBase58Decoder } from '@solana/kit';
 import { randomBytes } from 'node:crypto';
+import { sandboxWallet } from '../sandbox/fakes.ts';
 
 /** Session lifetime bounds in seconds: one minute to seven days (Stripe Checkout allows 30 min..24 h; payments by bank-free wallets need less, invoices more). */
 export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
@@ -141,9 +142,14 @@ export function dueOffsetBound(decimals: number): bigint {
 
 /**
  * The receiving wallet: `merchantWallet` in canonical form when given, otherwise the merchant's
- * oldest verified wallet on `chain`; a 400 when there is neither.
+ * oldest verified wallet on `chain`; a 400 when there is neither, except in the sandbox, where
+ * a merchant with no wallet yet gets a stable, clearly fake one (so a test key alone is enough
+ * to try the whole flow).
  */
-export async function resolvePayTo(sql: Sql, params: { merchantId: string; chain: ChainName; merchantWallet?: string | undefined }): Promise<string> {
+export async function resolvePayTo(
+  sql: Sql,
+  params: { merchantId: string; chain: ChainName; merchantWallet?: string | undefined; livemode?: boolean },
+): Promise<string> {
   if (params.merchantWallet !== undefined) {
     const canonical = canonicalAddress(params.chain, params.merchantWallet);
     if (!canonical) {
@@ -159,6 +165,7 @@ export async function resolvePayTo(sql: Sql, params: { merchantId: string; chain
     `SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND verified_at IS NOT NULL ORDER BY created_at, id LIMIT 1`,
     [params.merchantId, params.chain],
   );
+  if (!rows[0] && params.livemode === false) return sandboxWallet(params.chain, params.merchantId);
   if (!rows[0]) throw badRequest(`merchantWallet is required: this merchant has no verified wallet on ${params.chain}`);
   return rows[0].address;
 }
@@ -223,7 +230,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   if (!Number.isInteger(expiresIn) || expiresIn < EXPIRES_IN.min || expiresIn > EXPIRES_IN.max) {
     throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);
   }
-  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet: params.merchantWallet });
+  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet: params.merchantWallet, livemode: params.livemode });
   const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [params.merchantId]);
   const includeBridged = merchantRows[0]?.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);

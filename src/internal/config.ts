@@ -35,6 +35,8 @@ export interface Config {
   encryptionKey: Buffer | undefined;
   /** Seconds after a session expires during which a payment still counts (late), and its due amount stays reserved. */
   monitorWindowSeconds: number;
+  /** Block time of the sandbox's simulated chains, in milliseconds (the same for every chain). */
+  sandboxBlockMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -174,6 +176,15 @@ export const VARIABLES = {
     default: '86400',
     parse: parseSeconds,
   },
+  sandboxBlockMs: {
+    name: 'SVC_SANDBOX_BLOCK_MS',
+    doc: 'Block time of the sandbox simulated chains in milliseconds; small so a sandbox payment confirms in seconds',
+    default: '250',
+    parse: (raw: string) => {
+      if (!/^\d+$/.test(raw) || Number(raw) < 10 || Number(raw) > 60_000) throw new Error('must be a whole number of milliseconds from 10 to 60000');
+      return Number(raw);
+    },
+  },
 } satisfies Record<string, Variable<unknown>>;
 
 /** The per-chain RPC variables, documented alongside VARIABLES. */
@@ -226,6 +237,7 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
     encryptionKey: read(VARIABLES.encryptionKey),
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
+    sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
   };
   if (errors.length > 0) throw new ConfigError(errors);
   return config;

@@ -1,0 +1,141 @@
+import type { Store, Sql } from '../store/index.ts';
+import type { ChainConfig } from '../internal/chains.ts';
+import type { ChainName } from '../internal/config.ts';
+import { SESSION_COLUMNS, toSessionRow, type SessionRow } from '../engine/sessions.ts';
+import { badRequest, conflict, notFound } from '../internal/errors.ts';
+import { parseAmount, AmountError } from '../internal/money.ts';
+import { fakeAddress, fakeBlockHash, fakeTxHash } from './fakes.ts';
+import { simulatedHead, storeSimulatedHead } from './simulatedChain.ts';
+
+/**
+ * What a sandbox payment simulates, and the events the merchant then receives:
+ * - `exact`: the due amount -> confirming, confirmed (settled later).
+ * - `underpaid`: half the remaining amount -> confirming, underpaid; the session waits for the rest.
+ * - `overpaid`: the remaining amount plus 10% -> confirming, confirmed + overpaid.
+ * - `late`: the session expires first, then the due amount arrives -> expired, confirming, late_confirmed.
+ * - `reorged`: the due amount arrives, then a reorg removes it before it confirms -> confirming,
+ *   then the reorg event, and the session is open again.
+ * - `failed`: half the remaining amount arrives and the session expires once it has confirmed
+ *   -> confirming, underpaid, failed (reason underpaid).
+ * - `expired`: the session expires now with nothing paid -> expired.
+ */
+export const SANDBOX_OUTCOMES = ['exact', 'underpaid', 'overpaid', 'late', 'reorged', 'failed', 'expired'] as const;
+export type SandboxOutcome = (typeof SANDBOX_OUTCOMES)[number];
+
+/** Runs the engine over a simulated chain's stored rows; the real engine's `reconcile`. */
+export type Reconcile = (params: { chain: ChainName; livemode: boolean }) => Promise<void>;
+
+export interface SimulatedPayment {
+  outcome: SandboxOutcome;
+  txHash: string | null;
+  amount: bigint;
+  blockNumber: bigint | null;
+}
+
+const OPEN_STATUSES = ['created', 'pending', 'confirming'];
+
+async function lockSandboxSession(sql: Sql, merchantId: string, sessionId: string): Promise<SessionRow> {
+  const { rows } = await sql.query(`SELECT ${SESSION_COLUMNS} FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = false FOR UPDATE`, [
+    sessionId,
+    merchantId,
+  ]);
+  if (!rows[0]) throw notFound(`sandbox session ${sessionId} not found`);
+  return toSessionRow(rows[0]);
+}
+
+/** Moves the session's expiry to `now() + offsetSeconds` when that is sooner (never later). */
+export async function forceExpiry(sql: Sql, sessionId: string, offsetSeconds: number): Promise<void> {
+  await sql.query(
+    `UPDATE payment_sessions SET expires_at = LEAST(expires_at, now() + make_interval(secs => $2)), updated_at = now() WHERE id = $1`,
+    [sessionId, offsetSeconds],
+  );
+}
+
+async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, session: SessionRow, amount: bigint): Promise<{ txHash: string; blockNumber: bigint }> {
+  const head = simulatedHead(chain, blockMs, Date.now());
+  await storeSimulatedHead(sql, chain.name, head);
+  const txHash = fakeTxHash(chain.name);
+  await sql.query(
+    `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address,
+       from_address, to_address, amount, reference_keys)
+     VALUES (false, $1, $2, 0, $3, $4, now(), $5, $6, $7, $8::numeric, $9)`,
+    [
+      chain.name,
+      txHash,
+      head.head,
+      fakeBlockHash(chain.name, head.head),
+      session.token_addresses[0],
+      fakeAddress(chain.name),
+      session.pay_to,
+      amount.toString(),
+      session.reference ? [session.reference] : [],
+    ],
+  );
+  return { txHash, blockNumber: head.head };
+}
+
+/**
+ * Simulates `outcome` for a sandbox session of `merchantId`: writes simulated transfers (and, for
+ * time-based outcomes, moves the session's expiry to now) and runs the real engine, which makes
+ * every state change and event exactly as on a real chain.
+ * @throws {HttpError} 404 for an unknown or live session, 409 when the session no longer takes payments.
+ */
+export async function simulatePayment(params: {
+  store: Store;
+  chains: Record<ChainName, ChainConfig>;
+  blockMs: number;
+  reconcile: Reconcile;
+  merchantId: string;
+  sessionId: string;
+  outcome: SandboxOutcome;
+  /** Decimal text overriding the amount the outcome would send (`exact`, `underpaid`, `overpaid`, `late`, `reorged`). */
+  amount?: string | undefined;
+}): Promise<SimulatedPayment> {
+  const { store, reconcile, outcome } = params;
+  const session = await store.transaction((sql) => lockSandboxSession(sql, params.merchantId, params.sessionId));
+  const chain = params.chains[session.chain];
+  const run = () => reconcile({ chain: session.chain, livemode: false });
+  const remaining = session.amount_due > session.amount_received ? session.amount_due - session.amount_received : 0n;
+  const takesPayments = OPEN_STATUSES.includes(session.status) || (outcome !== 'expired' && ['expired', 'failed'].includes(session.status) && session.monitor_until > new Date());
+  if (!takesPayments) throw conflict(`sandbox session ${session.id} is ${session.status} and takes no more simulated payments`);
+  if (outcome === 'expired' && session.amount_received > 0n) throw conflict(`sandbox session ${session.id} already received a payment; use "failed" to simulate an underpaid expiry`);
+
+  let amount = { exact: remaining, late: remaining, reorged: remaining, underpaid: remaining / 2n, failed: remaining / 2n, overpaid: remaining + remaining / 10n, expired: 0n }[outcome];
+  if (params.amount !== undefined) {
+    if (outcome === 'expired' || outcome === 'failed') throw badRequest(`amount cannot be given with outcome "${outcome}"`);
+    try {
+      amount = parseAmount(params.amount, session.decimals);
+    } catch (error) {
+      if (error instanceof AmountError) throw badRequest(error.message);
+      throw error;
+    }
+  }
+  if (outcome !== 'expired' && amount <= 0n) throw badRequest('the simulated payment amount must be positive (the session has nothing left to pay)');
+
+  if (outcome === 'expired' || outcome === 'late') {
+    await store.transaction(async (sql) => {
+      await lockSandboxSession(sql, params.merchantId, params.sessionId);
+      await forceExpiry(sql, session.id, -0.001);
+    });
+    await run();
+    if (outcome === 'expired') return { outcome, txHash: null, amount: 0n, blockNumber: null };
+  }
+
+  const paid = await store.transaction(async (sql) => {
+    await lockSandboxSession(sql, params.merchantId, params.sessionId);
+    const transfer = await insertTransfer(sql, chain, params.blockMs, session, amount);
+    if (outcome === 'failed') {
+      // Expire once the partial payment has confirmed (the session is then `pending`), so the
+      // merchant sees underpaid, then failed; the sandbox tick does it.
+      await sql.query('INSERT INTO sandbox_expire_when_pending (session_id) VALUES ($1) ON CONFLICT DO NOTHING', [session.id]);
+    }
+    return transfer;
+  });
+  await run();
+
+  if (outcome === 'reorged') {
+    await store.query(`UPDATE transfers SET status = 'removed', removed_at = now() WHERE livemode = false AND chain = $1 AND tx_hash = $2`, [session.chain, paid.txHash]);
+    await run();
+  }
+  return { outcome, txHash: paid.txHash, amount, blockNumber: paid.blockNumber };
+}
