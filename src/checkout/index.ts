@@ -144,6 +144,8 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
     '/checkout/:sessionId/events',
     {
       config: { auth: 'none' },
+      // A HEAD of an endless stream would never end.
+      exposeHeadRoute: false,
       schema: {
         tags: ['checkout'],
         summary: 'Live payment status as server-sent events',
