@@ -33,6 +33,49 @@ export interface AttemptRecord {
 // Postgres text cannot hold NUL; a receiver's binary answer is stored without it.
 const clean = (text: string) => text.replace(/\u0000/g, '');
 
+/** True when the receiver answered 2xx. */
+export function isSuccess(result: TransportResult): boolean {
+  return result.ok && result.status >= 200 && result.status < 300;
+}
+
+/**
+ * The common case of recordAttempt in one statement (one round trip, atomic): a 2xx attempt is
+ * stored, its delivery succeeds and the endpoint's failure streak ends. Callers fall back to
+ * recordAttempt in a transaction if it throws; the attempt insert is idempotent.
+ */
+export async function recordSuccess(sql: Sql, attempt: AttemptRecord): Promise<void> {
+  const { delivery, result } = attempt;
+  if (!result.ok) throw new Error('recordSuccess() needs a response');
+  await sql.query(
+    `WITH attempt AS (
+       INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body,
+                                     response_status, response_body_excerpt, error, duration_ms, succeeded, started_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, true, $12)
+       ON CONFLICT (delivery_id, attempt_number) DO NOTHING
+     ), streak AS (
+       UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $4 AND failing_since IS NOT NULL
+     )
+     UPDATE webhook_deliveries SET attempt_count = greatest(attempt_count, $5), status = 'succeeded', next_attempt_at = NULL, locked_until = NULL,
+            last_attempt_at = $13, last_response_status = $9, last_error = NULL, completed_at = $13
+      WHERE id = $2 AND status = 'pending'`,
+    [
+      newId('wha'),
+      delivery.id,
+      delivery.eventId,
+      delivery.endpointId,
+      attempt.attemptNumber,
+      delivery.url,
+      attempt.requestHeaders,
+      delivery.body,
+      result.status,
+      clean(result.bodyExcerpt),
+      attempt.durationMs,
+      attempt.startedAt,
+      attempt.finishedAt,
+    ],
+  );
+}
+
 /**
  * Stores one attempt and moves its delivery on, in one transaction: 2xx succeeds; 410 Gone
  * disables the endpoint; a refused (private) address fails at once; anything else is retried on
@@ -44,7 +87,7 @@ const clean = (text: string) => text.replace(/\u0000/g, '');
 export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { random?: () => number } = {}): Promise<AttemptOutcome> {
   const { delivery, result } = attempt;
   const status = result.ok ? result.status : null;
-  const succeeded = status !== null && status >= 200 && status < 300;
+  const succeeded = isSuccess(result);
   const error = result.ok ? (succeeded ? null : `HTTP ${status}`) : result.error;
 
   await sql.query(

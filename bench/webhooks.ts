@@ -1,0 +1,168 @@
+/**
+ * Webhook delivery benchmark: deliveries per second to a local receiver, and the delay from a
+ * state change's commit to its delivery (median, p99).
+ *
+ *   npx tsx bench/webhooks.ts [--events 5000] [--latency-events 300] [--rate 20] [--concurrency 32]
+ *
+ * Uses DATABASE_URL when set, otherwise an embedded Postgres in a temporary folder (port
+ * BENCH_PG_PORT, default 54364). The receiver is node:http on loopback answering 200 at once, so
+ * the numbers are the gateway's cost, not a receiver's.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { createMerchant } from '../src/accounts/index.ts';
+import { createDelivery, createEndpoint } from '../src/delivery/index.ts';
+import { appendEvent } from '../src/engine/outbox.ts';
+import { createSecretBox, newId } from '../src/internal/crypto.ts';
+import { createLogger } from '../src/internal/logger.ts';
+import { createMetricsRegistry } from '../src/internal/metrics.ts';
+import { startEmbeddedPostgres } from '../src/store/embedded.ts';
+import { createStore, type Store } from '../src/store/index.ts';
+import { migrate } from '../src/store/migrate.ts';
+
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '5000' },
+    'latency-events': { type: 'string', default: '300' },
+    rate: { type: 'string', default: '20' },
+    concurrency: { type: 'string', default: '32' },
+  },
+});
+const EVENTS = Number(values.events);
+const LATENCY_EVENTS = Number(values['latency-events']);
+const RATE = Number(values.rate);
+const CONCURRENCY = Number(values.concurrency);
+
+const logger = createLogger({ level: 'warn' });
+const box = createSecretBox(randomBytes(32));
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+async function startReceiver() {
+  const arrivals = new Map<string, number>();
+  let onArrival: (() => void) | undefined;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrivals.set(String(req.headers['x-service-event-id']), performance.timeOrigin + performance.now());
+      res.writeHead(200).end();
+      onArrival?.();
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    arrivals,
+    until(count: number) {
+      return new Promise<void>((resolve) => {
+        if (arrivals.size >= count) return resolve();
+        onArrival = () => arrivals.size >= count && resolve();
+      });
+    },
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+async function session(store: Store, merchantId: string): Promise<string> {
+  const id = newId('ses');
+  await store.query(
+    `INSERT INTO payment_sessions (id, merchant_id, livemode, chain, currency, decimals, amount, amount_due, fee, token_addresses, pay_to,
+                                   required_confirmations, expires_at, monitor_until)
+     VALUES ($1, $2, false, 'polygon', 'USDC', 6, 25000000, 25000000, 250000, ARRAY['0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359'],
+             '0x000000000000000000000000000000000000dEaD', 12, now() + interval '1 hour', now() + interval '1 day')`,
+    [id, merchantId],
+  );
+  return id;
+}
+
+/** A state change and its event in one transaction, as the engine commits them. */
+async function confirm(store: Store, merchantId: string, sessionId: string): Promise<string> {
+  return store.transaction(async (sql) => {
+    await sql.query(`UPDATE payment_sessions SET status = 'confirmed', confirmed_at = now(), updated_at = now() WHERE id = $1`, [sessionId]);
+    const envelope = await appendEvent(sql, {
+      merchantId,
+      livemode: false,
+      type: 'payment.confirmed',
+      sessionId,
+      data: { id: sessionId, amount: '25.00', currency: 'USDC', chain: 'polygon', status: 'confirmed', txHash: `0x${'ab'.repeat(32)}`, confirmedAt: new Date().toISOString() },
+    });
+    return envelope.id;
+  });
+}
+
+async function main() {
+  let connectionString = process.env.DATABASE_URL;
+  let stopDatabase = async () => {};
+  let dataDir: string | undefined;
+  if (!connectionString) {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-webhooks-'));
+    const embedded = await startEmbeddedPostgres({ dataDir, port: Number(process.env.BENCH_PG_PORT ?? 54364), logger });
+    connectionString = embedded.connectionString;
+    stopDatabase = embedded.stop;
+  }
+  await migrate({ connectionString });
+  const store = createStore({ connectionString });
+  const receiver = await startReceiver();
+  try {
+    const { merchant } = await createMerchant(store, box, { name: `bench ${Date.now()}` });
+    await createEndpoint(store, box, { merchantId: merchant.id, livemode: false, url: receiver.url });
+    const sessions = await Promise.all(Array.from({ length: 50 }, () => session(store, merchant.id)));
+
+    // 1. Throughput: a backlog of events, then the worker drains it.
+    for (let done = 0; done < EVENTS; ) {
+      const batch = Math.min(500, EVENTS - done);
+      await store.transaction(async (sql) => {
+        for (let i = 0; i < batch; i++) {
+          await appendEvent(sql, { merchantId: merchant.id, livemode: false, type: 'payment.confirmed', sessionId: sessions[i % sessions.length]!, data: { id: sessions[i % sessions.length]!, n: done + i } });
+        }
+      });
+      done += batch;
+    }
+    const delivery = createDelivery({ store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), config: { webhookAllowPrivate: true }, box, concurrency: CONCURRENCY });
+    const t0 = performance.now();
+    await delivery.start();
+    await receiver.until(EVENTS);
+    const seconds = (performance.now() - t0) / 1000;
+    const throughput = EVENTS / seconds;
+
+    // 2. Latency: an idle worker, state changes committed one at a time at RATE per second.
+    receiver.arrivals.clear();
+    const committed = new Map<string, number>();
+    for (let i = 0; i < LATENCY_EVENTS; i++) {
+      const id = await confirm(store, merchant.id, sessions[i % sessions.length]!);
+      committed.set(id, performance.timeOrigin + performance.now());
+      await new Promise((resolve) => setTimeout(resolve, 1000 / RATE));
+    }
+    await receiver.until(LATENCY_EVENTS);
+    await delivery.stop();
+    const delays = [...committed].map(([id, at]) => receiver.arrivals.get(id)! - at).sort((a, b) => a - b);
+
+    const result = {
+      throughput: { events: EVENTS, seconds: Number(seconds.toFixed(2)), deliveriesPerSecond: Math.round(throughput), concurrency: CONCURRENCY },
+      commitToDeliveryMs: {
+        events: LATENCY_EVENTS,
+        ratePerSecond: RATE,
+        median: Number(percentile(delays, 50).toFixed(1)),
+        p99: Number(percentile(delays, 99).toFixed(1)),
+        max: Number(delays[delays.length - 1]!.toFixed(1)),
+      },
+      host: { cpus: os.cpus().length, node: process.version },
+    };
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await receiver.close();
+    await store.close();
+    await stopDatabase();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
