@@ -11,6 +11,7 @@ import { migrate } from './store/migrate.ts';
 import { createApi } from './api/index.ts';
 import { createIngest } from './ingest/index.ts';
 import { createDelivery } from './delivery/index.ts';
+import { createEngine } from './engine/index.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
 
 export const ROLES = ['api', 'ingest', 'worker'] as const;
@@ -50,6 +51,10 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     const box = createSecretBox(loadOrCreateEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
     const bootstrap = await bootstrapFirstMerchant(store, box);
     const metrics = createMetricsRegistry();
+    // The engine is rules over rows: the worker runs its periodic pass (expiry, safety net), the
+    // ingest role calls it after each commit; several processes may run it at once.
+    const engine = roles.includes('worker') || roles.includes('ingest') ? createEngine({ store, logger, metrics, config }) : undefined;
+    if (engine) shutdown.add('engine', () => engine.idle());
 
     let boss: PgBoss | undefined;
     if (roles.includes('worker')) {
@@ -63,11 +68,13 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
       const delivery = createDelivery({ store, logger, metrics, config, box });
       await delivery.start();
       shutdown.add('delivery', () => delivery.stop());
+      const engineLoop = engine!.run(shutdown.signal);
+      shutdown.add('engine-loop', () => engineLoop);
     }
 
     if (roles.includes('ingest')) {
-      // The engine connects here: onChainChange is called after each ingest commit (lead: wire the engine).
-      const ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: () => {} });
+      // onChainChange is called after each ingest commit: the engine reconciles that chain.
+      const ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: (change) => engine!.onChainChange(change) });
       shutdown.add('ingest', () => ingest.stop());
       logger.info({ msg: 'Ingest role started', live_chains: ingest.chains });
     }
