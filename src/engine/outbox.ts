@@ -10,6 +10,10 @@ export const EVENT_TYPES = [
   'payment.overpaid',
   'payment.expired',
   'payment.failed',
+  // Documented extras (README "Payment lifecycle"): every counted transfer became final, and a
+  // reorg removed money the session had counted (it moved back).
+  'payment.settled',
+  'payment.reorged',
   'refund.requested',
   'refund.completed',
   'refund.rejected',
