@@ -10,6 +10,7 @@ import { createEvmIngester, type ChainChange, type OnChainChange } from './evm/i
 import { createLeaderLocks } from './evm/leader.ts';
 import { createIngestMetrics } from './evm/metrics.ts';
 import { createRpc } from './evm/rpc.ts';
+import { createSolanaIngester } from './solana/index.ts';
 
 export type { ChainChange, OnChainChange };
 
@@ -141,14 +142,20 @@ export function createIngest(params: {
   }
 
   const running = names.map((name) => runChain(name).catch((error) => logger.error({ msg: 'Ingest loop crashed', chain: name, err: error })));
-  logger.info({ msg: 'Ingest started', chains: names });
+  // Solana: its own ingester (src/ingest/solana) under its own advisory lock, when SVC_SOLANA_RPC_URL is set.
+  const solana =
+    params.config.rpc.solana.http.length > 0 && chainConfigs.solana
+      ? createSolanaIngester({ store: params.store, logger: params.logger, metrics: params.metrics, chain: chainConfigs.solana, rpc: params.config.rpc.solana, onChainChange: params.onChainChange })
+      : undefined;
+  void solana?.start();
+  logger.info({ msg: 'Ingest started', chains: solana ? [...names, 'solana'] : names });
 
   return {
-    chains: names,
-    status: () => ({ ...states }),
+    chains: solana ? [...names, 'solana'] : names,
+    status: () => (solana ? { ...states, solana: solana.status() } : { ...states }),
     async stop() {
       controller.abort('stop');
-      await Promise.all(running);
+      await Promise.all([...running, solana?.stop()]);
       await locks.close();
     },
   };

@@ -33,6 +33,8 @@ export interface SolanaIngester {
   stop(): Promise<void>;
   /** Runs one pass now (tests, `svc` CLI); normally the loop does this. */
   syncOnce(): Promise<void>;
+  /** Where this process stands: waiting for the lock, ingesting, retrying after an error, stopped. */
+  status(): { state: 'standby' } | { state: 'leader' } | { state: 'retrying'; error: string } | { state: 'stopped' };
 }
 
 /** Tuning read from chains/solana.json's `ingest` block (see its `why`). */
@@ -97,6 +99,7 @@ export function createSolanaIngester(params: {
   let lastDiscovery = 0;
   let lastSweep = 0;
   let lastFinalized = -1n;
+  let state: ReturnType<SolanaIngester['status']> = { state: 'stopped' };
 
   function signal() {
     wake?.();
@@ -228,6 +231,7 @@ export function createSolanaIngester(params: {
   async function run() {
     const lockRetryMs = params.lockRetryMs ?? LOCK_RETRY_MS;
     let standingBy = false;
+    state = { state: 'standby' };
     while (!controller.signal.aborted) {
       try {
         if (await acquireLock()) break;
@@ -240,6 +244,7 @@ export function createSolanaIngester(params: {
     }
     if (controller.signal.aborted) return;
     metrics.leader.set({ chain: 'solana' }, 1);
+    state = { state: 'leader' };
     log.info({ msg: 'Solana ingester active', rpc_endpoints: rpc.endpoints, websocket: params.rpc.ws.length > 0 });
     if (params.rpc.ws.length > 0) {
       watcher = createSolanaWatcher({
@@ -261,8 +266,10 @@ export function createSolanaIngester(params: {
       try {
         await pass();
         backoff = ERROR_BACKOFF_MS;
+        state = { state: 'leader' };
       } catch (error) {
         if (controller.signal.aborted) break;
+        state = { state: 'retrying', error: String((error as Error).message ?? error).split('\n')[0] ?? 'error' };
         log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: backoff });
         await sleep(backoff, controller.signal);
         backoff = Math.min(ERROR_BACKOFF_MAX_MS, backoff * 2);
@@ -283,6 +290,7 @@ export function createSolanaIngester(params: {
       watcher?.stop();
       await loop;
       metrics.leader.set({ chain: 'solana' }, 0);
+      state = { state: 'stopped' };
       if (lockClient) {
         const client = lockClient;
         lockClient = undefined;
@@ -291,5 +299,6 @@ export function createSolanaIngester(params: {
       }
     },
     syncOnce: pass,
+    status: () => ({ ...state }),
   };
 }
