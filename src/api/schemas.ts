@@ -57,7 +57,12 @@ export const WalletAddressSchema = Type.String({
 });
 
 export const IdParam = (name: string, prefix: string) =>
-  Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 64, description: `Identifier (\`${prefix}_…\`).` }) }, { additionalProperties: false });
+  Type.Object(
+    {
+      [name]: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$', description: `Identifier (\`${prefix}_…\`).`, 'x-error': `must be an identifier such as ${prefix}_…` }),
+    },
+    { additionalProperties: false },
+  );
 
 export const ErrorSchema = Type.Object(
   { error: Type.String({ description: 'What is wrong, for people.' }) },

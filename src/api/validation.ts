@@ -76,4 +76,22 @@ export function registerValidation(app: FastifyInstance): void {
     done(badRequest(`Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted: send a JSON body with Content-Type: application/json`), undefined);
   });
   app.removeContentTypeParser('text/plain');
+  app.addHook('preValidation', async (request) => {
+    for (const [part, value] of [['body', request.body], ['query', request.query], ['path', request.params]] as const) {
+      const found = findNul(value, part);
+      if (found) throw badRequest(`${found} contains a NUL character (U+0000), which is not accepted`);
+    }
+  });
+}
+
+/** Postgres text cannot hold U+0000: such input is refused up front, naming where it was. */
+function findNul(value: unknown, path: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (!value || typeof value !== 'object' || depth > 32) return undefined;
+  for (const [key, inner] of Object.entries(value)) {
+    if (key.includes('\u0000')) return `${path} key`;
+    const found = findNul(inner, `${path}.${key}`, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -102,7 +102,7 @@ describe('payment links', () => {
     const m = await newMerchant(db.store);
     expect(await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '1.1234567' }) })).toMatchObject({ status: 400, body: { error: 'amount 1.1234567 has 7 decimal places; this token has 6' } });
     const { merchantWallet: _w, ...noWallet } = payment();
-    expect(await call('POST', '/api/v1/payment-links', { key: m.test, body: noWallet })).toMatchObject({ status: 400, body: { error: 'merchantWallet is required: this merchant has no verified wallet on base' } });
+    expect(await call('POST', '/api/v1/payment-links', { key: m.live, body: noWallet })).toMatchObject({ status: 400, body: { error: 'merchantWallet is required: this merchant has no verified wallet on base' } });
     expect(await call('PATCH', '/api/v1/payment-links/plink_x', { key: m.test, body: { active: 'no' } })).toMatchObject({ status: 400, body: { error: 'active must be a boolean' } });
   });
 });

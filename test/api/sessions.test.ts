@@ -110,17 +110,28 @@ describe('what a payer needs', () => {
     expect(created.body.paymentAddress).toBe(WALLET);
   });
 
-  test('without merchantWallet the oldest verified wallet on the chain is used; unverified wallets do not count', async () => {
+  test('live: without merchantWallet the oldest verified wallet on the chain is used; unverified wallets do not count', async () => {
     const m = await newMerchant(db.store);
     const { merchantWallet: _omit, ...noWallet } = body();
-    const refused = await call('POST', '/api/v1/payments', { key: m.test, body: noWallet });
+    const refused = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
     expect(refused).toMatchObject({ status: 400, body: { error: 'merchantWallet is required: this merchant has no verified wallet on polygon' } });
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
-    expect((await call('POST', '/api/v1/payments', { key: m.test, body: noWallet })).status).toBe(400);
+    expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).status).toBe(400);
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator' });
-    const created = await call('POST', '/api/v1/payments', { key: m.test, body: noWallet });
+    const created = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
     expect(created.status).toBe(201);
     expect(created.body.merchantWallet).toBe(WALLET);
+    // Test keys then use the verified wallet too.
+    expect((await call('POST', '/api/v1/payments', { key: m.test, body: noWallet })).body.merchantWallet).toBe(WALLET);
+  });
+
+  test('sandbox: a test key with no wallet yet gets a stable sandbox wallet, so a test key alone can try the flow', async () => {
+    const m = await newMerchant(db.store);
+    const { merchantWallet: _omit, ...noWallet } = body();
+    const one = await call('POST', '/api/v1/payments', { key: m.test, body: noWallet });
+    const two = await call('POST', '/api/v1/payments', { key: m.test, body: noWallet });
+    expect(one.status).toBe(201);
+    expect(one.body.merchantWallet).toBe(two.body.merchantWallet);
   });
 
   test('bridged tokens are accepted only for merchants who opt in', async () => {
@@ -205,6 +216,7 @@ describe('validation: a 400 that says what is wrong, and writes nothing', () => 
     ['expiresIn not an integer', body({ expiresIn: 60.5 }), 'expiresIn must be an integer'],
     ['unknown field', body({ colour: 'red' }), 'unknown field "colour"'],
     ['body is an array', [body()], 'the request body must be a JSON object'],
+    ['NUL in metadata', body({ metadata: { note: 'a\u0000b' } }), 'body.metadata.note contains a NUL character (U+0000), which is not accepted'],
   ];
   test.each(cases)('%s', async (_name, payload, message) => {
     const m = await newMerchant(db.store);

@@ -139,7 +139,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const amount = parseRequestedAmount(body.amount, decimals);
       const row = await deps.store.transaction(async (sql) => {
         const wallet = body.merchantWallet === undefined ? null : await resolvePayTo(sql, { merchantId: auth.merchantId, chain: body.chain, merchantWallet: body.merchantWallet });
-        if (wallet === null) await resolvePayTo(sql, { merchantId: auth.merchantId, chain: body.chain });
+        if (wallet === null) await resolvePayTo(sql, { merchantId: auth.merchantId, chain: body.chain, livemode: auth.livemode });
         const { rows } = await sql.query<LinkRow>(
           `INSERT INTO payment_links (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in)
            VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12) RETURNING ${LINK_COLUMNS}`,
