@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, test } from 'vitest';
+import pino from 'pino';
+import { getBase58Decoder } from '@solana/kit';
+import { useTestDatabase } from '../helpers/db.ts';
+import { createEngine } from '../../src/engine/index.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { eventsOf, insertTransfer, newMerchant, newSession, setHead, statusOf } from './fixtures.ts';
+
+const db = useTestDatabase('engine_solana');
+const engine = () => createEngine({ store: db.store, logger: pino({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
+const chain = 'solana' as const;
+const USDC_MINT = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+const solanaAddress = () => getBase58Decoder().decode(randomBytes(32));
+const signature = () => getBase58Decoder().decode(randomBytes(64));
+
+describe('solana: Solana Pay reference matching and finalized-only confirmation', () => {
+  test('the reference key wins over the amount, and confirmed and settled wait for the finalized slot', async () => {
+    const e = engine();
+    const merchantId = await newMerchant(db.store);
+    const wallet = solanaAddress();
+    const first = await newSession(db.store, { merchantId, wallet, amount: '5', chain });
+    const second = await newSession(db.store, { merchantId, wallet, amount: '5', chain });
+    expect(first.reference).toEqual(expect.any(String));
+    // The amount is the second session's due amount (5.000001), but the reference names the first (due 5).
+    await insertTransfer(db.store, { chain, to: wallet, token: USDC_MINT, amount: second.amount_due, block: 990n, referenceKeys: [solanaAddress(), first.reference!], txHash: signature() });
+    await setHead(db.store, { chain, head: 1000n, finalized: 989n });
+    await e.reconcile({ chain, livemode: true });
+    expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'confirming', confirmations: 11 });
+    expect(await statusOf(db.store, second.id)).toMatchObject({ status: 'created' });
+    const { rows } = await db.store.query(`SELECT match_method FROM transfers WHERE session_id = $1`, [first.id]);
+    expect(rows).toEqual([{ match_method: 'reference' }]);
+
+    // 60 slots deep but not finalized: still confirming (solana confirms at finalized only).
+    await setHead(db.store, { chain, head: 1050n, finalized: 989n });
+    await e.reconcile({ chain, livemode: true });
+    expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'confirming', confirmations: 61 });
+
+    await setHead(db.store, { chain, head: 1051n, finalized: 990n });
+    await e.reconcile({ chain, livemode: true });
+    expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'settled', amount_received: '5000001' });
+    expect(await eventsOf(db.store, first.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.overpaid', 'payment.settled']);
+    expect(await eventsOf(db.store, second.id)).toEqual([]);
+  });
+
+  test('a reference naming a session on another wallet does not pay it, nor anything else', async () => {
+    const e = engine();
+    const merchantId = await newMerchant(db.store);
+    const wallet = solanaAddress();
+    const session = await newSession(db.store, { merchantId, wallet, amount: '5', chain });
+    const { id } = await insertTransfer(db.store, { chain, to: solanaAddress(), token: USDC_MINT, amount: session.amount_due, block: 1100n, referenceKeys: [session.reference!], txHash: signature() });
+    const result = await e.reconcile({ chain, livemode: true });
+    expect(result.unmatched).toBe(1);
+    const { rows } = await db.store.query('SELECT session_id FROM transfers WHERE id = $1', [id]);
+    expect(rows[0]!.session_id).toBeNull();
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created' });
+  });
+});
