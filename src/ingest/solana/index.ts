@@ -13,7 +13,6 @@ import { createSolanaWatcher, type SolanaWatcher } from './subscriptions.ts';
 import { syncTokenAccount } from './syncTokenAccount.ts';
 
 export { parseTokenCredits, type RpcTransaction, type TokenCredit } from './parse.ts';
-export { solanaPayUrl } from './solanaPay.ts';
 
 /**
  * What changed, told to the engine after each commit, in the EVM ingesters' vocabulary:
