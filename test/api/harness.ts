@@ -86,3 +86,21 @@ export function createClient(app: FastifyInstance, checker?: { check(method: str
     return { status: response.statusCode, body, headers: response.headers };
   };
 }
+
+/** The same client over a real socket (fetch to a listening server), checked against the OpenAPI document too. */
+export function createSocketClient(baseUrl: string, checker?: { check(method: string, url: string, status: number, body: unknown): void }) {
+  return async function call(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    options: { key?: string; as?: 'bearer' | 'x-api-key'; body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<Answer> {
+    const headers: Record<string, string> = { ...(options.headers ?? {}) };
+    if (options.key) Object.assign(headers, options.as === 'x-api-key' ? xApiKey(options.key) : bearer(options.key));
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const response = await fetch(`${baseUrl}${url}`, { method, headers, redirect: 'manual', ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+    const text = await response.text();
+    const body = (response.headers.get('content-type') ?? '').includes('application/json') && text ? JSON.parse(text) : text;
+    checker?.check(method, url, response.status, body);
+    return { status: response.status, body, headers: Object.fromEntries(response.headers.entries()) };
+  };
+}
