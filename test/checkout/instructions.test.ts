@@ -227,4 +227,19 @@ describe('refund requests from the page', () => {
     expect(await post(url, { destination })).toEqual({ status: 409, body: { error: expect.stringContaining('already open') } });
     expect(await post('/checkout/ses_AAAAAAAAAAAAAAAAAAAA/refund', { destination })).toMatchObject({ status: 404 });
   });
+
+  test('a session gets at most three refund requests in all, so a page cannot flood the merchant', async () => {
+    const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '6' });
+    await setSessionState(db.store, session.id, { status: 'confirmed', amountReceived: 6_000_000n, confirmations: 32 });
+    const url = `/checkout/${session.id}/refund`;
+    const destination = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+    for (let i = 0; i < 3; i++) {
+      expect((await post(url, { destination })).status).toBe(201);
+      // The merchant declines it (as POST /refunds/{id}/reject would), which frees the amount again.
+      await db.store.query(`UPDATE refunds SET status = 'rejected', rejected_at = now() WHERE session_id = $1 AND status = 'requested'`, [session.id]);
+    }
+    expect(await post(url, { destination })).toEqual({ status: 429, body: { error: 'at most 3 refund requests can be made for one payment; contact the merchant' } });
+    const { rows } = await db.store.query(`SELECT count(*)::int AS n FROM events WHERE session_id = $1 AND type = 'refund.requested'`, [session.id]);
+    expect(rows[0]?.n).toBe(3);
+  });
 });
