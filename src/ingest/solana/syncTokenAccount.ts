@@ -52,7 +52,7 @@ export async function syncTokenAccount(params: {
   signal?: AbortSignal;
 }): Promise<SyncResult> {
   const { store, rpc, account } = params;
-  const listed = await listSignatures(rpc, account, params.pageSize);
+  const listed = await listSignatures(rpc, account, params.pageSize, params.finalizedSlot);
   const known = await loadKnownSignatures(store, account.address, listed.map((item) => item.signature));
   const result: SyncResult = { transfers: 0, removed: 0, pending: 0 };
 
@@ -116,7 +116,7 @@ export async function syncTokenAccount(params: {
 }
 
 /** Every signature newer than the cursor (and not older than the floor), oldest first. */
-async function listSignatures(rpc: SolanaRpcPool, account: WatchedTokenAccount, pageSize: number): Promise<ListedSignature[]> {
+async function listSignatures(rpc: SolanaRpcPool, account: WatchedTokenAccount, pageSize: number, finalizedSlot: bigint): Promise<ListedSignature[]> {
   const all: ListedSignature[] = [];
   let before: string | undefined;
   for (;;) {
@@ -135,7 +135,10 @@ async function listSignatures(rpc: SolanaRpcPool, account: WatchedTokenAccount, 
         reachedFloor = true;
         break;
       }
-      all.push({ signature: item.signature, slot, finalized: item.confirmationStatus === 'finalized' });
+      // Providers serving old history from long-term storage may leave the status out: those are
+      // final when their slot is.
+      const finalized = item.confirmationStatus ? item.confirmationStatus === 'finalized' : slot <= finalizedSlot;
+      all.push({ signature: item.signature, slot, finalized });
     }
     if (reachedFloor || page.length < pageSize) break;
     before = page[page.length - 1]!.signature;

@@ -70,3 +70,31 @@ describe('solana ingester wiring', () => {
     }
   });
 });
+
+describe('solana ingester over WebSocket', () => {
+  test('an account notification wakes it: a payment is stored long before the next poll would run', async () => {
+    rpc.calls.clear();
+    const ingester = createSolanaIngester({
+      store: db.store,
+      logger,
+      metrics: createMetricsRegistry({ defaultMetrics: false }),
+      chain: loadChains().solana,
+      rpc: { http: [rpc.url], ws: [rpc.wsUrl] },
+      // Polls and sweeps a minute apart: only a notification can make this test pass in time.
+      pollIntervalMs: 60_000,
+      sweepIntervalMs: 60_000,
+      lockRetryMs: 50,
+    });
+    await ingester.start();
+    try {
+      await waitFor(async () => (rpc.calls.get('ws:accountSubscribe') ?? 0) >= 2 && (rpc.calls.get('ws:slotSubscribe') ?? 0) >= 1, 'the subscriptions');
+      // Let the first (full) pass finish and the loop go to sleep.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const started = Date.now();
+      await paidAndStored(1_000_004n);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await ingester.stop();
+    }
+  });
+});
