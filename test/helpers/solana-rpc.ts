@@ -4,6 +4,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import {
   AccountRole,
   appendTransactionMessageInstructions,
+  compressTransactionMessageUsingAddressLookupTables,
+  getAddressEncoder,
   createTransactionMessage,
   generateKeyPairSigner,
   getBase58Decoder,
@@ -68,8 +70,10 @@ export interface SolanaTestRpc {
     /** Pay into this token account instead of the associated one. */
     toTokenAccount?: Address;
   }): Promise<LedgerEntry>;
-  /** Signs and runs instructions (the first signer pays fees). */
-  send(feePayer: KeyPairSigner, instructions: Instruction[], version?: 'legacy' | 0): Promise<LedgerEntry>;
+  /** Signs and runs instructions (the first signer pays fees); v0 messages load what they can from `lookupTables`. */
+  send(feePayer: KeyPairSigner, instructions: Instruction[], version?: 'legacy' | 0, lookupTables?: Record<Address, Address[]>): Promise<LedgerEntry>;
+  /** Installs an address lookup table holding `addresses` (as the ALT program would leave it) and returns its address. */
+  lookupTable(addresses: Address[]): Promise<Address>;
   stop(): Promise<void>;
 }
 
@@ -92,13 +96,14 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
   const calls = new Map<string, number>();
   const failures = new Map<string, number>();
 
-  async function send(feePayer: KeyPairSigner, instructions: Instruction[], version: 'legacy' | 0 = 0) {
-    const message = pipe(
+  async function send(feePayer: KeyPairSigner, instructions: Instruction[], version: 'legacy' | 0 = 0, lookupTables?: Record<Address, Address[]>) {
+    const built = pipe(
       createTransactionMessage({ version: version as 0 }),
       (m) => setTransactionMessageFeePayerSigner(feePayer, m),
       (m) => svm.setTransactionMessageLifetimeUsingLatestBlockhash(m),
       (m) => appendTransactionMessageInstructions(instructions, m),
     );
+    const message = lookupTables ? compressTransactionMessageUsingAddressLookupTables(built, lookupTables) : built;
     const transaction = await signTransactionMessageWithSigners(message);
     const entry = ledger.execute(transaction as Transaction);
     // A fresh blockhash per transaction, so identical payments are distinct transactions.
@@ -303,6 +308,19 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
       return send(from, instructions, version);
     },
     send,
+    async lookupTable(addresses) {
+      const table = (await generateKeyPairSigner()).address;
+      // LookupTableMeta (56 bytes): u32 type = 1 (LookupTable), deactivation slot = u64::MAX
+      // (active), last extended slot 0 (so every address is usable now), start index 0,
+      // authority None, 2 bytes padding; then the addresses.
+      const data = new Uint8Array(56 + 32 * addresses.length);
+      const view = new DataView(data.buffer);
+      view.setUint32(0, 1, true);
+      view.setBigUint64(4, 0xffffffffffffffffn, true);
+      addresses.forEach((address, index) => data.set(getAddressEncoder().encode(address), 56 + 32 * index));
+      svm.setAccount({ address: table, data, executable: false, lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))), programAddress: 'AddressLookupTab1e1111111111111111111111111' as Address, space: BigInt(data.length) });
+      return table;
+    },
     async stop() {
       for (const client of wss.clients) client.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateKeyPairSigner } from '@solana/kit';
+import { getTransferCheckedInstruction } from '@solana-program/token';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
 import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
@@ -101,5 +102,40 @@ describe('solana ingest', () => {
     }, 'the transfer to be removed');
     expect(row!.status).toBe('removed');
     expect(changes.some((change) => change.kind === 'reorg')).toBe(true);
+  });
+});
+
+describe('solana ingest, account lists', () => {
+  test('a v0 transaction whose receiving account comes from an address lookup table: log_index counts the loaded keys', async () => {
+    const ata = await rpc.ata(merchant.address, 'USDC');
+    const table = await rpc.lookupTable([ata]);
+    const source = await rpc.ata(payer.address, 'USDC');
+    const transfer = getTransferCheckedInstruction({ source, mint: rpc.mints.USDC, destination: ata, authority: payer, amount: 4_200_000n, decimals: 6 });
+    const paid = await rpc.send(payer, [transfer], 0, { [table]: [ata] });
+    expect(paid.meta.err).toBeNull();
+    expect((paid.meta.loadedAddresses as { writable: string[] }).writable).toEqual([ata]);
+    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
+    expect(row).toMatchObject({ amount: '4200000', to_address: merchant.address, log_index: paid.accountKeys.indexOf(ata) });
+    // Loaded keys follow the static ones.
+    expect(row!.log_index).toBe(paid.accountKeys.length - 1);
+  });
+
+  test('one transaction crediting two watched accounts (USDC and USDT) gives two transfers, one per token account', async () => {
+    const instructions = [];
+    for (const currency of ['USDC', 'USDT'] as const) {
+      instructions.push(
+        getTransferCheckedInstruction({ source: await rpc.ata(payer.address, currency), mint: rpc.mints[currency], destination: await rpc.ata(merchant.address, currency), authority: payer, amount: 3_000_000n, decimals: 6 }),
+      );
+    }
+    const paid = await rpc.send(payer, instructions);
+    const rows = await waitFor(async () => {
+      const found = await transfersOf(db.store, paid.signature);
+      return found.length === 2 ? found : undefined;
+    }, 'both transfers');
+    const usdcAta = await rpc.ata(merchant.address, 'USDC');
+    const usdtAta = await rpc.ata(merchant.address, 'USDT');
+    const byMint = Object.fromEntries(rows.map((row) => [row.token_address, row]));
+    expect(byMint[rpc.mints.USDC]).toMatchObject({ amount: '3000000', log_index: paid.accountKeys.indexOf(usdcAta) });
+    expect(byMint[rpc.mints.USDT]).toMatchObject({ amount: '3000000', log_index: paid.accountKeys.indexOf(usdtAta) });
   });
 });
