@@ -11,6 +11,7 @@ import { createIngest, type Ingest } from '../../src/ingest/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { formatAmount } from '../../src/internal/money.ts';
 import { makeSession } from './helpers.ts';
 import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS, waitText } from './browser.ts';
 
@@ -97,6 +98,43 @@ test('paying on anvil moves the page live: detected, confirmations N of 32, conf
 
   const { rows } = await db.store.query(`SELECT status, tx_hash, amount_received::text FROM payment_sessions WHERE id = $1`, [session.id]);
   expect(rows[0]).toMatchObject({ status: 'confirmed', tx_hash: hash, amount_received: session.amount_due.toString() });
+  expect(problems).toEqual([]);
+  await context.close();
+});
+
+test('an underpayment on anvil shows what is left; paying the QR code for the rest confirms the session', async () => {
+  const merchant = await newMerchant(db.store, 'Top-up Traders');
+  const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '30', livemode: true });
+  const context = await browser.newContext({ viewport: { width: VIEWPORTS.phone.width, height: VIEWPORTS.phone.height }, deviceScaleFactor: 2, isMobile: true });
+  const page = await context.newPage();
+  const problems = collectPageProblems(page);
+  await page.goto(`${server.url}/checkout/${session.id}`);
+  const [, token] = /^ethereum:(0x[0-9a-fA-F]{40})@137/.exec((await decodeQr(page)) ?? '')!;
+
+  const part = session.amount_due - 12_000_000n;
+  await anvil.waitMined(await anvil.pay(token as Address, WALLET, part));
+  await waitText(page.locator('#status'), /^Payment detected: \d+ of 32 confirmations\.$/, 20_000);
+  await anvil.mine(32);
+  await waitText(page.locator('#status'), 'Partly paid: 12 USDC still to pay.', 20_000);
+  await waitText(page.locator('#received'), formatAmount(part, 6));
+  await saveScreenshot(page, 'anvil-underpaid-phone');
+
+  const rest = await (async () => {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const uri = await decodeQr(page);
+      if (uri?.endsWith('&uint256=12000000') || Date.now() > deadline) return uri;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  expect(rest).toBe(`ethereum:${token}@137/transfer?address=${WALLET}&uint256=12000000`);
+  await anvil.waitMined(await anvil.pay(token as Address, WALLET, 12_000_000n));
+  await anvil.mine(32);
+  await waitText(page.locator('#status'), 'Payment confirmed. Thank you!', 20_000);
+  await page.locator('#refund').waitFor({ state: 'visible' });
+  await saveScreenshot(page, 'anvil-paid-phone');
+  const { rows } = await db.store.query(`SELECT status, amount_received::text FROM payment_sessions WHERE id = $1`, [session.id]);
+  expect(rows[0]).toMatchObject({ status: 'confirmed', amount_received: session.amount_due.toString() });
   expect(problems).toEqual([]);
   await context.close();
 });

@@ -134,8 +134,10 @@ describe('checkout page in Chromium', () => {
     await waitText(page.locator('#status'), 'This payment request has expired.');
     expect((await instructions(session.id)).view).toBe('expired');
     await saveScreenshot(page, 'expired-desktop');
+    await page.setViewportSize({ width: VIEWPORTS.phone.width, height: VIEWPORTS.phone.height });
     await page.reload();
     await waitText(page.locator('#status'), 'This payment request has expired.');
+    await saveScreenshot(page, 'expired-phone');
     expect(problems).toEqual([]);
   });
 

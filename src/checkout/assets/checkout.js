@@ -118,6 +118,10 @@
     var h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), sec = left % 60;
     var text = (h > 0 ? h + ':' + String(m).padStart(2, '0') : String(m)) + ':' + String(sec).padStart(2, '0');
     setText('countdown', text);
+    // Screen readers hear the countdown only at these marks, not every second.
+    if (state.view === 'awaiting' || state.view === 'underpaid') {
+      if (left === 300 || left === 60) announce((left / 60) + (left === 60 ? ' minute' : ' minutes') + ' left to pay');
+    }
     if (left === 0 && (state.view === 'awaiting' || state.view === 'underpaid')) {
       // Show the expired view at once; the server's answer follows from the feed or a poll.
       var local = {};
