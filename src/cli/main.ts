@@ -20,6 +20,7 @@ import {
 } from '../accounts/index.ts';
 import { startDaemon, ROLES, type Role } from '../daemon.ts';
 import { formatConfigTable } from './configTable.ts';
+import { listenForWebhooks } from './webhooksListen.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface Io {
@@ -298,6 +299,34 @@ const commands: Record<string, Command> = {
         emit(io, json, key, `Revoked ${key.id} (${key.hint}) at ${key.revokedAt!.toISOString()}`);
         return 0;
       });
+    },
+  },
+
+  'webhooks listen': {
+    summary: 'receive, verify and print webhook events locally (registers a temporary endpoint)',
+    usage: 'svc webhooks listen --key API_KEY [--port 4242] [--api URL] [--events payment.confirmed,…] [--json]',
+    options: {
+      key: { type: 'string', description: 'an API key with write scope; a test key listens to sandbox events (env SVC_API_KEY)' },
+      port: { type: 'string', description: 'local port to receive on (default 4242; 0 picks one)' },
+      api: { type: 'string', description: 'the daemon’s base URL (default SVC_PUBLIC_URL, i.e. http://HOST:PORT)' },
+      events: { type: 'string', description: 'comma-separated event kinds (default all)' },
+      ...jsonOption,
+    },
+    async run({ values, io, json }) {
+      const apiKey = typeof values.key === 'string' ? values.key : io.env.SVC_API_KEY;
+      if (!apiKey) throw new UsageError('--key is required (or set SVC_API_KEY)');
+      const port = typeof values.port === 'string' ? Number(values.port) : 4242;
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number');
+      const apiUrl = typeof values.api === 'string' ? values.api.replace(/\/+$/, '') : loadConfig(io.env).publicUrl;
+      await listenForWebhooks({
+        apiUrl,
+        apiKey,
+        port,
+        ...(typeof values.events === 'string' ? { events: values.events.split(',').map((event) => event.trim()) } : {}),
+        print: (line, data) => emit(io, json, data, line),
+        stop: io.stopSignal ?? waitForSignal(),
+      });
+      return 0;
     },
   },
 
