@@ -102,14 +102,26 @@ export async function findSession(sql: Sql, transfer: TransferToMatch): Promise<
       return fits ? { sessionId: named.id, method: 'reference' } : undefined;
     }
   }
+  // Only the sessions the rules can pick are read, not every session on the wallet: all with this
+  // exact due amount, the oldest exact top-up, up to two within tolerance and any two unpaid ones
+  // (enough for "exactly one" to stay true or false). chooseSession then decides as on the full set.
   const { rows } = await sql.query<Candidate>(
-    `SELECT ${CANDIDATE_COLUMNS} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-      WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = $3 AND $4 = ANY(s.token_addresses)
-        AND s.monitor_until >= $5 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)
-      ORDER BY s.created_at, s.id`,
-    [transfer.livemode, transfer.chain, transfer.to_address, transfer.token_address, transfer.paid_at, CLOCK_SKEW_SECONDS],
+    `WITH c AS MATERIALIZED (
+       SELECT ${CANDIDATE_COLUMNS} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+        WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = $3 AND $4 = ANY(s.token_addresses)
+          AND s.monitor_until >= $5 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)),
+     u AS (SELECT * FROM c WHERE status NOT IN ('confirmed', 'settled') AND received < amount_due)
+     (SELECT * FROM c WHERE amount_due = $7::numeric)
+     UNION ALL (SELECT * FROM u WHERE received > 0 AND amount_due - received = $7::numeric ORDER BY created_at, id LIMIT 1)
+     UNION ALL (SELECT * FROM u WHERE received = 0 AND $7::numeric < amount_due
+                  AND $7::numeric * 10000 >= amount_due * (10000 - payment_tolerance_bps) ORDER BY created_at, id LIMIT 2)
+     UNION ALL (SELECT * FROM u ORDER BY created_at, id LIMIT 2)`,
+    [transfer.livemode, transfer.chain, transfer.to_address, transfer.token_address, transfer.paid_at, CLOCK_SKEW_SECONDS, transfer.amount],
   );
-  const chosen = chooseSession(transfer, rows);
+  const unique = [...new Map(rows.map((row) => [row.id, row])).values()].sort(
+    (a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
+  const chosen = chooseSession(transfer, unique);
   return chosen && { sessionId: chosen.id, method: 'amount' };
 }
 
