@@ -57,7 +57,10 @@ function copyable(id: string, text: string, label: string, suffix = ''): string 
 export function renderCheckoutPage(i: PaymentInstructions, params: { qrUrl: string; sandboxPanel?: SandboxPanel }): string {
   const view = i.view as CheckoutView;
   const v = (views: CheckoutView[]) => hiddenUnless(view, views);
-  const state = { ...i, qrBase: params.qrUrl };
+  // The script talks to the origin it was loaded from (relative paths), so a page reached under
+  // another host name than SVC_PUBLIC_URL still works within its CSP's connect-src 'self'.
+  const base = `/checkout/${encodeURIComponent(i.id)}`;
+  const state = { ...i, qrBase: params.qrUrl, statusPath: `${base}/status`, eventsPath: `${base}/events`, refundPath: `${base}/refund` };
   const token = i.token;
   const chainLabel = `${i.chainName} (${i.chainKind === 'evm' ? `chain id ${i.chainId}` : String(i.chainId)})`;
   const title = `Pay ${i.amountDue} ${i.currency} to ${i.merchant.name}`;

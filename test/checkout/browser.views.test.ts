@@ -124,6 +124,17 @@ describe('checkout page in Chromium', () => {
     expect(problems).toEqual([]);
   });
 
+  test('a page reached under another host name than SVC_PUBLIC_URL still gets live updates (same-origin paths)', async () => {
+    const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '2' });
+    const otherOrigin = server.url.replace('127.0.0.1', 'localhost');
+    const { page, problems } = await open(`${otherOrigin}/checkout/${session.id}`, 'desktop');
+    await waitText(page.locator('#status'), 'Waiting for your payment.');
+    expect(await decodeQr(page)).toBe((await instructions(session.id)).paymentUri);
+    await setSessionState(db.store, session.id, { status: 'confirming', amountReceived: session.amount_due, confirmations: 2 });
+    await waitText(page.locator('#status'), `Payment detected: 2 of ${session.required_confirmations} confirmations.`);
+    expect(problems).toEqual([]);
+  });
+
   test('the countdown reaching zero shows the expired view, and the server agrees', async () => {
     const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'arbitrum', merchantWallet: WALLET, amount: '1' });
     await setSessionState(db.store, session.id, { expiresInSeconds: 3 });

@@ -92,7 +92,7 @@
   }
 
   function poll() {
-    fetch(state.statusUrl, { headers: { accept: 'application/json' }, cache: 'no-store' })
+    fetch(state.statusPath, { headers: { accept: 'application/json' }, cache: 'no-store' })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (s) { if (s) apply(s); })
       .catch(function () {});
@@ -106,7 +106,7 @@
   function startLive() {
     if (state.view === 'paid' || state.view === 'expired' || state.view === 'failed') return;
     if (!window.EventSource) { startPolling(); return; }
-    source = new EventSource(state.eventsUrl);
+    source = new EventSource(state.eventsPath);
     source.addEventListener('status', function (event) { apply(JSON.parse(event.data)); });
     source.onerror = function () {
       if (source && source.readyState === EventSource.CLOSED) { source = null; startPolling(); }
@@ -170,7 +170,7 @@
     if (form.elements.email.value.trim()) body.email = form.elements.email.value.trim();
     var submit = form.querySelector('button[type="submit"]');
     submit.disabled = true;
-    fetch(state.refundUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) })
+    fetch(state.refundPath, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) })
       .then(function (r) { return r.json().then(function (json) { return { ok: r.ok, json: json }; }); })
       .then(function (answer) {
         submit.disabled = false;
