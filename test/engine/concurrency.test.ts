@@ -57,4 +57,28 @@ describe('several engines on one database', () => {
       await other.close();
     }
   });
+
+  test('expiry is state in the database, not a timer: it fires once after a restart, with two loops running', async () => {
+    const merchantId = await newMerchant(db.store);
+    const session = await newSession(db.store, { merchantId, wallet: newEvmWallet(), amount: '3' });
+    const first = new AbortController();
+    const firstLoop = createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), intervalMs: 50 }).run(first.signal);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    first.abort();
+    await firstLoop;
+    // The session expires while no engine runs ("the process was down").
+    await expireNow(db.store, session.id);
+    const second = new AbortController();
+    const loops = [0, 1].map(() => createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), intervalMs: 50 }).run(second.signal));
+    const deadline = Date.now() + 10_000;
+    while ((await db.store.query(`SELECT 1 FROM payment_sessions WHERE id = $1 AND status = 'expired'`, [session.id])).rowCount === 0) {
+      if (Date.now() > deadline) throw new Error('the session did not expire');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    second.abort();
+    await Promise.all(loops);
+    const { rows } = await db.store.query<{ type: string }>('SELECT type FROM events WHERE session_id = $1', [session.id]);
+    expect(rows.map((r) => r.type)).toEqual(['payment.expired']);
+  });
 });
