@@ -95,6 +95,30 @@ export async function claimIdempotencyKey(sql: Sql, params: { apiKeyId: string; 
  */
 export function registerIdempotency(app: FastifyInstance, params: { store: Store }): void {
   app.decorateRequest('idempotency', null);
+  // Every authenticated POST documents (and validates) the header in its schema, so it shows in
+  // the OpenAPI document of every module's routes, not only this one's.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST') || route.config?.auth === 'none' || route.url.startsWith('/docs')) return;
+    const schema = (route.schema ?? {}) as Record<string, unknown>;
+    if (schema.headers) return;
+    route.schema = {
+      ...schema,
+      headers: {
+        type: 'object',
+        properties: {
+          [IDEMPOTENCY_HEADER]: {
+            type: 'string',
+            minLength: 1,
+            maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+            description:
+              'Makes a retry safe: the same key (per API key, kept 24 h) with the same request replays the first 2xx answer with `Idempotent-Replayed: true`; with a different request: 422; while the first still runs: 409.',
+            'x-error': `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+          },
+        },
+      },
+    };
+  });
   app.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST' || !request.auth) return;
     const header = request.headers[IDEMPOTENCY_HEADER];

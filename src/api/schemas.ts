@@ -164,7 +164,15 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
     422: 'This Idempotency-Key was used with a different request.',
     429: 'Rate limited; see Retry-After.',
   };
-  return Object.fromEntries(statuses.map((status) => [status, { ...ErrorSchema, description: descriptions[status] ?? 'Error.' }]));
+  const rateLimitHeaders = {
+    'Retry-After': { type: 'integer', description: 'Seconds until the limit resets.' },
+    'RateLimit-Limit': { type: 'integer', description: 'Requests allowed per minute in this budget.' },
+    'RateLimit-Remaining': { type: 'integer', description: 'Requests left in this window.' },
+    'RateLimit-Reset': { type: 'integer', description: 'Seconds until the window resets.' },
+  };
+  return Object.fromEntries(
+    statuses.map((status) => [status, { ...ErrorSchema, description: descriptions[status] ?? 'Error.', ...(status === 429 ? { headers: rateLimitHeaders } : {}) }]),
+  );
 }
 
 /** Errors any authenticated read can give. */

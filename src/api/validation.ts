@@ -55,7 +55,7 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
     case 'propertyNames':
       return `${where} has a key that is empty or too long`;
     default:
-      return `${where || part} ${error.message ?? 'is invalid'}`;
+      return `${where || part} ${(part === 'header' ? custom : undefined) ?? error.message ?? 'is invalid'}`;
   }
 }
 

@@ -79,7 +79,7 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
         if (idempotencyKey !== undefined && /^[\x20-\x7e]*$/.test(idempotencyKey)) headers['idempotency-key'] = idempotencyKey;
         await expectSafe({ method: 'POST', url: `${prefix}${path}`, headers, payload: JSON.stringify(body) ?? 'null' });
       }),
-      { numRuns: 1000 },
+      { numRuns: 800 },
     );
   });
 
@@ -95,7 +95,7 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
           await expectSafe({ method: 'POST', url: `/api/v1${path}`, headers, payload });
         },
       ),
-      { numRuns: 500 },
+      { numRuns: 400 },
     );
   });
 
@@ -115,7 +115,7 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
           expect(response.statusCode).toBeGreaterThanOrEqual(200);
         },
       ),
-      { numRuns: 600 },
+      { numRuns: 500 },
     );
   });
 
@@ -134,11 +134,11 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
           await expectSafe({ method: 'POST', url: path, headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify({ ...validBody, amount: 'bad' }) });
         },
       ),
-      { numRuns: 400 },
+      { numRuns: 300 },
     );
     // Still alive and correct afterwards.
     const health = await app.inject({ method: 'GET', url: '/api/v1/health' });
     expect(health.statusCode).toBe(200);
-    expect(checked).toBeGreaterThanOrEqual(2500);
+    expect(checked).toBeGreaterThanOrEqual(2000);
   });
 });

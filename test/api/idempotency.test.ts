@@ -87,7 +87,7 @@ describe('Idempotency-Key', () => {
   test('an Idempotency-Key over 255 characters is a 400', async () => {
     const m = await newMerchant(db.store);
     const answer = await call('POST', '/api/v1/payments', { key: m.test, body: payment(), headers: { 'idempotency-key': 'x'.repeat(256) } });
-    expect(answer).toMatchObject({ status: 400, body: { error: 'Idempotency-Key must be 1 to 255 characters' } });
+    expect(answer).toMatchObject({ status: 400, body: { error: 'header parameter idempotency-key must be 1 to 255 characters' } });
     expect((await call('POST', '/api/v1/payments', { key: m.test, body: payment(), headers: { 'idempotency-key': 'x'.repeat(255) } })).status).toBe(201);
   });
 
