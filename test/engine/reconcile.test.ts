@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
-import { createEngine } from '../../src/engine/index.ts';
+import { createEngine, merchantFees } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf } from './fixtures.ts';
 
@@ -270,5 +270,24 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     const result = await e.reconcile({ chain, livemode });
     expect(result.unmatched).toBe(2);
     expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created' });
+  });
+
+  test('fees: 1% per payment in base units, summed per merchant over confirmed and settled payments only', async () => {
+    const metrics = createMetricsRegistry({ defaultMetrics: false });
+    const e = createEngine({ store: db.store, logger, metrics });
+    const merchantId = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const paid = await newSession(db.store, { merchantId, wallet, amount: '12.34' });
+    const unpaid = await newSession(db.store, { merchantId, wallet, amount: '99' });
+    expect([paid.fee, unpaid.fee]).toEqual([123_400n, 990_000n]);
+    const base = await nextBase();
+    await insertTransfer(db.store, { to: wallet, amount: paid.amount_due, block: base });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await merchantFees(db.store, { merchantId, livemode })).toEqual([{ chain: 'polygon', currency: 'USDC', decimals: 6, payments: 1, fee: 123_400n }]);
+    expect(await merchantFees(db.store, { merchantId, livemode: false })).toEqual([]);
+    const text = await metrics.metrics();
+    expect(text).toContain('svc_engine_transitions_total{chain="polygon",from="confirming",to="confirmed"} 1');
+    expect(text).toContain('svc_engine_events_total{chain="polygon",type="payment.confirmed"} 1');
   });
 });
