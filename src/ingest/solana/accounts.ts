@@ -1,4 +1,4 @@
-import { address, getAddressEncoder, getBase58Decoder, getBase64Encoder, getProgramDerivedAddress, type Address } from '@solana/kit';
+import { address, getAddressEncoder, getBase58Decoder, getBase64Encoder, getProgramDerivedAddress } from '@solana/kit';
 import type { Sql } from '../../store/index.ts';
 import type { SolanaRpcPool } from './rpc.ts';
 
@@ -40,6 +40,7 @@ export async function loadWatchedOwners(sql: Sql): Promise<string[]> {
   return rows.map((row) => row.address);
 }
 
+/** Every watched token account with its cursor, as stored in solana_token_accounts. */
 export async function loadTokenAccounts(sql: Sql): Promise<WatchedTokenAccount[]> {
   const { rows } = await sql.query<{
     address: string;
@@ -101,4 +102,3 @@ export async function saveTokenAccounts(sql: Sql, accounts: Omit<WatchedTokenAcc
   return rowCount ?? 0;
 }
 
-export type { Address };

@@ -32,6 +32,11 @@ export function endpointLabel(url: string, index: number): string {
   }
 }
 
+/**
+ * Creates the pool: calls go to the first URL that is not resting; any error (network, timeout,
+ * 5xx, 429, a JSON-RPC error) rests that URL with a growing cooldown and tries the next, and every
+ * call is timed and every failure counted in the shared `svc_ingest_rpc_*` metrics.
+ */
 export function createSolanaRpcPool(params: { urls: string[]; logger: Logger; metrics: IngestMetrics; signal?: AbortSignal }): SolanaRpcPool {
   if (params.urls.length === 0) throw new NonRetryableError('solana: no RPC URL configured (SVC_SOLANA_RPC_URL)');
   const endpoints = params.urls.map((url, index) => ({ label: endpointLabel(url, index), rpc: createSolanaRpc(url), failures: 0, restUntil: 0 }));

@@ -30,35 +30,64 @@ export interface SignatureRecord {
 }
 
 /**
- * Records signatures of one token account and their credits as transfers. A transfer that a fork
- * switch had removed and that lands again is restored (status back to observed, new slot).
+ * Records signatures of one token account and their credits as transfers, two statements per
+ * batch whatever its size (rows travel as one jsonb array). A transfer that a fork switch had
+ * removed and that lands again is restored (status back to observed, new slot).
  * @returns how many transfers were inserted or restored.
  */
 export async function recordSignatures(sql: Sql, tokenAccount: string, owner: string, records: SignatureRecord[]): Promise<number> {
-  let changed = 0;
-  for (const record of records) {
-    await sql.query(
-      `INSERT INTO solana_signatures (token_account, signature, slot, commitment, failed, account_index, block_time)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (token_account, signature) DO UPDATE
-         SET slot = EXCLUDED.slot, commitment = EXCLUDED.commitment, failed = EXCLUDED.failed,
-             account_index = EXCLUDED.account_index, updated_at = now()
-         WHERE solana_signatures.commitment <> 'finalized'`,
-      [tokenAccount, record.signature, record.slot, record.finalized ? 'finalized' : 'confirmed', record.failed, record.credit?.accountIndex ?? null, record.blockTime],
-    );
-    const credit = record.credit;
-    if (!credit) continue;
-    const { rowCount } = await sql.query(
-      `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_time, token_address, from_address, to_address, amount, reference_keys, status)
-       VALUES (true, 'solana', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-       ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
-         SET status = EXCLUDED.status, removed_at = NULL, block_number = EXCLUDED.block_number, block_time = EXCLUDED.block_time
-         WHERE transfers.status = 'removed'`,
-      [credit.signature, credit.accountIndex, credit.slot, credit.blockTime, credit.mint, credit.from, credit.owner || owner, credit.amount.toString(), credit.references, credit.failed ? 'failed' : 'observed'],
-    );
-    changed += rowCount ?? 0;
-  }
-  return changed;
+  if (records.length === 0) return 0;
+  await sql.query(
+    `INSERT INTO solana_signatures (token_account, signature, slot, commitment, failed, account_index, block_time)
+     SELECT $1, r.signature, r.slot, r.commitment, r.failed, r.account_index, r.block_time
+     FROM jsonb_to_recordset($2::jsonb) AS r (signature text, slot bigint, commitment text, failed boolean, account_index integer, block_time timestamptz)
+     ON CONFLICT (token_account, signature) DO UPDATE
+       SET slot = EXCLUDED.slot, commitment = EXCLUDED.commitment, failed = EXCLUDED.failed,
+           account_index = EXCLUDED.account_index, updated_at = now()
+       WHERE solana_signatures.commitment <> 'finalized'`,
+    [
+      tokenAccount,
+      JSON.stringify(
+        records.map((record) => ({
+          signature: record.signature,
+          slot: record.slot.toString(),
+          commitment: record.finalized ? 'finalized' : 'confirmed',
+          failed: record.failed,
+          account_index: record.credit?.accountIndex ?? null,
+          block_time: record.blockTime?.toISOString() ?? null,
+        })),
+      ),
+    ],
+  );
+  const credits = records.flatMap((record) => (record.credit ? [record.credit] : []));
+  if (credits.length === 0) return 0;
+  const { rowCount } = await sql.query(
+    `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_time, token_address, from_address, to_address, amount, reference_keys, status)
+     SELECT true, 'solana', r.tx_hash, r.log_index, r.block_number, r.block_time, r.token_address, r.from_address, r.to_address, r.amount, r.reference_keys, r.status
+     FROM jsonb_to_recordset($1::jsonb) AS r (tx_hash text, log_index integer, block_number bigint, block_time timestamptz, token_address text,
+       from_address text, to_address text, amount numeric, reference_keys text[], status text)
+     ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
+       SET status = EXCLUDED.status, removed_at = NULL, block_number = EXCLUDED.block_number, block_time = EXCLUDED.block_time
+       WHERE transfers.status = 'removed'`,
+    [
+      JSON.stringify(
+        credits.map((credit) => ({
+          tx_hash: credit.signature,
+          log_index: credit.accountIndex,
+          block_number: credit.slot.toString(),
+          block_time: credit.blockTime?.toISOString() ?? null,
+          token_address: credit.mint,
+          from_address: credit.from,
+          to_address: credit.owner || owner,
+          // Base units as decimal text: numeric(78,0) takes it exactly, a JSON number would not.
+          amount: credit.amount.toString(),
+          reference_keys: credit.references,
+          status: credit.failed ? 'failed' : 'observed',
+        })),
+      ),
+    ],
+  );
+  return rowCount ?? 0;
 }
 
 /** Marks stored 'confirmed' signatures finalized. */
