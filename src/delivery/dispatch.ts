@@ -34,10 +34,12 @@ export function endpointWants(enabledEvents: readonly string[], type: string): b
  * transaction. Targets are the merchant's enabled endpoints of the event's mode that subscribed
  * to its kind, and the session's webhookUrl. The event body is serialised here, once.
  *
- * The new deliveries come back leased to the caller, due now, so it can send them at once.
+ * Up to `claim` of the new deliveries come back leased to the caller, due now, so it can send
+ * them at once; the rest (an event fanning out to many endpoints) stay unleased and due, for
+ * any worker to claim, so no lease runs out while a delivery waits in a local queue.
  * Run inside a transaction.
  */
-export async function dispatchEvents(sql: Sql, params: { now: Date; limit: number }): Promise<ClaimedDelivery[]> {
+export async function dispatchEvents(sql: Sql, params: { now: Date; limit: number; claim?: number }): Promise<{ events: number; deliveries: ClaimedDelivery[] }> {
   const { rows: events } = await sql.query<EventRow>(
     `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, e.created_at, s.webhook_url AS session_webhook_url,
             m.webhook_secret_sealed AS merchant_secret_sealed
@@ -50,7 +52,7 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
       FOR UPDATE OF e SKIP LOCKED`,
     [params.limit],
   );
-  if (events.length === 0) return [];
+  if (events.length === 0) return { events: 0, deliveries: [] };
 
   const merchants = [...new Set(events.map((event) => event.merchant_id))];
   const { rows: endpoints } = await sql.query<EndpointRow>(
@@ -82,11 +84,12 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
     }
   });
 
+  const leased = planned.slice(0, params.claim ?? planned.length);
   let inserted = new Set<string>();
   if (planned.length > 0) {
     const { rows } = await sql.query<{ id: string }>(
       `INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at, locked_until)
-       SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8, $9
+       SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8, CASE WHEN id = ANY($10::text[]) THEN $9::timestamptz END
          FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[]) AS t(id, event_id, merchant_id, livemode, endpoint_id, url, target)
        ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING
        RETURNING id`,
@@ -100,6 +103,7 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
         planned.map((d) => d.target),
         params.now,
         lockedUntil,
+        leased.map((d) => d.id),
       ],
     );
     inserted = new Set(rows.map((row) => row.id));
@@ -110,5 +114,6 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
       WHERE e.id = t.id`,
     [events.map((event) => event.id), bodies, params.now],
   );
-  return planned.filter((delivery) => inserted.has(delivery.id)).map(({ target: _target, ...delivery }) => delivery);
+  const deliveries = leased.filter((delivery) => inserted.has(delivery.id)).map(({ target: _target, ...delivery }) => delivery);
+  return { events: events.length, deliveries };
 }

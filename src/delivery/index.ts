@@ -89,6 +89,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
   let wakeUp: (() => void) | undefined;
   let woken = false;
   let saturated = false;
+  let backlog = false;
 
   function wake(): void {
     woken = true;
@@ -160,12 +161,15 @@ export function createDelivery(params: DeliveryParams): Delivery {
       return 0;
     }
     const now = clock.now();
-    const fresh = await store.transaction((sql) => dispatchEvents(sql, { now, limit: room }));
+    const dispatched = await store.transaction((sql) => dispatchEvents(sql, { now, limit: room, claim: room }));
+    const fresh = dispatched.deliveries;
     fresh.forEach(launch);
     const left = concurrency - inFlight.size;
     const due = left > 0 ? await claimDueDeliveries(store, { now, limit: left }) : [];
     due.forEach(launch);
-    saturated = inFlight.size >= concurrency || fresh.length >= room || due.length >= left;
+    // A full batch of events or of due deliveries means more may be waiting: go again at once.
+    backlog = dispatched.events >= room || (left > 0 && due.length >= left);
+    saturated = inFlight.size >= concurrency;
     return fresh.length + due.length;
   }
 
@@ -217,8 +221,8 @@ export function createDelivery(params: DeliveryParams): Delivery {
         if (!listener) await listen().catch((error) => logger.warn({ msg: 'Delivery listener could not connect', err: error }));
         woken = false;
         await fill();
-        if (!saturated) await idle();
-        else await waitForWake(pollIntervalMs);
+        if (saturated) await waitForWake(pollIntervalMs);
+        else if (!backlog) await idle();
       } catch (error) {
         logger.error({ msg: 'Delivery loop error', err: error });
         await sleep(ERROR_BACKOFF_MS, signal);
@@ -248,7 +252,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
       for (;;) {
         const started = await runOnce();
         total += started;
-        if (started === 0) return total;
+        if (started === 0 && !backlog) return total;
       }
     },
   };

@@ -191,7 +191,8 @@ describe('events API: list, attempts, redeliver, replay', () => {
     const redelivered = await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test });
     expect(redelivered.status).toBe(202);
     expect(redelivered.body.deliveries).toHaveLength(2);
-    clock.advance(1_000);
+    // Redeliveries are due at the database's now(): move the worker's clock past it.
+    clock.set(new Date(Date.now() + 1_000));
     await w.drain();
     const again = receiver.received.slice(before);
     expect(again.map((r) => r.path).sort()).toEqual(['/redeliver', '/redeliver-session']);
@@ -209,6 +210,7 @@ describe('events API: list, attempts, redeliver, replay', () => {
     const one = await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test, body: { endpointId: late.body.id } });
     expect(one.status).toBe(202);
     expect(one.body.deliveries).toHaveLength(1);
+    clock.set(new Date(Date.now() + 1_000));
     await w.drain();
     expect(receiver.received.filter((r) => r.path === '/late').map((r) => r.headers['x-service-event-id'])).toEqual([event.id]);
     const deliveries = await call('GET', `/api/v1/events/${event.id}/deliveries`, { key: m.test });

@@ -107,6 +107,19 @@ describe('dispatch and signing', () => {
     }
   });
 
+  test('an event fanning out to more endpoints than the worker has room for leases only what it can send; the rest stay claimable', async () => {
+    const { merchant: m } = await merchant(db.store);
+    for (const n of [1, 2, 3]) await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/fan-${n}` });
+    const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.confirmed', data: {} }));
+    const worker = delivery(db.store, { concurrency: 1 });
+    expect(await worker.runOnce()).toBe(1);
+    const { rows } = await db.store.query("SELECT count(*) FILTER (WHERE status = 'pending' AND locked_until IS NULL) AS unleased FROM webhook_deliveries WHERE event_id = $1", [event.id]);
+    expect(rows[0]!.unleased).toBe(2n);
+    expect(await worker.drain()).toBe(2);
+    expect(receiver.received.filter((r) => r.headers['x-service-event-id'] === event.id).map((r) => r.path).sort()).toEqual(['/fan-1', '/fan-2', '/fan-3']);
+    await worker.stop();
+  });
+
   test('refund events are delivered with their envelope like payment events', async () => {
     const { merchant: m, webhookSecret } = await merchant(db.store);
     const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/refunds` });
