@@ -7,6 +7,7 @@ export interface ChainHead {
   finalizedBlock: bigint | null;
 }
 
+/** The stored head of one (livemode, chain); nulls when the ingester has not written one yet. */
 export async function readChainHead(sql: Sql, params: { livemode: boolean; chain: string }): Promise<ChainHead> {
   const { rows } = await sql.query<{ head_block: bigint | null; finalized_block: bigint | null }>(
     'SELECT head_block, finalized_block FROM chain_heads WHERE livemode = $1 AND chain = $2',

@@ -42,6 +42,7 @@ interface Candidate {
   payment_tolerance_bps: number;
 }
 
+/** How matching attributed a transfer (`manual` is the API's attribution). */
 export type MatchMethod = 'reference' | 'amount';
 
 const CANDIDATE_COLUMNS = `s.id, s.status, s.amount_due, s.token_addresses, s.pay_to, s.livemode, s.chain, s.created_at, s.monitor_until,

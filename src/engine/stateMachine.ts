@@ -85,6 +85,3 @@ export function assertTransition(from: PaymentStatus, to: PaymentStatus, cause: 
 export function canTransition(from: PaymentStatus, to: PaymentStatus): boolean {
   return TRANSITIONS.some((t) => t.from === from && t.to === to);
 }
-
-/** States in which a session still waits for money before its expiry. */
-export const OPEN_STATUSES: readonly PaymentStatus[] = ['created', 'pending', 'confirming'];

@@ -14,6 +14,7 @@ const DEFAULT_PAGE_SIZE = 20;
 
 const Nullable = (schema: ReturnType<typeof Type.String>, description: string) => Type.Union([schema, Type.Null()], { description });
 
+/** A transfer as `GET /transfers/unmatched` and the attribution response show it. */
 export const TransferSchema = Type.Object(
   {
     id: Type.String({ description: 'Transfer identifier (`trf_…`).' }),
