@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateKeyPairSigner } from '@solana/kit';
-import { getTransferCheckedInstruction } from '@solana-program/token';
+import { TOKEN_PROGRAM_ADDRESS, getInitializeAccount3Instruction, getTransferCheckedInstruction } from '@solana-program/token';
+import { getCreateAccountInstruction } from '@solana-program/system';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
 import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
@@ -137,5 +138,20 @@ describe('solana ingest, account lists', () => {
     const byMint = Object.fromEntries(rows.map((row) => [row.token_address, row]));
     expect(byMint[rpc.mints.USDC]).toMatchObject({ amount: '3000000', log_index: paid.accountKeys.indexOf(usdcAta) });
     expect(byMint[rpc.mints.USDT]).toMatchObject({ amount: '3000000', log_index: paid.accountKeys.indexOf(usdtAta) });
+  });
+});
+
+describe('solana ingest, other token accounts', () => {
+  test('a token account the wallet holds besides its associated one is discovered and watched', async () => {
+    const account = await generateKeyPairSigner();
+    const space = 165n;
+    await rpc.send(payer, [
+      getCreateAccountInstruction({ payer, newAccount: account, lamports: rpc.ledger.svm.minimumBalanceForRentExemption(space), space, programAddress: TOKEN_PROGRAM_ADDRESS }),
+      getInitializeAccount3Instruction({ account: account.address, mint: rpc.mints.USDT, owner: merchant.address }),
+    ]);
+    await waitFor(async () => (await db.store.query('SELECT 1 FROM solana_token_accounts WHERE address = $1 AND NOT associated', [account.address])).rowCount === 1, 'the account to be discovered');
+    const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDT', amount: 6_100_000n, toTokenAccount: account.address });
+    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
+    expect(row).toMatchObject({ amount: '6100000', token_address: rpc.mints.USDT, to_address: merchant.address, log_index: paid.accountKeys.indexOf(account.address) });
   });
 });
