@@ -5,7 +5,7 @@ import type { Config } from '../internal/config.ts';
 import type { Logger } from '../internal/logger.ts';
 import { notFound } from '../internal/errors.ts';
 import { loadCheckoutSession, type CheckoutSession } from './view.ts';
-import { buildInstructions, checkoutUrls, statusOf } from './instructions.ts';
+import { buildInstructions, statusOf } from './instructions.ts';
 import { PAGE_CSP, renderCheckoutPage, renderNotFoundPage, type SandboxPanel } from './page.ts';
 import { qrSvg } from './qr.ts';
 import { createLiveFeeds, runLiveFeed } from './liveFeed.ts';
