@@ -23,7 +23,7 @@ const CLEANUP_PROBABILITY = 0.01;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency: { apiKeyId: string; key: string } | null;
+    idempotency: { apiKeyId: string; key: string; saved?: boolean } | null;
   }
 }
 
@@ -87,6 +87,23 @@ export async function claimIdempotencyKey(sql: Sql, params: { apiKeyId: string; 
 }
 
 /**
+ * Stores the answer of a claimed request inside the handler's own transaction `sql`, so the
+ * change and its replayable answer commit together: a process dying between the commit and the
+ * reply cannot lead a retry to repeat the change. Routes that do not call it are still covered:
+ * their 2xx answer is stored just after it is produced (onSend).
+ */
+export async function saveIdempotentResponse(sql: Sql, request: FastifyRequest, status: number, body: unknown): Promise<void> {
+  const idempotency = request.idempotency;
+  if (!idempotency) return;
+  await sql.query(
+    `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_body = $4, response_content_type = 'application/json; charset=utf-8'
+     WHERE api_key_id = $1 AND idempotency_key = $2`,
+    [idempotency.apiKeyId, idempotency.key, status, JSON.stringify(body)],
+  );
+  idempotency.saved = true;
+}
+
+/**
  * Idempotency for every authenticated POST: `Idempotency-Key` (1..255 characters), scoped to the
  * API key, kept 24 h. Same key and body: the first response is replayed with
  * `Idempotent-Replayed: true`; different body: 422; first still running: 409. Only 2xx responses
@@ -145,7 +162,10 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
     const idempotency = request.idempotency;
     if (!idempotency) return payload;
     request.idempotency = null;
-    if (reply.statusCode >= 200 && reply.statusCode < 300 && (typeof payload === 'string' || payload === undefined || payload === null)) {
+    const success = reply.statusCode >= 200 && reply.statusCode < 300;
+    if (success && idempotency.saved) {
+      // Stored in the handler's transaction already.
+    } else if (success && (typeof payload === 'string' || payload === undefined || payload === null)) {
       const contentType = reply.getHeader('content-type');
       await params.store.query(
         `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_body = $4, response_content_type = $5

@@ -64,6 +64,20 @@ describe('Idempotency-Key', () => {
     expect(await sessionsOf(m.id)).toBe(1);
   });
 
+  test('the answer is stored in the same transaction as the change it reports (sessions, refunds, wallets)', async () => {
+    const m = await newMerchant(db.store);
+    const first = await post(urlA, '/api/v1/sessions', m.test, 'atomic', payment('14'));
+    const { rows } = await db.store.query<{ state: string; response_status: number; response_body: string; xmin: string; session_xmin: string }>(
+      `SELECT k.state, k.response_status, k.response_body, k.xmin::text, s.xmin::text AS session_xmin
+       FROM idempotency_keys k, payment_sessions s WHERE k.idempotency_key = 'atomic' AND s.id = $1`,
+      [first.body.id],
+    );
+    expect(rows[0]).toMatchObject({ state: 'done', response_status: 201 });
+    expect(JSON.parse(rows[0]!.response_body)).toEqual(first.body);
+    // One transaction wrote both rows.
+    expect(rows[0]!.xmin).toBe(rows[0]!.session_xmin);
+  });
+
   test('keys are scoped to the API key: another key may use the same text', async () => {
     const m = await newMerchant(db.store);
     const other = await m.key(false);

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
+import { saveIdempotentResponse } from '../idempotency.ts';
 import { createSession } from '../../engine/sessions.ts';
 import { CreatePaymentBody, PaymentBSchema, WRITE_ERRORS, errorResponses } from '../schemas.ts';
 import { paymentViewB } from '../views.ts';
@@ -26,10 +27,13 @@ export function checkoutSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
     },
     async (request, reply) => {
       const auth = authOf(request);
-      const row = await deps.store.transaction((sql) =>
-        createSession(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds }),
-      );
-      return reply.status(201).send(paymentViewB(row, deps.config.publicUrl));
+      const view = await deps.store.transaction(async (sql) => {
+        const row = await createSession(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds });
+        const answer = paymentViewB(row, deps.config.publicUrl);
+        await saveIdempotentResponse(sql, request, 201, answer);
+        return answer;
+      });
+      return reply.status(201).send(view);
     },
   );
 }

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
+import { saveIdempotentResponse } from '../idempotency.ts';
 import { EXPIRES_IN, createSession, decimalsFor, parseRequestedAmount, resolvePayTo } from '../../engine/sessions.ts';
 import { loadChains, type Currency } from '../../internal/chains.ts';
 import type { ChainName } from '../../internal/config.ts';
@@ -158,9 +159,11 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
             body.expiresIn ?? EXPIRES_IN.default,
           ],
         );
-        return rows[0]!;
+        const answer = view(rows[0]!, deps.config.publicUrl);
+        await saveIdempotentResponse(sql, request, 201, answer);
+        return answer;
       });
-      return reply.status(201).send(view(row, deps.config.publicUrl));
+      return reply.status(201).send(row);
     },
   );
 

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
+import { saveIdempotentResponse } from '../idempotency.ts';
 import { AmountSchema, ChainSchema, CurrencySchema, IdParam, ListSchema, MetadataSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
 import { completeRefund, getRefund, listRefunds, refundView, rejectRefund, requestRefund } from '../refunds.ts';
 import { badRequest } from '../../internal/errors.ts';
@@ -67,8 +68,12 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const auth = authOf(request);
-      const refund = await deps.store.transaction((sql) => requestRefund(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode }));
-      return reply.status(201).send(refundView(refund));
+      const answer = await deps.store.transaction(async (sql) => {
+        const refund = refundView(await requestRefund(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode }));
+        await saveIdempotentResponse(sql, request, 201, refund);
+        return refund;
+      });
+      return reply.status(201).send(answer);
     },
   );
 
@@ -123,8 +128,11 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const refund = await deps.store.transaction((sql) => completeRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash }));
-      return refundView(refund);
+      return deps.store.transaction(async (sql) => {
+        const refund = refundView(await completeRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash }));
+        await saveIdempotentResponse(sql, request, 200, refund);
+        return refund;
+      });
     },
   );
 
@@ -142,10 +150,11 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const refund = await deps.store.transaction((sql) =>
-        rejectRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, reason: request.body?.reason }),
-      );
-      return refundView(refund);
+      return deps.store.transaction(async (sql) => {
+        const refund = refundView(await rejectRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, reason: request.body?.reason }));
+        await saveIdempotentResponse(sql, request, 200, refund);
+        return refund;
+      });
     },
   );
 }

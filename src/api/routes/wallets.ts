@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
+import { saveIdempotentResponse } from '../idempotency.ts';
 import { createWalletChallenge, listWallets, verifyWalletChallenge, type Wallet } from '../../accounts/index.ts';
 import { ChainSchema, READ_ERRORS, WRITE_ERRORS, WalletAddressSchema, errorResponses } from '../schemas.ts';
 
@@ -102,8 +103,12 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const auth = authOf(request);
-      const wallet = await deps.store.transaction((sql) => verifyWalletChallenge(sql, { merchantId: auth.merchantId, challengeId: request.body.challengeId, signature: request.body.signature }));
-      return reply.status(201).send(view(wallet));
+      const answer = await deps.store.transaction(async (sql) => {
+        const wallet = view(await verifyWalletChallenge(sql, { merchantId: auth.merchantId, challengeId: request.body.challengeId, signature: request.body.signature }));
+        await saveIdempotentResponse(sql, request, 201, wallet);
+        return wallet;
+      });
+      return reply.status(201).send(answer);
     },
   );
 }
