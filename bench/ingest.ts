@@ -42,7 +42,7 @@ const TRANSFERS = Number(values.transfers);
 const PER_TX = Number(values['per-tx']);
 const WALLETS = Number(values.wallets);
 
-const logger = createLogger({ level: 'warn' });
+const logger = createLogger({ level: (process.env.LOG_LEVEL as 'warn') ?? 'warn' });
 const chain = loadChains().polygon;
 const usdc = chain.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
 

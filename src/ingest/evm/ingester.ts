@@ -54,6 +54,10 @@ export interface EvmIngester {
  * without tripping free-tier rate limits; the adaptive rate handles the rest.
  */
 const DEFAULT_CONCURRENCY = 4;
+/** Successful ranges after which a refused range size may be tried again. */
+const RANGE_CEILING_TTL = 100;
+/** Ranges up to this many unfinalized blocks read headers first and skip `eth_getLogs` when the blooms rule them out. */
+const BLOOM_RANGE_BLOCKS = 16;
 /** Headers fetched at once for the unfinalized part of a range. */
 const HEADER_CONCURRENCY = 8;
 /** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
@@ -84,6 +88,7 @@ interface FetchedRange {
   to: bigint;
   headers: BlockHeader[];
   transfers: ObservedTransfer[];
+  fetchMs?: number;
 }
 
 /** Thrown when a range's headers and logs disagree (the chain moved while we read): the cycle restarts. */
@@ -119,6 +124,9 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
 
   let rangeSize = BigInt(logsConfig.initialRange);
+  /** The last range size a provider refused: ranges grow back only below it, until it expires. */
+  let rangeCeiling: bigint | undefined;
+  let rangeSuccesses = 0;
   const maxRange = BigInt(logsConfig.maxRange);
   let processed = -1n;
   let finalized: bigint | null = null;
@@ -158,23 +166,41 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   }
 
   async function fetchRange(from: bigint, to: bigint, fin: bigint): Promise<FetchedRange> {
+    const started = performance.now();
+    const range = await fetchRangeData(from, to, fin);
+    range.fetchMs = Math.round(performance.now() - started);
+    return range;
+  }
+
+  async function fetchHeaders(from: bigint, to: bigint): Promise<BlockHeader[]> {
+    if (to < from) return [];
+    const limit = pLimit(HEADER_CONCURRENCY);
+    const numbers: bigint[] = [];
+    for (let n = from; n <= to; n++) numbers.push(n);
+    const fetched = await Promise.all(numbers.map((n) => limit(() => getHeader(n))));
+    return fetched.map((header) => {
+      if (!header) throw new ChainMovedError(`${name}: a block below the head is missing (the node is behind or the chain shrank)`);
+      return header;
+    });
+  }
+
+  /**
+   * One range's headers (unfinalized part) and transfers. At the head (a short, wholly
+   * unfinalized range) headers come first so a `logsBloom` that rules the range out saves the
+   * `eth_getLogs`; while catching up the logs come first, so a range the provider refuses costs
+   * one request. Either way every log must carry its block's header hash, or the range is re-read.
+   */
+  async function fetchRangeData(from: bigint, to: bigint, fin: bigint): Promise<FetchedRange> {
     const firstUnfinalized = from > fin ? from : fin + 1n;
-    const headers: BlockHeader[] = [];
-    if (to >= firstUnfinalized) {
-      const limit = pLimit(HEADER_CONCURRENCY);
-      const numbers: bigint[] = [];
-      for (let n = firstUnfinalized; n <= to; n++) numbers.push(n);
-      const fetched = await Promise.all(numbers.map((n) => limit(() => getHeader(n))));
-      for (const header of fetched) {
-        if (!header) throw new ChainMovedError(`${name}: a block below the head is missing (the node is behind or the chain shrank)`);
-        headers.push(header);
+    const atHead = from >= firstUnfinalized && to - from < BigInt(BLOOM_RANGE_BLOCKS);
+    let headers: BlockHeader[] = [];
+    if (atHead || watched.size === 0) {
+      headers = await fetchHeaders(firstUnfinalized, to);
+      if (watched.size === 0) return { from, to, headers, transfers: [] };
+      const recipients = watched.bloom();
+      if (!headers.some((header) => blockMayHaveTransfers(header.logsBloom, { ...bloomFilter, recipients }))) {
+        return { from, to, headers, transfers: [] };
       }
-    }
-    if (watched.size === 0) return { from, to, headers, transfers: [] };
-    const allUnfinalized = from >= firstUnfinalized;
-    const recipientsBloom = watched.size <= 2_000 ? watched.bloom() : undefined;
-    if (allUnfinalized && !headers.some((header) => blockMayHaveTransfers(header.logsBloom, { ...bloomFilter, recipients: recipientsBloom }))) {
-      return { from, to, headers, transfers: [] };
     }
     const logs = await fetchTransferLogs({
       rpc,
@@ -182,11 +208,19 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       to,
       tokens,
       watched,
+      split: false,
       onRangeError: (size) => {
         const next = size / 2n > 0n ? size / 2n : 1n;
         if (next < rangeSize) rangeSize = next;
+        rangeCeiling = size;
+        rangeSuccesses = 0;
       },
+    }).catch((error) => {
+      // Re-plan with the halved size rather than split here: commits stay small and pipelined.
+      if (error instanceof RpcRequestRejected && error.kind === 'range') throw new ChainMovedError(`${name}: range of ${to - from + 1n} blocks refused; shrinking`, { cause: error });
+      throw error;
     });
+    if (!atHead) headers = await fetchHeaders(firstUnfinalized, to);
     const hashes = new Map(headers.map((header) => [header.number, header.hash]));
     for (const entry of logs) {
       const expected = hashes.get(BigInt(entry.blockNumber));
@@ -233,6 +267,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
 
   async function commit(range: FetchedRange | undefined, to: bigint) {
     const pendingRewind = rewind;
+    const started = performance.now();
     const result = await store.transaction(async (sql) => {
       await params.fence?.(sql);
       return commitRange(sql, {
@@ -255,6 +290,15 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       const newest = [...blocks.keys()].reduce((a, b) => (a > b ? a : b));
       for (const number of [...blocks.keys()]) if (number <= finalized && number < newest) blocks.delete(number);
     }
+    log.debug({
+      msg: 'Committed range',
+      from_block: range?.from.toString(),
+      to_block: to.toString(),
+      transfers: range?.transfers.length ?? 0,
+      headers: range?.headers.length ?? 0,
+      fetch_ms: range?.fetchMs,
+      commit_ms: Math.round(performance.now() - started),
+    });
     const advanced = to - processed;
     processed = to;
     metrics.processedBlock.set(labels, Number(processed));
@@ -306,7 +350,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     const fin = finalized;
     const pending = ranges.map(([from, to]) => limit(() => fetchRange(from, to, fin)));
     pending.forEach((promise) => promise.catch(() => {}));
-    let grew = true;
+    let full = true;
     for (const [index, promise] of pending.entries()) {
       const range = await promise;
       const first = range.headers[0];
@@ -322,9 +366,14 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       }
       if (range.from !== processed + 1n) throw new ChainMovedError(`${name}: ranges out of order`);
       await commit(range, range.to);
-      if (index === 0 && range.to - range.from + 1n < rangeSize) grew = false;
+      if (range.to - range.from + 1n < rangeSize) full = false;
+      else rangeSuccesses += 1;
     }
-    if (grew && rangeSize < maxRange) rangeSize = rangeSize * 2n > maxRange ? maxRange : rangeSize * 2n;
+    // Grow after a cycle of full ranges, never back to a refused size until 100 ranges went well
+    // at smaller ones (data density changes along a chain's history).
+    if (rangeCeiling !== undefined && rangeSuccesses >= RANGE_CEILING_TTL) rangeCeiling = undefined;
+    const limitSize = rangeCeiling !== undefined && rangeCeiling - 1n < maxRange ? rangeCeiling - 1n : maxRange;
+    if (full && rangeSize < limitSize) rangeSize = rangeSize * 2n > limitSize ? limitSize : rangeSize * 2n;
     if (previousFinalized !== finalized) emit('finalized');
     return processed >= head;
   }

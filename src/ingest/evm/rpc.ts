@@ -34,13 +34,15 @@ const COOLDOWN_MAX_MS = 60_000;
 const MAX_ROUNDS = 6;
 const ROUND_BACKOFF_MS = 250;
 /**
- * Adaptive rate (AIMD, as TCP does): a 429 doubles the minimum spacing between requests to that
- * URL (from 20 ms up to 5 s); each success shrinks it by 5 %, so throughput recovers in tens of
- * requests once the provider stops throttling.
+ * Adaptive rate (multiplicative back-off, as TCP does): a 429 makes the minimum spacing between
+ * requests to that URL 1.5 times longer (from 20 ms, up to 5 s); each success shortens it by
+ * 10 %, so the rate settles just under the provider's limit (one 429 per ~4 successes holds it
+ * steady) and recovers within tens of requests once the provider stops throttling.
  */
 const RATE_MIN_SPACING_MS = 20;
 const RATE_MAX_SPACING_MS = 5_000;
-const RATE_RECOVERY = 0.95;
+const RATE_BACKOFF = 1.5;
+const RATE_RECOVERY = 0.9;
 
 interface Endpoint {
   label: string;
@@ -130,7 +132,7 @@ export function createRpc(params: {
               throw new RpcRequestRejected(`${params.chain}: ${method} rejected by ${endpoint.label}`, kind, error);
             }
             if (kind === 'rate') {
-              endpoint.spacingMs = Math.min(RATE_MAX_SPACING_MS, Math.max(RATE_MIN_SPACING_MS, endpoint.spacingMs * 2));
+              endpoint.spacingMs = Math.min(RATE_MAX_SPACING_MS, Math.max(RATE_MIN_SPACING_MS, endpoint.spacingMs * RATE_BACKOFF));
               log.warn({ msg: 'RPC endpoint rate-limits us; slowing down', chain: params.chain, endpoint: endpoint.label, spacing_ms: Math.round(endpoint.spacingMs) });
             } else {
               endpoint.failures += 1;

@@ -94,6 +94,8 @@ export async function fetchTransferLogs(params: {
   tokens: string[];
   watched: WatchedWallets;
   onRangeError?: (size: bigint) => void;
+  /** false: a refused multi-block range is thrown to the caller (which re-plans smaller ranges) instead of split here. */
+  split?: boolean;
 }): Promise<RpcLog[]> {
   const { rpc, tokens, watched } = params;
   const small = watched.size <= TOPIC_FILTER_LIMIT;
@@ -108,6 +110,7 @@ export async function fetchTransferLogs(params: {
     } catch (error) {
       if (!(error instanceof RpcRequestRejected && error.kind === 'range')) throw error;
       params.onRangeError?.(to - from + 1n);
+      if (from !== to && params.split === false) throw error;
       if (from === to) {
         if (small) throw error;
         const topics = watched.topics();
