@@ -6,7 +6,7 @@ import type { Logger } from '../internal/logger.ts';
 import { notFound } from '../internal/errors.ts';
 import { loadCheckoutSession, type CheckoutSession } from './view.ts';
 import { buildInstructions, statusOf } from './instructions.ts';
-import { PAGE_CSP, renderCheckoutPage, renderNotFoundPage, type SandboxPanel } from './page.ts';
+import { pageCsp, renderCheckoutPage, renderNotFoundPage, type SandboxPanel } from './page.ts';
 import { qrSvg } from './qr.ts';
 import { createLiveFeeds, runLiveFeed } from './liveFeed.ts';
 import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './refundRequest.ts';
@@ -21,7 +21,7 @@ export type { SandboxPanel } from './page.ts';
 /** What the checkout routes need. */
 export interface CheckoutDeps {
   store: Store;
-  config: Pick<Config, 'publicUrl'>;
+  config: Pick<Config, 'publicUrl'> & Partial<Pick<Config, 'checkoutFrameAncestors'>>;
   logger: Logger;
   /** Markup for sandbox sessions' tools slot (the sandbox's "simulate payment"); empty when absent. */
   sandboxPanel?: SandboxPanel;
@@ -69,6 +69,8 @@ export function registerCheckout(parent: FastifyInstance, deps: CheckoutDeps): v
 
 function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
   const https = deps.config.publicUrl.startsWith('https:');
+  const frameAncestors = deps.config.checkoutFrameAncestors ?? [];
+  const page = { csp: pageCsp(frameAncestors), framable: frameAncestors.length > 0 };
   const feeds = createLiveFeeds();
   app.addHook('preClose', async () => feeds.closeAll());
 
@@ -107,7 +109,7 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
       const session = await loadCheckoutSession(deps.store, request.params.sessionId);
       if (!session) {
         if (json) throw notFound(`no checkout session ${request.params.sessionId}`);
-        setPageHeaders(reply, { csp: PAGE_CSP });
+        setPageHeaders(reply, page);
         return reply.status(404).type('text/html; charset=utf-8').send(renderNotFoundPage());
       }
       const instructions = instructionsOf(session);
@@ -115,9 +117,9 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
         reply.header('Access-Control-Allow-Origin', '*');
         return reply.type('application/json; charset=utf-8').send(instructions);
       }
-      setPageHeaders(reply, { csp: PAGE_CSP });
-      const page = renderCheckoutPage(instructions, { qrUrl: `/checkout/${encodeURIComponent(session.id)}/qr.svg`, sandboxPanel: deps.sandboxPanel });
-      return reply.type('text/html; charset=utf-8').send(page);
+      setPageHeaders(reply, page);
+      const html = renderCheckoutPage(instructions, { qrUrl: `/checkout/${encodeURIComponent(session.id)}/qr.svg`, sandboxPanel: deps.sandboxPanel });
+      return reply.type('text/html; charset=utf-8').send(html);
     },
   );
 

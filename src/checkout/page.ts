@@ -7,8 +7,13 @@ import type { CheckoutView } from './view.ts';
 const STYLE = fs.readFileSync(new URL('./assets/checkout.css', import.meta.url), 'utf8');
 const SCRIPT = fs.readFileSync(new URL('./assets/checkout.js', import.meta.url), 'utf8');
 
-/** The page's CSP: its one inline script and one inline style, pinned by hash. */
-export const PAGE_CSP = checkoutCsp({ scriptHashes: [cspHash(SCRIPT)], styleHashes: [cspHash(STYLE)] });
+/**
+ * The page's CSP: its one inline script and one inline style, pinned by hash; `frameAncestors`
+ * are the origins that may frame it (none by default).
+ */
+export function pageCsp(frameAncestors: readonly string[] = []): string {
+  return checkoutCsp({ scriptHashes: [cspHash(SCRIPT)], styleHashes: [cspHash(STYLE)], frameAncestors });
+}
 
 /**
  * Extra markup for sandbox sessions (livemode false), e.g. the sandbox's "simulate payment"

@@ -10,9 +10,10 @@ export function cspHash(text: string): string {
  * The page's Content-Security-Policy: nothing loads from anywhere but this origin, only the
  * page's own inline script and style run (pinned by hash, so an injected tag cannot), it
  * connects only to its own origin (status feed, refund), forms post only to itself, and no
- * other site may frame it (clickjacking a payment page is the classic attack).
+ * other site may frame it (clickjacking a payment page is the classic attack) unless the operator
+ * lists its origin in SVC_CHECKOUT_FRAME_ANCESTORS (an embedded checkout, as Stripe offers).
  */
-export function checkoutCsp(params: { scriptHashes: string[]; styleHashes: string[] }): string {
+export function checkoutCsp(params: { scriptHashes: string[]; styleHashes: string[]; frameAncestors?: readonly string[] }): string {
   return [
     "default-src 'none'",
     `script-src ${params.scriptHashes.join(' ')}`,
@@ -20,7 +21,7 @@ export function checkoutCsp(params: { scriptHashes: string[]; styleHashes: strin
     "img-src 'self' data:",
     "connect-src 'self'",
     "form-action 'self'",
-    "frame-ancestors 'none'",
+    `frame-ancestors ${params.frameAncestors?.length ? params.frameAncestors.join(' ') : "'none'"}`,
     "base-uri 'none'",
   ].join('; ');
 }
@@ -36,10 +37,10 @@ export function setCommonHeaders(reply: FastifyReply, params: { https: boolean }
 }
 
 /** Headers of the HTML page on top of the common ones. */
-export function setPageHeaders(reply: FastifyReply, params: { csp: string }): void {
+export function setPageHeaders(reply: FastifyReply, params: { csp: string; framable: boolean }): void {
   reply.header('Content-Security-Policy', params.csp);
-  // For browsers that predate frame-ancestors.
-  reply.header('X-Frame-Options', 'DENY');
+  // For browsers that predate frame-ancestors; it cannot name origins, so it is left out when some may frame.
+  if (!params.framable) reply.header('X-Frame-Options', 'DENY');
   reply.header('Cross-Origin-Opener-Policy', 'same-origin');
   reply.header('Cross-Origin-Resource-Policy', 'same-origin');
   reply.header('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=(), usb=()');

@@ -37,6 +37,8 @@ export interface Config {
   monitorWindowSeconds: number;
   /** Block time of the sandbox's simulated chains, in milliseconds (the same for every chain). */
   sandboxBlockMs: number;
+  /** Origins allowed to frame the hosted checkout page; empty (the default): none may. */
+  checkoutFrameAncestors: string[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -114,6 +116,25 @@ function parseDatabaseUrl(raw: string): string {
   return raw;
 }
 
+/** Web origins (scheme, host, optional port; no path), as a CSP `frame-ancestors` list takes them. */
+function parseOriginList(raw: string): string[] {
+  return raw
+    .split(/[\s,]+/)
+    .filter((part) => part.length > 0)
+    .map((part) => {
+      let url: URL;
+      try {
+        url = new URL(part);
+      } catch {
+        throw new Error(`${JSON.stringify(part)} is not an origin such as https://shop.example`);
+      }
+      if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== part.replace(/\/$/, '')) {
+        throw new Error(`${JSON.stringify(part)} is not an origin such as https://shop.example (scheme and host only, no path)`);
+      }
+      return url.origin;
+    });
+}
+
 function oneOf<T extends string>(values: readonly T[]) {
   return (raw: string): T => {
     if ((values as readonly string[]).includes(raw)) return raw as T;
@@ -185,6 +206,12 @@ export const VARIABLES = {
       return Number(raw);
     },
   },
+  checkoutFrameAncestors: {
+    name: 'SVC_CHECKOUT_FRAME_ANCESTORS',
+    doc: 'Origins allowed to embed the checkout page in a frame, space- or comma-separated (https://shop.example); unset: no site may frame it',
+    default: '',
+    parse: parseOriginList,
+  },
 } satisfies Record<string, Variable<unknown>>;
 
 /** The per-chain RPC variables, documented alongside VARIABLES. */
@@ -238,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: read(VARIABLES.encryptionKey),
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
     sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
+    checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
   };
   if (errors.length > 0) throw new ConfigError(errors);
   return config;

@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from '../api/harness.ts';
+import { box, buildApi, GENEROUS_LIMITS, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from '../api/harness.ts';
+import { createApi } from '../../src/api/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createOpenApiChecker, type OpenApiChecker } from '../api/openapiCheck.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { makeSession, setSessionState } from './helpers.ts';
@@ -185,6 +189,22 @@ describe('content negotiation and headers', () => {
     const livePage = await get(`/checkout/${live.id}`, 'text/html');
     expect(livePage.body).not.toContain('id="sandbox-tools"');
     expect(livePage.body).not.toContain('Test mode');
+  });
+
+  test('SVC_CHECKOUT_FRAME_ANCESTORS lets the listed origins (only) frame the page', async () => {
+    const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, SVC_CHECKOUT_FRAME_ANCESTORS: 'https://shop.example, https://www.shop.example:8443' });
+    const framable = createApi({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config, box, rateLimits: GENEROUS_LIMITS });
+    try {
+      const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '4' });
+      const response = await framable.inject({ method: 'GET', url: `/checkout/${session.id}`, headers: { accept: 'text/html' } });
+      expect(response.statusCode).toBe(200);
+      expect(String(response.headers['content-security-policy'])).toContain('frame-ancestors https://shop.example https://www.shop.example:8443;');
+      expect(response.headers['x-frame-options']).toBeUndefined();
+    } finally {
+      await framable.close();
+    }
+    expect(() => loadConfig({ SVC_CHECKOUT_FRAME_ANCESTORS: 'https://shop.example/checkout' })).toThrow(/SVC_CHECKOUT_FRAME_ANCESTORS=.*no path/);
+    expect(() => loadConfig({ SVC_CHECKOUT_FRAME_ANCESTORS: "'self' javascript:x" })).toThrow(/SVC_CHECKOUT_FRAME_ANCESTORS/);
   });
 
   test('the QR endpoint serves an SVG of the payment URI under its own locked-down CSP', async () => {
