@@ -173,7 +173,7 @@ export async function resolvePayTo(
 /**
  * Picks the due amount: `amount + k` for the smallest k >= 0 that no session reserving the same
  * (livemode, chain, currency, pay_to) holds while its monitoring window is open. Must run in
- * the transaction that inserts the session, after {@link lockDueAmounts}.
+ * the transaction that inserts the session, after {@link lockDueAmounts} for the same amount.
  */
 export async function pickDueAmount(
   sql: Sql,
@@ -201,11 +201,28 @@ export async function pickDueAmount(
   return candidate;
 }
 
-/** Serialises due-amount picks for one (livemode, chain, currency, pay_to) until the transaction ends. */
-export async function lockDueAmounts(sql: Sql, params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string }): Promise<void> {
-  await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
-    `due:${params.livemode ? 'live' : 'test'}:${params.chain}:${params.currency}:${params.payTo}`,
-  ]);
+/**
+ * Serialises due-amount picks that could collide, until the transaction ends. A pick for
+ * `amount` looks at [amount, amount + bound); two such ranges overlap only when the amounts are
+ * less than `bound` apart. Cutting the amount line into buckets of `bound` and locking buckets
+ * b and b+1 (b = amount / bound, always in that order, so no deadlock) makes any two
+ * overlapping picks share a lock, while different prices on one wallet are created in parallel
+ * (a single lock per wallet made a busy merchant's creations queue behind each other).
+ */
+export async function lockDueAmounts(
+  sql: Sql,
+  params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
+): Promise<void> {
+  const bucket = params.amount / dueOffsetBound(params.decimals);
+  for (const key of dueLockKeys({ ...params, bucket })) {
+    await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [key]);
+  }
+}
+
+/** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */
+export function dueLockKeys(params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string; bucket: bigint }): string[] {
+  const base = `due:${params.livemode ? 'live' : 'test'}:${params.chain}:${params.currency}:${params.payTo}`;
+  return [`${base}:${params.bucket}`, `${base}:${params.bucket + 1n}`];
 }
 
 /** A fresh Solana Pay reference: a random 32-byte public key in base58. */
@@ -237,7 +254,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
 
   const tuple = { livemode: params.livemode, chain: params.chain, currency: params.currency, payTo };
-  await lockDueAmounts(sql, tuple);
+  await lockDueAmounts(sql, { ...tuple, amount, decimals });
   const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
 
   const { rows } = await sql.query(

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
+import { dueLockKeys } from '../../src/engine/sessions.ts';
 import { buildApi, createClient, newMerchant, WALLET } from './harness.ts';
 import { createOpenApiChecker } from './openapiCheck.ts';
 
@@ -111,7 +112,9 @@ describe('Idempotency-Key', () => {
     // Hold the due-amount lock of this (mode, chain, currency, wallet) so the first request blocks inside its transaction.
     const blocker = await db.store.pool.connect();
     await blocker.query('BEGIN');
-    await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`due:test:arbitrum:USDT:${WALLET}`]);
+    // 12 USDT at 6 decimals is bucket 1200 of one-cent buckets.
+    const [lockKey] = dueLockKeys({ livemode: false, chain: 'arbitrum', currency: 'USDT', payTo: WALLET, bucket: 1200n });
+    await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [lockKey]);
     const first = post(urlA, '/api/v1/payments', m.test, 'slow', payment());
     // Wait until the first request has claimed the key.
     for (let i = 0; i < 100; i++) {

@@ -167,6 +167,20 @@ describe('unique due amounts', () => {
     expect(dues).toEqual(Array.from({ length: 16 }, (_, i) => 7_000_000n + BigInt(i)));
   });
 
+  test('concurrent creations of neighbouring amounts (less than a cent apart) never share a due amount', async () => {
+    const m = await newMerchant(db.store);
+    // 6.9999 .. 7.0003 overlap each other's offset ranges across a bucket boundary.
+    const amounts = ['6.9999', '7', '7.0001', '6.9999', '7', '7.0001', '7.0002', '6.99995', '7.00005', '7'];
+    const answers = await Promise.all(amounts.map((amount) => call('POST', '/api/v1/payments', { key: m.test, body: body({ amount, chain: 'optimism' }) })));
+    expect(answers.every((answer) => answer.status === 201)).toBe(true);
+    const dues = answers.map((answer) => answer.body.amountDueBaseUnits);
+    expect(new Set(dues).size).toBe(amounts.length);
+    for (const [i, answer] of answers.entries()) {
+      const offset = BigInt(answer.body.amountDueBaseUnits) - BigInt(Math.round(Number(amounts[i]) * 1e6));
+      expect(offset >= 0n && offset < 10_000n).toBe(true);
+    }
+  });
+
   test('a reservation whose monitoring window closed frees its due amount', async () => {
     const m = await newMerchant(db.store);
     const first = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '8' }) });
