@@ -212,11 +212,8 @@ export function createSolanaIngester(params: {
       const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', LOCK_KEY);
       if (rows[0]?.locked) {
         lockClient = client;
-        // Losing the lock's connection means another process may take over: stop ingesting.
-        client.on('error', (error) => {
-          log.error({ msg: 'Lost the Solana ingester lock connection; stopping', err: error });
-          controller.abort();
-        });
+        // A dead lock connection means Postgres dropped the lock: the next ping sees it.
+        client.on('error', (error) => log.error({ msg: 'The Solana ingester lock connection failed', err: error }));
         return true;
       }
       client.release();
@@ -227,21 +224,42 @@ export function createSolanaIngester(params: {
     }
   }
 
-  async function run() {
+  /** True while the lock's connection answers: a session advisory lock lives exactly as long as its session. */
+  async function stillLeading(): Promise<boolean> {
+    try {
+      await lockClient?.query('SELECT 1');
+      return lockClient !== undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  async function releaseLock(how: { broken: boolean }) {
+    const client = lockClient;
+    lockClient = undefined;
+    if (!client) return;
+    if (!how.broken) await client.query('SELECT pg_advisory_unlock($1, $2)', LOCK_KEY).catch(() => {});
+    client.release(how.broken);
+  }
+
+  async function standBy(): Promise<void> {
     const lockRetryMs = params.lockRetryMs ?? LOCK_RETRY_MS;
-    let standingBy = false;
+    let logged = false;
     state = { state: 'standby' };
     while (!controller.signal.aborted) {
       try {
-        if (await acquireLock()) break;
+        if (await acquireLock()) return;
       } catch (error) {
         log.warn({ msg: 'Could not take the Solana ingester lock', err: error });
       }
-      if (!standingBy) log.info({ msg: 'Another process ingests solana; standing by' });
-      standingBy = true;
+      if (!logged) log.info({ msg: 'Another process ingests solana; standing by' });
+      logged = true;
       await sleep(lockRetryMs, controller.signal);
     }
-    if (controller.signal.aborted) return;
+  }
+
+  /** Ingests until stopped or until the lock is lost (then the caller stands by again). */
+  async function lead(): Promise<void> {
     metrics.leader.set({ chain: 'solana' }, 1);
     state = { state: 'leader' };
     log.info({ msg: 'Solana ingester active', rpc_endpoints: rpc.endpoints, websocket: params.rpc.ws.length > 0 });
@@ -261,22 +279,41 @@ export function createSolanaIngester(params: {
       });
     }
     let backoff = ERROR_BACKOFF_MS;
-    while (!controller.signal.aborted) {
-      try {
-        await pass();
-        backoff = ERROR_BACKOFF_MS;
-        state = { state: 'leader' };
-      } catch (error) {
-        if (controller.signal.aborted) break;
-        state = { state: 'retrying', error: String((error as Error).message ?? error).split('\n')[0] ?? 'error' };
-        log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: backoff });
-        await sleep(backoff, controller.signal);
-        backoff = Math.min(ERROR_BACKOFF_MAX_MS, backoff * 2);
-        continue;
+    try {
+      while (!controller.signal.aborted) {
+        if (!(await stillLeading())) {
+          log.warn({ msg: 'Lost the Solana ingester lock; standing by' });
+          return;
+        }
+        try {
+          await pass();
+          backoff = ERROR_BACKOFF_MS;
+          state = { state: 'leader' };
+        } catch (error) {
+          if (controller.signal.aborted) break;
+          state = { state: 'retrying', error: String((error as Error).message ?? error).split('\n')[0] ?? 'error' };
+          log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: backoff });
+          await sleep(backoff, controller.signal);
+          backoff = Math.min(ERROR_BACKOFF_MAX_MS, backoff * 2);
+          continue;
+        }
+        if (dirty.size > 0) continue;
+        // Pending signatures need their finalization checked about as often as the poll.
+        await waitForWork(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs);
       }
-      if (dirty.size > 0) continue;
-      // Pending signatures need their finalization checked about as often as the poll.
-      await waitForWork(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs);
+    } finally {
+      watcher?.stop();
+      watcher = undefined;
+      metrics.leader.set({ chain: 'solana' }, 0);
+    }
+  }
+
+  async function run() {
+    while (!controller.signal.aborted) {
+      await standBy();
+      if (controller.signal.aborted) return;
+      await lead();
+      await releaseLock({ broken: !controller.signal.aborted });
     }
   }
 
@@ -288,14 +325,9 @@ export function createSolanaIngester(params: {
       controller.abort();
       watcher?.stop();
       await loop;
+      await releaseLock({ broken: false });
       metrics.leader.set({ chain: 'solana' }, 0);
       state = { state: 'stopped' };
-      if (lockClient) {
-        const client = lockClient;
-        lockClient = undefined;
-        await client.query('SELECT pg_advisory_unlock($1, $2)', LOCK_KEY).catch(() => {});
-        client.release();
-      }
     },
     syncOnce: pass,
     status: () => ({ ...state }),

@@ -53,6 +53,25 @@ describe('solana ingester wiring', () => {
     await second.stop();
   });
 
+  test('an ingester whose lock connection dies stops ingesting and stands by; the other takes over', async () => {
+    const make = () =>
+      createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, lockRetryMs: 50 });
+    const first = make();
+    const second = make();
+    await first.start();
+    await waitFor(async () => first.status().state === 'leader', 'the first to lead');
+    await second.start();
+    // Postgres ends the first's lock session (as a network cut or a failover would): its lock is gone.
+    const { rows } = await db.store.query<{ pid: number }>("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1::int::oid AND granted", [0x736f6c]);
+    expect(rows).toHaveLength(1);
+    await db.store.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+    await waitFor(async () => second.status().state === 'leader', 'the second to take over');
+    await waitFor(async () => first.status().state === 'standby', 'the first to stand by');
+    await paidAndStored(1_000_005n);
+    await first.stop();
+    await second.stop();
+  });
+
   test('createIngest runs it when SVC_SOLANA_RPC_URL is set; a dead first URL fails over to the second and is counted', async () => {
     const registry = createMetricsRegistry({ defaultMetrics: false });
     const config = loadConfig({ SVC_SOLANA_RPC_URL: `http://127.0.0.1:1,${rpc.url}`, SVC_SOLANA_WS_URL: rpc.wsUrl });
