@@ -110,7 +110,7 @@ ${i.livemode ? '' : '<span class="badge" id="test-mode">Test mode: no real funds
 <h2 tabindex="-1">Payment confirmed</h2>
 <p>${escapeHtml(i.merchant.name)} has received your payment.</p>
 <p hidden>Transaction: <code id="tx-hash">${escapeHtml(i.txHash ?? '')}</code></p>
-${i.successUrl ? `<p id="redirect-note" hidden>Taking you back to ${escapeHtml(i.merchant.name)}… <a id="success-link" href="${escapeHtml(i.successUrl)}">Continue now</a></p>` : ''}
+${i.successUrl ? `<p id="redirect-note" hidden>Taking you back to ${escapeHtml(i.merchant.name)}…</p><p><a id="success-link" href="${escapeHtml(i.successUrl)}">Return to ${escapeHtml(i.merchant.name)}</a></p>` : ''}
 </section>
 
 <section class="notice" ${v(['expired'])}>

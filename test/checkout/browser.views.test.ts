@@ -121,6 +121,14 @@ describe('checkout page in Chromium', () => {
     await saveScreenshot(page, 'paid-phone');
     await page.waitForURL(`${merchantSite.url}/thanks?order=77`, { timeout: 10_000 });
     expect(merchantSite.visits).toContain('/thanks?order=77');
+
+    // Coming back to the paid page later (to ask for a refund) does not bounce the payer away again.
+    await page.goto(`${server.url}/checkout/${session.id}`);
+    await waitText(page.locator('#status'), 'Payment confirmed. Thank you!');
+    await page.locator('#refund').waitFor({ state: 'visible' });
+    expect(await page.locator('#success-link').getAttribute('href')).toBe(`${merchantSite.url}/thanks?order=77`);
+    await page.waitForTimeout(4_000);
+    expect(page.url()).toBe(`${server.url}/checkout/${session.id}`);
     expect(problems).toEqual([]);
   });
 

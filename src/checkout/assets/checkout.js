@@ -70,7 +70,9 @@
     }
     var refund = byId('refund');
     if (refund) refund.hidden = !s.refundUrl;
-    if (s.view === 'paid') startRedirect();
+    // Only a payment confirmed while the payer watches sends them on (as Stripe and BTCPay do); a
+    // payer who comes back to a paid page (e.g. to ask for a refund) stays, with a link back.
+    if (s.view === 'paid' && viewChanged) startRedirect();
     if (s.view === 'paid' || s.view === 'expired' || s.view === 'failed') stopLive();
     if (viewChanged) {
       var heading = document.querySelector('[data-views~="' + s.view + '"] h2');
