@@ -9,7 +9,8 @@ import { sleep } from '../internal/shutdown.ts';
 import { claimDueDeliveries, nextDueAt } from './claim.ts';
 import { dispatchEvents } from './dispatch.ts';
 import { createDeliveryMetrics } from './metrics.ts';
-import { isSuccess, recordAttempt, recordSuccess, type AttemptOutcome } from './record.ts';
+import { isSuccess, recordAttempt, type AttemptOutcome } from './record.ts';
+import { createSuccessBatch } from './successBatch.ts';
 import { signedHeaders } from './sign.ts';
 import { createHttpTransport, type WebhookTransport } from './transport.ts';
 import { systemClock, type ClaimedDelivery, type Clock } from './types.ts';
@@ -32,6 +33,13 @@ const DEFAULT_CONCURRENCY = 32;
  * lost (listener reconnecting) or another process scheduled a retry.
  */
 const DEFAULT_POLL_INTERVAL_MS = 1_000;
+
+/**
+ * Outbox events turned into deliveries per dispatch transaction. Above the worker's free room,
+ * because a dispatch costs several round trips whatever its size; deliveries beyond the room stay
+ * due and unleased, and the next pass claims them with one query (any worker may).
+ */
+const DISPATCH_BATCH = 128;
 
 /** Pause after an unexpected error in the loop (database down), so a failure does not spin. */
 const ERROR_BACKOFF_MS = 1_000;
@@ -82,6 +90,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
   const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
   const pollIntervalMs = params.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const limit = pLimit(concurrency);
+  const successes = createSuccessBatch(store);
   const inFlight = new Set<Promise<void>>();
   const controller = new AbortController();
   let loop: Promise<void> | undefined;
@@ -122,7 +131,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
     const finishedAt = clock.now();
     const record = { delivery, attemptNumber, startedAt, finishedAt, durationMs, requestHeaders, result };
     try {
-      const fast = isSuccess(result) && (await recordSuccess(store, record).then(() => true, () => false));
+      const fast = isSuccess(result) && (await successes.record(record).then(() => true, () => false));
       const outcome: AttemptOutcome = fast ? { kind: 'succeeded' } : await store.transaction((sql) => recordAttempt(sql, record, { random: params.random }));
       metrics.attempts.inc({ outcome: outcome.kind });
       metrics.attemptDuration.observe(durationMs / 1000);
@@ -161,14 +170,14 @@ export function createDelivery(params: DeliveryParams): Delivery {
       return 0;
     }
     const now = clock.now();
-    const dispatched = await store.transaction((sql) => dispatchEvents(sql, { now, limit: room, claim: room }));
+    const dispatched = await store.transaction((sql) => dispatchEvents(sql, { now, limit: Math.max(room, DISPATCH_BATCH), claim: room }));
     const fresh = dispatched.deliveries;
     fresh.forEach(launch);
     const left = concurrency - inFlight.size;
     const due = left > 0 ? await claimDueDeliveries(store, { now, limit: left }) : [];
     due.forEach(launch);
     // A full batch of events or of due deliveries means more may be waiting: go again at once.
-    backlog = dispatched.events >= room || (left > 0 && due.length >= left);
+    backlog = dispatched.events >= Math.max(room, DISPATCH_BATCH) || (left > 0 && due.length >= left);
     saturated = inFlight.size >= concurrency;
     return fresh.length + due.length;
   }

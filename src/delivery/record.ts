@@ -39,39 +39,49 @@ export function isSuccess(result: TransportResult): boolean {
 }
 
 /**
- * The common case of recordAttempt in one statement (one round trip, atomic): a 2xx attempt is
- * stored, its delivery succeeds and the endpoint's failure streak ends. Callers fall back to
- * recordAttempt in a transaction if it throws; the attempt insert is idempotent.
+ * The common case of recordAttempt for many attempts in one statement (one round trip, atomic):
+ * each 2xx attempt is stored, its delivery succeeds and its endpoint's failure streak ends.
+ * Callers fall back to recordAttempt per attempt if it throws; the attempt inserts are idempotent.
  */
-export async function recordSuccess(sql: Sql, attempt: AttemptRecord): Promise<void> {
-  const { delivery, result } = attempt;
-  if (!result.ok) throw new Error('recordSuccess() needs a response');
+export async function recordSuccesses(sql: Sql, attempts: AttemptRecord[]): Promise<void> {
+  if (attempts.length === 0) return;
+  const column = <T>(pick: (attempt: AttemptRecord) => T) => attempts.map(pick);
   await sql.query(
-    `WITH attempt AS (
+    `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[],
+                            $11::int[], $12::timestamptz[], $13::timestamptz[])
+         AS t(id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body, response_status, excerpt,
+              duration_ms, started_at, finished_at)
+     ), attempt AS (
        INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body,
                                      response_status, response_body_excerpt, error, duration_ms, succeeded, started_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, true, $12)
+       SELECT id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers::jsonb, request_body, response_status, excerpt,
+              NULL, duration_ms, true, started_at
+         FROM input
        ON CONFLICT (delivery_id, attempt_number) DO NOTHING
      ), streak AS (
-       UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $4 AND failing_since IS NOT NULL
+       UPDATE webhook_endpoints SET failing_since = NULL
+        WHERE id IN (SELECT endpoint_id FROM input WHERE endpoint_id IS NOT NULL) AND failing_since IS NOT NULL
      )
-     UPDATE webhook_deliveries SET attempt_count = greatest(attempt_count, $5), status = 'succeeded', next_attempt_at = NULL, locked_until = NULL,
-            last_attempt_at = $13, last_response_status = $9, last_error = NULL, completed_at = $13
-      WHERE id = $2 AND status = 'pending'`,
+     UPDATE webhook_deliveries d SET attempt_count = greatest(d.attempt_count, i.attempt_number), status = 'succeeded', next_attempt_at = NULL,
+            locked_until = NULL, last_attempt_at = i.finished_at, last_response_status = i.response_status, last_error = NULL,
+            completed_at = i.finished_at
+       FROM input i
+      WHERE d.id = i.delivery_id AND d.status = 'pending'`,
     [
-      newId('wha'),
-      delivery.id,
-      delivery.eventId,
-      delivery.endpointId,
-      attempt.attemptNumber,
-      delivery.url,
-      attempt.requestHeaders,
-      delivery.body,
-      result.status,
-      clean(result.bodyExcerpt),
-      attempt.durationMs,
-      attempt.startedAt,
-      attempt.finishedAt,
+      column(() => newId('wha')),
+      column((a) => a.delivery.id),
+      column((a) => a.delivery.eventId),
+      column((a) => a.delivery.endpointId),
+      column((a) => a.attemptNumber),
+      column((a) => a.delivery.url),
+      column((a) => JSON.stringify(a.requestHeaders)),
+      column((a) => a.delivery.body),
+      column((a) => (a.result.ok ? a.result.status : null)),
+      column((a) => (a.result.ok ? clean(a.result.bodyExcerpt) : null)),
+      column((a) => a.durationMs),
+      column((a) => a.startedAt),
+      column((a) => a.finishedAt),
     ],
   );
 }
