@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { HttpError } from '../internal/errors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
@@ -63,6 +63,8 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // The client IP of per-IP rate limits: the socket address unless SVC_TRUST_PROXY names the proxies.
+    trustProxy: (deps.config.trustProxy ?? false) as FastifyServerOptions['trustProxy'] & boolean,
     // Errors fastify raises before routing (an undecodable URL): the same `{"error"}` shape.
     frameworkErrors: (error, _request, reply) => {
       const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;

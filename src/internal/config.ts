@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
 
 /** The six chain names of the wire contract, in the order the docs list them. */
@@ -39,6 +40,8 @@ export interface Config {
   sandboxBlockMs: number;
   /** Origins allowed to frame the hosted checkout page; empty (the default): none may. */
   checkoutFrameAncestors: string[];
+  /** Which proxies' X-Forwarded-For to believe for the client IP (per-IP rate limits): false, true, a hop count, or addresses/CIDRs. */
+  trustProxy?: boolean | number | string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -88,6 +91,18 @@ function parseUrlList(protocols: string[]) {
 function parseSeconds(raw: string): number {
   if (!/^\d+$/.test(raw) || Number(raw) > 365 * 86400) throw new Error('must be a whole number of seconds from 0 to 31536000');
   return Number(raw);
+}
+
+function parseTrustProxy(raw: string): boolean | number | string {
+  const value = raw.trim();
+  if (/^\d+$/.test(value)) return Number(value);
+  if (['true', 'false', 'yes', 'no'].includes(value.toLowerCase())) return parseBoolean(value);
+  const parts = value.split(',').map((part) => part.trim());
+  for (const part of parts) {
+    const [address, bits] = part.split('/');
+    if (!isIP(address ?? '') || (bits !== undefined && !/^\d{1,3}$/.test(bits))) throw new Error('must be true, false, a hop count, or comma-separated IP addresses or CIDRs');
+  }
+  return parts.join(',');
 }
 
 function parseBoolean(raw: string): boolean {
@@ -206,6 +221,12 @@ export const VARIABLES = {
       return Number(raw);
     },
   },
+  trustProxy: {
+    name: 'SVC_TRUST_PROXY',
+    doc: 'Behind a load balancer: whose X-Forwarded-For gives the client IP for per-IP rate limits. false (socket address), true (any), a hop count, or comma-separated addresses/CIDRs of the proxies',
+    default: 'false',
+    parse: parseTrustProxy,
+  },
   checkoutFrameAncestors: {
     name: 'SVC_CHECKOUT_FRAME_ANCESTORS',
     doc: 'Origins allowed to embed the checkout page in a frame, space- or comma-separated (https://shop.example); unset: no site may frame it',
@@ -266,6 +287,7 @@ export function loadConfig(env: Env = process.env): Config {
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
     sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
     checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
+    trustProxy: read(VARIABLES.trustProxy) ?? false,
   };
   if (errors.length > 0) throw new ConfigError(errors);
   return config;

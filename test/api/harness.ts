@@ -19,8 +19,8 @@ export const GENEROUS_LIMITS: RateLimits = { create: 100_000, read: 100_000, wri
 export const box = createSecretBox(randomBytes(32));
 
 /** A real API (fastify) on `store`, as the daemon builds it. */
-export function buildApi(store: Store, options: { rateLimits?: Partial<RateLimits> } = {}): FastifyInstance {
-  const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent' });
+export function buildApi(store: Store, options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string> } = {}): FastifyInstance {
+  const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...options.env });
   return createApi({
     store,
     logger: createLogger({ level: 'silent' }),

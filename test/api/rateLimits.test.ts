@@ -3,6 +3,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
 import { setMerchantRateLimits } from '../../src/api/rateLimits.ts';
 import { buildApi, newMerchant, WALLET } from './harness.ts';
+import { loadConfig } from '../../src/internal/config.ts';
 
 const db = useTestDatabase('api_rate_limits');
 let storeB: Store;
@@ -42,6 +43,29 @@ async function send(base: string, method: string, path: string, key: string, bod
 }
 
 const payment = { amount: '2', currency: 'USDC', chain: 'optimism', merchantWallet: WALLET };
+
+describe('client IP behind a proxy', () => {
+  test('SVC_TRUST_PROXY names the proxies whose X-Forwarded-For gives the client IP; by default the socket address counts', async () => {
+    const behind = buildApi(db.store, { rateLimits: { ip: 2 }, env: { SVC_TRUST_PROXY: '127.0.0.1' } });
+    const direct = buildApi(db.store, { rateLimits: { ip: 2 } });
+    await freshWindow(5);
+    const tag = Math.floor(Math.random() * 250);
+    const visit = (app: typeof behind, forwarded: string) =>
+      app.inject({ method: 'GET', url: '/api/v1/health', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': forwarded } }).then((answer) => answer.statusCode);
+    expect([await visit(behind, `10.7.${tag}.1`), await visit(behind, `10.7.${tag}.1`), await visit(behind, `10.7.${tag}.1`)]).toEqual([200, 200, 429]);
+    expect(await visit(behind, `10.7.${tag}.2`)).toBe(200);
+    // Not trusted (the default): X-Forwarded-For is ignored and the socket address counts.
+    const socket = `10.8.${tag}.9`;
+    const viaSocket = (forwarded: string) => direct.inject({ method: 'GET', url: '/api/v1/health', remoteAddress: socket, headers: { 'x-forwarded-for': forwarded } }).then((answer) => answer.statusCode);
+    expect([await viaSocket('1.1.1.1'), await viaSocket('2.2.2.2'), await viaSocket('3.3.3.3')]).toEqual([200, 200, 429]);
+    await behind.close();
+    await direct.close();
+    expect(() => loadConfig({ SVC_TRUST_PROXY: 'the proxy' })).toThrow(/SVC_TRUST_PROXY="the proxy": must be true, false, a hop count, or comma-separated IP addresses or CIDRs/);
+    expect(loadConfig({ SVC_TRUST_PROXY: '10.0.0.0/8, 192.168.1.1' }).trustProxy).toBe('10.0.0.0/8,192.168.1.1');
+    expect(loadConfig({ SVC_TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({}).trustProxy).toBe(false);
+  });
+});
 
 describe('rate limits (spec §8), counted in Postgres across two processes', () => {
   test('payment creation: 10 per minute per key, alternating processes; the 11th is 429 with Retry-After and RateLimit-*', async () => {
