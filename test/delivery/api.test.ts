@@ -127,6 +127,27 @@ describe('webhook endpoints API', () => {
     expect(await countRows('webhook_endpoints')).toBe(before);
   });
 
+  test('an idempotent retry of POST /webhooks replays the endpoint without its secret, which is never stored in plaintext', async () => {
+    const m = await newMerchant(db.store);
+    const headers = { 'idempotency-key': `hook-${Date.now()}` };
+    const first = await call('POST', '/api/v1/webhooks', { key: m.test, headers, body: { url: `${receiver.url}/idem` } });
+    expect(first.status).toBe(201);
+    expect(first.body.secret).toMatch(/^whsec_/);
+    const again = await call('POST', '/api/v1/webhooks', { key: m.test, headers, body: { url: `${receiver.url}/idem` } });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+    expect(again.body).not.toHaveProperty('secret');
+    expect((await call('GET', '/api/v1/webhooks', { key: m.test })).body.data).toHaveLength(1);
+    const rotated = await call('POST', `/api/v1/webhooks/${first.body.id}/rotate-secret`, { key: m.test, headers: { 'idempotency-key': `rotate-${Date.now()}` } });
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    const { rows } = await db.store.query('SELECT response_body FROM idempotency_keys WHERE response_body IS NOT NULL');
+    const stored = rows.map((r) => r.response_body).join('\n');
+    expect(stored).toContain(first.body.id);
+    expect(stored).not.toContain(first.body.secret);
+    expect(stored).not.toContain(rotated.body.secret);
+  });
+
   test('auth: no key 401, read-only key 403 on writes, can read', async () => {
     const m = await newMerchant(db.store);
     expect((await call('POST', '/api/v1/webhooks', { body: { url: `${receiver.url}/x` } })).status).toBe(401);

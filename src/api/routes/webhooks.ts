@@ -3,6 +3,7 @@ import { Type, type TSchema } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
+import { saveIdempotentResponse } from '../idempotency.ts';
 import { badRequest, conflict, notFound } from '../../internal/errors.ts';
 import { EVENT_TYPES } from '../../engine/outbox.ts';
 import {
@@ -75,7 +76,12 @@ const EndpointSchema = Type.Object(
 const EndpointWithSecretSchema = Type.Object(
   {
     ...EndpointSchema.properties,
-    secret: Type.String({ description: 'The signing secret (`whsec_…`): HMAC-SHA256 key of X-Service-Signature. Shown this once; store it now.' }),
+    secret: Type.Optional(
+      Type.String({
+        description:
+          'The signing secret (`whsec_…`): HMAC-SHA256 key of X-Service-Signature. Shown this once; store it now. Absent from an idempotent replay (same Idempotency-Key): secrets are never stored in plaintext, so rotate to get a new one.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -175,12 +181,17 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const auth = authOf(request);
       const url = await safeUrl(request.body.url, deps);
-      const { endpoint, secret } = await createEndpoint(deps.store, deps.box, {
-        merchantId: auth.merchantId,
-        livemode: auth.livemode,
-        url,
-        description: request.body.description ?? null,
-        enabledEvents: normaliseEvents(request.body.enabledEvents),
+      const { endpoint, secret } = await deps.store.transaction(async (sql) => {
+        const created = await createEndpoint(sql, deps.box, {
+          merchantId: auth.merchantId,
+          livemode: auth.livemode,
+          url,
+          description: request.body.description ?? null,
+          enabledEvents: normaliseEvents(request.body.enabledEvents),
+        });
+        // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
+        await saveIdempotentResponse(sql, request, 201, endpointView(created.endpoint));
+        return created;
       });
       return reply.status(201).send({ ...endpointView(endpoint), secret });
     },
@@ -281,7 +292,11 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const rotated = await rotateEndpointSecret(deps.store, deps.box, authOf(request), request.params.id);
+      const rotated = await deps.store.transaction(async (sql) => {
+        const result = await rotateEndpointSecret(sql, deps.box, authOf(request), request.params.id);
+        if (result) await saveIdempotentResponse(sql, request, 200, endpointView(result.endpoint));
+        return result;
+      });
       if (!rotated) throw notFound(`no webhook endpoint ${request.params.id}`);
       return { ...endpointView(rotated.endpoint), secret: rotated.secret };
     },
