@@ -411,7 +411,10 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
             failures += 1;
             const level = error instanceof ChainMovedError ? 'info' : 'warn';
             log[level]({ msg: 'Ingest cycle failed; retrying', consecutive_failures: failures, err: error });
-            await sleep(error instanceof ChainMovedError ? 0 : Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** (failures - 1)), signal);
+            // The chain moving or a range being re-planned retries at once, a few times; anything
+            // that keeps failing backs off (a provider refusing even one block must not spin).
+            const immediate = error instanceof ChainMovedError && failures <= 5;
+            await sleep(immediate ? 0 : Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** (failures - 1)), signal);
             continue;
           }
           if (caughtUp) await heads.wait(pollMs);
