@@ -138,8 +138,9 @@ ${i.reference ? `<div><dt>Reference (Solana Pay)</dt><dd><code id="reference">${
 </div>
 </section>
 
-<section id="refund" aria-labelledby="refund-title"${i.refundUrl ? '' : ' hidden'}>
-<h2 id="refund-title">Ask for a refund</h2>
+<section id="refund" aria-label="Refund"${i.refundUrl ? '' : ' hidden'}>
+<details id="refund-details"${view === 'failed' ? ' open' : ''}>
+<summary>Ask for a refund</summary>
 <form id="refund-form" class="refund" novalidate>
 <label for="refund-destination">Your ${escapeHtml(i.chainName)} address for the refund</label>
 <input id="refund-destination" name="destination" autocomplete="off" spellcheck="false" required aria-describedby="refund-error">
@@ -150,6 +151,7 @@ ${i.reference ? `<div><dt>Reference (Solana Pay)</dt><dd><code id="reference">${
 <p id="refund-error" class="error" role="alert"></p>
 <button type="submit">Request refund</button>
 </form>
+</details>
 <p id="refund-result" tabindex="-1" role="status" hidden></p>
 </section>
 

@@ -179,6 +179,7 @@ describe('checkout page in Chromium', () => {
     await page.getByLabel('Reason (optional)').fill('Sent too little, order cancelled');
     await page.getByRole('button', { name: 'Request refund' }).click();
     await waitTextContains(page.locator('#refund-result'), `send 3 USDC to ${destination}`);
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
     await saveScreenshot(page, 'refund-requested-phone');
     const { rows } = await db.store.query(`SELECT type, payload FROM events WHERE session_id = $1 AND type = 'refund.requested'`, [session.id]);
     expect(rows).toHaveLength(1);

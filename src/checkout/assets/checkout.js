@@ -177,7 +177,7 @@
       .then(function (answer) {
         submit.disabled = false;
         if (!answer.ok) { error.textContent = answer.json.error || 'The request failed.'; form.elements.destination.focus(); return; }
-        form.hidden = true;
+        byId('refund-details').hidden = true;
         result.hidden = false;
         result.textContent = 'Refund requested (' + answer.json.id + '). The merchant will review it and send ' + answer.json.amount + ' ' + answer.json.currency + ' to ' + answer.json.destination + '.';
         result.focus();
