@@ -42,10 +42,27 @@ export function registerOpenApi(app: FastifyInstance): void {
     transform: ({ schema, url, route }) => {
       const hidden = url.startsWith('/v1/') || url.startsWith('/docs') || url === '/metrics';
       const security = route.config && (route.config as { auth?: string }).auth === 'none' ? { security: [] } : {};
-      return { schema: { ...schema, ...security, ...(hidden ? { hide: true } : {}) } as typeof schema, url };
+      const method = (Array.isArray(route.method) ? route.method[0] : route.method) as string;
+      const operationId = (schema as { operationId?: string } | undefined)?.operationId ?? operationIdOf(method, url);
+      return { schema: { ...schema, ...security, operationId, ...(hidden ? { hide: true } : {}) } as typeof schema, url };
     },
   });
   app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { url: '/api/v1/openapi.json' } as Record<string, unknown> });
+}
+
+/**
+ * A stable operationId for client generators when a route names none: method and path in
+ * camel case, `GET /api/v1/payments/:id` -> `getPaymentsById`.
+ */
+export function operationIdOf(method: string, url: string): string {
+  const words = url
+    .replace(/^\/(api\/)?v1\//, '/')
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => (segment.startsWith(':') ? `by-${segment.slice(1)}` : segment))
+    .flatMap((segment) => segment.split(/[^A-Za-z0-9]+/))
+    .filter(Boolean);
+  return [method.toLowerCase(), ...words.map((word) => word[0]!.toUpperCase() + word.slice(1))].join('');
 }
 
 /** `GET /openapi.json` under each prefix: the document, no authentication. */

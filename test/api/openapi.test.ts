@@ -57,6 +57,10 @@ describe('OpenAPI document', () => {
     expect(document.paths['/api/v1/sessions']!.post!.responses).toHaveProperty('201');
     expect(Object.keys(document.paths['/api/v1/payments']!.post!.responses).sort()).toEqual(['201', '400', '401', '403', '409', '422', '429']);
     expect(document.paths['/api/v1/health']!.get!.security).toEqual([]);
+    const ids = Object.values(document.paths).flatMap((methods) => Object.values(methods).map((operation) => (operation as { operationId?: string }).operationId));
+    expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z0-9]+$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect((document.paths['/api/v1/payments/{id}']!.get as { operationId?: string }).operationId).toBe('getPaymentsById');
   });
 
   test('/docs is an interactive reference served by the daemon itself (no CDN)', async () => {
