@@ -60,6 +60,23 @@ describe('checkout page in Chromium', () => {
       expect(problems).toEqual([]);
     }
 
+    // What a screen reader gets: the accessibility tree Chromium builds for the page.
+    const { page: a11yPage } = await open(`${server.url}/checkout/${session.id}`, 'desktop');
+    const tree = await a11yPage.locator('main').ariaSnapshot();
+    for (const line of [
+      '- heading "42.5 USDC" [level=1]',
+      '- status: Waiting for your payment.',
+      `- img "QR code of the wallet payment link for 42.5 USDC on Polygon"`,
+      '- link "Open in wallet"',
+      '- button "Copy amount"',
+      '- button "Copy address"',
+      '- timer:',
+    ]) {
+      expect(tree).toContain(line);
+    }
+    // Every form field has a label (the refund form, present though hidden until payment).
+    expect(await a11yPage.locator('input:not([type=hidden]), textarea').evaluateAll((fields) => fields.every((field) => (field as { labels: { length: number } }).labels.length > 0))).toBe(true);
+
     // Keyboard: the copy buttons are reachable and work from the keyboard.
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     contexts.push(context);
