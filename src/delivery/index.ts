@@ -145,7 +145,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
         log.warn({ msg: 'Webhook delivery failed for good', status, reason: outcome.reason });
       } else {
         metrics.endpointsDisabled.inc();
-        log.error({ msg: 'Webhook endpoint disabled', reason: outcome.reason, url: delivery.url });
+        log.error({ msg: 'Webhook endpoint disabled', reason: outcome.reason }); // no URL: it may carry the receiver's token
       }
     } catch (error) {
       // The attempt is not recorded; the lease runs out and the delivery is tried again.
