@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { verifyWebhook } from '../../src/index.ts';
+import { createMemoryNonceCache, verifyWebhook } from '../../src/index.ts';
 import { createEndpoint, createHttpTransport } from '../../src/delivery/index.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
 import { box, confirmSession, createFakeClock, delivery, insertSession, merchant } from './fixtures.ts';
@@ -48,6 +48,19 @@ describe('dispatch and signing', () => {
       await expect(verifyWebhook(request.rawBody, request.headers, request.path === '/session' ? endpointSecret : webhookSecret, { now: clock.now() })).rejects.toThrow('signature does not match');
     }
     expect(got[0]!.headers['x-service-nonce']).not.toBe(got[1]!.headers['x-service-nonce']);
+
+    // The helper refuses the same real delivery tampered, stale, incomplete or replayed.
+    const real = got.find((r) => r.path === '/session')!;
+    const verify = (body: string, headers: Record<string, unknown>, options: Parameters<typeof verifyWebhook>[3] = {}) =>
+      verifyWebhook(body, headers as never, webhookSecret, { now: clock.now(), ...options }).then(() => 'accepted', (error) => error.reason);
+    expect(await verify(real.rawBody.replace('"25.00"', '"2500.00"'), real.headers)).toBe('signature_mismatch');
+    expect(await verify(real.rawBody, real.headers, { now: new Date(clock.now().getTime() + 301_000) })).toBe('timestamp_out_of_tolerance');
+    for (const name of ['x-service-signature', 'x-service-timestamp', 'x-service-nonce']) {
+      expect(await verify(real.rawBody, { ...real.headers, [name]: undefined })).toBe('missing_header');
+    }
+    const nonceCache = createMemoryNonceCache();
+    expect(await verify(real.rawBody, real.headers, { nonceCache })).toBe('accepted');
+    expect(await verify(real.rawBody, real.headers, { nonceCache })).toBe('nonce_reused');
 
     const { rows: attempts } = await db.store.query('SELECT * FROM webhook_attempts WHERE event_id = $1 ORDER BY url', [envelope.id]);
     expect(attempts).toHaveLength(2);
