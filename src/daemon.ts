@@ -12,6 +12,8 @@ import { createApi } from './api/index.ts';
 import { createIngest } from './ingest/index.ts';
 import { createDelivery } from './delivery/index.ts';
 import { createEngine } from './engine/index.ts';
+import { createSandbox } from './sandbox/index.ts';
+import { loadChains } from './internal/chains.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
 
 export const ROLES = ['api', 'ingest', 'worker'] as const;
@@ -53,8 +55,11 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     const metrics = createMetricsRegistry();
     // The engine is rules over rows: the worker runs its periodic pass (expiry, safety net), the
     // ingest role calls it after each commit; several processes may run it at once.
-    const engine = roles.includes('worker') || roles.includes('ingest') ? createEngine({ store, logger, metrics, config }) : undefined;
-    if (engine) shutdown.add('engine', () => engine.idle());
+    const engine = createEngine({ store, logger, metrics, config });
+    shutdown.add('engine', () => engine.idle());
+    // The sandbox's simulated chains feed the same tables and engine; the api role uses it for
+    // simulated payments, the ingest role advances the simulated chains.
+    const sandbox = createSandbox({ store, logger, chains: loadChains(), blockMs: config.sandboxBlockMs, reconcile: async (change) => void (await engine.reconcile(change)) });
 
     let boss: PgBoss | undefined;
     if (roles.includes('worker')) {
@@ -68,22 +73,26 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
       const delivery = createDelivery({ store, logger, metrics, config, box });
       await delivery.start();
       shutdown.add('delivery', () => delivery.stop());
-      const engineLoop = engine!.run(shutdown.signal);
+      const engineLoop = engine.run(shutdown.signal);
       shutdown.add('engine-loop', () => engineLoop);
     }
 
     if (roles.includes('ingest')) {
       // onChainChange is called after each ingest commit: the engine reconciles that chain.
-      const ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: (change) => engine!.onChainChange(change) });
+      const ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: (change) => engine.onChainChange(change) });
       shutdown.add('ingest', () => ingest.stop());
       logger.info({ msg: 'Ingest role started', live_chains: ingest.chains });
+      const sandboxLoop = sandbox.run(shutdown.signal);
+      shutdown.add('sandbox', () => sandboxLoop);
     }
 
     let api: FastifyInstance | undefined;
     let url: string | undefined;
     if (roles.includes('api')) {
-      api = createApi({ store, logger, metrics, config, box });
+      api = createApi({ store, logger, metrics, config, box, sandbox });
       url = await api.listen({ port: config.port, host: config.host });
+      // With PORT=0 and no SVC_PUBLIC_URL, links must carry the port actually bound.
+      if (config.publicUrlIsDefault) config.publicUrl = url;
       const server = api;
       shutdown.add('api', () => server.close());
       logger.info({ msg: 'API listening', url, public_url: config.publicUrl });

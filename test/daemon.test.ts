@@ -26,13 +26,18 @@ async function startDaemon(env: Record<string, string>) {
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
+  // Logs are JSON lines on stdout too; the ready line is the one with "status": "running".
   const lines = readline.createInterface({ input: child.stdout! });
+  const seen: string[] = [];
   const first = await new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${stderr}`)));
+    lines.on('line', (line) => {
+      seen.push(line);
+      if (line.includes('"status":"running"')) resolve(line);
+    });
+    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}: ${stderr}\n${seen.join('\n')}`)));
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, ready: JSON.parse(first), exited, stderr: () => stderr };
+  return { child, ready: JSON.parse(first), exited, stderr: () => stderr, seen };
 }
 
 describe('svc start', () => {
@@ -70,6 +75,7 @@ describe('svc start', () => {
   test('second start on the same data: no new merchant or key is printed', async () => {
     const daemon = await startDaemon({ SVC_EMBEDDED_PG_PORT: String(pgPort) });
     expect(daemon.ready.bootstrap).toBeNull();
+    // SIGINT right after the ready line: handlers are installed before start-up, so this drains.
     daemon.child.kill('SIGINT');
     expect(await daemon.exited).toBe(0);
   });

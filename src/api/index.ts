@@ -6,7 +6,9 @@ import { registerValidation } from './validation.ts';
 import { registerOpenApi, openApiRoutes } from './openapi.ts';
 import { DEFAULT_RATE_LIMITS, registerIpRateLimit, registerKeyRateLimit } from './rateLimits.ts';
 import { registerIdempotency } from './idempotency.ts';
+import { isDatabaseUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable.ts';
 import { healthRoutes } from './routes/health.ts';
+import { sandboxRoutes } from './routes/sandbox.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { paymentRoutes } from './routes/payments.ts';
 import { checkoutSessionRoutes } from './routes/checkoutSessions.ts';
@@ -37,6 +39,7 @@ const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
   transferRoutes,
   webhookRoutes,
   eventRoutes,
+  sandboxRoutes,
 ];
 
 /** The spec's base path is `/api/v1`; one listing writes `/v1`. Both serve the same routes. */
@@ -83,6 +86,10 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') return reply.status(400).send({ error: (error as Error).message });
     if (status && status >= 400 && status < 500) {
       return reply.status(status).send({ error: (error as Error).message });
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ msg: 'Database unavailable', err: error, method: request.method, url: request.url });
+      return reply.status(503).header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).send({ error: 'the service is temporarily unavailable (database unreachable); retry later' });
     }
     request.log.error({ msg: 'Unhandled error in request', err: error, method: request.method, url: request.url });
     return reply.status(500).send({ error: 'internal server error' });

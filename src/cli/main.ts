@@ -104,6 +104,9 @@ const commands: Record<string, Command> = {
       if (unknown.length > 0 || roles.length === 0) throw new UsageError(`--role must be a comma-separated list of ${ROLES.join(', ')}`);
       const config = loadConfig(io.env);
       const logger = createLogger({ level: config.logLevel });
+      // Listen for SIGINT/SIGTERM before starting anything: a signal during start-up (or in the
+      // instant after the ready line) then shuts down cleanly instead of killing the process.
+      const stopRequested = io.stopSignal ?? waitForSignal();
       const daemon = await startDaemon({ config, logger, roles });
       const ready = { status: 'running', roles, url: daemon.url ?? null, publicUrl: config.publicUrl, bootstrap: daemon.bootstrap ?? null };
       const lines = [`svc gateway is running (roles: ${roles.join(', ')})`];
@@ -120,7 +123,7 @@ const commands: Record<string, Command> = {
         );
       }
       emit(io, json, ready, lines.join('\n'));
-      const reason = await (io.stopSignal ?? waitForSignal());
+      const reason = await stopRequested;
       logger.info({ msg: 'Shutting down', reason });
       await daemon.shutdown.kill(reason);
       return 0;

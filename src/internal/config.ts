@@ -25,6 +25,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Base of customer-facing links (checkout pages), without a trailing slash. */
   publicUrl: string;
+  /** SVC_PUBLIC_URL was unset: the daemon replaces publicUrl with its real address once listening (PORT=0). */
+  publicUrlIsDefault: boolean;
   rpc: Record<ChainName, ChainRpcConfig>;
   webhookAllowPrivate: boolean;
   logLevel: LogLevel;
@@ -277,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     databaseUrl: read(VARIABLES.databaseUrl),
+    publicUrlIsDefault: !env[VARIABLES.publicUrl.name]?.trim(),
     publicUrl: read(VARIABLES.publicUrl) ?? `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`,
     rpc,
     webhookAllowPrivate: read(VARIABLES.webhookAllowPrivate) ?? false,
