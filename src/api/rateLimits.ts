@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql, Store } from '../store/index.ts';
 import { HttpError } from '../internal/errors.ts';
+import { isDatabaseUnavailable } from './unavailable.ts';
 
 /**
  * Which budget a route spends: `create` (payment creation: POST /sessions, /payments,
@@ -101,7 +102,14 @@ export function rateLimitClassOf(request: FastifyRequest): RateLimitClass {
  */
 export function registerIpRateLimit(app: FastifyInstance, params: { store: Store; limits: RateLimits }): void {
   app.addHook('onRequest', async (request, reply) => {
-    const result = await hit(params.store, { bucket: `ip:${request.ip}`, limit: params.limits.ip });
+    let result: Hit;
+    try {
+      result = await hit(params.store, { bucket: `ip:${request.ip}`, limit: params.limits.ip });
+    } catch (error) {
+      // Unauthenticated routes (health, checkout) answer without the database or report it themselves: fail open.
+      if (request.routeOptions.config?.auth === 'none' && isDatabaseUnavailable(error)) return;
+      throw error;
+    }
     setHeaders(reply, result);
     if (result.count > result.limit) throw refuse(result, 'requests from one IP address');
     if (rateLimitClassOf(request) === 'create' && request.routeOptions.config?.auth === 'none') {

@@ -163,6 +163,7 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
     410: 'Gone.',
     422: 'This Idempotency-Key was used with a different request.',
     429: 'Rate limited; see Retry-After.',
+    503: 'The database is unreachable; retry after Retry-After seconds.',
   };
   const rateLimitHeaders = {
     'Retry-After': { type: 'integer', description: 'Seconds until the limit resets.' },
@@ -176,9 +177,9 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
 }
 
 /** Errors any authenticated read can give. */
-export const READ_ERRORS = [400, 401, 403, 404, 429];
+export const READ_ERRORS = [400, 401, 403, 404, 429, 503];
 /** Errors any authenticated POST can give (idempotency adds 409 and 422). */
-export const WRITE_ERRORS = [400, 401, 403, 409, 422, 429];
+export const WRITE_ERRORS = [400, 401, 403, 409, 422, 429, 503];
 
 /** A page of a list: newest first. */
 export function ListSchema(item: TSchema, description: string) {

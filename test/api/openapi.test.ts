@@ -55,7 +55,7 @@ describe('OpenAPI document', () => {
     }
     expect(operations.some((operation) => operation.includes(' /v1/'))).toBe(false);
     expect(document.paths['/api/v1/sessions']!.post!.responses).toHaveProperty('201');
-    expect(Object.keys(document.paths['/api/v1/payments']!.post!.responses).sort()).toEqual(['201', '400', '401', '403', '409', '422', '429']);
+    expect(Object.keys(document.paths['/api/v1/payments']!.post!.responses).sort()).toEqual(['201', '400', '401', '403', '409', '422', '429', '503']);
     expect(document.paths['/api/v1/health']!.get!.security).toEqual([]);
     const ids = Object.values(document.paths).flatMap((methods) => Object.values(methods).map((operation) => (operation as { operationId?: string }).operationId));
     expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z0-9]+$/.test(id))).toBe(true);
