@@ -97,6 +97,8 @@ async function main() {
   const run = randomBytes(4).toString('hex');
   await load('POST /payments, 64 wallets, Idempotency-Key', (i) => ({ method: 'POST', path: '/api/v1/payments', body: payment(i, WALLETS[i % 64]!), headers: { 'idempotency-key': `${run}-${i}` } }), 201);
   await load('POST /payments, replayed Idempotency-Key', (i) => ({ method: 'POST', path: '/api/v1/payments', body: payment(i % 100, WALLETS[i % 100 % 64]!), headers: { 'idempotency-key': `${run}-${i % 100}` } }), 201);
+  await load('GET /health (per-IP limit, SELECT 1)', () => ({ method: 'GET', path: '/api/v1/health' }), 200);
+  await load('GET /currencies (+ auth, per-key limit)', () => ({ method: 'GET', path: '/api/v1/currencies' }), 200);
   await load('GET /payments/:id', (i) => ({ method: 'GET', path: `/api/v1/payments/${created[i % created.length]}` }), 200);
   await load('GET /payments?limit=20', () => ({ method: 'GET', path: '/api/v1/payments?limit=20' }), 200);
   await load('POST /payments, invalid (400)', (i) => ({ method: 'POST', path: '/api/v1/payments', body: { ...payment(i, WALLET), amount: '1.1234567' } }), 400);
