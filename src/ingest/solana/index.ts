@@ -192,7 +192,9 @@ export function createSolanaIngester(params: {
     if (failed > 0) throw new Error(`${failed} token account(s) failed to sync`);
   }
 
+  /** Sleeps up to `ms`, waking early on a notification or on stop (also when already stopped). */
   async function waitForWork(ms: number) {
+    if (controller.signal.aborted) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       wake = done;
@@ -275,6 +277,11 @@ export function createSolanaIngester(params: {
         onSlot: (slot) => {
           metrics.headBlock.set({ chain: 'solana' }, Number(slot));
           metrics.lastHeadAt.set('solana', Date.now());
+        },
+        // Up: subscriptions may have been missing while it was down, so sweep now; down: poll.
+        onConnectionChange: (connected) => {
+          if (connected) lastSweep = 0;
+          signal();
         },
       });
     }

@@ -26,6 +26,8 @@ export function createSolanaWatcher(params: {
   logger: Logger;
   onAccountChange: (account: string) => void;
   onSlot: (slot: bigint) => void;
+  /** Called when the socket comes up or goes down, so the caller can switch between waiting and polling. */
+  onConnectionChange?: (connected: boolean) => void;
   signal: AbortSignal;
 }): SolanaWatcher {
   const accounts = new Set<string>();
@@ -49,6 +51,7 @@ export function createSolanaWatcher(params: {
 
   function reconnect(error: unknown) {
     if (stopped.signal.aborted) return;
+    if (connected) params.onConnectionChange?.(false);
     connected = false;
     failures += 1;
     params.logger.warn({ msg: 'Solana WebSocket lost; polling until it is back', endpoint: endpointLabel(params.urls[urlIndex]!, urlIndex), error: String((error as Error)?.message ?? error).split('\n')[0] });
@@ -69,6 +72,7 @@ export function createSolanaWatcher(params: {
       for (const account of accounts) await subscribeAccount(subscriptions, account, signal);
       connected = true;
       failures = 0;
+      params.onConnectionChange?.(true);
       void (async () => {
         try {
           for await (const notification of slots) params.onSlot(BigInt(notification.slot));

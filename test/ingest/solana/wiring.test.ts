@@ -112,6 +112,10 @@ describe('solana ingester over WebSocket', () => {
       const started = Date.now();
       await paidAndStored(1_000_004n);
       expect(Date.now() - started).toBeLessThan(10_000);
+      // stop() does not wait out the minute-long poll.
+      const stopping = Date.now();
+      await ingester.stop();
+      expect(Date.now() - stopping).toBeLessThan(5_000);
     } finally {
       await ingester.stop();
     }
