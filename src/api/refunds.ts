@@ -77,6 +77,7 @@ async function loadRefund(sql: Sql, params: { merchantId: string; livemode: bool
   return toRefund(rows[0]);
 }
 
+/** One refund of the caller's merchant and mode; 404 otherwise. */
 export function getRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<RefundRow> {
   return loadRefund(sql, params);
 }

@@ -12,13 +12,16 @@ import { AMOUNT_LIMITS, EXPIRES_IN } from '../engine/sessions.ts';
 /** Metadata limits, as Stripe's: 50 keys, keys up to 40 characters, values up to 500. */
 export const METADATA_LIMITS = { keys: 50, keyLength: 40, valueLength: 500 } as const;
 
+/** One of the six chains of the spec. */
 export const ChainSchema = Type.Unsafe<ChainName>({
   type: 'string',
   enum: [...CHAIN_NAMES],
   description: 'The chain to pay on.',
 });
+/** USDT or USDC. */
 export const CurrencySchema = Type.Unsafe<Currency>({ type: 'string', enum: [...CURRENCIES], description: 'The stablecoin.' });
 
+/** An amount as decimal text; decimals and bounds are checked per chain in createSession. */
 export const AmountSchema = Type.String({
   minLength: 1,
   maxLength: 80,
@@ -28,6 +31,7 @@ export const AmountSchema = Type.String({
   examples: ['25.00'],
 });
 
+/** webhookUrl / successUrl: absolute http(s). */
 export const UrlSchema = Type.String({
   maxLength: 2048,
   format: 'uri',
@@ -36,6 +40,7 @@ export const UrlSchema = Type.String({
   'x-error': 'must be an absolute http or https URL',
 });
 
+/** Merchant metadata: string to string, Stripe's limits. */
 export const MetadataSchema = Type.Unsafe<Record<string, string>>({
   type: 'object',
   maxProperties: METADATA_LIMITS.keys,
@@ -44,18 +49,21 @@ export const MetadataSchema = Type.Unsafe<Record<string, string>>({
   description: `Your own string key/value pairs, returned as given: at most ${METADATA_LIMITS.keys} keys, keys 1..${METADATA_LIMITS.keyLength} characters, values strings of at most ${METADATA_LIMITS.valueLength} characters.`,
 });
 
+/** Session lifetime in seconds. */
 export const ExpiresInSchema = Type.Integer({
   minimum: EXPIRES_IN.min,
   maximum: EXPIRES_IN.max,
   description: `Session lifetime in seconds, ${EXPIRES_IN.min} to ${EXPIRES_IN.max} (7 days); default ${EXPIRES_IN.default}.`,
 });
 
+/** A receiving wallet; the chain-specific check happens in resolvePayTo. */
 export const WalletAddressSchema = Type.String({
   minLength: 1,
   maxLength: 100,
   description: 'Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.',
 });
 
+/** A path parameter holding a resource id (letters, digits, underscores). */
 export const IdParam = (name: string, prefix: string) =>
   Type.Object(
     {
@@ -64,6 +72,7 @@ export const IdParam = (name: string, prefix: string) =>
     { additionalProperties: false },
   );
 
+/** `{"error": "..."}`, spec §7. */
 export const ErrorSchema = Type.Object(
   { error: Type.String({ description: 'What is wrong, for people.' }) },
   { additionalProperties: false, description: 'Every error has this shape.' },
@@ -73,6 +82,7 @@ const DateTime = (description: string) => Type.String({ format: 'date-time', des
 const NullableDateTime = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
 const Nullable = (schema: TSchema, description: string) => Type.Union([schema, Type.Null()], { description });
 
+/** A token accepted for a session. */
 export const TokenSchema = Type.Object({
   symbol: Type.String(),
   address: Type.String({ description: 'Token contract (EVM) or mint (solana).' }),
