@@ -265,6 +265,24 @@ describe('events API: list, attempts, redeliver, replay', () => {
     await w.stop();
   });
 
+  test('a running worker picks up a redelivery made through the API at once (NOTIFY), without polling', async () => {
+    const m = await newMerchant(db.store);
+    const hook = await call('POST', '/api/v1/webhooks', { key: m.test, body: { url: `${receiver.url}/notify` } });
+    const running = createWorker(db.store, { box, pollIntervalMs: 60_000 });
+    await running.start();
+    try {
+      const event = await emit(m.id);
+      const arrivals = () => receiver.received.filter((r) => r.path === '/notify' && r.headers['x-service-event-id'] === event.id).length;
+      await expect.poll(arrivals, { timeout: 5_000 }).toBe(1);
+      // Let the worker go idle (its next look is a minute away), then redeliver through the API.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await call('POST', `/api/v1/events/${event.id}/redeliver`, { key: m.test, body: { endpointId: hook.body.id } })).status).toBe(202);
+      await expect.poll(arrivals, { timeout: 5_000 }).toBe(2);
+    } finally {
+      await running.stop();
+    }
+  });
+
   test('the OpenAPI document describes the webhook and event routes', async () => {
     const response = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
     const paths = Object.keys(response.json().paths);
