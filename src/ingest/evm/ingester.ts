@@ -54,6 +54,12 @@ export interface EvmIngester {
  * without tripping free-tier rate limits; the adaptive rate handles the rest.
  */
 const DEFAULT_CONCURRENCY = 4;
+/**
+ * `safe` and `finalized` are read at most this often: they move in steps of seconds (L2 batches,
+ * BSC vote rounds, polygon milestones), so reading them on every 250 ms arbitrum block would only
+ * add requests. A stale `finalized` only keeps a few more headers stored.
+ */
+const TAG_REFRESH_MS = 2_000;
 /** Successful ranges after which a refused range size may be tried again. */
 const RANGE_CEILING_TTL = 100;
 /** Ranges up to this many unfinalized blocks read headers first and skip `eth_getLogs` when the blooms rule them out. */
@@ -132,6 +138,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   let finalized: bigint | null = null;
   let safe: bigint | null = null;
   let head = -1n;
+  let tagsReadAt = 0;
   let lastHeadHash = '';
   /** Stored unfinalized blocks (number -> hash): a mirror of chain_blocks. */
   let blocks = new Map<bigint, string>();
@@ -243,6 +250,9 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
 
   async function handleReorg(mismatchAt: bigint) {
     const { ancestor, beyondStored } = await findCommonAncestor(mismatchAt);
+    // Judge the depth against the node's finality now, not the throttled reading.
+    finalized = await getTagNumber('finalized', head);
+    tagsReadAt = Date.now();
     const depth = processed - ancestor;
     metrics.reorgs.inc(labels);
     metrics.reorgDepth.observe(labels, Number(depth));
@@ -259,6 +269,8 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       log.warn({ msg: 'Reconciled reorg', ...fields });
     }
     if (beyondRule) metrics.deepReorgs.inc({ chain: name, rule: beyondRule });
+    // The orphaned blocks are gone from the chain now; the DB forgets them in the rewind commit.
+    for (const number of [...blocks.keys()]) if (number > ancestor) blocks.delete(number);
     if (!rewind || ancestor < rewind.to) {
       rewind = { to: ancestor, depth: Number(depth) + (rewind ? Number(rewind.to - ancestor) : 0), beyondRule: beyondRule ?? rewind?.beyondRule ?? null };
     }
@@ -314,7 +326,10 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     const latest = await getHeader('latest');
     if (!latest) throw new RetryableError(`${name}: the node returned no latest block`);
     const previousFinalized = finalized;
-    [safe, finalized] = await Promise.all([getTagNumber('safe', latest.number), getTagNumber('finalized', latest.number)]);
+    if (Date.now() - tagsReadAt >= TAG_REFRESH_MS || safe === null || finalized === null) {
+      [safe, finalized] = await Promise.all([getTagNumber('safe', latest.number), getTagNumber('finalized', latest.number)]);
+      tagsReadAt = Date.now();
+    }
     if (latest.hash !== lastHeadHash) {
       metrics.lastHeadAt.set(name, Date.now());
       lastHeadHash = latest.hash;
@@ -417,7 +432,8 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
             await sleep(immediate ? 0 : Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** (failures - 1)), signal);
             continue;
           }
-          if (caughtUp) await heads.wait(pollMs);
+          // With a live newHeads subscription the timer is only a safety net.
+          if (caughtUp) await heads.wait(heads.subscribed ? Math.max(pollMs * 4, 2_000) : pollMs);
         }
       } finally {
         heads.close();

@@ -124,5 +124,8 @@ describe('reorgs on anvil (polygon, chain id 137)', () => {
     // The metric moves when the reorg is found; its row commits with the new branch.
     const recorded = await waitFor(async () => ((await reorgsOf()).length > before ? (await reorgsOf()).slice(before) : undefined));
     expect(recorded).toMatchObject([{ beyond_rule: 'finalized' }]);
+    // Handled once: the ingester is past it, not looping on it.
+    await waitProcessed(db.store, chain, await anvil.blockNumber());
+    expect(await metricValue(run.metrics, 'svc_ingest_deep_reorgs_total', { chain, rule: 'finalized' })).toBe(1);
   });
 });
