@@ -113,6 +113,15 @@ describe('reorgs on anvil (polygon, chain id 137)', () => {
     expect(await waitFor(async () => ((await reorgsOf()).length > before ? (await reorgsOf()).slice(before) : undefined))).toMatchObject([
       { depth: 45, beyond_rule: 'confirmed' },
     ]);
+    // Blocks at or below finalized are pruned from the hash-linked list (the newest one is kept to link the next).
+    await waitProcessed(db.store, chain, await anvil.blockNumber());
+    const pruned = await db.store.query<{ at_or_below: bigint; above: bigint }>(
+      `SELECT count(*) FILTER (WHERE b.number <= h.finalized_block) AS at_or_below, count(*) FILTER (WHERE b.number > h.finalized_block) AS above
+       FROM chain_blocks b JOIN chain_heads h USING (livemode, chain) WHERE b.chain = $1`,
+      [chain],
+    );
+    expect(pruned.rows[0]!.at_or_below).toBeLessThanOrEqual(1n);
+    expect(pruned.rows[0]!.above).toBeGreaterThan(0n);
   });
 
   test('a reorg below the finalized block raises the finalized alert', async () => {
