@@ -8,6 +8,7 @@ import { newId } from '../internal/crypto.ts';
 import { getBase58Decoder } from '@solana/kit';
 import { randomBytes } from 'node:crypto';
 import { sandboxWallet } from '../sandbox/fakes.ts';
+import { addWallet } from '../accounts/wallets.ts';
 
 /** Session lifetime bounds in seconds: one minute to seven days (Stripe Checkout allows 30 min..24 h; payments by bank-free wallets need less, invoices more). */
 export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
@@ -248,6 +249,9 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
     throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);
   }
   const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet: params.merchantWallet, livemode: params.livemode });
+  // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
+  // put that wallet there (unverified), or its payment would never be seen.
+  if (params.livemode && params.merchantWallet !== undefined) await addWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
   const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [params.merchantId]);
   const includeBridged = merchantRows[0]?.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);

@@ -104,6 +104,17 @@ describe('what a payer needs', () => {
     expect(tooPrecise).toMatchObject({ status: 400, body: { error: 'amount 0.1234567890123456789 has 19 decimal places; this token has 18' } });
   });
 
+  test('a live session paying to an inline merchantWallet registers it (unverified), so the ingesters watch it; sandbox sessions do not', async () => {
+    const m = await newMerchant(db.store);
+    const other = '0x90F79bf6EB2c4f870365E785982E1f101E93b906';
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ merchantWallet: other }) })).status).toBe(201);
+    const wallets = () => db.store.query<{ address: string; verified_at: Date | null }>('SELECT address, verified_at FROM wallets WHERE merchant_id = $1 AND chain = $2', [m.id, 'polygon']);
+    expect((await wallets()).rows).toEqual([]);
+    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ merchantWallet: other.toLowerCase() }) })).status).toBe(201);
+    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ merchantWallet: other }) })).status).toBe(201);
+    expect((await wallets()).rows).toEqual([{ address: other, verified_at: null }]);
+  });
+
   test('a lower-case EVM wallet is stored in EIP-55 form', async () => {
     const m = await newMerchant(db.store);
     const created = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ merchantWallet: WALLET.toLowerCase() }) });
