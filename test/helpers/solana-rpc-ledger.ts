@@ -32,6 +32,8 @@ export interface LedgerEntry {
   meta: Record<string, unknown> & { err: unknown };
   /** Accounts written by the transaction (for account notifications). */
   writable: Address[];
+  /** On a fork the cluster did not root: listed as `confirmed` forever, never finalized. */
+  orphaned?: boolean;
 }
 
 const TOKEN_PROGRAMS = new Set<string>([TOKEN_PROGRAM_ADDRESS, 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb']);
@@ -71,6 +73,10 @@ export interface Ledger {
   finalize(slot?: bigint): void;
   /** Removes an unfinalized transaction, as a fork switch would. */
   drop(signature: string): void;
+  /** Leaves an unfinalized transaction on a fork that will not be rooted: still listed, never final. */
+  orphan(signature: string): void;
+  /** Whether the transaction counts as finalized now. */
+  isFinalized(entry: LedgerEntry): boolean;
   find(signature: string): LedgerEntry | undefined;
   /** Newest first, like getSignaturesForAddress. */
   forAddress(address: string): LedgerEntry[];
@@ -110,6 +116,13 @@ export function createLedger(params: { startSlot?: bigint } = {}): Ledger {
       }
       notify(undefined);
     },
+    orphan(signature) {
+      const entry = ledger.find(signature);
+      if (!entry) throw new Error(`unknown signature ${signature}`);
+      if (entry.slot <= ledger.finalizedSlot) throw new Error(`${signature} is finalized; it cannot be orphaned`);
+      entry.orphaned = true;
+    },
+    isFinalized: (entry) => !entry.orphaned && entry.slot <= ledger.finalizedSlot,
     find: (signature) => entries.find((entry) => entry.signature === signature),
     forAddress: (address) => [...(byAddress.get(address) ?? [])].reverse(),
     onChange(listener) {

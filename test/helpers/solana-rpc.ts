@@ -135,7 +135,7 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
     getSignaturesForAddress: ([address, config]) => {
       const { limit = 1000, before, until } = (config ?? {}) as { limit?: number; before?: string; until?: string };
       const finalizedOnly = commitmentOf(config) === 'finalized';
-      let list = ledger.forAddress(address as string).filter((entry) => !finalizedOnly || entry.slot <= ledger.finalizedSlot);
+      let list = ledger.forAddress(address as string).filter((entry) => !finalizedOnly || ledger.isFinalized(entry));
       if (before) {
         const at = list.findIndex((entry) => entry.signature === before);
         list = at < 0 ? [] : list.slice(at + 1);
@@ -150,14 +150,14 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
         err: entry.meta.err,
         memo: null,
         blockTime: entry.blockTime,
-        confirmationStatus: entry.slot <= ledger.finalizedSlot ? 'finalized' : 'confirmed',
+        confirmationStatus: ledger.isFinalized(entry) ? 'finalized' : 'confirmed',
       }));
     },
     getTransaction: ([signature, config]) => {
       const { maxSupportedTransactionVersion, encoding = 'json' } = (config ?? {}) as { maxSupportedTransactionVersion?: number; encoding?: string };
       if (encoding !== 'json') throw new RpcError(-32602, `this test server serves encoding "json" only, not ${encoding}`);
       const entry = ledger.find(signature as string);
-      if (!entry || (commitmentOf(config) === 'finalized' && entry.slot > ledger.finalizedSlot)) return null;
+      if (!entry || (commitmentOf(config) === 'finalized' && !ledger.isFinalized(entry))) return null;
       if (entry.version === 0 && maxSupportedTransactionVersion === undefined) {
         throw new RpcError(-32015, 'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0');
       }
@@ -183,7 +183,7 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
       value: (signatures as string[]).map((signature) => {
         const entry = ledger.find(signature);
         if (!entry) return null;
-        const finalized = entry.slot <= ledger.finalizedSlot;
+        const finalized = ledger.isFinalized(entry);
         return { slot: Number(entry.slot), confirmations: finalized ? null : Number(ledger.slot - entry.slot), err: entry.meta.err, status: entry.meta.status, confirmationStatus: finalized ? 'finalized' : 'confirmed' };
       }),
     }),

@@ -53,6 +53,9 @@ export async function syncTokenAccount(params: {
 }): Promise<SyncResult> {
   const { store, rpc, account } = params;
   const listed = await listSignatures(rpc, account, params.pageSize, params.finalizedSlot);
+  // Listed but not finalized although its slot is: it sits on a fork the cluster did not root,
+  // and will never be final. It is not stored, and if it was, it is removed below.
+  const orphaned = new Set(listed.filter((item) => !item.finalized && item.slot <= params.finalizedSlot).map((item) => item.signature));
   const known = await loadKnownSignatures(store, account.address, listed.map((item) => item.signature));
   const result: SyncResult = { transfers: 0, removed: 0, pending: 0 };
 
@@ -63,7 +66,7 @@ export async function syncTokenAccount(params: {
     const batch = listed.slice(start, start + BATCH);
     const fresh = batch.filter((item) => {
       const stored = known.get(item.signature);
-      return !stored || stored.commitment === 'removed';
+      return !orphaned.has(item.signature) && (!stored || stored.commitment === 'removed');
     });
     const fetched = new Map(
       await Promise.all(
@@ -81,6 +84,7 @@ export async function syncTokenAccount(params: {
     const nowFinal: string[] = [];
     let cursor: ListedSignature | undefined;
     for (const item of batch) {
+      if (orphaned.has(item.signature)) continue;
       const stored = known.get(item.signature);
       let storedNow = stored !== undefined && stored.commitment !== 'removed';
       if (!storedNow) {
@@ -106,7 +110,7 @@ export async function syncTokenAccount(params: {
     });
   }
 
-  const listedSet = new Set(listed.map((item) => item.signature));
+  const listedSet = new Set(listed.filter((item) => !orphaned.has(item.signature)).map((item) => item.signature));
   const vanished = [...known.values()].filter((row) => row.commitment === 'confirmed' && !listedSet.has(row.signature) && row.slot <= params.finalizedSlot);
   if (vanished.length > 0) {
     result.removed = await store.transaction((sql) => markRemoved(sql, account.address, vanished));

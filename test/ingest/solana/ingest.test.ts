@@ -106,6 +106,23 @@ describe('solana ingest', () => {
   });
 });
 
+describe('solana ingest, forks', () => {
+  test('a transaction still listed as confirmed once its slot is finalized (an unrooted fork) is removed, not settled', async () => {
+    const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: 8_000_000n });
+    await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? true : undefined), 'the transfer');
+    rpc.ledger.orphan(paid.signature);
+    rpc.ledger.advance();
+    rpc.ledger.finalize();
+    const [row] = await waitFor(async () => {
+      const rows = await transfersOf(db.store, paid.signature);
+      return rows[0]?.status === 'removed' ? rows : undefined;
+    }, 'the transfer to be removed');
+    expect(row!.status).toBe('removed');
+    // And the finalized slot the engine reads passed it only after the removal.
+    expect((await chainHead(db.store))!.finalized_block! >= paid.slot).toBe(true);
+  });
+});
+
 describe('solana ingest, account lists', () => {
   test('a v0 transaction whose receiving account comes from an address lookup table: log_index counts the loaded keys', async () => {
     const ata = await rpc.ata(merchant.address, 'USDC');
