@@ -18,14 +18,26 @@ interface ClaimRow {
 /**
  * Leases up to `limit` pending deliveries that are due at `now` and not leased by a live worker
  * (`FOR UPDATE SKIP LOCKED`, so workers in several processes never take the same one), oldest
- * due first.
+ * due first, and at most `perTarget` in flight per target (endpoint, or session URL) across all
+ * workers: a slow or dead receiver with a backlog cannot take every slot and hold up other
+ * merchants' webhooks. (A soft cap: two workers claiming at the same instant may pass it a little.)
  */
-export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: number }): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: number; perTarget?: number }): Promise<ClaimedDelivery[]> {
   const { rows } = await sql.query<ClaimRow>(
-    `WITH due AS (
-       SELECT id FROM webhook_deliveries
+    `WITH busy AS (
+       SELECT coalesce(endpoint_id, url) AS target_key, count(*) AS n FROM webhook_deliveries
+        WHERE status = 'pending' AND locked_until > $1
+        GROUP BY 1
+     ), candidates AS (
+       SELECT id, coalesce(endpoint_id, url) AS target_key,
+              row_number() OVER (PARTITION BY coalesce(endpoint_id, url) ORDER BY next_attempt_at, id) AS rank
+         FROM webhook_deliveries
         WHERE status = 'pending' AND next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until <= $1)
-        ORDER BY next_attempt_at
+     ), due AS (
+       SELECT d.id FROM webhook_deliveries d
+        WHERE d.id IN (SELECT c.id FROM candidates c LEFT JOIN busy b USING (target_key) WHERE c.rank + coalesce(b.n, 0) <= $4)
+          AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until <= $1)
+        ORDER BY d.next_attempt_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED
      ), claimed AS (
@@ -38,7 +50,7 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
        JOIN events e ON e.id = c.event_id
        JOIN merchants m ON m.id = c.merchant_id
        LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id`,
-    [params.now, params.limit, new Date(params.now.getTime() + LEASE_MS)],
+    [params.now, params.limit, new Date(params.now.getTime() + LEASE_MS), params.perTarget ?? params.limit],
   );
   return rows.map((row) => ({
     id: row.id,

@@ -1,6 +1,5 @@
 import type { Sql } from '../store/index.ts';
 import { newId } from '../internal/crypto.ts';
-import { LEASE_MS, type ClaimedDelivery } from './types.ts';
 
 interface EventRow {
   id: string;
@@ -8,9 +7,7 @@ interface EventRow {
   livemode: boolean;
   type: string;
   payload: unknown;
-  created_at: Date;
   session_webhook_url: string | null;
-  merchant_secret_sealed: string;
 }
 
 interface EndpointRow {
@@ -19,7 +16,16 @@ interface EndpointRow {
   livemode: boolean;
   url: string;
   enabled_events: string[];
-  secret_sealed: string;
+}
+
+interface PlannedDelivery {
+  id: string;
+  eventId: string;
+  merchantId: string;
+  livemode: boolean;
+  endpointId: string | null;
+  url: string;
+  target: string;
 }
 
 /** True when an endpoint subscribed to `type` (`*` subscribes to every kind). */
@@ -34,17 +40,14 @@ export function endpointWants(enabledEvents: readonly string[], type: string): b
  * transaction. Targets are the merchant's enabled endpoints of the event's mode that subscribed
  * to its kind, and the session's webhookUrl. The event body is serialised here, once.
  *
- * Up to `claim` of the new deliveries come back leased to the caller, due now, so it can send
- * them at once; the rest (an event fanning out to many endpoints) stay unleased and due, for
- * any worker to claim, so no lease runs out while a delivery waits in a local queue.
- * Run inside a transaction.
+ * The deliveries are due at `now` and unleased: workers take them with claimDueDeliveries, which
+ * applies the per-target cap. Run inside a transaction.
+ * @returns how many events were dispatched and how many deliveries they made.
  */
-export async function dispatchEvents(sql: Sql, params: { now: Date; limit: number; claim?: number }): Promise<{ events: number; deliveries: ClaimedDelivery[] }> {
+export async function dispatchEvents(sql: Sql, params: { now: Date; limit: number }): Promise<{ events: number; deliveries: number }> {
   const { rows: events } = await sql.query<EventRow>(
-    `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, e.created_at, s.webhook_url AS session_webhook_url,
-            m.webhook_secret_sealed AS merchant_secret_sealed
+    `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, s.webhook_url AS session_webhook_url
        FROM events e
-       JOIN merchants m ON m.id = e.merchant_id
        LEFT JOIN payment_sessions s ON s.id = e.session_id
       WHERE e.dispatched_at IS NULL
       ORDER BY e.seq
@@ -52,47 +55,36 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
       FOR UPDATE OF e SKIP LOCKED`,
     [params.limit],
   );
-  if (events.length === 0) return { events: 0, deliveries: [] };
+  if (events.length === 0) return { events: 0, deliveries: 0 };
 
   const merchants = [...new Set(events.map((event) => event.merchant_id))];
   const { rows: endpoints } = await sql.query<EndpointRow>(
-    `SELECT id, merchant_id, livemode, url, enabled_events, secret_sealed FROM webhook_endpoints
+    `SELECT id, merchant_id, livemode, url, enabled_events FROM webhook_endpoints
       WHERE merchant_id = ANY($1) AND status = 'enabled' AND deleted_at IS NULL`,
     [merchants],
   );
 
   const bodies = events.map((event) => JSON.stringify(event.payload));
-  const lockedUntil = new Date(params.now.getTime() + LEASE_MS);
-  const planned: (ClaimedDelivery & { target: string })[] = [];
-  events.forEach((event, index) => {
-    const base = {
-      eventId: event.id,
-      eventType: event.type,
-      merchantId: event.merchant_id,
-      livemode: event.livemode,
-      attemptCount: 0,
-      body: bodies[index]!,
-      eventCreatedAt: event.created_at,
-    };
+  const planned: PlannedDelivery[] = [];
+  for (const event of events) {
+    const base = { eventId: event.id, merchantId: event.merchant_id, livemode: event.livemode };
     for (const endpoint of endpoints) {
       if (endpoint.merchant_id !== event.merchant_id || endpoint.livemode !== event.livemode) continue;
       if (!endpointWants(endpoint.enabled_events, event.type)) continue;
-      planned.push({ ...base, id: newId('whd'), endpointId: endpoint.id, url: endpoint.url, secretSealed: endpoint.secret_sealed, target: `endpoint:${endpoint.id}` });
+      planned.push({ ...base, id: newId('whd'), endpointId: endpoint.id, url: endpoint.url, target: `endpoint:${endpoint.id}` });
     }
     if (event.session_webhook_url) {
-      planned.push({ ...base, id: newId('whd'), endpointId: null, url: event.session_webhook_url, secretSealed: event.merchant_secret_sealed, target: 'session' });
+      planned.push({ ...base, id: newId('whd'), endpointId: null, url: event.session_webhook_url, target: 'session' });
     }
-  });
+  }
 
-  const leased = planned.slice(0, params.claim ?? planned.length);
-  let inserted = new Set<string>();
+  let inserted = 0;
   if (planned.length > 0) {
-    const { rows } = await sql.query<{ id: string }>(
-      `INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at, locked_until)
-       SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8, CASE WHEN id = ANY($10::text[]) THEN $9::timestamptz END
+    const { rowCount } = await sql.query(
+      `INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at)
+       SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8
          FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[]) AS t(id, event_id, merchant_id, livemode, endpoint_id, url, target)
-       ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING
-       RETURNING id`,
+       ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING`,
       [
         planned.map((d) => d.id),
         planned.map((d) => d.eventId),
@@ -102,11 +94,9 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
         planned.map((d) => d.url),
         planned.map((d) => d.target),
         params.now,
-        lockedUntil,
-        leased.map((d) => d.id),
       ],
     );
-    inserted = new Set(rows.map((row) => row.id));
+    inserted = rowCount ?? 0;
   }
   await sql.query(
     `UPDATE events e SET dispatched_at = $3, body = t.body
@@ -114,6 +104,5 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
       WHERE e.id = t.id`,
     [events.map((event) => event.id), bodies, params.now],
   );
-  const deliveries = leased.filter((delivery) => inserted.has(delivery.id)).map(({ target: _target, ...delivery }) => delivery);
-  return { events: events.length, deliveries };
+  return { events: events.length, deliveries: inserted };
 }

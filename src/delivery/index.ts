@@ -35,9 +35,8 @@ const DEFAULT_CONCURRENCY = 32;
 const DEFAULT_POLL_INTERVAL_MS = 1_000;
 
 /**
- * Outbox events turned into deliveries per dispatch transaction. Above the worker's free room,
- * because a dispatch costs several round trips whatever its size; deliveries beyond the room stay
- * due and unleased, and the next pass claims them with one query (any worker may).
+ * Outbox events turned into deliveries per dispatch transaction: a dispatch costs several round
+ * trips whatever its size, and its deliveries wait as due rows that any worker claims.
  */
 const DISPATCH_BATCH = 128;
 
@@ -71,6 +70,8 @@ export interface DeliveryParams {
   /** Source of jitter in [0, 1); tests pin it. */
   random?: () => number;
   concurrency?: number;
+  /** Deliveries in flight per target (endpoint or session URL) across workers; default half of `concurrency`. */
+  perTargetConcurrency?: number;
   pollIntervalMs?: number;
 }
 
@@ -89,6 +90,8 @@ export function createDelivery(params: DeliveryParams): Delivery {
   const transport: WebhookTransport = params.fetch ?? ownTransport!;
   const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
   const pollIntervalMs = params.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  // Half the slots at most for one receiver: a dead endpoint with a backlog leaves room for the rest.
+  const perTarget = params.perTargetConcurrency ?? Math.max(1, Math.floor(concurrency / 2));
   const limit = pLimit(concurrency);
   const successes = createSuccessBatch(store);
   const inFlight = new Set<Promise<void>>();
@@ -162,24 +165,17 @@ export function createDelivery(params: DeliveryParams): Delivery {
     inFlight.add(running);
   }
 
-  /** Dispatches and claims as much as there is room for; returns how many deliveries started. */
+  /** Dispatches new events, then claims as much as there is room for; returns how many deliveries started. */
   async function fill(): Promise<number> {
-    const room = concurrency - inFlight.size;
-    if (room <= 0) {
-      saturated = true;
-      return 0;
-    }
     const now = clock.now();
-    const dispatched = await store.transaction((sql) => dispatchEvents(sql, { now, limit: Math.max(room, DISPATCH_BATCH), claim: room }));
-    const fresh = dispatched.deliveries;
-    fresh.forEach(launch);
-    const left = concurrency - inFlight.size;
-    const due = left > 0 ? await claimDueDeliveries(store, { now, limit: left }) : [];
+    const dispatched = await store.transaction((sql) => dispatchEvents(sql, { now, limit: DISPATCH_BATCH }));
+    const room = concurrency - inFlight.size;
+    const due = room > 0 ? await claimDueDeliveries(store, { now, limit: room, perTarget }) : [];
     due.forEach(launch);
     // A full batch of events or of due deliveries means more may be waiting: go again at once.
-    backlog = dispatched.events >= Math.max(room, DISPATCH_BATCH) || (left > 0 && due.length >= left);
+    backlog = dispatched.events >= DISPATCH_BATCH || (room > 0 && due.length >= room);
     saturated = inFlight.size >= concurrency;
-    return fresh.length + due.length;
+    return due.length;
   }
 
   async function runOnce(): Promise<number> {

@@ -190,6 +190,30 @@ describe('transport safety', () => {
     }
   });
 
+  test('a hanging receiver with a backlog takes at most half the slots: another merchant is served meanwhile', async () => {
+    const slow = await startReceiver(() => 'hang');
+    const transport = createHttpTransport({ allowPrivate: true, timeoutMs: 4_000 });
+    const worker = delivery(db.store, { concurrency: 4, fetch: transport, pollIntervalMs: 100 });
+    try {
+      const stuck = await merchant(db.store, 'Stuck');
+      await createEndpoint(db.store, box, { merchantId: stuck.merchant.id, livemode: false, url: `${slow.url}/stuck` });
+      for (let i = 0; i < 10; i++) await db.store.transaction((sql) => appendEvent(sql, { merchantId: stuck.merchant.id, livemode: false, type: 'payment.confirmed', data: { i } }));
+      await worker.start();
+      await slow.waitFor(2, 5_000);
+      const healthy = await merchant(db.store, 'Healthy');
+      await createEndpoint(db.store, box, { merchantId: healthy.merchant.id, livemode: false, url: `${receiver.url}/healthy` });
+      const started = Date.now();
+      const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: healthy.merchant.id, livemode: false, type: 'payment.confirmed', data: {} }));
+      await expect.poll(() => receiver.received.some((r) => r.headers['x-service-event-id'] === event.id), { timeout: 3_000, interval: 20 }).toBe(true);
+      expect(Date.now() - started).toBeLessThan(3_000); // well before the stuck attempts time out
+      expect(slow.received).toHaveLength(2);
+    } finally {
+      await worker.stop();
+      await transport.close();
+      await slow.close();
+    }
+  });
+
   test('started, the worker delivers a new event within moments without being polled by the test (NOTIFY wake-up)', async () => {
     const { merchant: m, webhookSecret } = await merchant(db.store);
     const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/live-loop` });
