@@ -119,7 +119,8 @@ class ChainMovedError extends RetryableError {
 export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   const { chain, rpc, store, metrics, signal } = params;
   const name = chain.name;
-  const log = params.logger.child({ stage: 'ingest', chain: name });
+  // createIngest passes its logger with stage=ingest already.
+  const log = params.logger.child({ chain: name });
   const labels = { chain: name };
   const confirmedDepth = BigInt(chain.confirmations.confirmed as number);
   const logsConfig = chain.logs ?? { initialRange: 2_000, maxRange: 10_000, backfillBlocks: 1_800 };

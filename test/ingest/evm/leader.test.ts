@@ -6,7 +6,7 @@ import { getAddress, type Address } from 'viem';
 import { startAnvil, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
-import { merchantWithWallets, transfers, waitFor, waitProcessed } from './setup.ts';
+import { merchantWithWallets, startIngest, transfers, waitFor, waitProcessed } from './setup.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const svc = path.resolve(here, '../../../bin/svc.js');
@@ -87,3 +87,28 @@ test('two daemon processes: one ingests a chain; SIGKILL it and the other takes 
   expect(row.amount).toBe('2000000');
   expect((await transfers(db.store, chain)).filter((transfer) => transfer.status === 'observed')).toHaveLength(2);
 }, 90_000);
+
+test('a leader whose lock connection is killed stops, takes the lock again, and keeps ingesting', async () => {
+  // The daemons of the test above are gone: this process is the only candidate.
+  for (const { child } of daemons) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+  const run = startIngest({ db, chain, http: [anvil.rpcUrl] });
+  try {
+    await waitFor(() => run.logs.find((line) => line.msg === 'Leading this chain: ingester starting'), 20_000, 'leadership');
+    await waitProcessed(db.store, chain, await anvil.blockNumber());
+    const killed = await db.store.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'svc-ingest-leader' AND datname = current_database()");
+    expect(killed.rowCount).toBeGreaterThanOrEqual(1);
+    await waitFor(() => run.logs.find((line) => line.msg === 'Leader lock connection lost; leases end'), 20_000, 'the lost lease');
+    await waitFor(() => run.logs.lines.filter((line) => line.msg === 'Leading this chain: ingester starting').length === 2, 20_000, 'leadership again');
+    const paid = await anvil.pay(usdc, WALLET, 3_000_000n);
+    await anvil.waitMined(paid);
+    const row = await waitFor(async () => (await transfers(db.store, chain)).find((transfer) => transfer.tx_hash === paid), 20_000, 'the transfer after re-election');
+    expect(row.amount).toBe('3000000');
+  } finally {
+    await run.ingest.stop();
+  }
+}, 60_000);
