@@ -23,10 +23,13 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
   let wake: (() => void) | undefined;
   let subscribed = false;
   let unsubscribe: (() => void) | undefined;
+  /** A head that arrived while the ingester was busy: the next wait returns at once. */
+  let pending = false;
   const notify = () => {
     const resolve = wake;
     wake = undefined;
-    resolve?.();
+    if (resolve) resolve();
+    else pending = true;
   };
 
   async function subscribeLoop() {
@@ -76,6 +79,10 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
       return subscribed;
     },
     async wait(pollMs) {
+      if (pending) {
+        pending = false;
+        return;
+      }
       const woken = new Promise<void>((resolve) => (wake = resolve));
       await Promise.race([woken, sleep(pollMs, params.signal)]);
       wake = undefined;

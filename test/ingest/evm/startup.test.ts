@@ -64,6 +64,18 @@ describe('start-up checks and failover', () => {
     expect(run.ingest.status().optimism).toEqual({ state: 'leader' });
   });
 
+  test('a dead WebSocket URL: the ingester polls over HTTP and keeps retrying the subscription with backoff', async () => {
+    anvil = await startAnvil({ chain: 'polygon' });
+    await anvil.installChainTokens();
+    run = startIngest({ db, chain: 'polygon', http: [anvil.rpcUrl], ws: [`ws://127.0.0.1:${await freePort()}`] });
+    await waitFor(() => run!.logs.lines.filter((line) => line.msg === 'newHeads subscription failed').length >= 2, 20_000, 'two subscription attempts');
+    const usdc = chains.polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
+    const paid = await anvil.pay(usdc, WALLET, 2_500_000n);
+    await anvil.waitMined(paid);
+    const row = await waitFor(async () => (await transfers(db.store, 'polygon')).find((transfer) => transfer.tx_hash === paid));
+    expect(row.amount).toBe('2500000');
+  });
+
   test('with a WebSocket URL the ingester follows newHeads and still stores transfers', async () => {
     anvil = await startAnvil({ chain: 'polygon' });
     await anvil.installChainTokens();
