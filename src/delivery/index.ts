@@ -102,6 +102,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
   let woken = false;
   let saturated = false;
   let backlog = false;
+  let blocked = false;
 
   function wake(): void {
     woken = true;
@@ -160,7 +161,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
     const running = limit(() => attempt(delivery)).finally(() => {
       inFlight.delete(running);
       // Refill at half capacity rather than per completion: fewer, larger claims.
-      if (saturated && inFlight.size <= concurrency / 2) wake();
+      if ((saturated && inFlight.size <= concurrency / 2) || blocked) wake();
     });
     inFlight.add(running);
   }
@@ -215,8 +216,15 @@ export function createDelivery(params: DeliveryParams): Delivery {
     if (woken) return;
     const due = await nextDueAt(store);
     const untilDue = due ? due.getTime() - clock.now().getTime() : pollIntervalMs;
-    const wait = Math.min(Math.max(untilDue, 0), pollIntervalMs);
-    if (wait > 0) await waitForWake(wait);
+    if (untilDue <= 0) {
+      // Due now yet not claimed: capped per target, or leased elsewhere. Wait for one of ours to
+      // finish (or the poll interval) instead of asking again in a tight loop.
+      blocked = true;
+      await waitForWake(pollIntervalMs);
+      blocked = false;
+      return;
+    }
+    await waitForWake(Math.min(untilDue, pollIntervalMs));
   }
 
   async function run(): Promise<void> {
