@@ -39,18 +39,22 @@ describe('solana ingester wiring', () => {
       createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, lockRetryMs: 50 });
     const first = make();
     const second = make();
-    await first.start();
-    await waitFor(async () => first.status().state === 'leader', 'the first to lead');
-    await second.start();
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(second.status()).toEqual({ state: 'standby' });
-    await paidAndStored(1_000_001n);
+    try {
+      await first.start();
+      await waitFor(async () => first.status().state === 'leader', 'the first to lead');
+      await second.start();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(second.status()).toEqual({ state: 'standby' });
+      await paidAndStored(1_000_001n);
 
-    await first.stop();
-    expect(first.status()).toEqual({ state: 'stopped' });
-    await waitFor(async () => second.status().state === 'leader', 'the second to take over');
-    await paidAndStored(1_000_002n);
-    await second.stop();
+      await first.stop();
+      expect(first.status()).toEqual({ state: 'stopped' });
+      await waitFor(async () => second.status().state === 'leader', 'the second to take over');
+      await paidAndStored(1_000_002n);
+    } finally {
+      await first.stop();
+      await second.stop();
+    }
   });
 
   test('an ingester whose lock connection dies stops ingesting and stands by; the other takes over', async () => {
@@ -58,18 +62,26 @@ describe('solana ingester wiring', () => {
       createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, lockRetryMs: 50 });
     const first = make();
     const second = make();
-    await first.start();
-    await waitFor(async () => first.status().state === 'leader', 'the first to lead');
-    await second.start();
-    // Postgres ends the first's lock session (as a network cut or a failover would): its lock is gone.
-    const { rows } = await db.store.query<{ pid: number }>("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1::int::oid AND granted", [0x736f6c]);
-    expect(rows).toHaveLength(1);
-    await db.store.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
-    await waitFor(async () => second.status().state === 'leader', 'the second to take over');
-    await waitFor(async () => first.status().state === 'standby', 'the first to stand by');
-    await paidAndStored(1_000_005n);
-    await first.stop();
-    await second.stop();
+    try {
+      await first.start();
+      await waitFor(async () => first.status().state === 'leader', 'the first to lead');
+      await second.start();
+      // Postgres ends the first's lock session (as a network cut or a failover would): its lock is
+      // gone. Advisory locks are per database; other test files hold the same key in theirs.
+      const { rows } = await db.store.query<{ pid: number }>(
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1::int::oid AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        [0x736f6c],
+      );
+      expect(rows).toHaveLength(1);
+      await db.store.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await waitFor(async () => second.status().state === 'leader', 'the second to take over');
+      await waitFor(async () => first.status().state === 'standby', 'the first to stand by');
+      await paidAndStored(1_000_005n);
+    } finally {
+      await first.stop();
+      await second.stop();
+    }
   });
 
   test('createIngest runs it when SVC_SOLANA_RPC_URL is set; a dead first URL fails over to the second and is counted', async () => {
