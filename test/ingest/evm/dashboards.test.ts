@@ -1,0 +1,24 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect, test } from 'vitest';
+import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
+import { createIngestMetrics } from '../../../src/ingest/evm/metrics.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+test('every svc_ingest_* series the dashboard and the alert rules query is one the ingester exports', async () => {
+  const registry = createMetricsRegistry({ defaultMetrics: false });
+  createIngestMetrics(registry);
+  const exported = new Set<string>();
+  for (const metric of await registry.getMetricsAsJSON()) {
+    exported.add(metric.name);
+    if (metric.type === ('histogram' as never)) for (const suffix of ['_bucket', '_count', '_sum']) exported.add(metric.name + suffix);
+  }
+  const dashboard = JSON.parse(fs.readFileSync(path.join(root, 'dashboards/ingest.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+  const queried = new Set<string>();
+  for (const panel of dashboard.panels) for (const target of panel.targets) for (const name of target.expr.match(/svc_ingest_[a-z_]+/g) ?? []) queried.add(name);
+  for (const name of fs.readFileSync(path.join(root, 'dashboards/alerts.yml'), 'utf8').match(/svc_ingest_[a-z_]+/g) ?? []) queried.add(name);
+  expect(queried.size).toBeGreaterThan(8);
+  expect([...queried].filter((name) => !exported.has(name))).toEqual([]);
+});
