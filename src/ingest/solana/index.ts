@@ -5,6 +5,7 @@ import type { Logger } from '../../internal/logger.ts';
 import type { Registry } from '../../internal/metrics.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Store } from '../../store/index.ts';
+import { Gauge } from 'prom-client';
 import { createIngestMetrics } from '../evm/metrics.ts';
 import { discoverTokenAccounts, loadTokenAccounts, loadWatchedOwners, saveTokenAccounts, type WatchedMint } from './accounts.ts';
 import { createSolanaRpcPool } from './rpc.ts';
@@ -79,6 +80,18 @@ export function createSolanaIngester(params: {
 }): SolanaIngester {
   const log = params.logger.child({ stage: 'ingest', chain: 'solana' });
   const metrics = createIngestMetrics(params.metrics);
+  const lagSlots =
+    (params.metrics.getSingleMetric('svc_ingest_solana_lag_slots') as Gauge | undefined) ??
+    new Gauge({
+      name: 'svc_ingest_solana_lag_slots',
+      help: 'Slots between the newest confirmed slot seen and the confirmed slot at the start of the last completed ingest pass',
+      registers: [params.metrics],
+    });
+  let headSlot = 0n;
+  let passSlot: bigint | undefined;
+  const updateLag = () => {
+    if (passSlot !== undefined) lagSlots.set(Number(headSlot > passSlot ? headSlot - passSlot : 0n));
+  };
   const tuning = (params.chain as ChainConfig & { ingest?: SolanaIngestTuning }).ingest ?? { backfillSlots: 9000, signaturePageSize: 1000 };
   const mints: WatchedMint[] = params.chain.tokens.map((token) => ({ mint: token.address, tokenProgram: token.tokenProgram ?? 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' }));
   const mintSet = new Set(mints.map((mint) => mint.mint));
@@ -132,6 +145,7 @@ export function createSolanaIngester(params: {
     const finalizedSlot = BigInt(await rpc.call('getSlot', (client) => client.getSlot({ commitment: 'finalized' })));
     const confirmedSlot = BigInt(await rpc.call('getSlot', (client) => client.getSlot({ commitment: 'confirmed' })));
     metrics.headBlock.set({ chain: 'solana' }, Number(confirmedSlot));
+    if (confirmedSlot > headSlot) headSlot = confirmedSlot;
     metrics.finalizedBlock.set({ chain: 'solana' }, Number(finalizedSlot));
     metrics.lastHeadAt.set('solana', Date.now());
     await discover(confirmedSlot);
@@ -183,6 +197,10 @@ export function createSolanaIngester(params: {
       lastSweep = Date.now();
       metrics.processedBlock.set({ chain: 'solana' }, Number(confirmedSlot));
       metrics.blocks.inc({ chain: 'solana' });
+    }
+    if (complete) {
+      passSlot = confirmedSlot;
+      updateLag();
     }
     await notify('head');
     if (complete && finalizedSlot > lastFinalized) {
@@ -277,6 +295,8 @@ export function createSolanaIngester(params: {
         onSlot: (slot) => {
           metrics.headBlock.set({ chain: 'solana' }, Number(slot));
           metrics.lastHeadAt.set('solana', Date.now());
+          if (slot > headSlot) headSlot = slot;
+          updateLag();
         },
         // Up: subscriptions may have been missing while it was down, so sweep now; down: poll.
         onConnectionChange: (connected) => {

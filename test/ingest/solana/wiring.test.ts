@@ -96,6 +96,8 @@ describe('solana ingester wiring', () => {
       expect(metrics).toMatch(/svc_ingest_rpc_errors_total\{chain="solana",method="getSlot",endpoint="0:127\.0\.0\.1:1",kind="endpoint"\} [1-9]/);
       expect(metrics).toMatch(/svc_ingest_head_block\{chain="solana"\} [1-9]/);
       expect(metrics).toMatch(/svc_ingest_leader\{chain="solana"\} 1/);
+      expect(metrics).toMatch(/svc_ingest_solana_lag_slots \d+/);
+      expect(metrics).toMatch(/svc_ingest_finalized_block\{chain="solana"\} \d+/);
     } finally {
       await ingest.stop();
     }
