@@ -102,7 +102,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
   let woken = false;
   let saturated = false;
   let backlog = false;
-  let blocked = false;
+  let blockedAt: number | undefined;
 
   function wake(): void {
     woken = true;
@@ -160,8 +160,10 @@ export function createDelivery(params: DeliveryParams): Delivery {
   function launch(delivery: ClaimedDelivery): void {
     const running = limit(() => attempt(delivery)).finally(() => {
       inFlight.delete(running);
-      // Refill at half capacity rather than per completion: fewer, larger claims.
-      if ((saturated && inFlight.size <= concurrency / 2) || blocked) wake();
+      // Refill at half capacity rather than per completion: fewer, larger claims. When blocked
+      // (due work capped per target), once half a target's share has finished.
+      if (saturated && inFlight.size <= concurrency / 2) wake();
+      else if (blockedAt !== undefined && (inFlight.size === 0 || blockedAt - inFlight.size >= Math.max(1, perTarget / 2))) wake();
     });
     inFlight.add(running);
   }
@@ -219,9 +221,9 @@ export function createDelivery(params: DeliveryParams): Delivery {
     if (untilDue <= 0) {
       // Due now yet not claimed: capped per target, or leased elsewhere. Wait for one of ours to
       // finish (or the poll interval) instead of asking again in a tight loop.
-      blocked = true;
+      blockedAt = inFlight.size;
       await waitForWake(pollIntervalMs);
-      blocked = false;
+      blockedAt = undefined;
       return;
     }
     await waitForWake(Math.min(untilDue, pollIntervalMs));
