@@ -21,6 +21,7 @@ import {
 import { startDaemon, ROLES, type Role } from '../daemon.ts';
 import { formatConfigTable } from './configTable.ts';
 import { listenForWebhooks } from './webhooksListen.ts';
+import { setMerchantRateLimits } from '../api/rateLimits.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface Io {
@@ -200,6 +201,65 @@ const commands: Record<string, Command> = {
             : withWallets
                 .map((m) => `${m.id}  ${m.name}  created ${m.createdAt.toISOString()}${m.wallets.map((w) => `\n    ${w.chain}:${w.address}${w.verified ? '' : ' (unverified)'}`).join('')}`)
                 .join('\n'),
+        );
+        return 0;
+      });
+    },
+  },
+
+  'merchants update': {
+    summary: 'change a merchant’s settings: rate limits, bridged tokens, payment tolerance',
+    usage: 'svc merchants update --merchant ID [--create-per-minute N] [--read-per-minute N] [--write-per-minute N] [--accept-bridged true|false] [--tolerance-bps N] [--json]',
+    options: {
+      merchant: { type: 'string', description: 'merchant id (mer_…)' },
+      'create-per-minute': { type: 'string', description: 'payment creations per key per minute (spec default 10); "default" resets' },
+      'read-per-minute': { type: 'string', description: 'reads per key per minute (spec default 30); "default" resets' },
+      'write-per-minute': { type: 'string', description: 'other writes per key per minute (default 30); "default" resets' },
+      'accept-bridged': { type: 'string', description: 'accept bridged tokens (USDC.e, …) where a chain lists them: true or false' },
+      'tolerance-bps': { type: 'string', description: 'payment tolerance in basis points of the due amount, 0 to 1000 (default 0: the full amount must arrive)' },
+      ...jsonOption,
+    },
+    async run({ values, io, json }) {
+      const merchantId = requireString(values, 'merchant');
+      const limit = (name: string): number | null | undefined => {
+        const raw = values[name];
+        if (raw === undefined) return undefined;
+        if (raw === 'default') return null;
+        if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1_000_000) throw new UsageError(`--${name} must be a whole number from 1 to 1000000, or "default"`);
+        return Number(raw);
+      };
+      const limits = { create: limit('create-per-minute'), read: limit('read-per-minute'), write: limit('write-per-minute') };
+      const bridged = values['accept-bridged'];
+      if (bridged !== undefined && bridged !== 'true' && bridged !== 'false') throw new UsageError('--accept-bridged must be true or false');
+      const tolerance = values['tolerance-bps'];
+      if (tolerance !== undefined && !(typeof tolerance === 'string' && /^\d+$/.test(tolerance) && Number(tolerance) <= 1000)) throw new UsageError('--tolerance-bps must be a whole number from 0 to 1000');
+      return withStore(io, async (store) => {
+        if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
+        const settings = await store.transaction(async (sql) => {
+          if (Object.values(limits).some((value) => value !== undefined)) {
+            await setMerchantRateLimits(sql, {
+              merchantId,
+              ...(limits.create !== undefined ? { create: limits.create } : {}),
+              ...(limits.read !== undefined ? { read: limits.read } : {}),
+              ...(limits.write !== undefined ? { write: limits.write } : {}),
+            });
+          }
+          if (bridged !== undefined) await sql.query('UPDATE merchants SET accept_bridged_tokens = $2 WHERE id = $1', [merchantId, bridged === 'true']);
+          if (tolerance !== undefined) await sql.query('UPDATE merchants SET payment_tolerance_bps = $2 WHERE id = $1', [merchantId, Number(tolerance)]);
+          const { rows } = await sql.query<Record<string, unknown>>(
+            `SELECT m.id, m.accept_bridged_tokens AS "acceptBridgedTokens", m.payment_tolerance_bps AS "paymentToleranceBps",
+                    l.create_per_minute AS "createPerMinute", l.read_per_minute AS "readPerMinute", l.write_per_minute AS "writePerMinute"
+               FROM merchants m LEFT JOIN merchant_rate_limits l ON l.merchant_id = m.id WHERE m.id = $1`,
+            [merchantId],
+          );
+          return rows[0]!;
+        });
+        emit(
+          io,
+          json,
+          settings,
+          `Merchant ${merchantId}: bridged tokens ${settings.acceptBridgedTokens ? 'accepted' : 'refused'}, tolerance ${String(settings.paymentToleranceBps)} bps, ` +
+            `limits per key per minute: create ${String(settings.createPerMinute ?? 'default')}, read ${String(settings.readPerMinute ?? 'default')}, write ${String(settings.writePerMinute ?? 'default')}`,
         );
         return 0;
       });

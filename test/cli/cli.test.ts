@@ -73,6 +73,18 @@ describe('svc CLI', () => {
     expect((await svc('keys', 'revoke', 'key_nope')).code).toBe(2);
   });
 
+  test('merchants update raises rate limits, accepts bridged tokens and sets the tolerance; bad values change nothing', async () => {
+    const { merchant } = (await svc('merchants', 'create', '--name', 'Settings', '--json')).json();
+    const bad = await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', '0', '--accept-bridged', 'true');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--create-per-minute must be a whole number from 1 to 1000000');
+    const updated = await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', '120', '--accept-bridged', 'true', '--tolerance-bps', '50', '--json');
+    expect(updated.code).toBe(0);
+    expect(updated.json()).toEqual({ id: merchant.id, acceptBridgedTokens: true, paymentToleranceBps: 50, createPerMinute: 120, readPerMinute: null, writePerMinute: null });
+    const reset = (await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', 'default', '--json')).json();
+    expect(reset).toMatchObject({ createPerMinute: null, acceptBridgedTokens: true });
+  });
+
   test('a bad wallet is refused and nothing is written', async () => {
     const before = await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM merchants");
     const result = await svc('merchants', 'create', '--name', 'Bad', '--wallet', 'polygon:0x123');
