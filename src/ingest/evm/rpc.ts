@@ -51,6 +51,8 @@ interface Endpoint {
   restUntil: number;
   spacingMs: number;
   nextSlot: number;
+  /** When the spacing last grew: a 429 to a request sent before that was already answered for. */
+  slowedAt: number;
 }
 
 /** `index:host`: enough to tell URLs apart in logs and metrics without leaking a key in the path or query. */
@@ -85,9 +87,11 @@ export function createRpc(params: {
     restUntil: 0,
     spacingMs: 0,
     nextSlot: 0,
+    slowedAt: 0,
   }));
   const log = params.logger;
 
+  /** Sets `sentAt` on the error it throws, so a burst of 429s slows the URL down once, not once per request. */
   async function callOnce<T>(endpoint: Endpoint, method: string, args: unknown[]): Promise<T> {
     const now = Date.now();
     if (endpoint.spacingMs > 0) {
@@ -96,13 +100,14 @@ export function createRpc(params: {
       if (wait > 0) await sleep(wait, params.signal);
     }
     const end = params.metrics.rpcDuration.startTimer({ chain: params.chain, method, endpoint: endpoint.label });
+    const sentAt = Date.now();
     try {
       const result = (await endpoint.transport.request({ method, params: args } as never)) as T;
       end();
       return result;
     } catch (error) {
       end();
-      throw error;
+      throw Object.assign(error as object, { sentAt });
     }
   }
 
@@ -132,8 +137,12 @@ export function createRpc(params: {
               throw new RpcRequestRejected(`${params.chain}: ${method} rejected by ${endpoint.label}`, kind, error);
             }
             if (kind === 'rate') {
-              endpoint.spacingMs = Math.min(RATE_MAX_SPACING_MS, Math.max(RATE_MIN_SPACING_MS, endpoint.spacingMs * RATE_BACKOFF));
-              log.warn({ msg: 'RPC endpoint rate-limits us; slowing down', chain: params.chain, endpoint: endpoint.label, spacing_ms: Math.round(endpoint.spacingMs) });
+              const sentAt = (error as { sentAt?: number }).sentAt ?? Date.now();
+              if (sentAt >= endpoint.slowedAt) {
+                endpoint.spacingMs = Math.min(RATE_MAX_SPACING_MS, Math.max(RATE_MIN_SPACING_MS, endpoint.spacingMs * RATE_BACKOFF));
+                endpoint.slowedAt = Date.now();
+                log.warn({ msg: 'RPC endpoint rate-limits us; slowing down', chain: params.chain, endpoint: endpoint.label, spacing_ms: Math.round(endpoint.spacingMs) });
+              }
             } else {
               endpoint.failures += 1;
               endpoint.restUntil = Date.now() + Math.min(COOLDOWN_MAX_MS, COOLDOWN_BASE_MS * 2 ** (endpoint.failures - 1));

@@ -84,7 +84,7 @@ export function parseTransfers(logs: RpcLog[], params: { tokens: Map<string, str
 /**
  * `eth_getLogs` for the tokens' Transfer logs in [from, to], splitting the range in halves when
  * the provider refuses it as too large (down to one block; one huge block is then asked for with
- * the recipients as a topic filter, in slices). `onRangeError` lets the caller shrink its next
+ * the recipients as a topic filter, in slices halved until the provider accepts them). `onRangeError` lets the caller shrink its next
  * ranges. Recipients go into the filter while there are at most {@link TOPIC_FILTER_LIMIT}.
  */
 export async function fetchTransferLogs(params: {
@@ -104,6 +104,17 @@ export async function fetchTransferLogs(params: {
       { fromBlock: numberToHex(from), toBlock: numberToHex(to), address: tokens, topics: [TRANSFER_TOPIC, null, recipients] },
     ]);
 
+  /** One block, a slice of the recipients; halves the slice while the provider still refuses. */
+  async function narrow(block: bigint, topics: `0x${string}`[]): Promise<RpcLog[]> {
+    try {
+      return await query(block, block, topics);
+    } catch (error) {
+      if (!(error instanceof RpcRequestRejected && error.kind === 'range') || topics.length <= 1) throw error;
+      const half = Math.ceil(topics.length / 2);
+      return (await narrow(block, topics.slice(0, half))).concat(await narrow(block, topics.slice(half)));
+    }
+  }
+
   async function range(from: bigint, to: bigint): Promise<RpcLog[]> {
     try {
       return await query(from, to, small ? watched.topics() : null);
@@ -112,10 +123,15 @@ export async function fetchTransferLogs(params: {
       params.onRangeError?.(to - from + 1n);
       if (from !== to && params.split === false) throw error;
       if (from === to) {
-        if (small) throw error;
         const topics = watched.topics();
         const out: RpcLog[] = [];
-        for (let i = 0; i < topics.length; i += TOPIC_FILTER_LIMIT) out.push(...(await query(from, to, topics.slice(i, i + TOPIC_FILTER_LIMIT))));
+        if (small) {
+          if (topics.length <= 1) throw error;
+          const half = Math.ceil(topics.length / 2);
+          for (const slice of [topics.slice(0, half), topics.slice(half)]) out.push(...(await narrow(from, slice)));
+        } else {
+          for (let i = 0; i < topics.length; i += TOPIC_FILTER_LIMIT) out.push(...(await narrow(from, topics.slice(i, i + TOPIC_FILTER_LIMIT))));
+        }
         return out;
       }
       const mid = from + (to - from) / 2n;

@@ -14,13 +14,19 @@ const usdc = loadChains()[chain].tokens.find((token) => token.symbol === 'USDC')
 
 /** Largest eth_getLogs range the "provider" accepts, as public endpoints cap it. */
 const MAX_RANGE = 3n;
+/**
+ * Most logs one eth_getLogs may return (Infura-style cap). A block here holds 20 transfers, so
+ * even a single block must be narrowed to slices of the recipients.
+ */
+const MAX_RESULTS = 8;
 
-/** Requests the "provider" serves per 100 ms window; more get HTTP 429 (a 50 req/s plan). */
-const RATE_PER_WINDOW = 5;
+/** Requests the "provider" serves per 100 ms window; more get HTTP 429 (a 100 req/s plan). */
+const RATE_PER_WINDOW = 10;
 
 /**
  * A provider in front of anvil with a public endpoint's policies: eth_getLogs over more than
- * MAX_RANGE blocks gets the JSON-RPC error Alchemy-style providers send, and requests above
+ * MAX_RANGE blocks gets the JSON-RPC error Alchemy-style providers send, one returning more than
+ * MAX_RESULTS logs the Infura-style one, and requests above
  * RATE_PER_WINDOW per 100 ms get HTTP 429. Everything else is anvil's own answer.
  */
 async function startProvider(target: string) {
@@ -50,7 +56,14 @@ async function startProvider(target: string) {
       }
     }
     const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
+    const text = await upstream.text();
+    if (body.method === 'eth_getLogs' && (JSON.parse(text).result?.length ?? 0) > MAX_RESULTS) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: -32005, message: `query returned more than ${MAX_RESULTS} results` } }),
+      );
+      return;
+    }
+    res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(text);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -72,7 +85,7 @@ afterAll(async () => {
   await anvil?.stop();
 });
 
-test('with more wallets than fit a topic filter, ranges the provider refuses shrink, 429s slow down, and every transfer is stored once', async () => {
+test('with more wallets than fit a topic filter, refused ranges shrink, a too-full block is narrowed by recipients, 429s slow down, and every transfer is stored once', async () => {
   const wallets = Array.from({ length: TOPIC_FILTER_LIMIT + 100 }, (_, i) => getAddress(pad(numberToHex(0x7000 + i), { size: 20 })));
   await merchantWithWallets(db.store, chain, wallets);
   const unwatched = getAddress(pad(numberToHex(0xdead), { size: 20 }));
