@@ -126,7 +126,7 @@ async function main() {
       });
       done += batch;
     }
-    const delivery = createDelivery({ store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), config: { webhookAllowPrivate: true }, box, concurrency: CONCURRENCY });
+    const delivery = createDelivery({ store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true }, box, concurrency: CONCURRENCY });
     const t0 = performance.now();
     await delivery.start();
     await receiver.until(EVENTS);

@@ -62,7 +62,7 @@ export interface DeliveryParams {
   store: Store;
   logger: Logger;
   metrics: Registry;
-  config: Pick<Config, 'webhookAllowPrivate'>;
+  config: Pick<Config, 'webhookAllowPrivate' | 'webhookAllowPrivateSandbox'>;
   box: SecretBox;
   clock?: Clock;
   /** The HTTP sender; default undici with the SSRF guard (createHttpTransport). */
@@ -86,8 +86,15 @@ export function createDelivery(params: DeliveryParams): Delivery {
   const clock = params.clock ?? systemClock;
   const logger = params.logger.child({ stage: 'delivery' });
   const metrics = createDeliveryMetrics(params.metrics);
-  const ownTransport = params.fetch ? undefined : createHttpTransport({ allowPrivate: params.config.webhookAllowPrivate });
-  const transport: WebhookTransport = params.fetch ?? ownTransport!;
+  // One transport per mode: the SSRF guard may allow loopback/private receivers for sandbox
+  // endpoints (local development) while refusing them for live ones.
+  const ownTransports = params.fetch
+    ? undefined
+    : {
+        live: createHttpTransport({ allowPrivate: params.config.webhookAllowPrivate }),
+        sandbox: createHttpTransport({ allowPrivate: params.config.webhookAllowPrivateSandbox }),
+      };
+  const transportFor = (livemode: boolean): WebhookTransport => params.fetch ?? (livemode ? ownTransports!.live : ownTransports!.sandbox);
   const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
   const pollIntervalMs = params.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   // Half the slots at most for one receiver: a dead endpoint with a backlog leaves room for the rest.
@@ -130,7 +137,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
     const startedAt = clock.now();
     const requestHeaders = signedHeaders({ secret, body: delivery.body, eventId: delivery.eventId, eventType: delivery.eventType, deliveryId: delivery.id, now: startedAt });
     const t0 = performance.now();
-    const result = await transport({ url: delivery.url, headers: requestHeaders, body: delivery.body });
+    const result = await transportFor(delivery.livemode)({ url: delivery.url, headers: requestHeaders, body: delivery.body });
     const durationMs = Math.round(performance.now() - t0);
     const finishedAt = clock.now();
     const record = { delivery, attemptNumber, startedAt, finishedAt, durationMs, requestHeaders, result };
@@ -259,7 +266,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
       await Promise.allSettled([...inFlight]);
       await listener?.end().catch(() => {});
       listener = undefined;
-      await ownTransport?.close();
+      await Promise.all([ownTransports?.live.close(), ownTransports?.sandbox.close()]);
     },
     runOnce,
     async drain() {

@@ -28,7 +28,10 @@ export interface Config {
   /** SVC_PUBLIC_URL was unset: the daemon replaces publicUrl with its real address once listening (PORT=0). */
   publicUrlIsDefault: boolean;
   rpc: Record<ChainName, ChainRpcConfig>;
+  /** Live webhook URLs may resolve to loopback, private or link-local addresses. */
   webhookAllowPrivate: boolean;
+  /** Sandbox (test-key) webhook URLs may: true unless SVC_WEBHOOK_ALLOW_PRIVATE=false. */
+  webhookAllowPrivateSandbox: boolean;
   logLevel: LogLevel;
   /** Folder for local state: the embedded Postgres cluster and the generated secret key. */
   dataDir: string;
@@ -185,9 +188,16 @@ export const VARIABLES = {
   },
   webhookAllowPrivate: {
     name: 'SVC_WEBHOOK_ALLOW_PRIVATE',
-    doc: 'Allow webhook URLs that resolve to loopback, private or link-local addresses',
-    default: 'false',
-    parse: parseBoolean,
+    doc: 'Webhook URLs that resolve to loopback, private or link-local addresses: "sandbox" (default) allows them for test-key endpoints only, "true" for all, "false" for none',
+    default: 'sandbox',
+    parse: (raw: string): 'all' | 'sandbox' | 'none' => {
+      if (raw.trim().toLowerCase() === 'sandbox') return 'sandbox';
+      try {
+        return parseBoolean(raw) ? 'all' : 'none';
+      } catch {
+        throw new Error('must be sandbox, true or false (also 1, 0, yes, no)');
+      }
+    },
   },
   logLevel: { name: 'LOG_LEVEL', doc: 'pino log level', default: 'info', parse: oneOf(LOG_LEVELS) },
   dataDir: {
@@ -275,6 +285,7 @@ export function loadConfig(env: Env = process.env): Config {
     };
   }
 
+  const privateWebhooks = read(VARIABLES.webhookAllowPrivate) ?? 'sandbox';
   const config: Config = {
     port,
     host,
@@ -282,7 +293,8 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrlIsDefault: !env[VARIABLES.publicUrl.name]?.trim(),
     publicUrl: read(VARIABLES.publicUrl) ?? `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`,
     rpc,
-    webhookAllowPrivate: read(VARIABLES.webhookAllowPrivate) ?? false,
+    webhookAllowPrivate: privateWebhooks === 'all',
+    webhookAllowPrivateSandbox: privateWebhooks !== 'none',
     logLevel: read(VARIABLES.logLevel) ?? 'info',
     dataDir: read(VARIABLES.dataDir) ?? path.resolve('.data'),
     embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
@@ -297,6 +309,11 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** Chains that have at least one RPC URL and so get a live ingester. */
+/** Whether webhook URLs of this mode may resolve to loopback, private or link-local addresses. */
+export function allowPrivateWebhooks(config: Pick<Config, 'webhookAllowPrivate' | 'webhookAllowPrivateSandbox'>, livemode: boolean): boolean {
+  return livemode ? config.webhookAllowPrivate : config.webhookAllowPrivateSandbox;
+}
+
 export function liveChains(config: Config): ChainName[] {
   return CHAIN_NAMES.filter((chain) => config.rpc[chain].http.length > 0 || config.rpc[chain].ws.length > 0);
 }

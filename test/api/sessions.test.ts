@@ -115,6 +115,17 @@ describe('what a payer needs', () => {
     expect((await wallets()).rows).toEqual([{ address: other, verified_at: null }]);
   });
 
+  test('a webhookUrl on a loopback or private address is refused for live sessions (400, nothing written) and allowed in the sandbox', async () => {
+    const m = await newMerchant(db.store);
+    const before = await countSessions(m.id);
+    for (const url of ['http://127.0.0.1:9/hook', 'http://10.0.0.8/hook', 'http://[::1]/hook', 'http://169.254.169.254/latest']) {
+      const refused = await call('POST', '/api/v1/sessions', { key: m.live, body: body({ webhookUrl: url }) });
+      expect(refused).toMatchObject({ status: 400, body: { error: expect.stringContaining('private, loopback or link-local') } });
+    }
+    expect(await countSessions(m.id)).toBe(before);
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ webhookUrl: 'http://127.0.0.1:9/hook' }) })).status).toBe(201);
+  });
+
   test('a lower-case EVM wallet is stored in EIP-55 form', async () => {
     const m = await newMerchant(db.store);
     const created = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ merchantWallet: WALLET.toLowerCase() }) });

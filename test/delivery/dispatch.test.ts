@@ -153,7 +153,7 @@ describe('transport safety', () => {
     const { endpoint: named } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: receiver.url.replace('127.0.0.1', 'localhost') + '/private-name' });
     const before = receiver.received.length;
     const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.expired', data: {} }));
-    await delivery(db.store, { config: { webhookAllowPrivate: false } }).drain();
+    await delivery(db.store, { config: { webhookAllowPrivate: false, webhookAllowPrivateSandbox: false } }).drain();
     expect(receiver.received.length).toBe(before);
     const { rows } = await db.store.query('SELECT d.endpoint_id, d.status, d.attempt_count, a.error FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.event_id = $1 ORDER BY d.endpoint_id', [event.id]);
     const byEndpoint = Object.fromEntries(rows.map((r) => [r.endpoint_id, r]));

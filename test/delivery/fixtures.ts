@@ -60,7 +60,7 @@ export function delivery(store: Store, overrides: Partial<DeliveryParams> = {}) 
     store,
     logger,
     metrics: createMetricsRegistry({ defaultMetrics: false }),
-    config: { webhookAllowPrivate: true },
+    config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
     box,
     random: () => 0.5, // no jitter: delays are exactly the schedule's
     ...overrides,

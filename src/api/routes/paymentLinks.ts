@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
+import { safeUrl } from './webhooks.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import { EXPIRES_IN, createSession, decimalsFor, parseRequestedAmount, resolvePayTo } from '../../engine/sessions.ts';
 import { loadChains, type Currency } from '../../internal/chains.ts';
@@ -135,6 +136,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const auth = authOf(request);
       const body = request.body;
+      if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode);
       const chain = loadChains()[body.chain];
       const decimals = decimalsFor(chain, body.currency);
       const amount = parseRequestedAmount(body.amount, decimals);

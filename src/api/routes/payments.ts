@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
+import { safeUrl } from './webhooks.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import { createSession, getSession, SESSION_COLUMNS, toSessionRow } from '../../engine/sessions.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
@@ -52,6 +53,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const auth = authOf(request);
+      if (request.body.webhookUrl) await safeUrl(request.body.webhookUrl, deps, auth.livemode);
       const view = await deps.store.transaction(async (sql) => {
         const row = await createSession(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds });
         const answer = paymentViewB(row, deps.config.publicUrl);

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { allowPrivateWebhooks } from '../../internal/config.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import { badRequest, conflict, notFound } from '../../internal/errors.ts';
@@ -49,7 +50,7 @@ const WebhookUrlSchema = Type.String({
   minLength: 1,
   maxLength: 2048,
   description:
-    'Absolute http(s) URL without credentials. Hosts that resolve to private, loopback or link-local addresses are refused unless the operator sets SVC_WEBHOOK_ALLOW_PRIVATE. Redirects are not followed.',
+    'Absolute http(s) URL without credentials. Hosts that resolve to private, loopback or link-local addresses are refused for live endpoints unless the operator sets SVC_WEBHOOK_ALLOW_PRIVATE=true; sandbox (test-key) endpoints may use them unless it is false, so a local receiver works in development. Redirects are not followed.',
 });
 
 const EndpointSchema = Type.Object(
@@ -134,9 +135,10 @@ export function deliveryView(delivery: DeliveryRecord) {
   };
 }
 
-async function safeUrl(url: string, deps: ApiDeps): Promise<string> {
+/** The URL when it is well formed and (per the key's mode, see SVC_WEBHOOK_ALLOW_PRIVATE) not internal; a 400 otherwise. */
+export async function safeUrl(url: string, deps: ApiDeps, livemode: boolean): Promise<string> {
   try {
-    await checkWebhookUrl(url, { allowPrivate: deps.config.webhookAllowPrivate });
+    await checkWebhookUrl(url, { allowPrivate: allowPrivateWebhooks(deps.config, livemode) });
     return url;
   } catch (error) {
     if (error instanceof UnsafeWebhookUrlError) throw badRequest(`url: ${error.shortMessage}`);
@@ -180,7 +182,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const auth = authOf(request);
-      const url = await safeUrl(request.body.url, deps);
+      const url = await safeUrl(request.body.url, deps, auth.livemode);
       const { endpoint, secret } = await deps.store.transaction(async (sql) => {
         const created = await createEndpoint(sql, deps.box, {
           merchantId: auth.merchantId,
@@ -246,7 +248,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const auth = authOf(request);
       const body = request.body;
-      const url = body.url === undefined ? undefined : await safeUrl(body.url, deps);
+      const url = body.url === undefined ? undefined : await safeUrl(body.url, deps, auth.livemode);
       const endpoint = await deps.store.transaction(async (sql) => {
         const updated = await updateEndpoint(sql, auth, request.params.id, {
           url,
