@@ -8,6 +8,7 @@ import { createSecretBox, loadOrCreateEncryptionKey } from './internal/crypto.ts
 import { createStore, type Store } from './store/index.ts';
 import { connectDatabase } from './store/connect.ts';
 import { migrate } from './store/migrate.ts';
+import { pruneExpiredRows } from './store/retention.ts';
 import { createApi } from './api/index.ts';
 import { createIngest } from './ingest/index.ts';
 import { createDelivery } from './delivery/index.ts';
@@ -21,6 +22,9 @@ export type Role = (typeof ROLES)[number];
 
 /** pg-boss keeps its tables in this schema, apart from ours. */
 export const PG_BOSS_SCHEMA = 'pgboss';
+
+/** The pg-boss queue of the hourly retention pass (store/retention.ts). */
+export const RETENTION_QUEUE = 'maintenance.retention';
 
 export interface Daemon {
   store: Store;
@@ -69,6 +73,14 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
       const started = boss;
       // graceful: active jobs finish (up to 30 s) before the pool closes.
       shutdown.add('worker', () => started.stop({ graceful: true, wait: true, timeout: 30_000 }));
+      // Retention runs hourly as a pg-boss cron job: pg-boss fires each schedule once across all
+      // worker processes, and a missed run (all workers down) simply happens at the next hour.
+      await boss.createQueue(RETENTION_QUEUE);
+      await boss.schedule(RETENTION_QUEUE, '17 * * * *');
+      await boss.work(RETENTION_QUEUE, async () => {
+        const deleted = await pruneExpiredRows(store);
+        logger.info({ msg: 'Retention pass', deleted });
+      });
       // Webhook delivery: outbox -> signed POSTs, retries as rows; stops (attempts in flight finish) before pg-boss.
       const delivery = createDelivery({ store, logger, metrics, config, box });
       await delivery.start();

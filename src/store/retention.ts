@@ -1,0 +1,41 @@
+import type { Sql } from './index.ts';
+
+/**
+ * How long the daemon keeps rows that only serve as history or short-lived state. Stripe keeps
+ * webhook attempts about 30 days; idempotency keys live at least 24 h (their own `expires_at`);
+ * wallet challenges expire after ten minutes and are kept a day for support questions.
+ */
+export const RETENTION = {
+  webhookAttemptsDays: 30,
+  walletChallengesDays: 1,
+} as const;
+
+/** Rows deleted per statement, so one pass never holds long locks or a huge transaction. */
+const BATCH = 5_000;
+
+/**
+ * One retention pass: deletes expired idempotency keys, stale rate-limit windows, used or expired
+ * wallet challenges, and webhook attempts older than the retention (their delivery rows, with
+ * status and attempt count, stay). Safe to run anywhere at any time; the worker role schedules it
+ * hourly through pg-boss, which runs it once per schedule across all processes.
+ * @returns rows deleted per table.
+ */
+export async function pruneExpiredRows(sql: Sql): Promise<Record<string, number>> {
+  const statements: Record<string, string> = {
+    idempotency_keys: `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT ${BATCH})`,
+    rate_limit_counters: `DELETE FROM rate_limit_counters WHERE window_start < now() - interval '5 minutes'`,
+    wallet_challenges: `DELETE FROM wallet_challenges WHERE ctid IN (SELECT ctid FROM wallet_challenges WHERE expires_at < now() - make_interval(days => ${RETENTION.walletChallengesDays}) LIMIT ${BATCH})`,
+    webhook_attempts: `DELETE FROM webhook_attempts WHERE ctid IN (SELECT ctid FROM webhook_attempts WHERE started_at < now() - make_interval(days => ${RETENTION.webhookAttemptsDays}) LIMIT ${BATCH})`,
+  };
+  const deleted: Record<string, number> = {};
+  for (const [table, statement] of Object.entries(statements)) {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await sql.query(statement);
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < BATCH) break;
+    }
+    deleted[table] = total;
+  }
+  return deleted;
+}
