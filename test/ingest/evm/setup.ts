@@ -108,7 +108,11 @@ export async function transfers(store: Store, chain: ChainName): Promise<Transfe
 
 /** A metric's value for one label set, read from the registry's text output. */
 export async function metricValue(registry: ReturnType<typeof createMetricsRegistry>, name: string, labels: Record<string, string>): Promise<number> {
-  const metric = await registry.getSingleMetric(name)?.get();
-  const match = metric?.values.find((value) => Object.entries(labels).every(([key, wanted]) => String(value.labels[key]) === wanted));
-  return match?.value ?? 0;
+  // A histogram's `_count` / `_sum` series live in the histogram's own values.
+  const base = /_(count|sum)$/.test(name) && !registry.getSingleMetric(name) ? name.replace(/_(count|sum)$/, '') : name;
+  const metric = await registry.getSingleMetric(base)?.get();
+  const matches = metric?.values.filter(
+    (value) => (base === name || (value as { metricName?: string }).metricName === name) && Object.entries(labels).every(([key, wanted]) => String(value.labels[key]) === wanted),
+  );
+  return (matches ?? []).reduce((sum, value) => sum + value.value, 0);
 }

@@ -70,6 +70,20 @@ describe.each([
     expect(await metricValue(run.metrics, 'svc_ingest_leader', { chain })).toBe(1);
   });
 
+  test('at the head, blocks whose logsBloom rules out a watched transfer cost no eth_getLogs', async () => {
+    const getLogs = () => metricValue(run.metrics, 'svc_ingest_rpc_request_duration_seconds_count', { chain, method: 'eth_getLogs' });
+    const getBlocks = () => metricValue(run.metrics, 'svc_ingest_rpc_request_duration_seconds_count', { chain, method: 'eth_getBlockByNumber' });
+    await waitProcessed(db.store, chain, await anvil.blockNumber());
+    const [logsBefore, blocksBefore] = [await getLogs(), await getBlocks()];
+    // Empty blocks, then a block with a USDT transfer to an unwatched address (token and topic in its bloom, recipient not).
+    await anvil.mine(3);
+    await anvil.waitMined(await anvil.pay(usdt, UNWATCHED, 10n ** BigInt(decimals)));
+    await waitProcessed(db.store, chain, await anvil.blockNumber());
+    expect(await getBlocks()).toBeGreaterThan(blocksBefore);
+    expect(await getLogs()).toBe(logsBefore);
+    expect((await transfers(db.store, chain)).filter((row) => row.to_address === UNWATCHED)).toEqual([]);
+  });
+
   test('a wallet added while running is watched from the next block without restart', async () => {
     const merchant = await db.store.query<{ id: string }>('SELECT id FROM merchants LIMIT 1');
     await addWallet(db.store, { merchantId: merchant.rows[0]!.id, chain, address: LATER, verifiedBy: 'operator' });
