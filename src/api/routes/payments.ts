@@ -3,8 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
-import { safeUrl } from './webhooks.ts';
-import { saveIdempotentResponse } from '../idempotency.ts';
+import { createSessionHandler } from '../createSessionHandler.ts';
 import { createSession, getSession, SESSION_COLUMNS, toSessionRow } from '../../engine/sessions.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { ChainSchema, CreatePaymentBody, CurrencySchema, IdParam, ListSchema, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
@@ -51,17 +50,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         response: { 201: PaymentBSchema, ...errorResponses(...WRITE_ERRORS) },
       },
     },
-    async (request, reply) => {
-      const auth = authOf(request);
-      if (request.body.webhookUrl) await safeUrl(request.body.webhookUrl, deps, auth.livemode);
-      const view = await deps.store.transaction(async (sql) => {
-        const row = await createSession(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds });
-        const answer = paymentViewB(row, deps.config.publicUrl);
-        await saveIdempotentResponse(sql, request, 201, answer);
-        return answer;
-      });
-      return reply.status(201).send(view);
-    },
+    createSessionHandler(deps, paymentViewB),
   );
 
   typed.get(

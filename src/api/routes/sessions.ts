@@ -2,8 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
-import { safeUrl } from './webhooks.ts';
-import { saveIdempotentResponse } from '../idempotency.ts';
+import { createSessionHandler } from '../createSessionHandler.ts';
 import { createSession, getSession } from '../../engine/sessions.ts';
 import { notFound } from '../../internal/errors.ts';
 import { CreateSessionBody, IdParam, READ_ERRORS, SessionASchema, WRITE_ERRORS, errorResponses } from '../schemas.ts';
@@ -29,17 +28,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         response: { 201: SessionASchema, ...errorResponses(...WRITE_ERRORS) },
       },
     },
-    async (request, reply) => {
-      const auth = authOf(request);
-      if (request.body.webhookUrl) await safeUrl(request.body.webhookUrl, deps, auth.livemode);
-      const view = await deps.store.transaction(async (sql) => {
-        const row = await createSession(sql, { ...request.body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds });
-        const answer = sessionViewA(row, deps.config.publicUrl);
-        await saveIdempotentResponse(sql, request, 201, answer);
-        return answer;
-      });
-      return reply.status(201).send(view);
-    },
+    createSessionHandler(deps, sessionViewA),
   );
 
   typed.get(

@@ -1,0 +1,30 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiDeps } from './deps.ts';
+import { authOf } from './auth.ts';
+import { saveIdempotentResponse } from './idempotency.ts';
+import { safeUrl } from './routes/webhooks.ts';
+import { createSession, type CreateSessionParams, type SessionRow } from '../engine/sessions.ts';
+
+/** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
+export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'chains' | 'paymentLinkId'>;
+
+/**
+ * The one handler behind `POST /sessions` (Interface A), `POST /payments` and
+ * `POST /checkout/sessions` (Interface B): refuse an internal `webhookUrl`, create the session,
+ * store the idempotent answer in the same transaction, and answer 201 in the interface's view.
+ */
+export function createSessionHandler<View>(deps: ApiDeps, view: (row: SessionRow, publicUrl: string) => View) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const auth = authOf(request);
+    const body = request.body as CreateSessionBodyFields;
+    if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode);
+    const answer = await deps.store.transaction(async (sql) => {
+      const row = await createSession(sql, { ...body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds });
+      const created = view(row, deps.config.publicUrl);
+      await saveIdempotentResponse(sql, request, 201, created);
+      return created;
+    });
+    // Sent here, so the handler resolves with nothing (fastify sees the reply is already sent).
+    reply.status(201).send(answer);
+  };
+}
