@@ -22,6 +22,7 @@ export type ChainIngestState =
   | { state: 'retrying'; error: string }
   | { state: 'stopped' };
 
+/** The ingest role of one process (see {@link createIngest}). */
 export interface Ingest {
   /** Chains this process runs an ingester (or a standby) for. */
   readonly chains: ChainName[];

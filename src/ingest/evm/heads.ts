@@ -19,6 +19,7 @@ export interface HeadSignal {
 const RECONNECT_BASE_MS = 1_000;
 const RECONNECT_MAX_MS = 30_000;
 
+/** Creates the wake-up source of one chain's ingester (see {@link HeadSignal}). */
 export function createHeadSignal(params: { chain: string; wsUrls: string[]; logger: Logger; signal: AbortSignal }): HeadSignal {
   let wake: (() => void) | undefined;
   let subscribed = false;

@@ -22,8 +22,10 @@ export interface ChainChange {
   kind: 'transfers' | 'reorg' | 'head' | 'finalized';
 }
 
+/** Called after each commit; errors are logged, never thrown into the ingester. */
 export type OnChainChange = (change: ChainChange) => void | Promise<void>;
 
+/** Real dependencies of one chain's ingester; tests and the benchmark pass their own. */
 export interface EvmIngesterParams {
   chain: ChainConfig;
   rpc: Rpc;
@@ -44,6 +46,7 @@ export interface EvmIngesterParams {
   pollMs?: number;
 }
 
+/** One chain's ingester (see {@link createEvmIngester}). */
 export interface EvmIngester {
   /** Runs until `signal` aborts; rejects on a start-up check failure or an unrecoverable error. */
   run(): Promise<void>;

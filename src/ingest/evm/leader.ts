@@ -36,6 +36,7 @@ export interface LeaderLocks {
   close(): Promise<void>;
 }
 
+/** Creates this process's leader locks; the connection opens on the first `tryAcquire`. */
 export function createLeaderLocks(params: { connectionString: string; logger: Logger }): LeaderLocks {
   let client: pg.Client | undefined;
   let connecting: Promise<pg.Client> | undefined;

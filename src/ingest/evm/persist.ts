@@ -18,6 +18,7 @@ export interface StoredState {
   blocks: Map<bigint, string>;
 }
 
+/** Reads a chain's checkpoint and stored blocks, where a (re)started ingester resumes. */
 export async function loadState(sql: Sql, chain: string): Promise<StoredState> {
   const head = await sql.query<{ processed_block: bigint | null; finalized_block: bigint | null }>(
     'SELECT processed_block, finalized_block FROM chain_heads WHERE livemode AND chain = $1',

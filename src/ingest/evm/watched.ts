@@ -31,6 +31,7 @@ const REFRESH_OVERLAP_MS = 5 * 60_000;
 /** Above this many wallets the per-block bloom test costs more than the `eth_getLogs` it saves. */
 const BLOOM_RECIPIENT_LIMIT = 2_000;
 
+/** Creates the (initially empty) watched set of one chain; the first `refresh` reads every wallet. */
 export function createWatchedWallets(params: { chain: ChainName }): WatchedWallets {
   const byLower = new Map<string, string>();
   let topicCache: `0x${string}`[] | undefined;
