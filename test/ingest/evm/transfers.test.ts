@@ -92,4 +92,17 @@ describe.each([
     const row = await waitFor(async () => (await transfers(db.store, chain)).find((transfer) => transfer.tx_hash === paid), 20_000, 'the new wallet transfer');
     expect(row).toMatchObject({ to_address: LATER, token_address: usdt, amount: (7n * 10n ** BigInt(decimals)).toString() });
   });
+
+  test('re-ingesting blocks already stored (checkpoint moved back, new process) changes no row', async () => {
+    const before = await db.store.query<{ id: bigint; xmin: string }>('SELECT id, xmin::text FROM transfers WHERE chain = $1 ORDER BY id', [chain]);
+    expect(before.rows.length).toBeGreaterThan(0);
+    await run.ingest.stop();
+    const first = await db.store.query<{ n: bigint }>('SELECT min(block_number) AS n FROM transfers WHERE chain = $1', [chain]);
+    await db.store.query('UPDATE chain_heads SET processed_block = $2 WHERE chain = $1', [chain, first.rows[0]!.n - 1n]);
+    run = startIngest({ db, chain, http: [anvil.rpcUrl] });
+    await waitProcessed(db.store, chain, await anvil.blockNumber());
+    await waitFor(() => run.logs.find((line) => line.msg === 'Resuming from checkpoint'));
+    const after = await db.store.query<{ id: bigint; xmin: string }>('SELECT id, xmin::text FROM transfers WHERE chain = $1 ORDER BY id', [chain]);
+    expect(after.rows).toEqual(before.rows);
+  });
 });
