@@ -51,6 +51,9 @@ const WS_SWEEP_INTERVAL_MS = 30_000;
 const DISCOVER_INTERVAL_MS = 60_000;
 /** A standby process retries the advisory lock this often. */
 const LOCK_RETRY_MS = 5_000;
+
+/** Retry periods a former leader sits out after losing its lock, leaving the lock to the standbys. */
+const LOST_LOCK_BACKOFF_RETRIES = 3;
 /** Backoff after a failed pass: 1 s doubling to 30 s. */
 const ERROR_BACKOFF_MS = 1_000;
 const ERROR_BACKOFF_MAX_MS = 30_000;
@@ -341,6 +344,10 @@ export function createSolanaIngester(params: {
       if (controller.signal.aborted) return;
       await lead();
       await releaseLock({ broken: !controller.signal.aborted });
+      // A process that just lost its lock (its database connection broke) is the likeliest to be
+      // unhealthy: it waits a few retry periods, so a healthy standby takes over first.
+      state = { state: 'standby' };
+      await sleep(LOST_LOCK_BACKOFF_RETRIES * (params.lockRetryMs ?? LOCK_RETRY_MS), controller.signal);
     }
   }
 
