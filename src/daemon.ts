@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './internal/config.ts';
 import type { Logger } from './internal/logger.ts';
 import { createShutdown, type Shutdown } from './internal/shutdown.ts';
-import { createMetricsRegistry } from './internal/metrics.ts';
+import { createMetricsRegistry, serveMetrics } from './internal/metrics.ts';
 import { createSecretBox, loadOrCreateEncryptionKey } from './internal/crypto.ts';
 import { createStore, type Store } from './store/index.ts';
 import { connectDatabase } from './store/connect.ts';
@@ -96,6 +96,12 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
       logger.info({ msg: 'Ingest role started', live_chains: ingest.chains });
       const sandboxLoop = sandbox.run(shutdown.signal);
       shutdown.add('sandbox', () => sandboxLoop);
+    }
+
+    if (config.metricsPort !== undefined) {
+      const metricsServer = await serveMetrics({ registry: metrics, host: config.host, port: config.metricsPort });
+      shutdown.add('metrics', () => metricsServer.close());
+      logger.info({ msg: 'Metrics listening', url: `${metricsServer.url}/metrics` });
     }
 
     let api: FastifyInstance | undefined;

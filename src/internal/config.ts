@@ -43,6 +43,8 @@ export interface Config {
   monitorWindowSeconds: number;
   /** Block time of the sandbox's simulated chains, in milliseconds (the same for every chain). */
   sandboxBlockMs: number;
+  /** A port for a separate Prometheus `/metrics` listener (for processes without the api role). */
+  metricsPort: number | undefined;
   /** Origins allowed to frame the hosted checkout page; empty (the default): none may. */
   checkoutFrameAncestors: string[];
   /** Which proxies' X-Forwarded-For to believe for the client IP (per-IP rate limits): false, true, a hop count, or addresses/CIDRs. */
@@ -224,6 +226,12 @@ export const VARIABLES = {
     default: '86400',
     parse: parseSeconds,
   },
+  metricsPort: {
+    name: 'SVC_METRICS_PORT',
+    doc: 'Serve Prometheus /metrics on this port too (on HOST); needed for processes started without the api role',
+    default: undefined,
+    parse: parsePort,
+  },
   sandboxBlockMs: {
     name: 'SVC_SANDBOX_BLOCK_MS',
     doc: 'Block time of the sandbox simulated chains in milliseconds; small so a sandbox payment confirms in seconds',
@@ -301,6 +309,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: read(VARIABLES.encryptionKey),
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
     sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
+    metricsPort: read(VARIABLES.metricsPort),
     checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
     trustProxy: read(VARIABLES.trustProxy) ?? false,
   };
