@@ -1,7 +1,7 @@
 import type { Store, Sql } from '../store/index.ts';
 import type { ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
-import { SESSION_COLUMNS, toSessionRow, type SessionRow } from '../engine/sessions.ts';
+import { SESSION_COLUMNS, newSolanaReference, toSessionRow, type SessionRow } from '../engine/sessions.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { parseAmount, AmountError } from '../internal/money.ts';
 import { fakeAddress, fakeBlockHash, fakeTxHash } from './fakes.ts';
@@ -51,7 +51,24 @@ export async function forceExpiry(sql: Sql, sessionId: string, offsetSeconds: nu
   );
 }
 
+/**
+ * The reference the simulated payer includes. Solana sessions have one already (Solana Pay); other
+ * sandbox sessions get one on their first simulated payment. The engine then matches the payment
+ * by reference, its exact path, so an under- or overpayment reaches its session however many
+ * sandbox sessions share the merchant's fake wallet (amount matching alone could not tell them
+ * apart, on a real chain either).
+ */
+async function sessionReference(sql: Sql, session: SessionRow): Promise<string> {
+  if (session.reference) return session.reference;
+  const { rows } = await sql.query<{ reference: string }>(
+    'UPDATE payment_sessions SET reference = coalesce(reference, $2) WHERE id = $1 RETURNING reference',
+    [session.id, newSolanaReference()],
+  );
+  return rows[0]!.reference;
+}
+
 async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, session: SessionRow, amount: bigint): Promise<{ txHash: string; blockNumber: bigint }> {
+  const reference = await sessionReference(sql, session);
   const head = simulatedHead(chain, blockMs, Date.now());
   await storeSimulatedHead(sql, chain.name, head);
   const txHash = fakeTxHash(chain.name);
@@ -68,7 +85,7 @@ async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, ses
       fakeAddress(chain.name),
       session.pay_to,
       amount.toString(),
-      session.reference ? [session.reference] : [],
+      [reference],
     ],
   );
   return { txHash, blockNumber: head.head };
@@ -109,6 +126,9 @@ export async function simulatePayment(params: {
       if (error instanceof AmountError) throw badRequest(error.message);
       throw error;
     }
+    // A simulated payer sends at most ten times what the session asks: enough for any overpayment
+    // test, and far from numeric(78,0)'s limit.
+    if (amount > session.amount_due * 10n) throw badRequest(`amount may be at most ten times the session's due amount in the sandbox`);
   }
   if (outcome !== 'expired' && amount <= 0n) throw badRequest('the simulated payment amount must be positive (the session has nothing left to pay)');
 

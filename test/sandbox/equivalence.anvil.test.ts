@@ -1,0 +1,185 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Address } from 'viem';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import { box, GENEROUS_LIMITS, newMerchant } from '../api/harness.ts';
+import { eventsOf, newEvmWallet } from '../engine/fixtures.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { createApi } from '../../src/api/index.ts';
+import { createDelivery } from '../../src/delivery/index.ts';
+import { createEngine, type Engine } from '../../src/engine/index.ts';
+import { createIngest, type Ingest } from '../../src/ingest/index.ts';
+import { createSandbox, SANDBOX_OUTCOMES, type Sandbox } from '../../src/sandbox/index.ts';
+import { loadChains } from '../../src/internal/chains.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { verifyWebhook } from '../../src/webhooks/verify.ts';
+
+/**
+ * The sandbox through the HTTP API with webhooks, its isolation from live data, and the claim
+ * that matters most: for the same scenario, the sandbox and a real chain (anvil, real EVM
+ * ingester) produce the same event sequence, because they share the engine.
+ */
+const db = useTestDatabase('sandbox_equivalence');
+const chain = 'polygon' as const;
+const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
+const logger = createLogger({ level: 'silent' });
+const stop = new AbortController();
+const received: { event: string; sessionId: string; livemode: boolean }[] = [];
+let anvil: Anvil;
+let engine: Engine;
+let ingest: Ingest;
+let sandbox: Sandbox;
+let app: ReturnType<typeof createApi>;
+let delivery: ReturnType<typeof createDelivery>;
+let receiver: http.Server;
+let merchant: Awaited<ReturnType<typeof newMerchant>>;
+const loops: Promise<void>[] = [];
+
+beforeAll(async () => {
+  anvil = await startAnvil({ chain });
+  await anvil.installChainTokens();
+  const config = loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl, LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '10' });
+  const metrics = createMetricsRegistry({ defaultMetrics: false });
+  engine = createEngine({ store: db.store, logger, metrics, intervalMs: 200 });
+  sandbox = createSandbox({ store: db.store, logger, chains: loadChains(), blockMs: 10, reconcile: async (change) => void (await engine.reconcile(change)) });
+  ingest = createIngest({
+    config,
+    store: db.store,
+    connectionString: db.connectionString,
+    logger,
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    onChainChange: (change) => engine.onChainChange(change),
+    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
+  });
+  loops.push(engine.run(stop.signal), sandbox.run(stop.signal));
+  app = createApi({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
+  await app.ready();
+  merchant = await newMerchant(db.store, 'Twin Shop');
+
+  // The merchant's webhook receiver, verifying every delivery.
+  let secret = '';
+  receiver = http.createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk) => (body += chunk));
+    request.on('end', async () => {
+      await verifyWebhook(body, request.headers, secret);
+      const envelope = JSON.parse(body);
+      received.push({ event: envelope.event, sessionId: envelope.data.id, livemode: envelope.livemode });
+      response.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  const registered = await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: { authorization: `Bearer ${merchant.test}` }, payload: { url } });
+  expect(registered.statusCode).toBe(201);
+  secret = registered.json().secret;
+  delivery = createDelivery({ store: db.store, logger, metrics, config: { webhookAllowPrivate: false, webhookAllowPrivateSandbox: true }, box, pollIntervalMs: 50 });
+  await delivery.start();
+  await waitFor(async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1, 'first checkpoint');
+});
+
+afterAll(async () => {
+  stop.abort();
+  await Promise.all(loops);
+  await delivery?.stop();
+  await ingest?.stop();
+  await app?.close();
+  await anvil?.stop();
+  await new Promise((resolve) => receiver?.close(resolve));
+});
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function api(method: 'GET' | 'POST', url: string, key: string, payload?: unknown) {
+  const response = await app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload === undefined ? {} : { payload: payload as object }) });
+  return { status: response.statusCode, body: response.json() };
+}
+
+async function createSession(key: string, amount: string, merchantWallet?: string) {
+  const created = await api('POST', '/api/v1/sessions', key, { amount, currency: 'USDC', chain, ...(merchantWallet ? { merchantWallet } : {}) });
+  expect(created.status).toBe(201);
+  return created.body as { id: string; amountDueBaseUnits: string; livemode: boolean };
+}
+
+const EXPECTED: Record<string, string[]> = {
+  exact: ['payment.confirming', 'payment.confirmed', 'payment.settled'],
+  underpaid: ['payment.confirming', 'payment.underpaid'],
+  overpaid: ['payment.confirming', 'payment.confirmed', 'payment.overpaid', 'payment.settled'],
+  late: ['payment.expired', 'payment.confirming', 'payment.late_confirmed', 'payment.settled'],
+  reorged: ['payment.confirming', 'payment.reorged'],
+  failed: ['payment.confirming', 'payment.underpaid', 'payment.failed'],
+  expired: ['payment.expired'],
+};
+
+describe('sandbox through the API and webhooks', () => {
+  test.each([...SANDBOX_OUTCOMES])('POST /sandbox/sessions/{id}/pay outcome %s: outbox and verified webhooks carry the same events, livemode false', async (outcome) => {
+    const session = await createSession(merchant.test, '12.5');
+    const paid = await api('POST', `/api/v1/sandbox/sessions/${session.id}/pay`, merchant.test, { outcome });
+    expect(paid.status).toBe(200);
+    expect(paid.body).toMatchObject({ sessionId: session.id, outcome, livemode: false });
+    await waitFor(async () => (await eventsOf(db.store, session.id)).length >= EXPECTED[outcome]!.length, `${outcome} events`);
+    expect(await eventsOf(db.store, session.id)).toEqual(EXPECTED[outcome]);
+    await waitFor(async () => received.filter((r) => r.sessionId === session.id).length >= EXPECTED[outcome]!.length, `${outcome} webhooks`);
+    expect(received.filter((r) => r.sessionId === session.id)).toEqual(EXPECTED[outcome]!.map((event) => ({ event, sessionId: session.id, livemode: false })));
+  });
+
+  test('isolation both ways: keys see only their mode; live keys cannot simulate; live events never reach a test endpoint', async () => {
+    const sandboxSession = await createSession(merchant.test, '3');
+    const liveSession = await createSession(merchant.live, '3', newEvmWallet());
+    expect(liveSession.livemode).toBe(true);
+    expect((await api('GET', `/api/v1/sessions/${sandboxSession.id}`, merchant.live)).status).toBe(404);
+    expect((await api('GET', `/api/v1/sessions/${liveSession.id}`, merchant.test)).status).toBe(404);
+    expect((await api('GET', `/v1/payments/${liveSession.id}`, merchant.test)).status).toBe(404);
+    const forbidden = await api('POST', `/api/v1/sandbox/sessions/${sandboxSession.id}/pay`, merchant.live, { outcome: 'exact' });
+    expect(forbidden).toMatchObject({ status: 403, body: { error: expect.stringContaining('sandbox endpoints need a test key') } });
+    expect((await api('POST', `/api/v1/sandbox/sessions/${liveSession.id}/pay`, merchant.test, { outcome: 'exact' })).status).toBe(404);
+    const listed = await api('GET', '/v1/payments?limit=100', merchant.test);
+    expect(listed.body.data.map((p: { id: string }) => p.id)).not.toContain(liveSession.id);
+    expect(received.some((r) => r.livemode)).toBe(false);
+  });
+});
+
+describe('the same scenario on anvil and in the sandbox gives the same events', () => {
+  /** A live session paid on anvil by the real chain, ingested by the real EVM ingester. */
+  async function onAnvil(scenario: 'exact' | 'underpaid' | 'overpaid' | 'reorged'): Promise<string[]> {
+    const to = newEvmWallet() as Address;
+    await addWallet(db.store, { merchantId: merchant.id, chain, address: to, verifiedBy: 'operator' });
+    const session = await createSession(merchant.live, '12.5', to);
+    const due = BigInt(session.amountDueBaseUnits);
+    const amount = { exact: due, underpaid: due / 2n, overpaid: due + due / 10n, reorged: due }[scenario];
+    await anvil.waitMined(await anvil.pay(USDC, to, amount));
+    await waitFor(async () => (await eventsOf(db.store, session.id)).includes('payment.confirming'), 'detection');
+    if (scenario === 'reorged') {
+      await anvil.reorg(1);
+      await anvil.mine(2);
+    } else {
+      await anvil.mine(32 + 64); // the confirmation depth, then anvil's finalized lag
+    }
+    const expected = EXPECTED[scenario]!;
+    await waitFor(async () => (await eventsOf(db.store, session.id)).length >= expected.length, `${scenario} on anvil`);
+    return eventsOf(db.store, session.id);
+  }
+
+  async function inSandbox(scenario: string): Promise<string[]> {
+    const session = await createSession(merchant.test, '12.5');
+    expect((await api('POST', `/api/v1/sandbox/sessions/${session.id}/pay`, merchant.test, { outcome: scenario })).status).toBe(200);
+    await waitFor(async () => (await eventsOf(db.store, session.id)).length >= EXPECTED[scenario]!.length, `${scenario} in the sandbox`);
+    return eventsOf(db.store, session.id);
+  }
+
+  test.each(['exact', 'underpaid', 'overpaid', 'reorged'] as const)('%s', async (scenario) => {
+    const [live, simulated] = await Promise.all([onAnvil(scenario), inSandbox(scenario)]);
+    expect(simulated).toEqual(live);
+    expect(live).toEqual(EXPECTED[scenario]);
+  });
+});
