@@ -53,6 +53,9 @@ export interface RangeCommit {
  * `finalized` (the newest stored block is kept so the next block can be linked to it) and the
  * checkpoint. Returns how many transfer rows were inserted or changed and how many were removed.
  */
+/** SQL (in an ON CONFLICT update) that is true when the stored log differs from the incoming one. */
+const CONTENT_CHANGED = `(transfers.token_address, transfers.to_address, transfers.amount) IS DISTINCT FROM (excluded.token_address, excluded.to_address, excluded.amount)`;
+
 export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ written: number; removed: number }> {
   let removed = 0;
   if (commit.rewind) {
@@ -76,7 +79,16 @@ export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ writ
        SELECT true, $1, * FROM unnest($2::text[], $3::int[], $4::int8[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::numeric[])
        ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
          SET status = 'observed', removed_at = NULL, block_number = excluded.block_number, block_hash = excluded.block_hash,
-             block_time = coalesce(excluded.block_time, transfers.block_time)
+             block_time = coalesce(excluded.block_time, transfers.block_time),
+             -- A log index numbers logs within a block, not a transaction: a transaction re-included
+             -- after a reorg at another position can bring a different log to this key. The row
+             -- then takes the new log's contents and, when they changed, is matched afresh.
+             token_address = excluded.token_address, from_address = excluded.from_address,
+             to_address = excluded.to_address, amount = excluded.amount,
+             session_id = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.session_id END,
+             match_method = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_method END,
+             matched_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.matched_at END,
+             match_checked_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_checked_at END
          WHERE transfers.status = 'removed' OR transfers.block_hash IS DISTINCT FROM excluded.block_hash`,
       [
         commit.chain,
