@@ -35,9 +35,16 @@ export function parseTransferId(text: string): bigint | undefined {
   return match ? BigInt(match[1]!) : undefined;
 }
 
-/** A transfer is the merchant's when it went to one of its wallets or to the wallet of one of its sessions. */
-const OWNED_BY = `(EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id = $1 AND w.chain = t.chain AND w.address = t.to_address)
-  OR EXISTS (SELECT 1 FROM payment_sessions s WHERE s.merchant_id = $1 AND s.livemode = t.livemode AND s.chain = t.chain AND s.pay_to = t.to_address))`;
+/**
+ * A transfer is the merchant's when it went to a wallet the merchant has verified, or to one of
+ * its wallets or sessions' addresses that no other merchant also claims (an unverified address
+ * another merchant uses too proves nothing: either could have typed it in).
+ */
+const OWNED_BY = `(EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id = $1 AND w.chain = t.chain AND w.address = t.to_address AND w.verified_at IS NOT NULL)
+  OR ((EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id = $1 AND w.chain = t.chain AND w.address = t.to_address)
+       OR EXISTS (SELECT 1 FROM payment_sessions s WHERE s.merchant_id = $1 AND s.livemode = t.livemode AND s.chain = t.chain AND s.pay_to = t.to_address))
+      AND NOT EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id <> $1 AND w.chain = t.chain AND w.address = t.to_address)
+      AND NOT EXISTS (SELECT 1 FROM payment_sessions s WHERE s.merchant_id <> $1 AND s.livemode = t.livemode AND s.chain = t.chain AND s.pay_to = t.to_address)))`;
 
 /**
  * The merchant's transfers that matched no session (newest first, cursor by id): counted on chain

@@ -30,6 +30,7 @@ export interface TransferToMatch {
 
 interface Candidate {
   id: string;
+  merchant_id: string;
   status: PaymentStatus;
   amount_due: string;
   received: string;
@@ -45,7 +46,7 @@ interface Candidate {
 /** How matching attributed a transfer (`manual` is the API's attribution). */
 export type MatchMethod = 'reference' | 'amount';
 
-const CANDIDATE_COLUMNS = `s.id, s.status, s.amount_due, s.token_addresses, s.pay_to, s.livemode, s.chain, s.created_at, s.monitor_until,
+const CANDIDATE_COLUMNS = `s.id, s.merchant_id, s.status, s.amount_due, s.token_addresses, s.pay_to, s.livemode, s.chain, s.created_at, s.monitor_until,
   m.payment_tolerance_bps,
   (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed') AS received`;
 
@@ -122,6 +123,9 @@ export async function findSession(sql: Sql, transfer: TransferToMatch): Promise<
   const unique = [...new Map(rows.map((row) => [row.id, row])).values()].sort(
     (a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
   );
+  // Two merchants' sessions on one address: the amount cannot say whose money it is, and guessing
+  // would hand one merchant's payment to another. It stays unmatched for a verified owner to claim.
+  if (new Set(unique.map((candidate) => candidate.merchant_id)).size > 1) return undefined;
   const chosen = chooseSession(transfer, unique);
   return chosen && { sessionId: chosen.id, method: 'amount' };
 }

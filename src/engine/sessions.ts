@@ -251,7 +251,14 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet: params.merchantWallet, livemode: params.livemode });
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
   // put that wallet there (unverified), or its payment would never be seen.
-  if (params.livemode && params.merchantWallet !== undefined) await addWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
+  if (params.livemode && params.merchantWallet !== undefined) {
+    const { rowCount } = await sql.query(
+      'SELECT 1 FROM wallets WHERE chain = $1 AND address = $2 AND merchant_id <> $3 AND verified_at IS NOT NULL',
+      [params.chain, payTo, params.merchantId],
+    );
+    if (rowCount) throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
+    await addWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
+  }
   const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [params.merchantId]);
   const includeBridged = merchantRows[0]?.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
