@@ -4,8 +4,7 @@ import { appendEvent } from '../engine/outbox.ts';
 import { canonicalAddress, base58Bytes } from '../internal/addresses.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
-import { formatAmount } from '../internal/money.ts';
-import { parseRequestedAmount } from '../engine/sessions.ts';
+import { AmountError, formatAmount, parseAmount } from '../internal/money.ts';
 import type { Currency } from '../internal/chains.ts';
 
 /** A refund request as stored; money in base units. */
@@ -98,6 +97,26 @@ export async function listRefunds(
 }
 
 /**
+ * States in which every counted transfer is confirmed, so `amount_received` is money that will
+ * not vanish with a shallow reorg. `confirming` (money not yet confirmed) and `created`/`expired`
+ * (nothing received) take no refunds.
+ */
+export const REFUNDABLE_STATUSES = ['confirmed', 'settled', 'pending', 'failed'];
+
+/** A refund amount: positive decimal text with no more decimals than the token (no minimum: sub-cent remainders can be refunded). */
+function parseRefundAmount(text: string, decimals: number): bigint {
+  let amount: bigint;
+  try {
+    amount = parseAmount(text, decimals);
+  } catch (error) {
+    if (error instanceof AmountError) throw badRequest(error.message);
+    throw error;
+  }
+  if (amount <= 0n) throw badRequest('amount must be greater than 0');
+  return amount;
+}
+
+/**
  * Creates a refund request for a payment, on `sql` (a transaction): the session row is locked so
  * concurrent requests cannot together refund more than was received. `amount` defaults to all
  * that is left; `address` defaults to the sender of the payment's first counted transfer.
@@ -107,12 +126,15 @@ export async function requestRefund(
   sql: Sql,
   params: { merchantId: string; livemode: boolean; paymentId: string; amount?: string | undefined; address?: string | undefined; reason?: string | undefined; metadata?: Record<string, string> | undefined },
 ): Promise<RefundRow> {
-  const { rows } = await sql.query<{ chain: ChainName; currency: string; decimals: number; amount_received: string }>(
-    `SELECT chain, currency, decimals, amount_received::text FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = $3 FOR UPDATE`,
+  const { rows } = await sql.query<{ chain: ChainName; currency: string; decimals: number; amount_received: string; status: string }>(
+    `SELECT chain, currency, decimals, amount_received::text, status FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = $3 FOR UPDATE`,
     [params.paymentId, params.merchantId, params.livemode],
   );
   const session = rows[0];
   if (!session) throw notFound(`payment ${params.paymentId} not found`);
+  if (!REFUNDABLE_STATUSES.includes(session.status)) {
+    throw conflict(`payment ${params.paymentId} is ${session.status}: refunds are possible once the money received is confirmed (status ${REFUNDABLE_STATUSES.join(', ')})`);
+  }
   const { rows: sums } = await sql.query<{ refunded: string }>(
     `SELECT coalesce(sum(amount), 0)::text AS refunded FROM refunds WHERE session_id = $1 AND status IN ('requested', 'completed')`,
     [params.paymentId],
@@ -126,7 +148,7 @@ export async function requestRefund(
   }
   let amount = refundable;
   if (params.amount !== undefined) {
-    amount = parseRequestedAmount(params.amount, session.decimals);
+    amount = parseRefundAmount(params.amount, session.decimals);
     if (amount > refundable) {
       throw badRequest(`amount ${params.amount} exceeds what can still be refunded: ${formatAmount(refundable, session.decimals)} ${session.currency}`);
     }
@@ -161,6 +183,17 @@ export async function completeRefund(sql: Sql, params: { merchantId: string; liv
     throw badRequest(refund.chain === 'solana' ? 'txHash must be a base58 transaction signature (64 bytes)' : 'txHash must be 0x followed by 64 hex digits');
   }
   if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
+  // Re-checked now, not only at request time: a reorg since then may have taken money away.
+  const { rows: held } = await sql.query<{ status: string; received: string; completed: string }>(
+    `SELECT s.status, s.amount_received::text AS received,
+            (SELECT coalesce(sum(r.amount), 0)::text FROM refunds r WHERE r.session_id = s.id AND r.status = 'completed') AS completed
+       FROM payment_sessions s WHERE s.id = $1 FOR UPDATE`,
+    [refund.session_id],
+  );
+  const session = held[0]!;
+  if (!REFUNDABLE_STATUSES.includes(session.status) || BigInt(session.completed) + refund.amount > BigInt(session.received)) {
+    throw conflict(`refund ${params.id} can no longer be completed: its payment is ${session.status} and holds less confirmed money than the refunds (a reorg may have removed a transfer)`);
+  }
   await sql.query(`UPDATE refunds SET status = 'completed', tx_hash = $2, completed_at = now(), updated_at = now() WHERE id = $1`, [params.id, txHash]);
   const updated = await loadRefund(sql, params);
   await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.completed', sessionId: updated.session_id, refundId: updated.id, data: refundView(updated) });

@@ -161,10 +161,30 @@ describe('refunds', () => {
     expect(answers.filter((answer) => answer.status === 400).length).toBe(5);
   });
 
+  test('no refund of unconfirmed money; a refund whose money a reorg took away cannot be completed; sub-cent amounts are fine', async () => {
+    const m = await newMerchant(db.store);
+    const paymentId = await receivedPayment(m.test, '10', 10_000_000n);
+    await db.store.query(`UPDATE payment_sessions SET status = 'confirming' WHERE id = $1`, [paymentId]);
+    expect((await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '1' } })).status).toBe(409);
+    await db.store.query(`UPDATE payment_sessions SET status = 'confirmed' WHERE id = $1`, [paymentId]);
+    const small = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '0.005' } });
+    expect(small).toMatchObject({ status: 201, body: { amount: '0.005' } });
+    const refund = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '9' } });
+    expect(refund.status).toBe(201);
+    // A deep reorg removes the payment after the request: completing would send money never kept.
+    await db.store.query(`UPDATE payment_sessions SET status = 'created', amount_received = 0 WHERE id = $1`, [paymentId]);
+    const completed = await call('POST', `/api/v1/refunds/${refund.body.id}/complete`, { key: m.test, body: { txHash: `0x${'cd'.repeat(32)}` } });
+    expect(completed.status).toBe(409);
+    expect((await call('GET', `/api/v1/refunds/${refund.body.id}`, { key: m.test })).body.status).toBe('requested');
+  });
+
   test('nothing received, unknown payment, bad address', async () => {
     const m = await newMerchant(db.store);
     const open = await call('POST', '/api/v1/payments', { key: m.test, body: payment() });
-    expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: open.body.id, address: WALLET } })).toMatchObject({ status: 400, body: { error: `payment ${open.body.id} has received nothing to refund` } });
+    expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: open.body.id, address: WALLET } })).toMatchObject({
+      status: 409,
+      body: { error: `payment ${open.body.id} is created: refunds are possible once the money received is confirmed (status confirmed, settled, pending, failed)` },
+    });
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: 'ses_nope', address: WALLET } })).toMatchObject({ status: 404 });
     const paid = await receivedPayment(m.test, '11', 11_000_000n);
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: paid, address: SOLANA_WALLET } })).toMatchObject({ status: 400, body: { error: `address "${SOLANA_WALLET}" is not a valid base address` } });
