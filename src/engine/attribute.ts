@@ -32,7 +32,10 @@ const TRANSFER_COLUMNS = `t.id, t.livemode, t.chain, t.tx_hash, t.log_index, t.b
 export const transferPublicId = (id: bigint): string => `trf_${id}`;
 export function parseTransferId(text: string): bigint | undefined {
   const match = /^trf_([1-9]\d{0,18})$/.exec(text);
-  return match ? BigInt(match[1]!) : undefined;
+  if (!match) return undefined;
+  const id = BigInt(match[1]!);
+  // Ids are bigserial: anything past int8's range names no transfer (and Postgres would refuse it).
+  return id <= 9_223_372_036_854_775_807n ? id : undefined;
 }
 
 /**

@@ -142,3 +142,28 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
     expect(checked).toBeGreaterThanOrEqual(2000);
   });
 });
+
+describe('edge values found in review', () => {
+  test('out-of-range transfer ids and year-0 dates are 4xx, not 500', async () => {
+    const { buildApi: build, newMerchant: merchant } = await import('./harness.ts');
+    const app = build(db.store);
+    await app.ready();
+    try {
+      const m = await merchant(db.store);
+      const auth = { authorization: `Bearer ${m.live}` };
+      const big = 'trf_9999999999999999999';
+      for (const request of [
+        { method: 'GET' as const, url: `/api/v1/transfers/unmatched?startingAfter=${big}` },
+        { method: 'POST' as const, url: `/api/v1/transfers/${big}/attribution`, payload: { sessionId: 'ses_x' } },
+        { method: 'GET' as const, url: '/api/v1/payments?createdGte=0000-01-01T00:00:00Z' },
+        { method: 'GET' as const, url: '/api/v1/payments?createdLt=0000-01-01T00:00:00Z' },
+      ]) {
+        const response = await app.inject({ ...request, headers: auth });
+        expect([400, 404], `${request.method} ${request.url}`).toContain(response.statusCode);
+        expect(response.json()).toHaveProperty('error');
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});

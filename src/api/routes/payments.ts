@@ -35,6 +35,18 @@ const ListPaymentsQuery = Type.Object(
  * `GET /payments/:id`, `GET /payments` (newest first, cursor paging with `limit` and
  * `startingAfter`, filters on status, chain, currency and creation time).
  */
+/**
+ * A creation-time filter as a Date: the schema checks the format, this the range Postgres takes
+ * (year 1 to 9999), so `0000-01-01T00:00:00Z` is a 400, not a database error.
+ */
+function timeFilter(text: string | undefined, name: string): Date | null {
+  if (text === undefined) return null;
+  const date = new Date(text);
+  const year = date.getUTCFullYear();
+  if (Number.isNaN(date.getTime()) || year < 1 || year > 9999) throw badRequest(`${name} must be a date-time between years 1 and 9999`);
+  return date;
+}
+
 export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   typed.post(
@@ -102,7 +114,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
            AND ($8::text IS NULL OR (created_at, id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))
          ORDER BY created_at DESC, id DESC
          LIMIT $9`,
-        [auth.merchantId, auth.livemode, statuses, query.chain ?? null, query.currency ?? null, query.createdGte ?? null, query.createdLt ?? null, query.startingAfter ?? null, limit + 1],
+        [auth.merchantId, auth.livemode, statuses, query.chain ?? null, query.currency ?? null, timeFilter(query.createdGte, 'createdGte'), timeFilter(query.createdLt, 'createdLt'), query.startingAfter ?? null, limit + 1],
       );
       const page = rows.slice(0, limit).map((raw) => paymentViewB(toSessionRow(raw), deps.config.publicUrl));
       const hasMore = rows.length > limit;
