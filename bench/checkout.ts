@@ -9,9 +9,7 @@
  * BENCH_PG_PORT, default 54366). Client and server share this machine, so the numbers are a
  * floor for a dedicated host.
  */
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
@@ -22,7 +20,7 @@ import { createSecretBox } from '../src/internal/crypto.ts';
 import { loadConfig } from '../src/internal/config.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { createMetricsRegistry } from '../src/internal/metrics.ts';
-import { startEmbeddedPostgres } from '../src/store/embedded.ts';
+import { benchDatabase, percentile } from './lib.ts';
 import { createStore } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
 
@@ -38,20 +36,9 @@ const CONNECTIONS = Number(values.connections);
 const FEEDS = Number(values.feeds);
 const WALLET = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-}
-
 async function main() {
-  let stopPostgres = async () => {};
-  let connectionString = process.env.DATABASE_URL;
-  let tmp: string | undefined;
-  if (!connectionString) {
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-checkout-'));
-    const embedded = await startEmbeddedPostgres({ dataDir: tmp, port: Number(process.env.BENCH_PG_PORT ?? 54366), logger: createLogger({ level: 'warn' }) });
-    connectionString = embedded.connectionString;
-    stopPostgres = embedded.stop;
-  }
+  const database = await benchDatabase('checkout', 54366);
+  const { connectionString } = database;
   await migrate({ connectionString });
   const store = createStore({ connectionString });
   const box = createSecretBox(randomBytes(32));
@@ -152,8 +139,7 @@ async function main() {
 
   await app.close();
   await store.close();
-  await stopPostgres();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  await database.close();
 }
 
 await main();
