@@ -32,7 +32,8 @@ const loops: Promise<void>[] = [];
 
 beforeAll(async () => {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), LOG_LEVEL: 'silent', SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_SANDBOX_BLOCK_MS: '20' });
+  // The default webhook policy (SVC_WEBHOOK_ALLOW_PRIVATE unset = sandbox): a loopback receiver works for test keys.
+  const config = loadConfig({ PORT: String(port), LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '20' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
   const engine = createEngine({ store: db.store, logger, metrics, config, intervalMs: 200 });
   const sandbox = createSandbox({ store: db.store, logger, chains: loadChains(), blockMs: 20, reconcile: async (change) => void (await engine.reconcile(change)) });
