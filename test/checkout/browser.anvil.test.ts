@@ -104,7 +104,10 @@ test('paying on anvil moves the page live: detected, confirmations N of 32, conf
 
 test('an underpayment on anvil shows what is left; paying the QR code for the rest confirms the session', async () => {
   const merchant = await newMerchant(db.store, 'Top-up Traders');
-  const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '30', livemode: true });
+  // Its own receiving wallet: WALLET is the first test's merchant's verified wallet.
+  const wallet: Address = '0x976EA74026E726554dB657fA54763abd0C3a0aa9';
+  await addWallet(db.store, { merchantId: merchant.id, chain: 'polygon', address: wallet, verifiedBy: 'operator' });
+  const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: wallet, amount: '30', livemode: true });
   const context = await browser.newContext({ viewport: { width: VIEWPORTS.phone.width, height: VIEWPORTS.phone.height }, deviceScaleFactor: 2, isMobile: true });
   const page = await context.newPage();
   const problems = collectPageProblems(page);
@@ -112,7 +115,7 @@ test('an underpayment on anvil shows what is left; paying the QR code for the re
   const [, token] = /^ethereum:(0x[0-9a-fA-F]{40})@137/.exec((await decodeQr(page)) ?? '')!;
 
   const part = session.amount_due - 12_000_000n;
-  await anvil.waitMined(await anvil.pay(token as Address, WALLET, part));
+  await anvil.waitMined(await anvil.pay(token as Address, wallet, part));
   await waitText(page.locator('#status'), /^Payment detected: \d+ of 32 confirmations\.$/, 20_000);
   await anvil.mine(32);
   await waitText(page.locator('#status'), 'Partly paid: 12 USDC still to pay.', 20_000);
@@ -127,8 +130,8 @@ test('an underpayment on anvil shows what is left; paying the QR code for the re
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   })();
-  expect(rest).toBe(`ethereum:${token}@137/transfer?address=${WALLET}&uint256=12000000`);
-  await anvil.waitMined(await anvil.pay(token as Address, WALLET, 12_000_000n));
+  expect(rest).toBe(`ethereum:${token}@137/transfer?address=${wallet}&uint256=12000000`);
+  await anvil.waitMined(await anvil.pay(token as Address, wallet, 12_000_000n));
   await anvil.mine(32);
   await waitText(page.locator('#status'), 'Payment confirmed. Thank you!', 20_000);
   await page.locator('#refund').waitFor({ state: 'visible' });
