@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
+import { MAX_OPEN_SESSIONS_PER_LINK } from '../../src/api/routes/paymentLinks.ts';
 import { buildApi, createClient, newMerchant, payer, PUBLIC_URL, SOLANA_WALLET, WALLET } from './harness.ts';
 import { createOpenApiChecker, type OpenApiChecker } from './openapiCheck.ts';
 
@@ -79,6 +80,25 @@ describe('payment links', () => {
     expect(session.body).toMatchObject({ status: 'pending', amount: '10.5', metadata: { sku: 'tee' }, paymentLinkId: link.body.id, amountDueBaseUnits: '10500001' });
     expect(new Date(session.body.expiresAt).getTime() - new Date(session.body.createdAt).getTime()).toBe(900_000);
     expect((await call('GET', '/api/v1/payment-links', { key: m.test })).body).toMatchObject({ data: [{ id: link.body.id, sessionsCreated: 2 }], hasMore: false });
+  });
+
+  test('a link has at most MAX_OPEN_SESSIONS_PER_LINK unpaid sessions open: anonymous visits cannot use up its price', async () => {
+    const m = await newMerchant(db.store);
+    const link = await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '3' }) });
+    // Open sessions as visits would, then one more visit: 429 with Retry-After, nothing created.
+    for (let i = 0; i < MAX_OPEN_SESSIONS_PER_LINK; i++) {
+      expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
+    }
+    const refused = await app.inject({ method: 'GET', url: `/pay/${link.body.id}` });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers['retry-after']).toBe('60');
+    const count = async () => (await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1', [link.body.id])).rows[0]!.n;
+    expect(await count()).toBe(MAX_OPEN_SESSIONS_PER_LINK);
+    // The merchant's own API sessions at that price still get due amounts.
+    expect((await call('POST', '/api/v1/payments', { key: m.test, body: payment({ amount: '3' }) })).status).toBe(201);
+    // When one expires, a visitor gets a session again.
+    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE id = (SELECT id FROM payment_sessions WHERE payment_link_id = $1 LIMIT 1)`, [link.body.id]);
+    expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
   });
 
   test('deactivated links answer 410 and create nothing; reactivation works; unknown links are 404', async () => {

@@ -246,6 +246,13 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
 }
 
 /**
+ * Unpaid, unexpired sessions one payment link may have open at once. 200 concurrent checkouts of
+ * one link is a busy shop; it leaves 98% of a price's due-amount offsets to the merchant's other
+ * sessions whatever anonymous visitors do.
+ */
+export const MAX_OPEN_SESSIONS_PER_LINK = 200;
+
+/**
  * `GET /pay/:linkId` at the root of the public URL, no authentication: creates a fresh session
  * from the link and answers 303 to its checkout page. An inactive link is 410, an unknown one
  * 404. Limited per IP with the payment-creation budget (10 per minute).
@@ -269,6 +276,16 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
         const link = rows[0];
         if (!link) throw notFound(`payment link ${request.params.linkId} not found`);
         if (!link.active) throw new HttpError(410, 'this payment link is no longer active');
+        // Visitors need no key, and each session reserves a due amount (10,000 offsets per price and
+        // wallet at 6 decimals) until its monitoring window ends: bound the unpaid ones per link so
+        // anonymous visits (or link-preview bots) cannot use up a price for the merchant.
+        const { rows: open } = await sql.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1 AND status = 'created' AND expires_at > now()`,
+          [link.id],
+        );
+        if (open[0]!.n >= MAX_OPEN_SESSIONS_PER_LINK) {
+          throw new HttpError(429, 'too many checkouts of this payment link are open and unpaid; try again in a few minutes', { headers: { 'retry-after': '60' } });
+        }
         const created = await createSession(sql, {
           merchantId: link.merchant_id,
           livemode: link.livemode,
