@@ -239,7 +239,32 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
         throw new ChainMovedError(`${name}: logs of block ${BigInt(entry.blockNumber)} come from another branch than its header`);
       }
     }
-    return { from, to, headers, transfers: parseTransfers(logs, { tokens: tokenCanonical, watched }) };
+    const transfers = parseTransfers(logs, { tokens: tokenCanonical, watched });
+    await fillBlockTimes(transfers, headers);
+    return { from, to, headers, transfers };
+  }
+
+  /**
+   * Gives every transfer its block's time, which decides "paid before expiry" and the monitoring
+   * window. Logs carry `blockTimestamp` only on some providers; otherwise the range's headers
+   * have it, and blocks outside them (finalized history) are read once each, only those that hold
+   * a watched transfer. Without this, a payment ingested after an outage would be judged by when
+   * it was ingested, not when it was paid.
+   */
+  async function fillBlockTimes(transfers: ObservedTransfer[], headers: BlockHeader[]): Promise<void> {
+    const times = new Map(headers.map((header) => [header.number, new Date(Number(header.timestamp) * 1000)]));
+    const missing = [...new Set(transfers.filter((t) => !t.blockTime && !times.has(t.blockNumber)).map((t) => t.blockNumber))];
+    const limit = pLimit(HEADER_CONCURRENCY);
+    await Promise.all(
+      missing.map((number) =>
+        limit(async () => {
+          const header = await getHeader(number);
+          if (!header) throw new ChainMovedError(`${name}: block ${number} of a transfer is missing (the node is behind or the chain shrank)`);
+          times.set(number, new Date(Number(header.timestamp) * 1000));
+        }),
+      ),
+    );
+    for (const transfer of transfers) transfer.blockTime ??= times.get(transfer.blockNumber) ?? null;
   }
 
   /** Walks back from `from` while stored blocks differ from the node's: returns the common ancestor. */

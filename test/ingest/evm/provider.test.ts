@@ -63,6 +63,13 @@ async function startProvider(target: string) {
       );
       return;
     }
+    if (body.method === 'eth_getLogs') {
+      // Like many providers, this one's logs carry no blockTimestamp: block times must come from headers.
+      const answer = JSON.parse(text);
+      for (const log of answer.result ?? []) delete log.blockTimestamp;
+      res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      return;
+    }
     res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(text);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -107,6 +114,15 @@ test('with more wallets than fit a topic filter, refused ranges shrink, a too-fu
   expect(rows).toHaveLength(570);
   expect(new Set(rows.map((row) => `${row.tx_hash}:${row.log_index}`)).size).toBe(570);
   expect(rows.every((row) => row.to_address !== unwatched && wallets.includes(row.to_address as Address))).toBe(true);
+  // Every transfer has its block's own time, though the logs carried none.
+  const { rows: times } = await db.store.query<{ block_number: bigint; block_time: Date | null }>(
+    'SELECT DISTINCT block_number, block_time FROM transfers WHERE chain = $1 ORDER BY block_number',
+    [chain],
+  );
+  for (const { block_number, block_time } of times) {
+    const block = await anvil.client.getBlock({ blockNumber: block_number });
+    expect(block_time?.getTime()).toBe(Number(block.timestamp) * 1000);
+  }
   expect(await metricValue(run.metrics, 'svc_ingest_rpc_errors_total', { chain, method: 'eth_getLogs', kind: 'range' })).toBeGreaterThan(0);
   const rateLimited = await run.metrics.getSingleMetric('svc_ingest_rpc_errors_total')!.get();
   expect(rateLimited.values.filter((value) => value.labels.kind === 'rate').reduce((sum, value) => sum + value.value, 0)).toBeGreaterThan(0);
