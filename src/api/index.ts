@@ -9,6 +9,7 @@ import { registerIdempotency } from './idempotency.ts';
 import { isDatabaseUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable.ts';
 import { healthRoutes } from './routes/health.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
+import { feeRoutes } from './routes/fees.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { paymentRoutes } from './routes/payments.ts';
 import { checkoutSessionRoutes } from './routes/checkoutSessions.ts';
@@ -41,6 +42,7 @@ const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
   webhookRoutes,
   eventRoutes,
   sandboxRoutes,
+  feeRoutes,
 ];
 
 /** The spec's base path is `/api/v1`; one listing writes `/v1`. Both serve the same routes. */

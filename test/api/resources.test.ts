@@ -260,3 +260,28 @@ describe('currencies, status, wallets', () => {
     expect((await call('POST', '/api/v1/payments', { key: m.test, body: noWallet })).body.merchantWallet).toBe(payer.address);
   });
 });
+
+describe('fees', () => {
+  test('GET /fees sums the 1% fee of confirmed and settled payments per chain and currency, for the key’s mode only', async () => {
+    const m = await newMerchant(db.store);
+    const paid = [];
+    for (const amount of ['10', '0.5', '123.45']) {
+      const created = await call('POST', '/api/v1/payments', { key: m.test, body: payment({ amount }) });
+      paid.push(created.body.id);
+    }
+    const open = await call('POST', '/api/v1/payments', { key: m.test, body: payment({ amount: '999' }) });
+    await db.store.query(`UPDATE payment_sessions SET status = 'confirmed' WHERE id = ANY($1)`, [paid.slice(0, 2)]);
+    await db.store.query(`UPDATE payment_sessions SET status = 'settled' WHERE id = $1`, [paid[2]]);
+    const fees = await call('GET', '/api/v1/fees', { key: m.test });
+    expect(fees.status).toBe(200);
+    // 1% of 10, 0.5 and 123.45 USDC, in base units rounded half up: 100000 + 5000 + 1234500.
+    expect(fees.body).toEqual({
+      object: 'fee_summary',
+      rate: '0.01',
+      livemode: false,
+      data: [{ chain: 'base', currency: 'USDC', payments: 3, fee: '1.3395', feeBaseUnits: '1339500' }],
+    });
+    expect(open.status).toBe(201);
+    expect((await call('GET', '/v1/fees', { key: m.live })).body).toEqual({ object: 'fee_summary', rate: '0.01', livemode: true, data: [] });
+  });
+});
