@@ -118,9 +118,12 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   app.register(async (root) => {
     // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
     publicPaymentLinkRoutes(root, deps);
-    root.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {
-      return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());
-    });
+    // With a dedicated metrics port (SVC_METRICS_PORT) the public API port does not expose them.
+    if (deps.config.metricsPort === undefined) {
+      root.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {
+        return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());
+      });
+    }
   });
 
   return app;

@@ -1,6 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import { Counter } from 'prom-client';
 import { createMetricsRegistry, serveMetrics } from '../../src/internal/metrics.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+
+const db = useTestDatabase('metrics');
 
 describe('serveMetrics()', () => {
   test('serves the registry at GET /metrics and nothing else', async () => {
@@ -17,6 +20,26 @@ describe('serveMetrics()', () => {
       expect(await other.json()).toEqual({ error: 'only GET /metrics is served here' });
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('/metrics on the API port', () => {
+  test('served without a key by default; not served there once SVC_METRICS_PORT names a dedicated port', async () => {
+    const { createApi } = await import('../../src/api/index.ts');
+    const { loadConfig } = await import('../../src/internal/config.ts');
+    const { createLogger } = await import('../../src/internal/logger.ts');
+    const { createSecretBox } = await import('../../src/internal/crypto.ts');
+    const store = db.store;
+    const build = (env: Record<string, string>) =>
+      createApi({ store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config: loadConfig(env), box: createSecretBox(Buffer.alloc(32)) });
+    const open = build({});
+    const closed = build({ SVC_METRICS_PORT: '9464' });
+    try {
+      expect((await open.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
+      expect((await closed.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(404);
+    } finally {
+      await Promise.all([open.close(), closed.close()]);
     }
   });
 });
