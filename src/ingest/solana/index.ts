@@ -4,7 +4,7 @@ import type { ChainRpcConfig } from '../../internal/config.ts';
 import type { Logger } from '../../internal/logger.ts';
 import type { Registry } from '../../internal/metrics.ts';
 import { sleep } from '../../internal/shutdown.ts';
-import type { Store } from '../../store/index.ts';
+import type { Sql, Store } from '../../store/index.ts';
 import { Gauge } from 'prom-client';
 import { createIngestMetrics } from '../evm/metrics.ts';
 import { discoverTokenAccounts, loadTokenAccounts, loadWatchedOwners, saveTokenAccounts, type WatchedMint } from './accounts.ts';
@@ -169,7 +169,7 @@ export function createSolanaIngester(params: {
       Array.from({ length: Math.min(ACCOUNT_CONCURRENCY, queue.length) }, async () => {
         for (let account = queue.shift(); account && !controller.signal.aborted; account = queue.shift()) {
           try {
-            const result = await syncTokenAccount({ store: params.store, rpc, account, finalizedSlot, mints: mintSet, tokenPrograms, pageSize: tuning.signaturePageSize, signal: controller.signal });
+            const result = await syncTokenAccount({ store: params.store, rpc, account, finalizedSlot, mints: mintSet, tokenPrograms, pageSize: tuning.signaturePageSize, signal: controller.signal, fence });
             transfers += result.transfers;
             removed += result.removed;
             if (result.transfers > 0) await notify('transfers');
@@ -229,12 +229,29 @@ export function createSolanaIngester(params: {
     });
   }
 
+  /** The backend that holds the ingester lock, for {@link fence}. */
+  let lockPid: number | undefined;
+
+  /**
+   * Inside every ingest transaction: proceed only while this process's lock session still holds
+   * the lock, so a leader that lost it (its connection broke, another process took over) cannot
+   * write a single row more, even mid-pass.
+   */
+  async function fence(sql: Sql): Promise<void> {
+    const { rowCount } = await sql.query(
+      `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 2 AND pid = $3 AND granted`,
+      [LOCK_KEY[0], LOCK_KEY[1], lockPid ?? -1],
+    );
+    if (rowCount !== 1) throw new Error('lost the Solana ingester lock; another process may be ingesting now');
+  }
+
   async function acquireLock(): Promise<boolean> {
     const client = await params.store.pool.connect();
     try {
       const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', LOCK_KEY);
       if (rows[0]?.locked) {
         lockClient = client;
+        lockPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         // A dead lock connection means Postgres dropped the lock: the next ping sees it.
         client.on('error', (error) => log.error({ msg: 'The Solana ingester lock connection failed', err: error }));
         return true;

@@ -1,6 +1,6 @@
 import { address, signature as toSignature } from '@solana/kit';
 import pLimit from 'p-limit';
-import type { Store } from '../../store/index.ts';
+import type { Sql, Store } from '../../store/index.ts';
 import type { WatchedTokenAccount } from './accounts.ts';
 import { parseTokenCredits, type RpcTransaction } from './parse.ts';
 import type { SolanaRpcPool } from './rpc.ts';
@@ -42,6 +42,8 @@ const FETCH_CONCURRENCY = 8;
  *    has every older listed signature stored and finalized.
  */
 export async function syncTokenAccount(params: {
+  /** Throws inside each transaction when this process no longer holds the ingester lock (see index.ts). */
+  fence?: (sql: Sql) => Promise<void>;
   store: Store;
   rpc: SolanaRpcPool;
   account: WatchedTokenAccount;
@@ -104,6 +106,7 @@ export async function syncTokenAccount(params: {
       if (prefixFinal) cursor = item;
     }
     await store.transaction(async (sql) => {
+      await params.fence?.(sql);
       result.transfers += await recordSignatures(sql, account.address, account.owner, records);
       await markFinalized(sql, account.address, nowFinal);
       if (cursor) await moveCursor(sql, account.address, cursor);
@@ -113,7 +116,10 @@ export async function syncTokenAccount(params: {
   const listedSet = new Set(listed.filter((item) => !orphaned.has(item.signature)).map((item) => item.signature));
   const vanished = [...known.values()].filter((row) => row.commitment === 'confirmed' && !listedSet.has(row.signature) && row.slot <= params.finalizedSlot);
   if (vanished.length > 0) {
-    result.removed = await store.transaction((sql) => markRemoved(sql, account.address, vanished));
+    result.removed = await store.transaction(async (sql) => {
+      await params.fence?.(sql);
+      return markRemoved(sql, account.address, vanished);
+    });
   }
   result.pending += [...known.values()].filter((row) => row.commitment === 'confirmed' && !listedSet.has(row.signature) && row.slot > params.finalizedSlot).length;
   return result;
