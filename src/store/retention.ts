@@ -8,6 +8,12 @@ import type { Sql } from './index.ts';
 export const RETENTION = {
   webhookAttemptsDays: 30,
   walletChallengesDays: 1,
+  /**
+   * Settled Solana signature records. The per-account cursor is past them, so they are never
+   * listed again; if an operator resets a cursor, re-ingesting is still exactly once, because
+   * transfers are unique on (chain, signature, index).
+   */
+  solanaSignaturesDays: 7,
 } as const;
 
 /** Rows deleted per statement, so one pass never holds long locks or a huge transaction. */
@@ -15,7 +21,7 @@ const BATCH = 5_000;
 
 /**
  * One retention pass: deletes expired idempotency keys, stale rate-limit windows, used or expired
- * wallet challenges, and webhook attempts older than the retention (their delivery rows, with
+ * wallet challenges, settled Solana signature records, and webhook attempts older than the retention (their delivery rows, with
  * status and attempt count, stay). Safe to run anywhere at any time; the worker role schedules it
  * hourly through pg-boss, which runs it once per schedule across all processes.
  * @returns rows deleted per table.
@@ -25,6 +31,7 @@ export async function pruneExpiredRows(sql: Sql): Promise<Record<string, number>
     idempotency_keys: `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT ${BATCH})`,
     rate_limit_counters: `DELETE FROM rate_limit_counters WHERE window_start < now() - interval '5 minutes'`,
     wallet_challenges: `DELETE FROM wallet_challenges WHERE ctid IN (SELECT ctid FROM wallet_challenges WHERE expires_at < now() - make_interval(days => ${RETENTION.walletChallengesDays}) LIMIT ${BATCH})`,
+    solana_signatures: `DELETE FROM solana_signatures WHERE ctid IN (SELECT ctid FROM solana_signatures WHERE commitment IN ('finalized', 'removed') AND updated_at < now() - make_interval(days => ${RETENTION.solanaSignaturesDays}) LIMIT ${BATCH})`,
     webhook_attempts: `DELETE FROM webhook_attempts WHERE ctid IN (SELECT ctid FROM webhook_attempts WHERE started_at < now() - make_interval(days => ${RETENTION.webhookAttemptsDays}) LIMIT ${BATCH})`,
   };
   const deleted: Record<string, number> = {};

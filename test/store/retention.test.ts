@@ -41,13 +41,23 @@ describe('pruneExpiredRows()', () => {
       );
     }
 
-    expect(await pruneExpiredRows(db.store)).toEqual({ idempotency_keys: 1, rate_limit_counters: 1, wallet_challenges: 1, webhook_attempts: 1 });
+    await db.store.query(`INSERT INTO solana_token_accounts (address, owner, mint, token_program, associated, floor_slot) VALUES ('TokAcct1', 'Owner1', 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', true, 0)`);
+    for (const [signature, commitment, age] of [['old-final', 'finalized', '8 days'], ['old-pending', 'confirmed', '8 days'], ['new-final', 'finalized', '1 day']]) {
+      await db.store.query(
+        `INSERT INTO solana_signatures (token_account, signature, slot, commitment, failed, updated_at) VALUES ('TokAcct1', $1, 1, $2, false, now() - $3::interval)`,
+        [signature, commitment, age],
+      );
+    }
+
+    expect(await pruneExpiredRows(db.store)).toEqual({ idempotency_keys: 1, rate_limit_counters: 1, wallet_challenges: 1, solana_signatures: 1, webhook_attempts: 1 });
+    // Still waiting for finality: kept however old.
+    expect((await db.store.query("SELECT signature FROM solana_signatures ORDER BY signature")).rows.map((row) => row.signature)).toEqual(['new-final', 'old-pending']);
     expect(await count('idempotency_keys')).toBe(1);
     expect(await count('rate_limit_counters')).toBe(1);
     expect(await count('wallet_challenges')).toBe(1);
     expect(await count('webhook_attempts')).toBe(1);
     expect(await count('webhook_deliveries')).toBe(1);
     // A second pass finds nothing.
-    expect(Object.values(await pruneExpiredRows(db.store))).toEqual([0, 0, 0, 0]);
+    expect(Object.values(await pruneExpiredRows(db.store))).toEqual([0, 0, 0, 0, 0]);
   });
 });
