@@ -4,11 +4,11 @@ import type { Store } from '../store/index.ts';
 import type { Config } from '../internal/config.ts';
 import type { Logger } from '../internal/logger.ts';
 import { notFound } from '../internal/errors.ts';
-import { loadCheckoutSession, type CheckoutSession } from './view.ts';
+import { loadCheckoutSession, loadCheckoutSessions, type CheckoutSession } from './view.ts';
 import { buildInstructions, statusOf } from './instructions.ts';
 import { pageCsp, renderCheckoutPage, renderNotFoundPage, type SandboxPanel } from './page.ts';
 import { qrSvg } from './qr.ts';
-import { createLiveFeeds, runLiveFeed } from './liveFeed.ts';
+import { createBatchedReader, createLiveFeeds, runLiveFeed } from './liveFeed.ts';
 import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './refundRequest.ts';
 import { setCommonHeaders, setPageHeaders } from './securityHeaders.ts';
 import { CheckoutErrorSchema, PaymentInstructionsSchema, PaymentStatusSchema, RefundRequestBody, RefundRequestResponse } from './schema.ts';
@@ -72,6 +72,8 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
   const frameAncestors = deps.config.checkoutFrameAncestors ?? [];
   const page = { csp: pageCsp(frameAncestors), framable: frameAncestors.length > 0 };
   const feeds = createLiveFeeds();
+  // Every open page's live feed reads through this: one query per tick for all of them.
+  const readSession = createBatchedReader((ids) => loadCheckoutSessions(deps.store, ids));
   app.addHook('preClose', async () => feeds.closeAll());
 
   async function load(request: FastifyRequest<{ Params: { sessionId: string } }>): Promise<CheckoutSession> {
@@ -183,7 +185,7 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
           res,
           signal: controller.signal,
           read: async () => {
-            const session = initial ?? (await loadCheckoutSession(deps.store, first.id));
+            const session = initial ?? (await readSession(first.id));
             initial = undefined;
             return session && statusOf(instructionsOf(session));
           },

@@ -3,8 +3,9 @@ import { sleep } from '../internal/shutdown.ts';
 
 /**
  * How often a live feed rereads its session. Block times are 0.4 to 3 s on the supported chains,
- * so one second makes each confirmation show within about a block, and a primary-key read a
- * second per open page is nothing for Postgres (18k such reads/s on this class of machine).
+ * so one second makes each confirmation show within about a block. Feeds wake on the same clock
+ * ticks and their reads are batched (see createBatchedReader), so a process costs one query a
+ * second however many pages are open.
  */
 export const FEED_POLL_MS = 1000;
 
@@ -81,7 +82,37 @@ export async function runLiveFeed<T>(params: {
       res.write(': keep-alive\n\n');
       lastWrite = Date.now();
     }
-    await sleep(FEED_POLL_MS, signal).catch(() => {});
+    // Wake on the next whole tick of the clock, with every other feed, so their reads batch.
+    await sleep(FEED_POLL_MS - (Date.now() % FEED_POLL_MS), signal).catch(() => {});
   }
   if (!res.destroyed) res.end();
+}
+
+/**
+ * Collects the `read(id)` calls made in one turn of the event loop and answers them with one
+ * `loadMany(ids)`: the live feeds of every open page, waking on the same tick, cost one query.
+ */
+export function createBatchedReader<T>(loadMany: (ids: string[]) => Promise<Map<string, T>>): (id: string) => Promise<T | undefined> {
+  let pending: Map<string, ((value: T | undefined) => void)[]> | undefined;
+  let failed: ((error: unknown) => void)[] = [];
+  return (id) =>
+    new Promise<T | undefined>((resolve, reject) => {
+      if (!pending) {
+        pending = new Map();
+        failed = [];
+        setImmediate(async () => {
+          const batch = pending!;
+          const rejects = failed;
+          pending = undefined;
+          try {
+            const found = await loadMany([...batch.keys()]);
+            for (const [key, resolvers] of batch) for (const done of resolvers) done(found.get(key));
+          } catch (error) {
+            for (const fail of rejects) fail(error);
+          }
+        });
+      }
+      pending.set(id, [...(pending.get(id) ?? []), resolve]);
+      failed.push(reject);
+    });
 }

@@ -53,21 +53,30 @@ export function isSessionId(text: string): boolean {
 
 /**
  * Reads one session and its merchant's name by id alone: the id is the capability that the
- * customer holds (as Stripe's checkout session URL), so no key or merchant is needed.
+ * customer holds (as Stripe's checkout session URL), so no key or merchant is needed. `now` is
+ * the database's clock, so expiry is judged on one clock.
  * @returns undefined when there is no such session.
  */
 export async function loadCheckoutSession(sql: Sql, id: string): Promise<CheckoutSession | undefined> {
-  if (!isSessionId(id)) return undefined;
+  return (await loadCheckoutSessions(sql, [id])).get(id);
+}
+
+/** Many sessions in one query (the live feeds of all open pages read together), by id. */
+export async function loadCheckoutSessions(sql: Sql, ids: string[]): Promise<Map<string, CheckoutSession>> {
+  const wanted = ids.filter(isSessionId);
+  if (wanted.length === 0) return new Map();
   const { rows } = await sql.query<Record<string, unknown>>(
     `SELECT s.id, s.merchant_id, m.name AS merchant_name, s.livemode, s.status, s.chain, s.currency, s.decimals,
        s.amount::text, s.amount_due::text, s.amount_received::text, s.token_addresses, s.pay_to, s.reference, s.tx_hash,
        s.confirmations, s.required_confirmations, s.success_url, s.created_at, s.expires_at, s.confirmed_at, now() AS now
      FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-     WHERE s.id = $1`,
-    [id],
+     WHERE s.id = ANY($1::text[])`,
+    [wanted],
   );
-  const row = rows[0];
-  if (!row) return undefined;
+  return new Map(rows.map((row) => [row.id as string, toCheckoutSession(row)]));
+}
+
+function toCheckoutSession(row: Record<string, unknown>): CheckoutSession {
   return {
     id: row.id as string,
     merchantId: row.merchant_id as string,

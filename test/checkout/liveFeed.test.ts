@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newMerchant, WALLET } from '../api/harness.ts';
@@ -77,4 +77,25 @@ test('closing the server ends open feeds instead of waiting for them', async () 
   // The feed polls every second; a close that waited for the stream would take until FEED_MAX_MS.
   expect(Date.now() - started).toBeLessThan(3_000);
   expect(await events.next()).toBe('end');
+});
+
+describe('createBatchedReader()', () => {
+  test('reads made in one turn of the event loop are answered by one query, each with its own value', async () => {
+    const { createBatchedReader } = await import('../../src/checkout/liveFeed.ts');
+    const calls: string[][] = [];
+    const read = createBatchedReader(async (ids: string[]) => {
+      calls.push(ids);
+      return new Map(ids.filter((id) => id !== 'ses_missing').map((id) => [id, `value of ${id}`]));
+    });
+    const answers = await Promise.all(['ses_a', 'ses_b', 'ses_a', 'ses_missing'].map((id) => read(id)));
+    expect(answers).toEqual(['value of ses_a', 'value of ses_b', 'value of ses_a', undefined]);
+    expect(calls).toEqual([['ses_a', 'ses_b', 'ses_missing']]);
+    // A later turn is a new batch; a failing load rejects every read of its batch.
+    expect(await read('ses_c')).toBe('value of ses_c');
+    expect(calls).toHaveLength(2);
+    const failing = createBatchedReader(async () => {
+      throw new Error('database down');
+    });
+    await expect(Promise.all([failing('ses_x'), failing('ses_y')])).rejects.toThrow('database down');
+  });
 });
