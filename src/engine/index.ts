@@ -60,7 +60,8 @@ export interface Engine {
   run(signal: AbortSignal): Promise<void>;
 }
 
-function engineMetrics(registry: Registry) {
+/** The engine's Prometheus metrics on `registry` (shared by every engine of one process). */
+export function createEngineMetrics(registry: Registry) {
   const counter = (name: string, help: string, labelNames: string[]) =>
     (registry.getSingleMetric(name) as Counter<string> | undefined) ?? new Counter({ name, help, labelNames, registers: [registry] });
   return {
@@ -91,7 +92,7 @@ export function createEngine(params: {
   const { store } = params;
   const logger = params.logger.child({ stage: 'engine' });
   const chains = params.chains ?? loadChains();
-  const metrics = engineMetrics(params.metrics);
+  const metrics = createEngineMetrics(params.metrics);
   const running = new Map<string, Promise<void>>();
   const dirty = new Set<string>();
 
