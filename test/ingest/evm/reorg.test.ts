@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { getAddress, type Address } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, tokenAbi, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
@@ -10,8 +10,8 @@ const db = useTestDatabase('ingest_reorg');
 const chain = 'polygon' as const;
 const usdc = loadChains()[chain].tokens.find((token) => token.symbol === 'USDC')!.address as Address;
 const WALLET = getAddress('0x4444444444444444444444444444444444444444');
-/** anvil's first default account: a real key, so a signed transaction can be replayed with the same hash. */
-const payer = privateKeyToAccount('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80');
+/** A real key made for this run, so a signed transaction can be replayed with the same hash. */
+const payer = privateKeyToAccount(generatePrivateKey());
 
 let anvil: Anvil;
 let run: ReturnType<typeof startIngest>;
@@ -34,6 +34,7 @@ async function reorgsOf(): Promise<{ depth: number; beyond_rule: string | null; 
 beforeAll(async () => {
   anvil = await startAnvil({ chain });
   await anvil.installChainTokens();
+  await anvil.client.setBalance({ address: payer.address, value: 10n ** 20n });
   await anvil.waitMined(await anvil.mint(usdc, payer.address, 10n ** 12n));
   await merchantWithWallets(db.store, chain, [WALLET]);
   run = startIngest({ db, chain, http: [anvil.rpcUrl] });
