@@ -15,15 +15,8 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
 import { privateKeyToAddress, generatePrivateKey } from 'viem/accounts';
-import { createApi } from '../src/api/index.ts';
 import { createApiKey, createMerchant } from '../src/accounts/index.ts';
-import { createSecretBox } from '../src/internal/crypto.ts';
-import { loadConfig } from '../src/internal/config.ts';
-import { createLogger } from '../src/internal/logger.ts';
-import { createMetricsRegistry } from '../src/internal/metrics.ts';
-import { benchDatabase, percentile } from './lib.ts';
-import { createStore } from '../src/store/index.ts';
-import { migrate } from '../src/store/migrate.ts';
+import { benchApi, percentile } from './lib.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '32' } } });
 const SECONDS = Number(values.seconds);
@@ -32,16 +25,7 @@ const WALLET = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const WALLETS = Array.from({ length: 64 }, () => privateKeyToAddress(generatePrivateKey()));
 
 async function main() {
-  const database = await benchDatabase('api', 54367);
-  const { connectionString } = database;
-  await migrate({ connectionString });
-  const store = createStore({ connectionString });
-  const box = createSecretBox(randomBytes(32));
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent' });
-  // Limits are counted as in production, only set out of reach.
-  const unlimited = { create: 1e9, read: 1e9, write: 1e9, ip: 1e9, publicCreate: 1e9 };
-  const app = createApi({ store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config, box, rateLimits: unlimited });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const { store, box, url, close } = await benchApi('api', 54367);
   const { merchant } = await createMerchant(store, box, { name: 'Bench Shop' });
   const { secret } = await createApiKey(store, { merchantId: merchant.id, livemode: false });
   const created: string[] = [];
@@ -91,9 +75,7 @@ async function main() {
   await load('POST /payments, invalid (400)', (i) => ({ method: 'POST', path: '/api/v1/payments', body: { ...payment(i, WALLET), amount: '1.1234567' } }), 400);
   await pool.close();
 
-  await app.close();
-  await store.close();
-  await database.close();
+  await close();
 }
 
 await main();

@@ -11,18 +11,10 @@
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
-import { createApi } from '../src/api/index.ts';
 import { createMerchant } from '../src/accounts/index.ts';
 import { createSession } from '../src/engine/sessions.ts';
-import { createSecretBox } from '../src/internal/crypto.ts';
-import { loadConfig } from '../src/internal/config.ts';
-import { createLogger } from '../src/internal/logger.ts';
-import { createMetricsRegistry } from '../src/internal/metrics.ts';
-import { benchDatabase, percentile } from './lib.ts';
-import { createStore } from '../src/store/index.ts';
-import { migrate } from '../src/store/migrate.ts';
+import { benchApi, percentile } from './lib.ts';
 
 const { values } = parseArgs({
   options: {
@@ -37,16 +29,7 @@ const FEEDS = Number(values.feeds);
 const WALLET = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 
 async function main() {
-  const database = await benchDatabase('checkout', 54366);
-  const { connectionString } = database;
-  await migrate({ connectionString });
-  const store = createStore({ connectionString });
-  const box = createSecretBox(randomBytes(32));
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent' });
-  const unlimited = { create: 1e9, read: 1e9, write: 1e9, ip: 1e9, publicCreate: 1e9 };
-  const app = createApi({ store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config, box, rateLimits: unlimited });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.publicUrl = url;
+  const { store, box, url, close } = await benchApi('checkout', 54366);
 
   const { merchant } = await createMerchant(store, box, { name: 'Bench Shop' });
   const sessions = await store.transaction(async (sql) => {
@@ -139,9 +122,7 @@ async function main() {
   );
   for (const controller of controllers) controller.abort();
 
-  await app.close();
-  await store.close();
-  await database.close();
+  await close();
 }
 
 await main();
