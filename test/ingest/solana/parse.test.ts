@@ -8,6 +8,7 @@ const chain = loadChains().solana;
 const mints = new Set(chain.tokens.map((token) => token.address));
 const tokenPrograms = new Set(chain.tokens.map((token) => token.tokenProgram!));
 const USDC = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+const USDT = 'Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB';
 
 function fixture(name: string): RpcTransaction {
   const file = path.resolve(import.meta.dirname, '../../fixtures/solana', name);
@@ -48,13 +49,56 @@ describe('parseTokenCredits on real mainnet responses', () => {
     });
   });
 
+  test('USDT: a v0 OpenBook settlement pays 8,430.155554 USDT by an inner Transfer; the signer\'s account, credited and debited in the same transaction, is no credit', () => {
+    const credits = parseTokenCredits(fixture('mainnet-usdt-openbook-settle-v0.json'), { mints, tokenPrograms });
+    // Two accounts end higher than they started: the USDT one of 6NUn… and the USDC one of Hwr7….
+    expect(credits).toEqual([
+      {
+        signature: '3kxL8Qvp16kmVNiUkQSJ3zLvCJDK4qPZZ1ZL8W2VHeYoJUJnQ4VqMHFMNSmsGBq7rTfpe8cTzCopMSNRen6vGFt1',
+        slot: 288918198n,
+        blockTime: new Date(1725954458 * 1000),
+        accountIndex: 4,
+        tokenAccount: 'Cb6wY5fpawswXhSS5hqCE3xW3Qw2GjA7soxjLNnarvCd',
+        mint: USDC,
+        owner: 'Hwr7Av8kg5qJtMkAyiEmMkAiTWr6ZULmyE32hqmSSCSU',
+        amount: 19_913_589_900n - 19_017_494_707n,
+        from: 'Cs1CmcYgRorcAwhAeWp5BzqMbK92ea7bSTE8sZWtAXfx',
+        references: [],
+        failed: false,
+      },
+      {
+        signature: '3kxL8Qvp16kmVNiUkQSJ3zLvCJDK4qPZZ1ZL8W2VHeYoJUJnQ4VqMHFMNSmsGBq7rTfpe8cTzCopMSNRen6vGFt1',
+        slot: 288918198n,
+        blockTime: new Date(1725954458 * 1000),
+        accountIndex: 10,
+        tokenAccount: '8uT1JEq9bxcXPNtgBJeXzQgDwojxkjxy1PC8uSEQuSBG',
+        mint: USDT,
+        owner: '6NUn63sRLS2oEHtAeaAMMMFTdmfPUX78McT47Hmt2t9i',
+        amount: 8_430_155_554n,
+        // The inner Transfer [5 -> 10] debits 458u…, whose owner signed the transaction.
+        from: 'Cs1CmcYgRorcAwhAeWp5BzqMbK92ea7bSTE8sZWtAXfx',
+        references: [],
+        failed: false,
+      },
+    ]);
+    // 458u… received 8,430,000,000 from the market (inner Transfer [3 -> 5]) and sent 8,430,155,554
+    // on: its balance fell by 155,554, so watching it yields nothing, not the gross inbound transfer.
+    const signerAccount = '458uFwc7urgyWwed7wRVLvY9h2eTxAKSeSA7M2f5hj5e';
+    expect(parseTokenCredits(fixture('mainnet-usdt-openbook-settle-v0.json'), { mints, tokenPrograms, watched: (account) => account === signerAccount })).toEqual([]);
+  });
+
+  test('USDT only: watching the USDT mint alone drops the USDC credit of the same transaction', () => {
+    const credits = parseTokenCredits(fixture('mainnet-usdt-openbook-settle-v0.json'), { mints: new Set([USDT]), tokenPrograms });
+    expect(credits.map((credit) => [credit.tokenAccount, credit.amount])).toEqual([['8uT1JEq9bxcXPNtgBJeXzQgDwojxkjxy1PC8uSEQuSBG', 8_430_155_554n]]);
+  });
+
   test('only watched token accounts are returned', () => {
     const transaction = fixture('mainnet-usdc-swap-credit-v0-alt.json');
     expect(parseTokenCredits(transaction, { mints, tokenPrograms, watched: (account) => account === 'someone-else' })).toEqual([]);
   });
 
   test('other mints are ignored (the same transaction without USDC in the watched set)', () => {
-    expect(parseTokenCredits(fixture('mainnet-usdc-swap-credit-v0-alt.json'), { mints: new Set(['Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB']), tokenPrograms })).toEqual([]);
+    expect(parseTokenCredits(fixture('mainnet-usdc-swap-credit-v0-alt.json'), { mints: new Set([USDT]), tokenPrograms })).toEqual([]);
   });
 
   test('a failed transaction yields its attempted credit, marked failed, from the instruction amount', () => {
