@@ -11,6 +11,7 @@ import { checkChain } from './checks.ts';
 import { createHeadSignal } from './heads.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { commitRange, loadState, type BlockHeader } from './persist.ts';
+import { createBranchTracker } from './reorg.ts';
 import { RpcRequestRejected, type Rpc } from './rpc.ts';
 import { fetchTransferLogs, parseTransfers, TRANSFER_TOPIC, type ObservedTransfer } from './transfers.ts';
 import { createWatchedWallets } from './watched.ts';
@@ -117,7 +118,7 @@ class ChainMovedError extends RetryableError {
  * unfinalized), then the logs, checked against the headers' hashes. A first header whose parent
  * is not the stored block below it is a reorg: walk back to the common ancestor, then the next
  * commit marks every transfer above it removed and re-stores the new branch in one transaction,
- * so a transfer that merely moved is never seen removed.
+ * so a transfer that merely moved is never seen removed (reorg.ts tells the whole story).
  */
 export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   const { chain, rpc, store, metrics, signal } = params;
@@ -144,10 +145,6 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   let head = -1n;
   let tagsReadAt = 0;
   let lastHeadHash = '';
-  /** Stored unfinalized blocks (number -> hash): a mirror of chain_blocks. */
-  let blocks = new Map<bigint, string>();
-  /** Set when a reorg was found: the next commit removes everything above `to` and records it. */
-  let rewind: { to: bigint; depth: number; beyondRule: 'confirmed' | 'finalized' | null } | undefined;
 
   const emit = (kind: ChainChange['kind']) => {
     try {
@@ -267,47 +264,27 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     for (const transfer of transfers) transfer.blockTime ??= times.get(transfer.blockNumber) ?? null;
   }
 
-  /** Walks back from `from` while stored blocks differ from the node's: returns the common ancestor. */
-  async function findCommonAncestor(from: bigint): Promise<{ ancestor: bigint; beyondStored: boolean }> {
-    for (let n = from; ; n--) {
-      const stored = blocks.get(n);
-      if (stored === undefined) return { ancestor: n, beyondStored: true };
-      const canonical = await getHeader(n);
-      if (canonical && canonical.hash === stored) return { ancestor: n, beyondStored: false };
-    }
-  }
+  /** Stored unfinalized blocks and reorg handling (reorg.ts). */
+  const branch = createBranchTracker({
+    getHeader,
+    async readFinalized() {
+      finalized = await getTagNumber('finalized', head);
+      tagsReadAt = Date.now();
+      return finalized;
+    },
+    confirmedDepth,
+    metrics,
+    labels,
+    logger: log,
+  });
 
-  async function handleReorg(mismatchAt: bigint) {
-    const { ancestor, beyondStored } = await findCommonAncestor(mismatchAt);
-    // Judge the depth against the node's finality now, not the throttled reading.
-    finalized = await getTagNumber('finalized', head);
-    tagsReadAt = Date.now();
-    const depth = processed - ancestor;
-    metrics.reorgs.inc(labels);
-    metrics.reorgDepth.observe(labels, Number(depth));
-    const belowFinality = beyondStored || (finalized !== null && ancestor < finalized);
-    const fields = { reorg_depth: Number(depth), common_ancestor_block: ancestor.toString(), processed_block: processed.toString(), finalized_block: finalized?.toString() };
-    let beyondRule: 'confirmed' | 'finalized' | null = null;
-    if (belowFinality) {
-      beyondRule = 'finalized';
-      log.error({ msg: 'Reorg reaches below the finalized block: transfers already reported final may be gone', ...fields });
-    } else if (depth > confirmedDepth) {
-      beyondRule = 'confirmed';
-      log.error({ msg: "Reorg deeper than the chain's confirmation depth", confirmation_depth: Number(confirmedDepth), ...fields });
-    } else {
-      log.warn({ msg: 'Reconciled reorg', ...fields });
-    }
-    if (beyondRule) metrics.deepReorgs.inc({ chain: name, rule: beyondRule });
-    // The orphaned blocks are gone from the chain now; the DB forgets them in the rewind commit.
-    for (const number of [...blocks.keys()]) if (number > ancestor) blocks.delete(number);
-    if (!rewind || ancestor < rewind.to) {
-      rewind = { to: ancestor, depth: Number(depth) + (rewind ? Number(rewind.to - ancestor) : 0), beyondRule: beyondRule ?? rewind?.beyondRule ?? null };
-    }
-    processed = ancestor;
+  /** A reorg found at `mismatchAt`: the checkpoint goes back to the common ancestor, the next commit rewinds. */
+  async function reconcile(mismatchAt: bigint) {
+    processed = await branch.reconcile(mismatchAt, processed);
   }
 
   async function commit(range: FetchedRange | undefined, to: bigint) {
-    const pendingRewind = rewind;
+    const pendingRewind = branch.pendingRewind;
     const started = performance.now();
     const result = await store.transaction(async (sql) => {
       await params.fence?.(sql);
@@ -322,15 +299,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
         finalized,
       });
     });
-    if (pendingRewind) {
-      for (const number of [...blocks.keys()]) if (number > pendingRewind.to) blocks.delete(number);
-      rewind = undefined;
-    }
-    for (const header of range?.headers ?? []) blocks.set(header.number, header.hash);
-    if (finalized !== null && blocks.size > 1) {
-      const newest = [...blocks.keys()].reduce((a, b) => (a > b ? a : b));
-      for (const number of [...blocks.keys()]) if (number <= finalized && number < newest) blocks.delete(number);
-    }
+    branch.committed({ rewind: pendingRewind, headers: range?.headers ?? [], finalized });
     log.debug({
       msg: 'Committed range',
       from_block: range?.from.toString(),
@@ -369,12 +338,10 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     metrics.finalizedBlock.set(labels, Number(finalized));
     await watched.refresh(store);
 
-    const storedAtHead = blocks.get(latest.number);
-    if (storedAtHead !== undefined && storedAtHead !== latest.hash && latest.number <= processed) {
-      await handleReorg(latest.number);
-    }
+    // A head at or below the checkpoint that replaced a stored block: a reorg that did not lengthen the chain.
+    if (latest.number <= processed && branch.replacedBy(latest)) await reconcile(latest.number);
     if (head <= processed) {
-      if (rewind) await commit(undefined, processed);
+      if (branch.pendingRewind) await commit(undefined, processed);
       else if (finalized !== previousFinalized) {
         await commit(undefined, processed);
         emit('finalized');
@@ -399,9 +366,9 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       const range = await promise;
       const first = range.headers[0];
       if (first) {
-        const parent = blocks.get(first.number - 1n);
-        if (parent !== undefined && parent !== first.parentHash) {
-          await handleReorg(first.number - 1n);
+        // Linkage: a first header whose parent is not the stored block below it is a reorg.
+        if (!branch.continuedBy(first)) {
+          await reconcile(first.number - 1n);
           return false;
         }
         for (let i = 1; i < range.headers.length; i++) {
@@ -426,7 +393,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     async run() {
       await checkChain({ rpc, chain, logger: log });
       const state = await loadState(store, name);
-      blocks = state.blocks;
+      branch.load(state.blocks);
       finalized = state.finalizedBlock;
       if (state.processedBlock === null) {
         const latest = await getHeader('latest');
@@ -436,7 +403,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
         log.info({ msg: 'First start: backfilling from below the head', from_block: (processed + 1n).toString(), head_block: latest.number.toString() });
       } else {
         processed = state.processedBlock;
-        log.info({ msg: 'Resuming from checkpoint', processed_block: processed.toString(), stored_blocks: blocks.size });
+        log.info({ msg: 'Resuming from checkpoint', processed_block: processed.toString(), stored_blocks: branch.size });
       }
       metrics.processedBlock.set(labels, Number(processed));
       const heads = createHeadSignal({ chain: name, wsUrls: params.wsUrls, logger: log, signal });
