@@ -28,12 +28,14 @@ export interface TransferToMatch {
   paid_at: Date;
 }
 
-interface Candidate {
+/** A session as matching sees it; amounts parsed to bigint once per batch. */
+export interface Candidate {
   id: string;
   merchant_id: string;
   status: PaymentStatus;
-  amount_due: string;
-  received: string;
+  amount_due: bigint;
+  /** What its counted transfers sum to (plus, during a batch, what the batch attributed to it). */
+  received: bigint;
   token_addresses: string[];
   pay_to: string;
   livemode: boolean;
@@ -46,9 +48,12 @@ interface Candidate {
 /** How matching attributed a transfer (`manual` is the API's attribution). */
 export type MatchMethod = 'reference' | 'amount';
 
-const CANDIDATE_COLUMNS = `s.id, s.merchant_id, s.status, s.amount_due, s.token_addresses, s.pay_to, s.livemode, s.chain, s.created_at, s.monitor_until,
+const CANDIDATE_COLUMNS = `s.id, s.merchant_id, s.status, s.amount_due::text AS amount_due, s.token_addresses, s.pay_to, s.livemode, s.chain, s.created_at, s.monitor_until,
   m.payment_tolerance_bps,
-  (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed') AS received`;
+  (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed')::text AS received`;
+
+type CandidateRow = Omit<Candidate, 'amount_due' | 'received'> & { amount_due: string; received: string };
+const parseCandidate = (row: CandidateRow): Candidate => ({ ...row, amount_due: BigInt(row.amount_due), received: BigInt(row.received) });
 
 function inWindow(candidate: Candidate, paidAt: Date): boolean {
   return paidAt.getTime() >= candidate.created_at.getTime() - CLOCK_SKEW_SECONDS * 1000 && paidAt <= candidate.monitor_until;
@@ -64,34 +69,89 @@ function inWindow(candidate: Candidate, paidAt: Date): boolean {
  * 5. the only session on that wallet and token still waiting for money (under- or overpayment,
  *    the latter up to twice what is missing).
  * Ties in 2 and 3 go to the oldest session (created_at, id). Anything else is unmatched.
- * Pure given the rows; `findSession` reads them.
+ * Pure given the rows; `matchTransfers` reads them, once per batch.
  */
 export function chooseSession(transfer: TransferToMatch, candidates: Candidate[]): Candidate | undefined {
   const amount = BigInt(transfer.amount);
   const eligible = candidates.filter((c) => inWindow(c, transfer.paid_at));
-  const unpaid = eligible.filter((c) => c.status !== 'settled' && c.status !== 'confirmed' && BigInt(c.received) < BigInt(c.amount_due));
-  const exact = eligible.filter((c) => BigInt(c.amount_due) === amount);
+  const unpaid = eligible.filter((c) => c.status !== 'settled' && c.status !== 'confirmed' && c.received < c.amount_due);
+  const exact = eligible.filter((c) => c.amount_due === amount);
   if (exact.length > 0) return exact.find((c) => unpaid.includes(c)) ?? exact[0];
-  const topUp = unpaid.find((c) => BigInt(c.received) > 0n && BigInt(c.amount_due) - BigInt(c.received) === amount);
+  const topUp = unpaid.find((c) => c.received > 0n && c.amount_due - c.received === amount);
   if (topUp) return topUp;
-  const tolerated = unpaid.filter((c) => BigInt(c.received) === 0n && amount < BigInt(c.amount_due) && covers(amount, BigInt(c.amount_due), c.payment_tolerance_bps));
+  const tolerated = unpaid.filter((c) => c.received === 0n && amount < c.amount_due && covers(amount, c.amount_due, c.payment_tolerance_bps));
   if (tolerated.length === 1) return tolerated[0];
   if (unpaid.length === 1) {
-    const missing = BigInt(unpaid[0]!.amount_due) - BigInt(unpaid[0]!.received);
+    const missing = unpaid[0]!.amount_due - unpaid[0]!.received;
     if (amount <= missing * SOLE_CANDIDATE_MAX_FACTOR) return unpaid[0];
   }
   return undefined;
 }
 
-/** Reads the candidate sessions for `transfer` and applies the rules of `chooseSession`. */
-export async function findSession(sql: Sql, transfer: TransferToMatch): Promise<{ sessionId: string; method: MatchMethod } | undefined> {
-  if (transfer.reference_keys.length > 0) {
-    const { rows } = await sql.query<Candidate>(
-      `SELECT ${CANDIDATE_COLUMNS} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-        WHERE s.reference = ANY($1::text[]) ORDER BY s.created_at, s.id`,
-      [transfer.reference_keys],
+/** Oldest first, as the rules' ties want: (created_at, id). */
+const byAge = (a: Candidate, b: Candidate) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The sessions a batch of transfers can pay, read once for the whole batch: the sessions their
+ * reference keys name, and every session on their wallets whose window overlaps the batch's
+ * payment times. Reading per batch rather than per transfer keeps matching linear: a merchant
+ * with thousands of open sessions on one wallet costs one read of them per 500 transfers, not one
+ * per transfer. `received` is the live sum of each session's counted transfers at the time of
+ * the read; matching adds what it attributes in the batch (`MatchBatch.pending`).
+ */
+/** The candidate sessions on one wallet, indexed for the common case of an exact due amount. */
+interface WalletSessions {
+  all: Candidate[];
+  byDue: Map<bigint, Candidate[]>;
+  merchants: Set<string>;
+}
+
+async function readCandidates(sql: Sql, transfers: TransferToMatch[]): Promise<{ byReference: Map<string, Candidate[]>; byWallet: Map<string, WalletSessions> }> {
+  const references = [...new Set(transfers.flatMap((transfer) => transfer.reference_keys))];
+  const byReference = new Map<string, Candidate[]>();
+  if (references.length > 0) {
+    const { rows } = await sql.query<CandidateRow & { reference: string }>(
+      `SELECT ${CANDIDATE_COLUMNS}, s.reference FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id WHERE s.reference = ANY($1::text[])`,
+      [references],
     );
-    const named = rows[0];
+    for (const row of rows.map((row) => ({ ...parseCandidate(row), reference: row.reference })).sort(byAge)) {
+      const list = byReference.get(row.reference);
+      if (list) list.push(row);
+      else byReference.set(row.reference, [row]);
+    }
+  }
+  const first = transfers[0]!;
+  const times = transfers.map((transfer) => transfer.paid_at.getTime());
+  const { rows } = await sql.query<CandidateRow>(
+    `SELECT ${CANDIDATE_COLUMNS} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+      WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[])
+        AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)`,
+    [first.livemode, first.chain, [...new Set(transfers.map((transfer) => transfer.to_address))], new Date(Math.min(...times)), new Date(Math.max(...times)), CLOCK_SKEW_SECONDS],
+  );
+  const byWallet = new Map<string, WalletSessions>();
+  for (const row of rows.map(parseCandidate).sort(byAge)) {
+    let wallet = byWallet.get(row.pay_to);
+    if (!wallet) byWallet.set(row.pay_to, (wallet = { all: [], byDue: new Map(), merchants: new Set() }));
+    wallet.all.push(row);
+    wallet.merchants.add(row.merchant_id);
+    const sameDue = wallet.byDue.get(row.amount_due);
+    if (sameDue) sameDue.push(row);
+    else wallet.byDue.set(row.amount_due, [row]);
+  }
+  return { byReference, byWallet };
+}
+
+/**
+ * The session `transfer` pays, by the documented rules (see `chooseSession`), given the batch's
+ * candidates and what this batch has already attributed to each session (`pending`).
+ */
+function decide(
+  transfer: TransferToMatch,
+  candidates: Awaited<ReturnType<typeof readCandidates>>,
+  pending: ReadonlyMap<string, bigint>,
+): { sessionId: string; method: MatchMethod } | undefined {
+  if (transfer.reference_keys.length > 0) {
+    const named = transfer.reference_keys.flatMap((key) => candidates.byReference.get(key) ?? []).sort(byAge)[0];
     if (named) {
       // The reference names one session: if the money went to another wallet, token or chain it
       // does not pay that session, and guessing another one would be wrong.
@@ -104,29 +164,26 @@ export async function findSession(sql: Sql, transfer: TransferToMatch): Promise<
       return fits ? { sessionId: named.id, method: 'reference' } : undefined;
     }
   }
-  // Only the sessions the rules can pick are read, not every session on the wallet: all with this
-  // exact due amount, the oldest exact top-up, up to two within tolerance and any two unpaid ones
-  // (enough for "exactly one" to stay true or false). chooseSession then decides as on the full set.
-  const { rows } = await sql.query<Candidate>(
-    `WITH c AS MATERIALIZED (
-       SELECT ${CANDIDATE_COLUMNS} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-        WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = $3 AND $4 = ANY(s.token_addresses)
-          AND s.monitor_until >= $5 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)),
-     u AS (SELECT * FROM c WHERE status NOT IN ('confirmed', 'settled') AND received < amount_due)
-     (SELECT * FROM c WHERE amount_due = $7::numeric)
-     UNION ALL (SELECT * FROM u WHERE received > 0 AND amount_due - received = $7::numeric ORDER BY created_at, id LIMIT 1)
-     UNION ALL (SELECT * FROM u WHERE received = 0 AND $7::numeric < amount_due
-                  AND $7::numeric * 10000 >= amount_due * (10000 - payment_tolerance_bps) ORDER BY created_at, id LIMIT 2)
-     UNION ALL (SELECT * FROM u ORDER BY created_at, id LIMIT 2)`,
-    [transfer.livemode, transfer.chain, transfer.to_address, transfer.token_address, transfer.paid_at, CLOCK_SKEW_SECONDS, transfer.amount],
-  );
-  const unique = [...new Map(rows.map((row) => [row.id, row])).values()].sort(
-    (a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
-  );
+  const wallet = candidates.byWallet.get(transfer.to_address);
+  if (!wallet) return undefined;
+  const inPlay = (list: Candidate[]) =>
+    list
+      .filter((candidate) => candidate.token_addresses.includes(transfer.token_address) && inWindow(candidate, transfer.paid_at))
+      .map((candidate) => {
+        const attributed = pending.get(candidate.id);
+        return attributed === undefined ? candidate : { ...candidate, received: candidate.received + attributed };
+      });
+  // The usual case, an exact due amount on a one-merchant wallet: rule 2 looks at the sessions
+  // with that due amount only, so they are all `chooseSession` needs (no scan of the wallet).
+  if (wallet.merchants.size === 1) {
+    const exact = inPlay(wallet.byDue.get(BigInt(transfer.amount)) ?? []);
+    if (exact.length > 0) return { sessionId: chooseSession(transfer, exact)!.id, method: 'amount' };
+  }
+  const sessions = inPlay(wallet.all);
   // Two merchants' sessions on one address: the amount cannot say whose money it is, and guessing
   // would hand one merchant's payment to another. It stays unmatched for a verified owner to claim.
-  if (new Set(unique.map((candidate) => candidate.merchant_id)).size > 1) return undefined;
-  const chosen = chooseSession(transfer, unique);
+  if (new Set(sessions.map((candidate) => candidate.merchant_id)).size > 1) return undefined;
+  const chosen = chooseSession(transfer, sessions);
   return chosen && { sessionId: chosen.id, method: 'amount' };
 }
 
@@ -134,7 +191,9 @@ export async function findSession(sql: Sql, transfer: TransferToMatch): Promise<
  * Matches up to `limit` transfers of one (livemode, chain) that no matching has looked at yet,
  * oldest block first, in the caller's transaction (which holds the engine's chain lock). Each
  * transfer is decided once: matched to one session, or marked checked and left unmatched for the
- * merchant to attribute by hand.
+ * merchant to attribute by hand. Transfers are decided in order, each seeing what the earlier
+ * ones in the batch paid, exactly as if each were matched in a transaction of its own; the whole
+ * batch costs four queries.
  */
 export async function matchTransfers(sql: Sql, params: { livemode: boolean; chain: string; limit: number }): Promise<{ seen: number; matched: number; unmatched: number }> {
   const { rows } = await sql.query<TransferToMatch>(
@@ -146,18 +205,23 @@ export async function matchTransfers(sql: Sql, params: { livemode: boolean; chai
       FOR UPDATE`,
     [params.livemode, params.chain, params.limit],
   );
-  let matched = 0;
-  for (const transfer of rows) {
-    const found = await findSession(sql, transfer);
-    if (found) {
-      await sql.query(
-        `UPDATE transfers SET session_id = $2, match_method = $3, matched_at = now(), match_checked_at = now() WHERE id = $1`,
-        [transfer.id, found.sessionId, found.method],
-      );
-      matched += 1;
-    } else {
-      await sql.query('UPDATE transfers SET match_checked_at = now() WHERE id = $1', [transfer.id]);
-    }
+  if (rows.length === 0) return { seen: 0, matched: 0, unmatched: 0 };
+  const candidates = await readCandidates(sql, rows);
+  const pending = new Map<string, bigint>();
+  const decided = rows.map((transfer) => {
+    const found = decide(transfer, candidates, pending);
+    if (found) pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + BigInt(transfer.amount));
+    return { id: transfer.id, found };
+  });
+  const matched = decided.filter((entry) => entry.found);
+  if (matched.length > 0) {
+    await sql.query(
+      `UPDATE transfers t SET session_id = d.session_id, match_method = d.method, matched_at = now(), match_checked_at = now()
+         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS d(id, session_id, method) WHERE t.id = d.id`,
+      [matched.map((entry) => entry.id), matched.map((entry) => entry.found!.sessionId), matched.map((entry) => entry.found!.method)],
+    );
   }
-  return { seen: rows.length, matched, unmatched: rows.length - matched };
+  const unmatched = decided.filter((entry) => !entry.found).map((entry) => entry.id);
+  if (unmatched.length > 0) await sql.query('UPDATE transfers SET match_checked_at = now() WHERE id = ANY($1::bigint[])', [unmatched]);
+  return { seen: rows.length, matched: matched.length, unmatched: unmatched.length };
 }

@@ -8,8 +8,8 @@ function session(id: string, due: bigint, received = 0n, extra: Record<string, u
   return {
     id,
     status: received > 0n ? 'pending' : 'created',
-    amount_due: String(due),
-    received: String(received),
+    amount_due: due,
+    received,
     token_addresses: ['T'],
     pay_to: 'W',
     livemode: true,
