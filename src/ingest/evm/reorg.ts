@@ -124,7 +124,11 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       const { ancestor, beyondStored } = await findCommonAncestor(mismatchAt);
       // Judge the depth against the node's finality now, not the throttled reading.
       const finalized = await params.readFinalized();
-      const depth = processed - ancestor;
+      // Counted from the tip the reorg orphaned: while an earlier rewind is still pending the
+      // checkpoint already stands at its ancestor, so its depth is added (two quick reorgs in a
+      // row are one reorg of the chain as far as anything reported is concerned).
+      const pending = rewind && ancestor < rewind.to ? rewind : undefined;
+      const depth = pending ? BigInt(pending.depth) + (pending.to - ancestor) : processed - ancestor;
       metrics.reorgs.inc(labels);
       metrics.reorgDepth.observe(labels, Number(depth));
       const belowFinality = beyondStored || ancestor < finalized;
@@ -145,7 +149,7 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       // A second reorg before the rewind commits: one rewind down to the lower ancestor covers
       // both; a higher ancestor is already covered by the pending one.
       if (!rewind || ancestor < rewind.to) {
-        rewind = { to: ancestor, depth: Number(depth) + (rewind ? Number(rewind.to - ancestor) : 0), beyondRule: beyondRule ?? rewind?.beyondRule ?? null };
+        rewind = { to: ancestor, depth: Number(depth), beyondRule: beyondRule ?? rewind?.beyondRule ?? null };
       }
       return ancestor;
     },

@@ -1,0 +1,67 @@
+import pino from 'pino';
+import { describe, expect, test } from 'vitest';
+import { createBranchTracker } from '../../../src/ingest/evm/reorg.ts';
+import { createIngestMetrics } from '../../../src/ingest/evm/metrics.ts';
+import type { BlockHeader } from '../../../src/ingest/evm/persist.ts';
+import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
+
+/**
+ * The reorg bookkeeping on its own, against a scripted node: which blocks the node has is the
+ * only input, so two reorgs in a row (the second found before the first one's rewind committed)
+ * can be set up exactly. The anvil tests (reorg.test.ts) cover the same code through the ingester.
+ */
+const header = (number: bigint, branch: string): BlockHeader => ({
+  number,
+  hash: `0x${branch}${number.toString(16).padStart(8, '0')}`,
+  parentHash: `0x${branch}${(number - 1n).toString(16).padStart(8, '0')}`,
+  timestamp: number,
+  logsBloom: '0x',
+});
+
+function setup(stored: bigint[]) {
+  /** The node's chain: block number -> branch letter; blocks not listed are on branch "a". */
+  const node = new Map<bigint, string>();
+  const tracker = createBranchTracker({
+    getHeader: async (number) => header(number, node.get(number) ?? 'a'),
+    readFinalized: async () => 0n,
+    confirmedDepth: 10n,
+    metrics: createIngestMetrics(createMetricsRegistry({ defaultMetrics: false })),
+    labels: { chain: 'polygon' },
+    logger: pino({ level: 'silent' }),
+  });
+  tracker.load(new Map(stored.map((number) => [number, header(number, 'a').hash])));
+  return { node, tracker };
+}
+
+describe('branch tracker', () => {
+  test('a reorg of blocks 8-10 while 1-10 are stored: ancestor 7, rewind of depth 3', async () => {
+    const { node, tracker } = setup([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]);
+    for (const number of [8n, 9n, 10n]) node.set(number, 'b');
+    expect(await tracker.reconcile(10n, 10n)).toBe(7n);
+    expect(tracker.pendingRewind).toEqual({ to: 7n, depth: 3, beyondRule: null });
+    expect(tracker.size).toBe(7);
+  });
+
+  test('a second, deeper reorg before the first rewind commits: one rewind to the lower ancestor, depth counted from the first tip', async () => {
+    const { node, tracker } = setup([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]);
+    for (const number of [8n, 9n, 10n]) node.set(number, 'b');
+    const first = await tracker.reconcile(10n, 10n);
+    // The node switches again, now from block 6: the checkpoint stands at the first ancestor (7).
+    for (const number of [6n, 7n, 8n, 9n, 10n]) node.set(number, 'c');
+    expect(await tracker.reconcile(first, first)).toBe(5n);
+    // Blocks 6..10 of the first tip are gone: depth 5, not 3 + 2 counted twice.
+    expect(tracker.pendingRewind).toEqual({ to: 5n, depth: 5, beyondRule: null });
+  });
+
+  test('a reorg deeper than the confirmation depth is judged on the combined depth', async () => {
+    const stored = Array.from({ length: 20 }, (_, i) => BigInt(i + 1));
+    const { node, tracker } = setup(stored);
+    for (let n = 14n; n <= 20n; n++) node.set(n, 'b');
+    const first = await tracker.reconcile(20n, 20n);
+    expect(tracker.pendingRewind).toEqual({ to: 13n, depth: 7, beyondRule: null });
+    for (let n = 9n; n <= 20n; n++) node.set(n, 'c');
+    expect(await tracker.reconcile(first, first)).toBe(8n);
+    // Each walk alone (7, then 5) is within the rule; the chain moved 12 blocks under the tip.
+    expect(tracker.pendingRewind).toEqual({ to: 8n, depth: 12, beyondRule: 'confirmed' });
+  });
+});
