@@ -149,7 +149,8 @@ async function evaluateOne(
     amountReceived: received,
     fee: BigInt(row.fee),
     payTo: row.pay_to,
-    txHash: newest?.tx_hash ?? row.tx_hash,
+    // The newest counted transfer: none once a reorg removed them all (spec: null until one is seen).
+    txHash: newest?.tx_hash ?? null,
     confirmations,
     confirmedAt: row.confirmed_at,
     expiresAt: row.expires_at,

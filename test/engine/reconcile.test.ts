@@ -180,8 +180,11 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     await removeAbove(db.store, { block: base - 1n });
     await e.reconcile({ chain, livemode });
     expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created', amount_received: '0', confirmations: 0 });
+    // The removed transaction is no longer the payment's: txHash is null again, in the row and the event.
+    const { rows: [stored] } = await db.store.query('SELECT tx_hash FROM payment_sessions WHERE id = $1', [session.id]);
+    expect(stored).toEqual({ tx_hash: null });
     const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.reorged'`, [session.id]);
-    expect(rows[0]!.payload.data).toMatchObject({ status: 'created', amountReceived: '0', amountRemaining: '10' });
+    expect(rows[0]!.payload.data).toMatchObject({ status: 'created', amountReceived: '0', amountRemaining: '10', txHash: null });
     // Paid again on the new branch: confirming again, then confirmed.
     await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base + 5n });
     await setHead(db.store, { head: base + 40n });
