@@ -38,7 +38,9 @@ function sessionFields(row: SessionRow, publicUrl: string) {
     tokens: tokensOf(row),
     fee: formatAmount(row.fee, row.decimals),
     feeBaseUnits: row.fee.toString(),
-    reference: row.reference,
+    // Solana Pay only: on EVM chains the sandbox keeps a reference on the session to route its
+    // simulated payments exactly, which payers must not be asked for.
+    reference: row.chain === 'solana' ? row.reference : null,
     txHash: row.tx_hash,
     confirmations: row.confirmations,
     requiredConfirmations: row.required_confirmations,

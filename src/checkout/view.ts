@@ -91,7 +91,8 @@ function toCheckoutSession(row: Record<string, unknown>): CheckoutSession {
     amountReceived: BigInt(row.amount_received as string),
     tokenAddresses: row.token_addresses as string[],
     payTo: row.pay_to as string,
-    reference: (row.reference as string | null) ?? null,
+    // Solana Pay only (the sandbox's EVM routing key is not the payer's business; see api/views.ts).
+    reference: row.chain === 'solana' ? ((row.reference as string | null) ?? null) : null,
     txHash: (row.tx_hash as string | null) ?? null,
     confirmations: Number(row.confirmations),
     requiredConfirmations: Number(row.required_confirmations),

@@ -131,6 +131,11 @@ describe('sandbox through the API and webhooks', () => {
     expect(await eventsOf(db.store, session.id)).toEqual(EXPECTED[outcome]);
     await waitFor(async () => received.filter((r) => r.sessionId === session.id).length >= EXPECTED[outcome]!.length, `${outcome} webhooks`);
     expect(received.filter((r) => r.sessionId === session.id)).toEqual(EXPECTED[outcome]!.map((event) => ({ event, sessionId: session.id, livemode: false })));
+    // The sandbox routes its payment by a reference kept on the session; on an EVM chain that is
+    // not a Solana Pay key for payers, so neither the API nor the checkout instructions show one.
+    expect((await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body).toMatchObject({ chain, reference: null });
+    const instructions = await app.inject({ method: 'GET', url: `/checkout/${session.id}`, headers: { accept: 'application/json' } });
+    expect(instructions.json()).toMatchObject({ reference: null });
   });
 
   test('isolation both ways: keys see only their mode; live keys cannot simulate; live events never reach a test endpoint', async () => {
