@@ -133,7 +133,8 @@ export async function requestRefund(
   const session = rows[0];
   if (!session) throw notFound(`payment ${params.paymentId} not found`);
   if (!REFUNDABLE_STATUSES.includes(session.status)) {
-    throw conflict(`payment ${params.paymentId} is ${session.status}: refunds are possible once the money received is confirmed (status ${REFUNDABLE_STATUSES.join(', ')})`);
+    // No state names: the route serves both interfaces, and Interface B calls `created` `pending`.
+    throw conflict(`payment ${params.paymentId} has no confirmed money to refund: refunds are possible once money it received is confirmed (a confirmed, settled or underpaid payment)`);
   }
   const { rows: sums } = await sql.query<{ refunded: string }>(
     `SELECT coalesce(sum(amount), 0)::text AS refunded FROM refunds WHERE session_id = $1 AND status IN ('requested', 'completed')`,

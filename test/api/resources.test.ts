@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { MAX_OPEN_SESSIONS_PER_LINK } from '../../src/api/routes/paymentLinks.ts';
-import { buildApi, createClient, newMerchant, payer, PUBLIC_URL, SOLANA_WALLET, WALLET } from './harness.ts';
+import { buildApi, createClient, EVERY_CHAIN_LIVE, newMerchant, payer, PUBLIC_URL, SOLANA_WALLET, WALLET } from './harness.ts';
 import { createOpenApiChecker, type OpenApiChecker } from './openapiCheck.ts';
 
 const db = useTestDatabase('api_resources');
@@ -203,8 +203,11 @@ describe('refunds', () => {
     const open = await call('POST', '/api/v1/payments', { key: m.test, body: payment() });
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: open.body.id, address: WALLET } })).toMatchObject({
       status: 409,
-      body: { error: `payment ${open.body.id} is created: refunds are possible once the money received is confirmed (status confirmed, settled, pending, failed)` },
+      body: { error: `payment ${open.body.id} has no confirmed money to refund: refunds are possible once money it received is confirmed (a confirmed, settled or underpaid payment)` },
     });
+    // Interface B shows the same payment as `pending`; the message names no state either interface could misread.
+    expect((await call('GET', `/v1/payments/${open.body.id}`, { key: m.test })).body.status).toBe('pending');
+    expect((await call('POST', '/v1/refunds', { key: m.test, body: { paymentId: open.body.id, address: WALLET } })).body.error).not.toMatch(/created|pending/);
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: 'ses_nope', address: WALLET } })).toMatchObject({ status: 404 });
     const paid = await receivedPayment(m.test, '11', 11_000_000n);
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: paid, address: SOLANA_WALLET } })).toMatchObject({ status: 400, body: { error: `address "${SOLANA_WALLET}" is not a valid base address` } });
@@ -235,7 +238,10 @@ describe('currencies, status, wallets', () => {
     expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'polygon')).toMatchObject({ mode: 'sandbox', status: 'healthy', headBlock: '1234', processedBlock: '1230', lagSeconds: 0 });
     expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'base')).toMatchObject({ status: 'lagging' });
     expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'bsc')).toMatchObject({ status: 'unknown', headBlock: null });
-    const live = await call('GET', '/v1/status', { key: m.live });
+    // This file's API has every chain live; one without RPC URLs reports them sandbox-only.
+    const bare = buildApi(db.store, { env: Object.fromEntries(Object.keys(EVERY_CHAIN_LIVE).map((name) => [name, ''])) });
+    const live = await createClient(bare)('GET', '/v1/status', { key: m.live });
+    await bare.close();
     expect(live.body.chains.every((chain: { status: string }) => chain.status === 'sandbox-only')).toBe(true);
   });
 
