@@ -66,7 +66,8 @@ export class HttpError extends NonRetryableError {
 }
 
 export const badRequest = (message: string) => new HttpError(400, message);
-export const unauthorized = (message: string) => new HttpError(401, message);
+/** 401 with the challenge RFC 6750 asks for (Interface A's scheme is Bearer; Interface B's X-API-Key header is accepted too). */
+export const unauthorized = (message: string) => new HttpError(401, message, { headers: { 'WWW-Authenticate': 'Bearer realm="svc"' } });
 export const forbidden = (message: string) => new HttpError(403, message);
 export const notFound = (message: string) => new HttpError(404, message);
 export const conflict = (message: string) => new HttpError(409, message);

@@ -22,6 +22,8 @@ describe('authentication and scopes', () => {
     expect(await call('POST', `${prefix}/sessions`, { body: session })).toMatchObject({
       status: 401,
       body: { error: 'missing API key: send it as "Authorization: Bearer <key>" or "X-API-Key: <key>"' },
+      // RFC 6750: a 401 names the scheme it wants.
+      headers: { 'www-authenticate': 'Bearer realm="svc"' },
     });
     expect(await call('GET', `${prefix}/payments`, { key: `svc_test_${'A'.repeat(32)}`, as: 'x-api-key' })).toMatchObject({ status: 401, body: { error: 'invalid API key' } });
     expect(await call('GET', `${prefix}/currencies`, { key: 'hello' })).toMatchObject({ status: 401, body: { error: 'invalid API key' } });
