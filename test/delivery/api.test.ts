@@ -180,6 +180,10 @@ describe('events API: list, attempts, redeliver, replay', () => {
     expect((await call('GET', `/api/v1/events?createdBefore=${encodeURIComponent(first.timestamp)}`, { key: m.test })).body.data).toEqual([]);
     expect((await call('GET', '/api/v1/events?createdAfter=yesterday', { key: m.test })).status).toBe(400);
     expect((await call('GET', '/api/v1/events?limit=1000', { key: m.test })).status).toBe(400);
+    // A filter or cursor that can never match is reported, as on /payments.
+    expect(await call('GET', '/api/v1/events?type=payment.bogus', { key: m.test })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^type "payment.bogus" is not an event type; one of payment\.confirming, /) } });
+    expect(await call('GET', '/v1/events?startingAfter=evt_nope', { key: m.test })).toMatchObject({ status: 400, body: { error: 'startingAfter "evt_nope" is not an event of this account' } });
+    expect((await call('GET', `/api/v1/events?startingAfter=${first.id}`, { key: m.live })).status).toBe(400);
     // Live keys and other merchants see none of it.
     expect((await call('GET', '/api/v1/events', { key: m.live })).body.data).toEqual([]);
     const other = await newMerchant(db.store, 'Other');

@@ -3,9 +3,9 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
-import { conflict, notFound } from '../../internal/errors.ts';
+import { badRequest, conflict, notFound } from '../../internal/errors.ts';
 import { getEvent, listAttempts, listDeliveries, listEvents, redeliverEvent, type EventRecord } from '../../delivery/index.ts';
-import { DeliverySchema, deliveryView, webhookErrors } from './webhooks.ts';
+import { DeliverySchema, deliveryView, SUBSCRIBABLE_EVENTS, webhookErrors } from './webhooks.ts';
 
 const Nullable = (schema: ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>) => Type.Union([schema, Type.Null()]);
 
@@ -58,6 +58,8 @@ function eventView(event: EventRecord) {
 }
 
 const TAGS = ['Webhooks'];
+/** Every type an event can have (what an endpoint can subscribe to, less `*`). */
+const LISTED_EVENT_TYPES: readonly string[] = SUBSCRIBABLE_EVENTS.filter((type) => type !== '*');
 
 /**
  * The event log (Stripe's `/events`): list and filter, read one, its deliveries and every
@@ -94,6 +96,13 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const query = request.query;
       const limit = query.limit ?? 20;
+      // Like the other lists: a filter or cursor that cannot match is a mistake to report, not an empty page.
+      if (query.type !== undefined && !LISTED_EVENT_TYPES.includes(query.type)) {
+        throw badRequest(`type ${JSON.stringify(query.type)} is not an event type; one of ${LISTED_EVENT_TYPES.join(', ')}`);
+      }
+      if (query.startingAfter !== undefined && !(await getEvent(deps.store, auth, query.startingAfter))) {
+        throw badRequest(`startingAfter ${JSON.stringify(query.startingAfter)} is not an event of this account`);
+      }
       const page = await listEvents(deps.store, auth, {
         type: query.type,
         paymentId: query.paymentId,
