@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { ApiDeps } from './deps.ts';
 
 /** What the document says before any route adds itself. */
 const DESCRIPTION = `The merchant API of svc gateway, a non-custodial stablecoin payment gateway.
@@ -65,7 +66,14 @@ export function operationIdOf(method: string, url: string): string {
   return [method.toLowerCase(), ...words.map((word) => word[0]!.toUpperCase() + word.slice(1))].join('');
 }
 
-/** `GET /openapi.json` under each prefix: the document, no authentication. */
-export function openApiRoutes(app: FastifyInstance): void {
-  app.get('/openapi.json', { config: { auth: 'none', rateLimit: 'none' }, schema: { hide: true } }, async () => app.swagger());
+/**
+ * `GET /openapi.json` under each prefix: the document, no authentication, with this gateway's
+ * public URL as its server (read per request: the daemon learns its address once listening), so
+ * generated clients know where to call. Paths carry the `/api/v1` prefix; `/v1` serves the same.
+ */
+export function openApiRoutes(app: FastifyInstance, deps: Pick<ApiDeps, 'config'>): void {
+  app.get('/openapi.json', { config: { auth: 'none', rateLimit: 'none' }, schema: { hide: true } }, async () => ({
+    ...app.swagger(),
+    servers: [{ url: deps.config.publicUrl, description: 'This gateway. Every path is also served with `/v1` in place of `/api/v1`.' }],
+  }));
 }

@@ -21,6 +21,8 @@ describe('OpenAPI document', () => {
     expect(response.status).toBe(200);
     const document = (await response.json()) as Document;
     expect(document.openapi).toBe('3.1.0');
+    // Generated clients learn the base URL from `servers`.
+    expect((document as unknown as { servers: { url: string }[] }).servers).toEqual([{ url: expect.stringMatching(/^https?:\/\//), description: expect.stringContaining('/v1') }]);
     expect(await (await fetch(`${url}/v1/openapi.json`)).json()).toEqual(document);
     const validated = (await SwaggerParser.validate(structuredClone(document) as never)) as unknown as Document;
     expect(Object.keys(validated.paths).length).toBeGreaterThan(10);
