@@ -87,14 +87,19 @@ export interface DeliveryRecord {
   completedAt: Date | null;
 }
 
-export async function listDeliveries(sql: Sql, owner: Owner, params: { eventId?: string; endpointId?: string; limit?: number }): Promise<DeliveryRecord[]> {
+export async function listDeliveries(
+  sql: Sql,
+  owner: Owner,
+  params: { eventId?: string; endpointId?: string; limit?: number; /** Newest first: the ones after this delivery id (a cursor). */ startingAfter?: string },
+): Promise<DeliveryRecord[]> {
   const { rows } = await sql.query<Record<string, never>>(
     `SELECT id, event_id, endpoint_id, url, origin, status, attempt_count, next_attempt_at, last_attempt_at, last_response_status, last_error, created_at, completed_at
        FROM webhook_deliveries
       WHERE merchant_id = $1 AND livemode = $2 AND ($3::text IS NULL OR event_id = $3) AND ($4::text IS NULL OR endpoint_id = $4)
-      ORDER BY created_at DESC, id
+        AND ($6::text IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = $6 AND c.merchant_id = $1 AND c.livemode = $2))
+      ORDER BY created_at DESC, id DESC
       LIMIT $5`,
-    [owner.merchantId, owner.livemode, params.eventId ?? null, params.endpointId ?? null, params.limit ?? 100],
+    [owner.merchantId, owner.livemode, params.eventId ?? null, params.endpointId ?? null, params.limit ?? 100, params.startingAfter ?? null],
   );
   return rows.map((row: Record<string, any>) => ({
     id: row.id,

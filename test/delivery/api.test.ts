@@ -97,7 +97,19 @@ describe('webhook endpoints API', () => {
     await expect(verifyWebhook(got.rawBody, got.headers, created.body.secret)).rejects.toThrow('signature does not match');
 
     const deliveries = await call('GET', `/api/v1/webhooks/${id}/deliveries`, { key: m.test });
-    expect(deliveries.body.data).toMatchObject([{ eventId: event.id, endpointId: id, status: 'succeeded', attemptCount: 1, origin: 'dispatch' }]);
+    expect(deliveries.body).toMatchObject({ data: [{ eventId: event.id, endpointId: id, status: 'succeeded', attemptCount: 1, origin: 'dispatch' }], hasMore: false, nextCursor: null });
+    // Paged like every list: two more events, pages of two, newest first, no delivery twice.
+    const more = [await emit(m.id), await emit(m.id)];
+    await worker().drain();
+    const page1 = await call('GET', `/api/v1/webhooks/${id}/deliveries?limit=2`, { key: m.test });
+    expect(page1.body).toMatchObject({ hasMore: true, nextCursor: page1.body.data[1].id });
+    const page2 = await call('GET', `/v1/webhooks/${id}/deliveries?limit=2&startingAfter=${page1.body.nextCursor}`, { key: m.test });
+    expect(page2.body).toMatchObject({ hasMore: false, nextCursor: null });
+    expect([...page1.body.data, ...page2.body.data].map((d: { eventId: string }) => d.eventId).sort()).toEqual([event.id, ...more.map((e) => e.id)].sort());
+    expect(await call('GET', `/api/v1/webhooks/${id}/deliveries?startingAfter=whd_nope`, { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: 'startingAfter "whd_nope" is not a delivery to this endpoint' },
+    });
 
     expect((await call('DELETE', `/api/v1/webhooks/${id}`, { key: m.test })).body).toEqual({ id, deleted: true });
     expect((await call('GET', `/api/v1/webhooks/${id}`, { key: m.test })).status).toBe(404);

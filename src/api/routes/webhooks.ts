@@ -135,13 +135,17 @@ export function deliveryView(delivery: DeliveryRecord) {
   };
 }
 
-/** The URL when it is well formed and (per the key's mode, see SVC_WEBHOOK_ALLOW_PRIVATE) not internal; a 400 otherwise. */
-export async function safeUrl(url: string, deps: ApiDeps, livemode: boolean): Promise<string> {
+/**
+ * The URL when it is well formed and (per the key's mode, see SVC_WEBHOOK_ALLOW_PRIVATE) not
+ * internal; a 400 naming `field` (the request's field: `url` here, `webhookUrl` on sessions and
+ * payment links) otherwise.
+ */
+export async function safeUrl(url: string, deps: ApiDeps, livemode: boolean, field = 'url'): Promise<string> {
   try {
     await checkWebhookUrl(url, { allowPrivate: allowPrivateWebhooks(deps.config, livemode) });
     return url;
   } catch (error) {
-    if (error instanceof UnsafeWebhookUrlError) throw badRequest(`url: ${error.shortMessage}`);
+    if (error instanceof UnsafeWebhookUrlError) throw badRequest(`${field}: ${error.shortMessage}`);
     throw error;
   }
 }
@@ -309,17 +313,39 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     {
       schema: {
         tags: TAGS,
-        summary: 'List recent deliveries to an endpoint',
+        summary: 'List deliveries to an endpoint',
+        description: 'Newest first, paged like the other lists: pass `nextCursor` as `startingAfter`.',
         params: WebhookIdParams,
-        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'default 20' })) }, { additionalProperties: false }),
-        response: { 200: Type.Object({ data: Type.Array(DeliverySchema) }, { additionalProperties: false }), ...webhookErrors(400, 401, 403, 404, 429) },
+        querystring: Type.Object(
+          {
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size, 1..100, default 20.' })),
+            startingAfter: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Cursor: the id of the last delivery of the previous page.' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ data: Type.Array(DeliverySchema), hasMore: Type.Boolean(), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: false }),
+          ...webhookErrors(400, 401, 403, 404, 429),
+        },
       },
     },
     async (request) => {
       const auth = authOf(request);
+      const { limit = 20, startingAfter } = request.query;
       if (!(await getEndpoint(deps.store, auth, request.params.id))) throw notFound(`no webhook endpoint ${request.params.id}`);
-      const deliveries = await listDeliveries(deps.store, auth, { endpointId: request.params.id, limit: request.query.limit ?? 20 });
-      return { data: deliveries.map(deliveryView) };
+      if (startingAfter !== undefined) {
+        const { rowCount } = await deps.store.query('SELECT 1 FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND merchant_id = $3 AND livemode = $4', [
+          startingAfter,
+          request.params.id,
+          auth.merchantId,
+          auth.livemode,
+        ]);
+        if (!rowCount) throw badRequest(`startingAfter ${JSON.stringify(startingAfter)} is not a delivery to this endpoint`);
+      }
+      const page = await listDeliveries(deps.store, auth, { endpointId: request.params.id, limit: limit + 1, startingAfter });
+      const data = page.slice(0, limit).map(deliveryView);
+      const hasMore = page.length > limit;
+      return { data, hasMore, nextCursor: hasMore ? data[data.length - 1]!.id : null };
     },
   );
 
