@@ -23,7 +23,7 @@ const CLEANUP_PROBABILITY = 0.01;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency: { apiKeyId: string; key: string; saved?: boolean } | null;
+    idempotency: (IdempotencyScope & { key: string; saved?: boolean }) | null;
   }
 }
 
@@ -45,6 +45,14 @@ export function requestFingerprint(request: FastifyRequest): string {
   return sha256Hex(`${request.method} ${path}\n${canonicalJson(request.body ?? null)}`);
 }
 
+/** Whose keys: one account in one mode (Stripe's scope), whichever of its API keys sends them. */
+export interface IdempotencyScope {
+  merchantId: string;
+  livemode: boolean;
+  /** The key that sent the request, recorded on the first claim. */
+  apiKeyId: string;
+}
+
 type Claim =
   | { kind: 'claimed' }
   | { kind: 'replay'; status: number; body: string; contentType: string | null }
@@ -52,30 +60,30 @@ type Claim =
   | { kind: 'mismatch' };
 
 /**
- * Claims (apiKeyId, key) for a request with `fingerprint`. The primary key makes exactly one
+ * Claims (merchant, mode, key) for a request with `fingerprint`. The primary key makes exactly one
  * concurrent claimer win across every process sharing the database; the others see `running`,
  * the stored response (`replay`) or a different fingerprint (`mismatch`).
  */
-export async function claimIdempotencyKey(sql: Sql, params: { apiKeyId: string; key: string; fingerprint: string }): Promise<Claim> {
+export async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: string; fingerprint: string }): Promise<Claim> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const claimed = await sql.query(
-      `INSERT INTO idempotency_keys (api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)
-       VALUES ($1, $2, $3, 'running', now() + make_interval(secs => $4), now() + make_interval(secs => $5))
-       ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
-         request_hash = excluded.request_hash, state = 'running', locked_until = excluded.locked_until,
+      `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)
+       VALUES ($6, $7, $1, $2, $3, 'running', now() + make_interval(secs => $4), now() + make_interval(secs => $5))
+       ON CONFLICT (merchant_id, livemode, idempotency_key) DO UPDATE SET
+         api_key_id = excluded.api_key_id, request_hash = excluded.request_hash, state = 'running', locked_until = excluded.locked_until,
          expires_at = excluded.expires_at, created_at = now(), response_status = NULL, response_body = NULL, response_content_type = NULL
        WHERE idempotency_keys.expires_at < now()
           OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_until < now() AND idempotency_keys.request_hash = excluded.request_hash)
        RETURNING 1`,
-      [params.apiKeyId, params.key, params.fingerprint, CLAIM_SECONDS, RETENTION_SECONDS],
+      [params.apiKeyId, params.key, params.fingerprint, CLAIM_SECONDS, RETENTION_SECONDS, params.merchantId, params.livemode],
     );
     if (Math.random() < CLEANUP_PROBABILITY) {
       await sql.query(`DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 1000)`).catch(() => {});
     }
     if (claimed.rowCount === 1) return { kind: 'claimed' };
     const { rows } = await sql.query<{ request_hash: string; state: string; response_status: number | null; response_body: string | null; response_content_type: string | null }>(
-      `SELECT request_hash, state, response_status, response_body, response_content_type FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2`,
-      [params.apiKeyId, params.key],
+      `SELECT request_hash, state, response_status, response_body, response_content_type FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
+      [params.merchantId, params.livemode, params.key],
     );
     const row = rows[0];
     if (!row) continue; // the first request failed and released the key between our two statements
@@ -96,16 +104,16 @@ export async function saveIdempotentResponse(sql: Sql, request: FastifyRequest, 
   const idempotency = request.idempotency;
   if (!idempotency) return;
   await sql.query(
-    `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_body = $4, response_content_type = 'application/json; charset=utf-8'
-     WHERE api_key_id = $1 AND idempotency_key = $2`,
-    [idempotency.apiKeyId, idempotency.key, status, JSON.stringify(body)],
+    `UPDATE idempotency_keys SET state = 'done', response_status = $4, response_body = $5, response_content_type = 'application/json; charset=utf-8'
+     WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
+    [idempotency.merchantId, idempotency.livemode, idempotency.key, status, JSON.stringify(body)],
   );
   idempotency.saved = true;
 }
 
 /**
  * Idempotency for every authenticated POST: `Idempotency-Key` (1..255 characters), scoped to the
- * API key, kept 24 h. Same key and body: the first response is replayed with
+ * account and mode (any of its API keys), kept 24 h. Same key and body: the first response is replayed with
  * `Idempotent-Replayed: true`; different body: 422; first still running: 409. Only 2xx responses
  * are stored: an error (validation included) releases the key, so nothing is stored for it and a
  * corrected request may reuse the key.
@@ -129,7 +137,7 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
             minLength: 1,
             maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
             description:
-              'Makes a retry safe: the same key (per API key, kept 24 h) with the same request replays the first 2xx answer with `Idempotent-Replayed: true`; with a different request: 422; while the first still runs: 409.',
+              'Makes a retry safe: the same key (per account and mode, whichever API key sends it; kept 24 h) with the same request replays the first 2xx answer with `Idempotent-Replayed: true`; with a different request: 422; while the first still runs: 409.',
             'x-error': `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
           },
         },
@@ -143,10 +151,11 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
     if (typeof header !== 'string' || header.length === 0 || header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
       throw badRequest(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
     }
-    const claim = await claimIdempotencyKey(params.store, { apiKeyId: request.auth.keyId, key: header, fingerprint: requestFingerprint(request) });
+    const scope: IdempotencyScope = { merchantId: request.auth.merchantId, livemode: request.auth.livemode, apiKeyId: request.auth.keyId };
+    const claim = await claimIdempotencyKey(params.store, { ...scope, key: header, fingerprint: requestFingerprint(request) });
     switch (claim.kind) {
       case 'claimed':
-        request.idempotency = { apiKeyId: request.auth.keyId, key: header };
+        request.idempotency = { ...scope, key: header };
         return;
       case 'mismatch':
         throw unprocessable('this Idempotency-Key was already used with a different request (method, path or body); use a new key');
@@ -168,12 +177,16 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
     } else if (success && (typeof payload === 'string' || payload === undefined || payload === null)) {
       const contentType = reply.getHeader('content-type');
       await params.store.query(
-        `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_body = $4, response_content_type = $5
-         WHERE api_key_id = $1 AND idempotency_key = $2`,
-        [idempotency.apiKeyId, idempotency.key, reply.statusCode, payload ?? '', typeof contentType === 'string' ? contentType : null],
+        `UPDATE idempotency_keys SET state = 'done', response_status = $4, response_body = $5, response_content_type = $6
+         WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
+        [idempotency.merchantId, idempotency.livemode, idempotency.key, reply.statusCode, payload ?? '', typeof contentType === 'string' ? contentType : null],
       );
     } else {
-      await params.store.query(`DELETE FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2 AND state = 'running'`, [idempotency.apiKeyId, idempotency.key]);
+      await params.store.query(`DELETE FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND state = 'running'`, [
+        idempotency.merchantId,
+        idempotency.livemode,
+        idempotency.key,
+      ]);
     }
     reply.header('Idempotent-Replayed', 'false');
     return payload;

@@ -13,7 +13,7 @@ instead of \`/api/v1\`.
 
 - Errors are always \`{"error": "<message>"}\`.
 - Amounts are decimal text in token units (never JSON numbers); base-unit fields are integer text.
-- Every POST accepts an \`Idempotency-Key\` header (1..255 characters, per API key, kept 24 h).
+- Every POST accepts an \`Idempotency-Key\` header (1..255 characters, per account and mode whichever API key sends it, kept 24 h).
 - Rate limits per minute: payment creation 10 per key, reads 30 per key, other writes 30 per key,
   any endpoint 200 per IP. A 429 carries \`Retry-After\` (seconds) and \`RateLimit-*\` headers.
 - Test keys (\`svc_test_\`, \`svc_sk_\`) see only sandbox data, live keys only production data.`;

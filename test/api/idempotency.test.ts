@@ -79,14 +79,7 @@ describe('Idempotency-Key', () => {
     expect(rows[0]!.xmin).toBe(rows[0]!.session_xmin);
   });
 
-  test('keys are scoped to the API key: another key may use the same text', async () => {
-    const m = await newMerchant(db.store);
-    const other = await m.key(false);
-    const one = await post(urlA, '/api/v1/payments', m.test, 'shared', payment());
-    const two = await post(urlA, '/api/v1/payments', other, 'shared', payment());
-    expect(two.status).toBe(201);
-    expect(two.body.id).not.toBe(one.body.id);
-  });
+  // Scope (account and mode, not API key): idempotencyScope.test.ts.
 
   test('a request that fails validation stores nothing: the key is free for the corrected request', async () => {
     const m = await newMerchant(db.store);

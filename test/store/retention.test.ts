@@ -19,9 +19,9 @@ describe('pruneExpiredRows()', () => {
     const { apiKey } = await createApiKey(db.store, { merchantId: merchant.id, livemode: false });
     for (const [key, expires] of [['old', "now() - interval '1 hour'"], ['fresh', "now() + interval '23 hours'"]]) {
       await db.store.query(
-        `INSERT INTO idempotency_keys (api_key_id, idempotency_key, request_hash, state, locked_until, created_at, expires_at)
-         VALUES ($1, $2, 'h', 'done', now(), now(), ${expires})`,
-        [apiKey.id, key],
+        `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, created_at, expires_at)
+         VALUES ($3, false, $1, $2, 'h', 'done', now(), now(), ${expires})`,
+        [apiKey.id, key, apiKey.merchantId],
       );
     }
     await db.store.query(`INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES ('k', now() - interval '1 hour', 3), ('k', date_trunc('minute', now()), 1)`);
