@@ -49,6 +49,7 @@ describe('OpenAPI document', () => {
       'POST /api/v1/refunds/{id}/reject',
       'GET /api/v1/status',
       'POST /api/v1/checkout/sessions',
+      'GET /api/v1/checkout/sessions/{id}',
       'GET /api/v1/wallets',
       'POST /api/v1/wallets',
       'POST /api/v1/wallets/challenges',
