@@ -48,6 +48,20 @@ const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
 /** The spec's base path is `/api/v1`; one listing writes `/v1`. Both serve the same routes. */
 export const API_PREFIXES = ['/api/v1', '/v1'] as const;
 
+/**
+ * Longest wait of a request for a database connection. A healthy pool hands one out in
+ * microseconds and opens a new one in milliseconds; 3 s only runs out when the database does
+ * not answer or the pool is saturated, and the client is better served by a quick 503.
+ */
+export const API_DB_CONNECT_MS = 3_000;
+
+/**
+ * The per-IP rate limit is every request's first database statement, a one-row upsert, and it
+ * fails open on routes without a key (health, checkout): a short bound keeps a frozen database
+ * from adding a long wait in front of /health's own check, so /health answers within ~2 s.
+ */
+export const IP_LIMIT_DB_LIMITS = { connectMs: 1_000, queryMs: 1_000 } as const;
+
 /** Largest accepted body. 64 KiB is far above any valid request (metadata is capped well below it). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -61,7 +75,10 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  * limit, body parsing and schema validation (400), idempotency (409/422/replay), the handler.
  */
 export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Date }): FastifyInstance {
-  const deps: ApiDeps = { ...params, startedAt: params.startedAt ?? new Date() };
+  // Every database wait of a request is bounded, so a frozen database gives 503s, not hung
+  // requests; the workers sharing this pool keep their unbounded store (see Store.bounded).
+  const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
+  const deps: ApiDeps = { ...params, store, startedAt: params.startedAt ?? new Date() };
   const limits = { ...DEFAULT_RATE_LIMITS, ...deps.rateLimits };
   const app = Fastify({
     loggerInstance: deps.logger.child({ stage: 'api' }) as FastifyBaseLogger,
@@ -101,7 +118,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
 
   registerValidation(app);
   registerOpenApi(app);
-  registerIpRateLimit(app, { store: deps.store, limits });
+  registerIpRateLimit(app, { store: deps.store.bounded(IP_LIMIT_DB_LIMITS), limits });
   registerAuth(app, { store: deps.store });
   registerKeyRateLimit(app, { store: deps.store, limits });
   registerIdempotency(app, { store: deps.store });

@@ -43,6 +43,8 @@ export interface Config {
   monitorWindowSeconds: number;
   /** Block time of the sandbox's simulated chains, in milliseconds (the same for every chain). */
   sandboxBlockMs: number;
+  /** Longest wait of the HTTP layer for one database statement, in milliseconds (then 503). */
+  apiDbTimeoutMs: number;
   /** A port for a separate Prometheus `/metrics` listener (for processes without the api role). */
   metricsPort: number | undefined;
   /** Origins allowed to frame the hosted checkout page; empty (the default): none may. */
@@ -241,6 +243,15 @@ export const VARIABLES = {
       return Number(raw);
     },
   },
+  apiDbTimeoutMs: {
+    name: 'SVC_API_DB_TIMEOUT_MS',
+    doc: 'Longest wait of an API request for one database statement, in milliseconds; past it the request answers 503 with Retry-After (workers are not limited)',
+    default: '10000',
+    parse: (raw: string) => {
+      if (!/^\d+$/.test(raw) || Number(raw) < 100 || Number(raw) > 600_000) throw new Error('must be a whole number of milliseconds from 100 to 600000');
+      return Number(raw);
+    },
+  },
   trustProxy: {
     name: 'SVC_TRUST_PROXY',
     doc: 'Behind a load balancer: whose X-Forwarded-For gives the client IP for per-IP rate limits. false (socket address), true (any), a hop count, or comma-separated addresses/CIDRs of the proxies',
@@ -309,6 +320,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: read(VARIABLES.encryptionKey),
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
     sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
+    apiDbTimeoutMs: read(VARIABLES.apiDbTimeoutMs) ?? 10_000,
     metricsPort: read(VARIABLES.metricsPort),
     checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
     trustProxy: read(VARIABLES.trustProxy) ?? false,

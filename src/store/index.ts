@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { RetryableError } from '../internal/errors.ts';
 
 /**
  * Postgres numeric(78,0) comes back as text; money is parsed into bigint by the code that
@@ -12,54 +13,163 @@ export interface Sql {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+/**
+ * How long a caller waits for the database before giving up. Client-side timers: a frozen or
+ * partitioned database never answers, so a server-side `statement_timeout` would never fire.
+ */
+export interface DatabaseLimits {
+  /** Longest wait for a connection: a free one from the pool, or a new one being opened. */
+  connectMs: number;
+  /** Longest wait for the answer to one statement (BEGIN, a query, COMMIT each count once). */
+  queryMs: number;
+}
+
 /** The database as the stages see it: one pool, one way to run a transaction. */
 export interface Store extends Sql {
   readonly pool: pg.Pool;
+  /** The limits of this view, or `undefined` for the unbounded store the workers use. */
+  readonly limits: DatabaseLimits | undefined;
   /**
    * Runs `work` in one transaction on one client, committing when it resolves and rolling back
    * when it throws. Serialization failures and deadlocks are retried (up to 5 times), which makes
    * SERIALIZABLE and lock-ordering mistakes cost a retry instead of an error.
    */
   transaction<T>(work: (sql: Sql) => Promise<T>, options?: { isolation?: 'read committed' | 'repeatable read' | 'serializable' }): Promise<T>;
+  /**
+   * The same pool, with every wait bounded by `limits`: a wait that runs out throws
+   * `DatabaseTimeoutError` (the HTTP layer answers 503) and a connection whose statement timed
+   * out is discarded, never handed to the next caller. For the HTTP layer only: engine, ingest,
+   * delivery and retention work keeps the unbounded store, so a long but healthy transaction
+   * (a backfill commit, an engine batch waiting for its chain lock, a retention pass) is never
+   * cut. Migrations use their own client and are not affected either.
+   */
+  bounded(limits: DatabaseLimits): Store;
+  /** Ends the pool. A bounded view shares its parent's pool and does not end it. */
   close(): Promise<void>;
+}
+
+/** A database wait that ran out (see `DatabaseLimits`): the database is frozen, unreachable or overloaded. */
+export class DatabaseTimeoutError extends RetryableError {
+  override name = 'DatabaseTimeoutError';
+  /** Read by the HTTP layer's 503 mapping (`src/api/unavailable.ts`), like a socket error's code. */
+  readonly code = 'SVC_DB_TIMEOUT';
 }
 
 /** SQLSTATEs that mean "the same transaction may succeed if run again". */
 const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
 
-export function createStore(params: { connectionString: string; max?: number; applicationName?: string }): Store {
+/**
+ * Longest wait of the unbounded store (workers) for a pool connection or a new one. Without it,
+ * a connection attempt to a frozen host waits forever and holds its pool slot; 10 s is far above
+ * a healthy connect (milliseconds) and above the HTTP layer's own bounded waits, so workers do
+ * not lose a busy pool's slots to API traffic before the API gives up.
+ */
+const POOL_CONNECTION_TIMEOUT_MS = 10_000;
+
+/**
+ * First TCP keepalive probe after this much silence: a database host that vanished without a
+ * reset (power loss, partition) is then noticed by the kernel instead of never.
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+
+export function createStore(params: { connectionString: string; max?: number; applicationName?: string; connectionTimeoutMs?: number }): Store {
   const pool = new pg.Pool({
     connectionString: params.connectionString,
     // 10 connections serve a 2-core host's API and workers; more only queues inside Postgres.
     max: params.max ?? 10,
     application_name: params.applicationName ?? 'svc-gateway',
+    connectionTimeoutMillis: params.connectionTimeoutMs ?? POOL_CONNECTION_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  return storeOn(pool, undefined, () => pool.end());
+}
 
+function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () => Promise<void>): Store {
+  const connect = limits ? () => connectWithin(pool, limits.connectMs) : () => pool.connect();
+  const onClient = (client: pg.PoolClient): Sql => (limits ? { query: (text, values) => queryWithin(client, text, values, limits.queryMs) } : client);
   return {
     pool,
-    query: (text, values) => pool.query(text, values as unknown[]),
+    limits,
+    query: limits
+      ? async (text, values) => {
+          const client = await connect();
+          let broken: Error | undefined;
+          try {
+            return await queryWithin(client, text, values, limits.queryMs);
+          } catch (error) {
+            if (error instanceof DatabaseTimeoutError) broken = error;
+            throw error;
+          } finally {
+            client.release(broken);
+          }
+        }
+      : (text, values) => pool.query(text, values as unknown[]),
     async transaction(work, options = {}) {
       for (let attempt = 1; ; attempt++) {
-        const client = await pool.connect();
+        const client = await connect();
+        const sql = onClient(client);
+        let broken: Error | undefined;
         try {
-          await client.query(`BEGIN ISOLATION LEVEL ${(options.isolation ?? 'read committed').toUpperCase()}`);
-          const result = await work(client);
-          await client.query('COMMIT');
+          await sql.query(`BEGIN ISOLATION LEVEL ${(options.isolation ?? 'read committed').toUpperCase()}`);
+          const result = await work(sql);
+          await sql.query('COMMIT');
           return result;
         } catch (error) {
-          await client.query('ROLLBACK').catch(() => {});
+          // A statement that timed out is still running on that connection: ROLLBACK would wait
+          // behind it. The connection is discarded instead; Postgres rolls back when it closes.
+          if (error instanceof DatabaseTimeoutError) broken = error;
+          else await sql.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
           const code = (error as { code?: string }).code;
           if (code && RETRYABLE_SQLSTATES.has(code) && attempt < 5) continue;
           throw error;
         } finally {
-          client.release();
+          client.release(broken);
         }
       }
     },
-    async close() {
-      await pool.end();
-    },
+    bounded: (next) => storeOn(pool, next, async () => {}),
+    close,
   };
+}
+
+/** `pool.connect()`, given up after `ms`; a connection that arrives later goes back to the pool. */
+async function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient> {
+  let timer: NodeJS.Timeout | undefined;
+  let late = false;
+  const pending = pool.connect();
+  try {
+    return await Promise.race([
+      pending,
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => {
+          late = true;
+          reject(new DatabaseTimeoutError(`no database connection within ${ms} ms`));
+        }, ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (late) pending.then((client) => client.release(), () => {});
+  }
+}
+
+/** One statement on `client`, given up after `ms` (the caller then discards the connection). */
+async function queryWithin<R extends pg.QueryResultRow>(client: pg.PoolClient, text: string, values: unknown[] | undefined, ms: number): Promise<pg.QueryResult<R>> {
+  let timer: NodeJS.Timeout | undefined;
+  const running = client.query<R>(text, values);
+  // The statement may still fail after the timeout, when the discarded connection closes.
+  running.catch(() => {});
+  try {
+    return await Promise.race([
+      running,
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new DatabaseTimeoutError(`the database did not answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
