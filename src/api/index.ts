@@ -26,6 +26,22 @@ import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from '../sandbox/checkout
 
 export type { ApiDeps };
 
+/**
+ * Many HTTP clients and SDKs send `Content-Type: application/json` on every request, body or not.
+ * An empty (or whitespace-only) JSON body is therefore taken as no body: body-less actions
+ * (DELETE, rotate-secret, redeliver, reject) accept it, and routes that need a body answer that
+ * it must be a JSON object. A non-empty body that is not JSON is still a 400. Parsing otherwise
+ * stays fastify's own, with its `__proto__` and `constructor` poisoning checks.
+ */
+function registerEmptyJsonBody(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if ((body as string).trim() === '') return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
+}
+
 /** Route modules, each registering its routes relative to the API prefix. */
 const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
   healthRoutes,
@@ -117,6 +133,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   app.setNotFoundHandler((request, reply) => reply.status(404).send({ error: `no route for ${request.method} ${request.url.split('?')[0]}` }));
 
   registerValidation(app);
+  registerEmptyJsonBody(app);
   registerOpenApi(app);
   registerIpRateLimit(app, { store: deps.store.bounded(IP_LIMIT_DB_LIMITS), limits });
   registerAuth(app, { store: deps.store });
