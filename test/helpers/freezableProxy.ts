@@ -13,15 +13,27 @@ export interface FreezableProxy {
   freeze(): void;
   /** Lets bytes flow again and forwards the connections accepted meanwhile; idempotent. */
   thaw(): void;
+  /** A database that is down: open connections are cut and new ones closed at once, until `up()`. */
+  down(): void;
+  up(): void;
+  /** Connections accepted so far (while down too): how often a client tried. */
+  readonly accepted: number;
   close(): Promise<void>;
 }
 
 export async function startFreezableProxy(connectionString: string): Promise<FreezableProxy> {
   const target = new URL(connectionString);
   let frozen = false;
+  let isDown = false;
+  let accepted = 0;
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket | undefined; connect(): void }>();
 
   const server = net.createServer((client) => {
+    accepted++;
+    if (isDown) {
+      client.destroy();
+      return;
+    }
     const pair = {
       client,
       upstream: undefined as net.Socket | undefined,
@@ -75,6 +87,19 @@ export async function startFreezableProxy(connectionString: string): Promise<Fre
         pair.client.resume();
         pair.upstream?.resume();
       }
+    },
+    down() {
+      isDown = true;
+      for (const pair of pairs) {
+        pair.client.destroy();
+        pair.upstream?.destroy();
+      }
+    },
+    up() {
+      isDown = false;
+    },
+    get accepted() {
+      return accepted;
     },
     async close() {
       for (const pair of pairs) {
