@@ -3,7 +3,8 @@ import { verifyMessage } from 'viem';
 import type { Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { newId, randomBase62 } from '../internal/crypto.ts';
-import { base58Bytes, canonicalAddress, solanaAddressBytes } from '../internal/addresses.ts';
+import { base58Bytes, canonicalAddress, solanaAddressBytes, unreceivableReason } from '../internal/addresses.ts';
+import { loadChains } from '../internal/chains.ts';
 import { badRequest, notFound } from '../internal/errors.ts';
 
 export type VerificationMethod = 'eip191' | 'ed25519' | 'operator';
@@ -45,9 +46,12 @@ const toWallet = (row: WalletRow): Wallet => ({
 /** How long a wallet has to sign its challenge. Ten minutes covers a person finding their wallet app. */
 const CHALLENGE_TTL_MS = 10 * 60_000;
 
+/** A valid address of `chain` that can receive payments (not a burn address, program id, token contract or mint), canonical. */
 function requireAddress(chain: ChainName, address: string): string {
   const canonical = canonicalAddress(chain, address);
   if (!canonical) throw badRequest(`address ${JSON.stringify(address)} is not a valid ${chain} address`);
+  const reason = unreceivableReason(chain, canonical, loadChains()[chain].tokens);
+  if (reason) throw badRequest(`address ${canonical} ${reason} on ${chain}: funds sent there cannot be spent, so it cannot be a receiving wallet`);
   return canonical;
 }
 

@@ -4,13 +4,15 @@ import { authOf } from './auth.ts';
 import { saveIdempotentResponse } from './idempotency.ts';
 import { safeUrl } from './routes/webhooks.ts';
 import { createSession, type CreateSessionParams, type SessionRow } from '../engine/sessions.ts';
+import { liveChains } from '../internal/config.ts';
 
 /** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
-export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'chains' | 'paymentLinkId'>;
+export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'chains' | 'paymentLinkId' | 'liveChains'>;
 
 /**
  * The one handler behind `POST /sessions` (Interface A), `POST /payments` and
- * `POST /checkout/sessions` (Interface B): refuse an internal `webhookUrl`, create the session,
+ * `POST /checkout/sessions` (Interface B): refuse an internal `webhookUrl`, create the session
+ * (a live one only on a chain an ingester watches),
  * store the idempotent answer in the same transaction, and answer 201 in the interface's view.
  */
 export function createSessionHandler<View>(deps: ApiDeps, view: (row: SessionRow, publicUrl: string) => View) {
@@ -19,7 +21,13 @@ export function createSessionHandler<View>(deps: ApiDeps, view: (row: SessionRow
     const body = request.body as CreateSessionBodyFields;
     if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode);
     const answer = await deps.store.transaction(async (sql) => {
-      const row = await createSession(sql, { ...body, merchantId: auth.merchantId, livemode: auth.livemode, monitorWindowSeconds: deps.config.monitorWindowSeconds });
+      const row = await createSession(sql, {
+        ...body,
+        merchantId: auth.merchantId,
+        livemode: auth.livemode,
+        monitorWindowSeconds: deps.config.monitorWindowSeconds,
+        liveChains: liveChains(deps.config),
+      });
       const created = view(row, deps.config.publicUrl);
       await saveIdempotentResponse(sql, request, 201, created);
       return created;

@@ -1,7 +1,7 @@
 import type { Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { loadChains, currencyDecimals, tokensFor, type ChainConfig, type Currency } from '../internal/chains.ts';
-import { canonicalAddress } from '../internal/addresses.ts';
+import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
 import { AmountError, parseAmount } from '../internal/money.ts';
 import { badRequest, conflict } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
@@ -94,6 +94,12 @@ export interface CreateSessionParams {
   paymentLinkId?: string | undefined;
   /** From config.monitorWindowSeconds. */
   monitorWindowSeconds: number;
+  /**
+   * The chains a live ingester watches (`liveChains(config)`): a live session on any other chain
+   * is refused (409), since its payment would never be seen. The API always passes it; leaving it
+   * out skips the check (engine tests that make rows without a daemon).
+   */
+  liveChains?: readonly ChainName[] | undefined;
   chains?: Record<ChainName, ChainConfig>;
 }
 
@@ -142,51 +148,70 @@ export function dueOffsetBound(decimals: number): bigint {
 }
 
 /**
- * The receiving wallet: `merchantWallet` in canonical form when given, otherwise the merchant's
- * oldest verified wallet on `chain`; a 400 when there is neither, except in the sandbox, where
- * a merchant with no wallet yet gets a stable, clearly fake one (so a test key alone is enough
- * to try the whole flow).
+ * Checks a receiving wallet given for `chain`: a valid address (returned in canonical form) that
+ * can receive a payment the merchant can spend, so not a burn address, a program id, or one of
+ * the chain's own token contracts or mints. Every refusal is a 400 naming `field` and why.
+ */
+export function checkReceivingWallet(chain: ChainConfig, text: string, field = 'merchantWallet'): string {
+  const canonical = canonicalAddress(chain.name, text);
+  if (!canonical) {
+    throw badRequest(
+      chain.name === 'solana'
+        ? `${field} ${JSON.stringify(text)} is not a valid solana address (base58 of a 32-byte key)`
+        : `${field} ${JSON.stringify(text)} is not a valid ${chain.name} address (0x and 40 hex digits; mixed case must be a correct EIP-55 checksum)`,
+    );
+  }
+  const reason = unreceivableReason(chain.name, canonical, chain.tokens);
+  if (reason) throw badRequest(`${field} ${canonical} ${reason} on ${chain.name}: funds sent there cannot be spent; give a wallet you control`);
+  return canonical;
+}
+
+/**
+ * The receiving wallet. Live: `merchantWallet` in canonical form when given (checked with
+ * {@link checkReceivingWallet}), otherwise the merchant's oldest verified wallet on `chain`, and a
+ * 400 when there is neither. Sandbox: always the merchant's stable, clearly fake sandbox address
+ * (a test key alone is enough to try the whole flow, and no sandbox QR code or instruction ever
+ * names a real wallet: real money sent after a test session must not reach the merchant's books);
+ * a given `merchantWallet` is still checked like a live one, then not used.
  */
 export async function resolvePayTo(
   sql: Sql,
-  params: { merchantId: string; chain: ChainName; merchantWallet?: string | undefined; livemode?: boolean },
+  params: { merchantId: string; chain: ChainName; merchantWallet?: string | undefined; livemode?: boolean; chains?: Record<ChainName, ChainConfig> | undefined },
 ): Promise<string> {
-  if (params.merchantWallet !== undefined) {
-    const canonical = canonicalAddress(params.chain, params.merchantWallet);
-    if (!canonical) {
-      throw badRequest(
-        params.chain === 'solana'
-          ? `merchantWallet ${JSON.stringify(params.merchantWallet)} is not a valid solana address (base58 of a 32-byte key)`
-          : `merchantWallet ${JSON.stringify(params.merchantWallet)} is not a valid ${params.chain} address (0x and 40 hex digits; mixed case must be a correct EIP-55 checksum)`,
-      );
-    }
-    return canonical;
-  }
+  const chain = (params.chains ?? loadChains())[params.chain];
+  const given = params.merchantWallet === undefined ? undefined : checkReceivingWallet(chain, params.merchantWallet);
+  if (params.livemode === false) return sandboxWallet(params.chain, params.merchantId);
+  if (given !== undefined) return given;
   const { rows } = await sql.query<{ address: string }>(
     `SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND verified_at IS NOT NULL ORDER BY created_at, id LIMIT 1`,
     [params.merchantId, params.chain],
   );
-  if (!rows[0] && params.livemode === false) return sandboxWallet(params.chain, params.merchantId);
   if (!rows[0]) throw badRequest(`merchantWallet is required: this merchant has no verified wallet on ${params.chain}`);
   return rows[0].address;
 }
 
 /**
  * Picks the due amount: `amount + k` for the smallest k >= 0 that no session reserving the same
- * (livemode, chain, currency, pay_to) holds while its monitoring window is open. Must run in
- * the transaction that inserts the session, after {@link lockDueAmounts} for the same amount.
+ * (chain, currency, pay_to) holds while its monitoring window is open. Must run in the
+ * transaction that inserts the session, after {@link lockDueAmounts} for the same amount.
+ * Reservations span both modes: a sandbox and a live session never ask for the same amount of the
+ * same token on the same address (sandbox sessions pay to fake addresses, but sessions created
+ * before that rule, or a live session given a sandbox address, could share one), so a real
+ * transfer can only ever fit one of them.
  */
 export async function pickDueAmount(
   sql: Sql,
-  params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
+  params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
 ): Promise<bigint> {
   const bound = dueOffsetBound(params.decimals);
+  // `livemode IN (false, true)` is "either mode", written so that the payment_sessions_match index
+  // (livemode, chain, pay_to, amount_due, …) is still used: one index range per mode.
   const { rows } = await sql.query<{ amount_due: string }>(
     `SELECT DISTINCT amount_due::text FROM payment_sessions
-     WHERE livemode = $1 AND chain = $2 AND currency = $3 AND pay_to = $4
-       AND amount_due >= $5::numeric AND amount_due < $5::numeric + $6::numeric AND monitor_until > now()
+     WHERE livemode IN (false, true) AND chain = $1 AND currency = $2 AND pay_to = $3
+       AND amount_due >= $4::numeric AND amount_due < $4::numeric + $5::numeric AND monitor_until > now()
      ORDER BY 1`,
-    [params.livemode, params.chain, params.currency, params.payTo, params.amount.toString(), bound.toString()],
+    [params.chain, params.currency, params.payTo, params.amount.toString(), bound.toString()],
   );
   const taken = rows.map((row) => BigInt(row.amount_due)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   let candidate = params.amount;
@@ -212,7 +237,7 @@ export async function pickDueAmount(
  */
 export async function lockDueAmounts(
   sql: Sql,
-  params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
+  params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
 ): Promise<void> {
   const bucket = params.amount / dueOffsetBound(params.decimals);
   for (const key of dueLockKeys({ ...params, bucket })) {
@@ -221,8 +246,8 @@ export async function lockDueAmounts(
 }
 
 /** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */
-export function dueLockKeys(params: { livemode: boolean; chain: ChainName; currency: Currency; payTo: string; bucket: bigint }): string[] {
-  const base = `due:${params.livemode ? 'live' : 'test'}:${params.chain}:${params.currency}:${params.payTo}`;
+export function dueLockKeys(params: { chain: ChainName; currency: Currency; payTo: string; bucket: bigint }): string[] {
+  const base = `due:${params.chain}:${params.currency}:${params.payTo}`;
   return [`${base}:${params.bucket}`, `${base}:${params.bucket + 1n}`];
 }
 
@@ -231,40 +256,90 @@ export function newSolanaReference(): string {
   return getBase58Decoder().decode(randomBytes(32));
 }
 
+/** What a session (or a payment link, which makes sessions) asks for, before anything is written. */
+export interface SessionTerms {
+  merchantId: string;
+  livemode: boolean;
+  amount: string;
+  currency: Currency;
+  chain: ChainName;
+  merchantWallet?: string | undefined;
+  expiresIn?: number | undefined;
+  /** See {@link CreateSessionParams.liveChains}. */
+  liveChains?: readonly ChainName[] | undefined;
+  chains?: Record<ChainName, ChainConfig> | undefined;
+}
+
+/** {@link SessionTerms} checked and resolved: what a session row is made of. */
+export interface CheckedTerms {
+  chain: ChainConfig;
+  decimals: number;
+  /** Requested amount in base units. */
+  amount: bigint;
+  expiresIn: number;
+  /** The given `merchantWallet` in canonical form, or undefined. */
+  merchantWallet: string | undefined;
+  /** Where the payer pays (see {@link resolvePayTo}). */
+  payTo: string;
+  /** The token contracts or mints that count (bridged ones only for merchants who opt in). */
+  tokens: string[];
+}
+
 /**
- * Creates a payment session in status `created` (Interface B shows it as `pending`), on `sql`,
- * which must be a transaction (the due-amount lock lasts until it ends). Validates what the
- * schemas cannot: the amount against the token's decimals and limits, the currency on the
- * chain, the wallet for the chain.
- * @throws {HttpError} 400 for bad input, 409 when no unique due amount is left.
+ * Every check a session's terms get, in one place, so that `POST /sessions` (and the other
+ * create routes), `POST /payment-links` and each `/pay/{link}` visit refuse the same things:
+ * a live session on a chain no ingester watches (409), a currency not offered on the chain,
+ * an amount out of the token's decimals or limits, a bad `expiresIn`, an invalid or unusable
+ * wallet, a currency only bridged on the chain for a merchant who has not opted in (400), a
+ * live wallet that another merchant has verified (409). Writes nothing.
  */
-export async function createSession(sql: Sql, params: CreateSessionParams): Promise<SessionRow> {
+export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise<CheckedTerms> {
   const chains = params.chains ?? loadChains();
   const chain = chains[params.chain];
   if (!chain) throw badRequest(`unknown chain ${JSON.stringify(params.chain)}`);
+  if (params.livemode && params.liveChains && !params.liveChains.includes(params.chain)) {
+    throw conflict(
+      `${params.chain} is not watched by this gateway in live mode (no ${chain.rpcEnv.http} is configured), so a payment there would never be detected; use a test key, or ask the operator to configure the chain`,
+    );
+  }
   const decimals = decimalsFor(chain, params.currency);
   const amount = parseRequestedAmount(params.amount, decimals);
   const expiresIn = params.expiresIn ?? EXPIRES_IN.default;
   if (!Number.isInteger(expiresIn) || expiresIn < EXPIRES_IN.min || expiresIn > EXPIRES_IN.max) {
     throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);
   }
-  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet: params.merchantWallet, livemode: params.livemode });
-  // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
-  // put that wallet there (unverified), or its payment would never be seen.
-  if (params.livemode && params.merchantWallet !== undefined) {
+  const merchantWallet = params.merchantWallet === undefined ? undefined : checkReceivingWallet(chain, params.merchantWallet);
+  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode, chains });
+  if (params.livemode && merchantWallet !== undefined) {
     const { rowCount } = await sql.query(
       'SELECT 1 FROM wallets WHERE chain = $1 AND address = $2 AND merchant_id <> $3 AND verified_at IS NOT NULL',
       [params.chain, payTo, params.merchantId],
     );
     if (rowCount) throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
-    await addWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
   }
   const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [params.merchantId]);
   const includeBridged = merchantRows[0]?.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
   if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
+  return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens };
+}
 
-  const tuple = { livemode: params.livemode, chain: params.chain, currency: params.currency, payTo };
+/**
+ * Creates a payment session in status `created` (Interface B shows it as `pending`), on `sql`,
+ * which must be a transaction (the due-amount lock lasts until it ends). Validates what the
+ * schemas cannot, with {@link checkSessionTerms}.
+ * @throws {HttpError} 400 for bad input; 409 for a live session on an unwatched chain, another
+ * merchant's verified wallet, or when no unique due amount is left.
+ */
+export async function createSession(sql: Sql, params: CreateSessionParams): Promise<SessionRow> {
+  const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens } = await checkSessionTerms(sql, params);
+  // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
+  // put that wallet there (unverified), or its payment would never be seen.
+  if (params.livemode && merchantWallet !== undefined) {
+    await addWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
+  }
+
+  const tuple = { chain: params.chain, currency: params.currency, payTo };
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
   const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
 

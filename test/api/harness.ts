@@ -4,7 +4,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { createApi } from '../../src/api/index.ts';
 import type { RateLimits } from '../../src/api/rateLimits.ts';
 import { createApiKey, createMerchant, type Scope } from '../../src/accounts/index.ts';
-import { loadConfig } from '../../src/internal/config.ts';
+import { CHAIN_NAMES, loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
@@ -18,9 +18,15 @@ export const GENEROUS_LIMITS: RateLimits = { create: 100_000, read: 100_000, wri
 
 export const box = createSecretBox(randomBytes(32));
 
-/** A real API (fastify) on `store`, as the daemon builds it. */
+/**
+ * An RPC URL for every chain, so live sessions are accepted on all six (the API never talks to a
+ * chain: any URL does). Override one with '' to make that chain sandbox-only.
+ */
+export const EVERY_CHAIN_LIVE: Record<string, string> = Object.fromEntries(CHAIN_NAMES.map((chain) => [`SVC_${chain.toUpperCase()}_RPC_URL`, `http://rpc.invalid/${chain}`]));
+
+/** A real API (fastify) on `store`, as the daemon builds it, with every chain live unless `env` says otherwise. */
 export function buildApi(store: Store, options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string> } = {}): FastifyInstance {
-  const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...options.env });
+  const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...EVERY_CHAIN_LIVE, ...options.env });
   return createApi({
     store,
     logger: createLogger({ level: 'silent' }),

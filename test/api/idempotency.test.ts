@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
 import { dueLockKeys } from '../../src/engine/sessions.ts';
+import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 import { buildApi, createClient, newMerchant, WALLET } from './harness.ts';
 import { createOpenApiChecker } from './openapiCheck.ts';
 
@@ -102,11 +103,12 @@ describe('Idempotency-Key', () => {
   test('while the first request still runs, a retry gets 409', async () => {
     const m = await newMerchant(db.store);
     const { rows } = await db.store.query<{ id: string }>('SELECT id FROM api_keys WHERE merchant_id = $1 AND livemode = false ORDER BY created_at LIMIT 1', [m.id]);
-    // Hold the due-amount lock of this (mode, chain, currency, wallet) so the first request blocks inside its transaction.
+    // Hold the due-amount lock of this (chain, currency, wallet) so the first request blocks inside its transaction
+    // (a sandbox session pays to the merchant's sandbox address).
     const blocker = await db.store.pool.connect();
     await blocker.query('BEGIN');
     // 12 USDT at 6 decimals is bucket 1200 of one-cent buckets.
-    const [lockKey] = dueLockKeys({ livemode: false, chain: 'arbitrum', currency: 'USDT', payTo: WALLET, bucket: 1200n });
+    const [lockKey] = dueLockKeys({ chain: 'arbitrum', currency: 'USDT', payTo: sandboxWallet('arbitrum', m.id), bucket: 1200n });
     await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [lockKey]);
     const first = post(urlA, '/api/v1/payments', m.test, 'slow', payment());
     // Wait until the first request has claimed the key.

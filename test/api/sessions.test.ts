@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { getBase58Encoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet } from '../../src/accounts/index.ts';
+import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 import { buildApi, createClient, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from './harness.ts';
 import { createOpenApiChecker } from './openapiCheck.ts';
 
@@ -34,7 +35,8 @@ describe('one session, two interfaces', () => {
       amount: '25',
       currency: 'USDC',
       chain: 'polygon',
-      paymentAddress: WALLET,
+      // A sandbox session pays to the merchant's sandbox address, never to the wallet given.
+      paymentAddress: sandboxWallet('polygon', m.id),
       txHash: null,
       confirmations: 0,
       metadata: { order: '42' },
@@ -59,14 +61,14 @@ describe('one session, two interfaces', () => {
     const b = await call('GET', `/v1/payments/${a.id}`, { key: m.test, as: 'x-api-key' });
     expect(b.status).toBe(200);
     expect(b.body).toEqual({ ...a, status: 'pending' });
-    expect(b.body).toMatchObject({ displayAmount: '25', merchantWallet: WALLET });
+    expect(b.body).toMatchObject({ displayAmount: '25', merchantWallet: sandboxWallet('polygon', m.id) });
   });
 
   test('POST /v1/payments (X-API-Key) answers 201 `pending`; Interface A reads the same session as `created`', async () => {
     const m = await newMerchant(db.store);
     const created = await call('POST', '/v1/payments', { key: m.test, as: 'x-api-key', body: body({ amount: '1.000050' }) });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ status: 'pending', displayAmount: '1.00005', merchantWallet: WALLET });
+    expect(created.body).toMatchObject({ status: 'pending', displayAmount: '1.00005', merchantWallet: sandboxWallet('polygon', m.id) });
     // 1% of 1000050 base units is 10000.5: rounded half up.
     expect(created.body.feeBaseUnits).toBe('10001');
     const a = await call('GET', `/api/v1/sessions/${created.body.id}`, { key: m.test, as: 'x-api-key' });
@@ -128,8 +130,9 @@ describe('what a payer needs', () => {
 
   test('a lower-case EVM wallet is stored in EIP-55 form', async () => {
     const m = await newMerchant(db.store);
-    const created = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ merchantWallet: WALLET.toLowerCase() }) });
-    expect(created.body.paymentAddress).toBe(WALLET);
+    const own = '0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65';
+    const created = await call('POST', '/api/v1/sessions', { key: m.live, body: body({ merchantWallet: own.toLowerCase() }) });
+    expect(created.body.paymentAddress).toBe(own);
   });
 
   test('live: without merchantWallet the oldest verified wallet on the chain is used; unverified wallets do not count', async () => {
@@ -143,8 +146,8 @@ describe('what a payer needs', () => {
     const created = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
     expect(created.status).toBe(201);
     expect(created.body.merchantWallet).toBe(WALLET);
-    // Test keys then use the verified wallet too.
-    expect((await call('POST', '/api/v1/payments', { key: m.test, body: noWallet })).body.merchantWallet).toBe(WALLET);
+    // Test keys never do: sandbox sessions pay to the merchant's sandbox address.
+    expect((await call('POST', '/api/v1/payments', { key: m.test, body: noWallet })).body.merchantWallet).toBe(sandboxWallet('polygon', m.id));
   });
 
   test('sandbox: a test key with no wallet yet gets a stable sandbox wallet, so a test key alone can try the flow', async () => {
@@ -176,12 +179,13 @@ describe('unique due amounts', () => {
     // live session of this one may not use).
     const own = '0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc';
     const dues = [];
-    for (let i = 0; i < 3; i++) dues.push((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: own }) })).body.amountDueBaseUnits);
+    for (let i = 0; i < 3; i++) dues.push((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', merchantWallet: own }) })).body.amountDueBaseUnits);
     expect(dues).toEqual(['5000000', '5000001', '5000002']);
-    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', currency: 'USDT', merchantWallet: own }) })).body.amountDueBaseUnits).toBe('5000000');
-    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body.amountDueBaseUnits).toBe('5000000');
-    // Live and test sessions never collide with each other.
-    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', merchantWallet: own }) })).body.amountDueBaseUnits).toBe('5000000');
+    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', currency: 'USDT', merchantWallet: own }) })).body.amountDueBaseUnits).toBe('5000000');
+    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body.amountDueBaseUnits).toBe('5000000');
+    // Sandbox sessions pay to the sandbox address whatever merchantWallet says, so they start again there.
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: own }) })).body.amountDueBaseUnits).toBe('5000000');
+    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body.amountDueBaseUnits).toBe('5000001');
   });
 
   test('concurrent creations never share a due amount', async () => {
@@ -220,7 +224,7 @@ describe('unique due amounts', () => {
       `INSERT INTO payment_sessions (id, merchant_id, livemode, chain, currency, decimals, amount, amount_due, fee, token_addresses, pay_to, required_confirmations, expires_at, monitor_until)
        SELECT 'ses_fill' || k, $1, false, 'polygon', 'USDC', 6, 9000000, 9000000 + k, 90000, ARRAY['0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359'], $2, 32, now() + interval '1 hour', now() + interval '2 hours'
        FROM generate_series(0, 9999) AS k`,
-      [m.id, WALLET],
+      [m.id, sandboxWallet('polygon', m.id)],
     );
     const before = await countSessions(m.id);
     const refused = await call('POST', '/api/v1/payments', { key: m.test, body: body({ amount: '9' }) });

@@ -48,7 +48,8 @@ describe('checkout page in Chromium', () => {
       await waitText(page.locator('#status'), 'Waiting for your payment.');
       expect(await page.locator('#merchant-name').textContent()).toBe('Tea & Biscuits Ltd');
       expect(await page.locator('#amount-due').textContent()).toBe('42.5');
-      expect(await page.locator('#pay-address').textContent()).toBe(WALLET);
+      // A sandbox session pays to the merchant's sandbox address, never to the wallet given.
+      expect(await page.locator('#pay-address').textContent()).toBe(session.pay_to);
       expect(await page.locator('#wallet-link').getAttribute('href')).toBe(expected.paymentUri);
       expect(await page.locator('#test-mode').isVisible()).toBe(true);
       expect(await decodeQr(page)).toBe(expected.paymentUri);
@@ -86,7 +87,7 @@ describe('checkout page in Chromium', () => {
     await page.getByRole('button', { name: 'Copy address' }).focus();
     await page.keyboard.press('Enter');
     await waitText(page.locator('#announce'), 'address copied');
-    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(WALLET);
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(session.pay_to);
     await page.getByRole('button', { name: 'Copy amount' }).focus();
     await page.keyboard.press('Space');
     await waitText(page.locator('#announce'), 'amount copied');

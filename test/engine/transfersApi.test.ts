@@ -5,6 +5,7 @@ import { buildApi, createClient, newMerchant as newApiMerchant } from '../api/ha
 import { createOpenApiChecker } from '../api/openapiCheck.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 import { eventsOf, insertTransfer, newEvmWallet, setHead, statusOf } from './fixtures.ts';
 
 const db = useTestDatabase('engine_transfers_api');
@@ -21,10 +22,14 @@ afterAll(() => app.close());
 
 let block = 1000n;
 
-/** A merchant with a test key, two sandbox sessions of 25 USDC on one wallet, and an ambiguous 20 USDC transfer the engine left unmatched. */
+/**
+ * A merchant with a test key, two sandbox sessions of 25 USDC on one wallet (sandbox sessions pay
+ * to the merchant's sandbox address, whatever merchantWallet says), and an ambiguous 20 USDC
+ * transfer the engine left unmatched.
+ */
 async function ambiguous() {
   const m = await newApiMerchant(db.store);
-  const wallet = newEvmWallet();
+  const wallet = sandboxWallet('polygon', m.id);
   const create = () => call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
   const [a, b] = [(await create()).body, (await create()).body];
   block += 100n;
@@ -62,7 +67,9 @@ describe('GET /transfers/unmatched and POST /transfers/:id/attribution', () => {
 
   test('bad attributions are 4xx and change nothing', async () => {
     const { m, a, id } = await ambiguous();
-    const elsewhere = (await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: newEvmWallet() } })).body;
+    const elsewhere = (await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon' } })).body;
+    // A session paying to another address (as sandbox sessions made before they always used the sandbox address did).
+    await db.store.query('UPDATE payment_sessions SET pay_to = $2 WHERE id = $1', [elsewhere.id, newEvmWallet()]);
     const cases: [string, unknown, number, string][] = [
       [`/api/v1/transfers/${id}/attribution`, { sessionId: 'ses_nope' }, 404, 'session ses_nope not found'],
       [`/api/v1/transfers/trf_999999999/attribution`, { sessionId: a.id }, 404, 'transfer trf_999999999 not found'],
@@ -90,7 +97,7 @@ describe('GET /transfers/unmatched and POST /transfers/:id/attribution', () => {
 
   test('paging: limit and startingAfter walk the list newest first', async () => {
     const m = await newApiMerchant(db.store);
-    const wallet = newEvmWallet();
+    const wallet = sandboxWallet('polygon', m.id);
     await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
     await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
     block += 100n;

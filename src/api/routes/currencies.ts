@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { ApiDeps } from '../deps.ts';
-import { CHAIN_NAMES } from '../../internal/config.ts';
+import { CHAIN_NAMES, liveChains } from '../../internal/config.ts';
 import { CURRENCIES, currencyDecimals, loadChains } from '../../internal/chains.ts';
 import { AMOUNT_LIMITS, requiredConfirmations } from '../../engine/sessions.ts';
 import { ChainSchema, CurrencySchema, READ_ERRORS, errorResponses } from '../schemas.ts';
@@ -27,12 +27,16 @@ const CurrencyEntrySchema = Type.Object(
     }),
     minAmount: Type.String(),
     maxAmount: Type.String(),
+    live: Type.Boolean({
+      description:
+        'Whether this gateway watches the chain for live payments (an RPC URL is configured). false: the chain is sandbox-only here; live sessions and payment links on it are refused (409). Test keys may use every chain.',
+    }),
   },
   { additionalProperties: false },
 );
 
-/** `GET /currencies` (Interface B): every currency × chain offered, from chains/*.json. */
-export function currencyRoutes(app: FastifyInstance, _deps: ApiDeps): void {
+/** `GET /currencies` (Interface B): every currency × chain offered, from chains/*.json, and whether the chain is live here. */
+export function currencyRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get(
     '/currencies',
     {
@@ -44,6 +48,7 @@ export function currencyRoutes(app: FastifyInstance, _deps: ApiDeps): void {
     },
     async () => {
       const chains = loadChains();
+      const live = new Set(liveChains(deps.config));
       const data = [];
       for (const currency of CURRENCIES) {
         for (const name of CHAIN_NAMES) {
@@ -60,6 +65,7 @@ export function currencyRoutes(app: FastifyInstance, _deps: ApiDeps): void {
             confirmations: { required: requiredConfirmations(chain), rule: String(chain.confirmations.confirmed), why: chain.confirmations.why },
             minAmount: AMOUNT_LIMITS.min,
             maxAmount: AMOUNT_LIMITS.max,
+            live: live.has(name),
           });
         }
       }

@@ -5,9 +5,9 @@ import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { safeUrl } from './webhooks.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
-import { EXPIRES_IN, createSession, decimalsFor, parseRequestedAmount, resolvePayTo } from '../../engine/sessions.ts';
-import { loadChains, type Currency } from '../../internal/chains.ts';
-import type { ChainName } from '../../internal/config.ts';
+import { checkSessionTerms, createSession } from '../../engine/sessions.ts';
+import type { Currency } from '../../internal/chains.ts';
+import { liveChains, type ChainName } from '../../internal/config.ts';
 import { formatAmount } from '../../internal/money.ts';
 import { badRequest, HttpError, notFound } from '../../internal/errors.ts';
 import { newId } from '../../internal/crypto.ts';
@@ -128,7 +128,8 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface B'],
         summary: 'Create a payment link',
-        description: 'The amount, currency, chain and wallet are checked now, as for a payment; each visit to `url` creates a session with them.',
+        description:
+          'The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them.',
         body: CreatePaymentLinkBody,
         response: { 201: PaymentLinkSchema, ...errorResponses(...WRITE_ERRORS) },
       },
@@ -137,12 +138,18 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const body = request.body;
       if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode);
-      const chain = loadChains()[body.chain];
-      const decimals = decimalsFor(chain, body.currency);
-      const amount = parseRequestedAmount(body.amount, decimals);
       const row = await deps.store.transaction(async (sql) => {
-        const wallet = body.merchantWallet === undefined ? null : await resolvePayTo(sql, { merchantId: auth.merchantId, chain: body.chain, merchantWallet: body.merchantWallet });
-        if (wallet === null) await resolvePayTo(sql, { merchantId: auth.merchantId, chain: body.chain, livemode: auth.livemode });
+        // The checks a visit's session will get, now: a link that no visit could pay is a 4xx here.
+        const terms = await checkSessionTerms(sql, {
+          merchantId: auth.merchantId,
+          livemode: auth.livemode,
+          amount: body.amount,
+          currency: body.currency,
+          chain: body.chain,
+          merchantWallet: body.merchantWallet,
+          expiresIn: body.expiresIn,
+          liveChains: liveChains(deps.config),
+        });
         const { rows } = await sql.query<LinkRow>(
           `INSERT INTO payment_links (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in)
            VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12) RETURNING ${LINK_COLUMNS}`,
@@ -152,13 +159,13 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
             auth.livemode,
             body.chain,
             body.currency,
-            decimals,
-            amount.toString(),
-            wallet,
+            terms.decimals,
+            terms.amount.toString(),
+            terms.merchantWallet ?? null,
             body.metadata ?? {},
             body.webhookUrl ?? null,
             body.successUrl ?? null,
-            body.expiresIn ?? EXPIRES_IN.default,
+            terms.expiresIn,
           ],
         );
         const answer = view(rows[0]!, deps.config.publicUrl);
@@ -299,6 +306,7 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
           expiresIn: link.expires_in,
           paymentLinkId: link.id,
           monitorWindowSeconds: deps.config.monitorWindowSeconds,
+          liveChains: liveChains(deps.config),
         });
         await sql.query('UPDATE payment_links SET sessions_created = sessions_created + 1 WHERE id = $1', [link.id]);
         return created;
