@@ -1,7 +1,7 @@
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { formatAmount } from '../internal/money.ts';
-import { eip681Uri, solanaPayUri } from './uris.ts';
+import { instructionChainId, sessionPaymentUri } from './uris.ts';
 import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutView } from './view.ts';
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
 
@@ -44,17 +44,17 @@ export function refundable(session: CheckoutSession): boolean {
 }
 
 function paymentUri(chain: ChainConfig, session: CheckoutSession, token: string, baseUnits: bigint): string {
-  if (chain.kind === 'solana') {
-    return solanaPayUri({
-      recipient: session.payTo,
-      mint: token,
-      amount: formatAmount(baseUnits, session.decimals),
-      reference: session.reference,
-      label: session.merchantName,
-      message: `Payment ${session.id}`,
-    });
-  }
-  return eip681Uri({ token, chainId: chain.chainId as number, recipient: session.payTo, baseUnits });
+  return sessionPaymentUri({
+    chain,
+    livemode: session.livemode,
+    token,
+    recipient: session.payTo,
+    baseUnits,
+    amount: formatAmount(baseUnits, session.decimals),
+    reference: session.reference,
+    label: session.merchantName,
+    message: `Payment ${session.id}`,
+  });
 }
 
 /**
@@ -95,7 +95,7 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     chain: session.chain,
     chainName: CHAIN_DISPLAY_NAMES[session.chain],
     chainKind: chain.kind,
-    chainId: chain.chainId,
+    chainId: instructionChainId(chain, session.livemode),
     currency: session.currency,
     decimals: session.decimals,
     token: primary,

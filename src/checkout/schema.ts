@@ -25,7 +25,7 @@ export const InstructionTokenSchema = Type.Object(
     tokenProgram: Nullable(Type.String(), 'SPL token program of the mint (solana); null on EVM chains.'),
     paymentUri: Nullable(
       Type.String(),
-      'Wallet URI paying the remaining amount in this token: EIP-681 `ethereum:<token>@<chainId>/transfer?address=<recipient>&uint256=<base units>` on EVM chains, a Solana Pay transfer request on solana. Null when nothing should be paid now.',
+      'Wallet URI paying the remaining amount in this token: EIP-681 `ethereum:<token>@<chainId>/transfer?address=<recipient>&uint256=<base units>` on EVM chains, a Solana Pay transfer request on solana. Sandbox sessions: the test network\'s chain id on EVM chains, and on solana a fake `spl-token` mint that exists on no cluster, so no wallet can pay it with real money. Null when nothing should be paid now.',
     ),
   },
   { additionalProperties: false },
@@ -63,7 +63,7 @@ export const PaymentInstructionsSchema = Type.Object(
     chain: Type.Unsafe<string>({ type: 'string', enum: [...CHAIN_NAMES], description: 'Chain to pay on.' }),
     chainName: Type.String({ description: 'Display name of the chain.' }),
     chainKind: Enum(['evm', 'solana'], 'evm or solana.'),
-    chainId: Type.Union([Type.Integer(), Type.String()], { description: 'EIP-155 chain id on EVM chains (137, 8453, 56, 42161, 10); the cluster (`mainnet-beta`) on solana.' }),
+    chainId: Type.Union([Type.Integer(), Type.String()], { description: 'EIP-155 chain id on EVM chains (137, 8453, 56, 42161, 10); the cluster (`mainnet-beta`) on solana. Sandbox sessions name the public test network instead (80002, 84532, 97, 421614, 11155420; `devnet`), so that their instructions cannot move real money.' }),
     currency: Type.Unsafe<string>({ type: 'string', enum: [...CURRENCIES], description: 'USDT or USDC.' }),
     decimals: Type.Integer({ description: 'Decimals of the amounts (6; 18 on bsc).' }),
     token: InstructionTokenSchema,

@@ -10,6 +10,7 @@ import { createOpenApiChecker, type OpenApiChecker } from '../api/openapiCheck.t
 import { loadChains } from '../../src/internal/chains.ts';
 import { makeSession, setSessionState } from './helpers.ts';
 import { prefersJson } from '../../src/checkout/index.ts';
+import { sandboxSolanaMint } from '../../src/checkout/uris.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 
 const db = useTestDatabase('checkout_json');
@@ -33,7 +34,7 @@ afterAll(async () => {
 
 /**
  * Where this file's sandbox sessions pay: the merchant's sandbox address, whatever merchantWallet
- * says (sandbox instructions never name a real wallet).
+ * says (sandbox instructions never name a real wallet, and name the chain's test network).
  */
 const sandboxPayTo = (chain: 'polygon' | 'bsc' | 'solana') => sandboxWallet(chain, merchant.id);
 
@@ -69,7 +70,7 @@ describe('payment instructions (Accept: application/json)', () => {
       merchant: { name: 'Corner <Shop> & Co' },
       chain: 'polygon',
       chainKind: 'evm',
-      chainId: 137,
+      chainId: 80002,
       currency: 'USDC',
       decimals: 6,
       token: { symbol: 'USDC', address: POLYGON_USDC, decimals: 6, standard: 'erc20' },
@@ -84,7 +85,7 @@ describe('payment instructions (Accept: application/json)', () => {
       payable: true,
       confirmations: 0,
       requiredConfirmations: 32,
-      paymentUri: `ethereum:${POLYGON_USDC}@137/transfer?address=${sandboxPayTo('polygon')}&uint256=12500000`,
+      paymentUri: `ethereum:${POLYGON_USDC}@80002/transfer?address=${sandboxPayTo('polygon')}&uint256=12500000`,
       checkoutUrl: `${PUBLIC_URL}/checkout/${session.id}`,
       statusUrl: `${PUBLIC_URL}/checkout/${session.id}/status`,
       eventsUrl: `${PUBLIC_URL}/checkout/${session.id}/events`,
@@ -102,23 +103,23 @@ describe('payment instructions (Accept: application/json)', () => {
     expect(body.amount).toBe('12.5');
     expect(body.amountDue).toBe('12.500001');
     expect(body.amountDueBaseUnits).toBe('12500001');
-    expect(body.paymentUri).toBe(`ethereum:${POLYGON_USDC}@137/transfer?address=${sandboxPayTo('polygon')}&uint256=12500001`);
+    expect(body.paymentUri).toBe(`ethereum:${POLYGON_USDC}@80002/transfer?address=${sandboxPayTo('polygon')}&uint256=12500001`);
   });
 
   test('bsc amounts use 18 decimals in base units and in the URI', async () => {
     const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'bsc', currency: 'USDT', merchantWallet: WALLET, amount: '3.25' });
     const { body } = await get(`/checkout/${session.id}`);
-    expect(body).toMatchObject({ chainId: 56, decimals: 18, amountDueBaseUnits: '3250000000000000000', token: { address: BSC_USDT, decimals: 18 } });
-    expect(body.paymentUri).toBe(`ethereum:${BSC_USDT}@56/transfer?address=${sandboxPayTo('bsc')}&uint256=3250000000000000000`);
+    expect(body).toMatchObject({ chainId: 97, decimals: 18, amountDueBaseUnits: '3250000000000000000', token: { address: BSC_USDT, decimals: 18 } });
+    expect(body.paymentUri).toBe(`ethereum:${BSC_USDT}@97/transfer?address=${sandboxPayTo('bsc')}&uint256=3250000000000000000`);
   });
 
   test('solana session: mint, reference, Solana Pay URI with decimal amount and encoded label', async () => {
     const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'solana', merchantWallet: SOLANA_WALLET, amount: '7.05' });
     const { body } = await get(`/checkout/${session.id}`);
-    expect(body).toMatchObject({ chainKind: 'solana', chainId: 'mainnet-beta', recipient: sandboxPayTo('solana'), reference: session.reference, token: { address: SOLANA_USDC, standard: 'spl' } });
+    expect(body).toMatchObject({ chainKind: 'solana', chainId: 'devnet', recipient: sandboxPayTo('solana'), reference: session.reference, token: { address: SOLANA_USDC, standard: 'spl' } });
     expect(body.token.tokenProgram).toBe('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
     expect(body.paymentUri).toBe(
-      `solana:${sandboxPayTo('solana')}?amount=7.05&spl-token=${SOLANA_USDC}&reference=${session.reference}&label=Corner%20%3CShop%3E%20%26%20Co&message=Payment%20${session.id}`,
+      `solana:${sandboxPayTo('solana')}?amount=7.05&spl-token=${sandboxSolanaMint(SOLANA_USDC)}&reference=${session.reference}&label=Corner%20%3CShop%3E%20%26%20Co&message=Payment%20${session.id}`,
     );
   });
 
@@ -127,7 +128,7 @@ describe('payment instructions (Accept: application/json)', () => {
     await setSessionState(db.store, session.id, { status: 'pending', amountReceived: 15_000_000n, confirmations: 40, txHash: '0x' + 'ab'.repeat(32) });
     const { body } = await get(`/checkout/${session.id}`);
     expect(body).toMatchObject({ view: 'underpaid', amountReceived: '15', amountRemaining: '5', amountRemainingBaseUnits: '5000000', payable: true });
-    expect(body.paymentUri).toBe(`ethereum:${POLYGON_USDC}@137/transfer?address=${sandboxPayTo('polygon')}&uint256=5000000`);
+    expect(body.paymentUri).toBe(`ethereum:${POLYGON_USDC}@80002/transfer?address=${sandboxPayTo('polygon')}&uint256=5000000`);
     const status = await get(`/checkout/${session.id}/status`);
     expect(status.status).toBe(200);
     expect(status.body).toMatchObject({ object: 'payment_status', view: 'underpaid', amountRemaining: '5', txHash: '0x' + 'ab'.repeat(32) });
@@ -221,7 +222,7 @@ describe('content negotiation and headers', () => {
     expect(response.headers['content-type']).toBe('image/svg+xml');
     expect(response.headers['content-security-policy']).toContain("default-src 'none'");
     expect(response.body).toMatch(/^<svg /);
-    expect(response.body).toContain(`aria-label="QR code of ethereum:${POLYGON_USDC}@137/transfer?address=${sandboxPayTo('polygon')}&amp;uint256=5000000"`);
+    expect(response.body).toContain(`aria-label="QR code of ethereum:${POLYGON_USDC}@80002/transfer?address=${sandboxPayTo('polygon')}&amp;uint256=5000000"`);
   });
 });
 
