@@ -4,6 +4,7 @@ import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { CHAIN_NAMES, liveChains } from '../../internal/config.ts';
 import { loadChains } from '../../internal/chains.ts';
+import { simulatedHead } from '../../sandbox/simulatedChain.ts';
 import { ChainSchema, READ_ERRORS, errorResponses } from '../schemas.ts';
 
 /**
@@ -16,19 +17,35 @@ const MIN_STALE_SECONDS = 60;
 const ChainStatusSchema = Type.Object(
   {
     chain: ChainSchema,
-    mode: Type.Unsafe<string>({ type: 'string', enum: ['live', 'sandbox', 'sandbox-only'], description: '`sandbox-only`: a live key on a chain without RPC URL.' }),
-    status: Type.Unsafe<string>({ type: 'string', enum: ['healthy', 'lagging', 'unknown', 'sandbox-only'] }),
-    headBlock: Type.Union([Type.String(), Type.Null()], { description: 'Last head block (slot on solana), integer text.' }),
-    processedBlock: Type.Union([Type.String(), Type.Null()]),
+    mode: Type.Unsafe<string>({
+      type: 'string',
+      enum: ['live', 'sandbox', 'sandbox-only'],
+      description: '`live`: a live key on a chain with an RPC URL, watched by a listener. `sandbox`: a test key (simulated chain). `sandbox-only`: a live key on a chain without RPC URL, not watched in live mode.',
+    }),
+    status: Type.Unsafe<string>({
+      type: 'string',
+      enum: ['healthy', 'lagging', 'unknown', 'sandbox-only'],
+      description:
+        'Live: `healthy` when the listener\'s head moved within max(60 s, 20 block times), `lagging` when not, `unknown` when no head was seen yet; `sandbox-only` when the chain has no RPC URL. Sandbox: always `healthy`, since a simulated chain\'s head is a function of the clock and cannot lag.',
+    }),
+    headBlock: Type.Union([Type.String(), Type.Null()], { description: 'Last head block (slot on solana), integer text. Sandbox: the simulated height now.' }),
+    processedBlock: Type.Union([Type.String(), Type.Null()], { description: 'The block processed so far. Sandbox: the height the simulator last advanced to, which moves only while a sandbox payment is in flight.' }),
     headSeenAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    lagSeconds: Type.Union([Type.Integer(), Type.Null()], { description: 'Seconds since the head was last seen.' }),
+    lagSeconds: Type.Union([Type.Integer(), Type.Null()], { description: 'Seconds since the head was last seen (0 in the sandbox).' }),
   },
   { additionalProperties: false },
 );
 
+const STATUS_DESCRIPTION = [
+  'The API and each chain listener, for the caller\'s mode. The top-level `status` is `healthy`, or `degraded` with `reasons` saying why:',
+  'for a live key, a watched chain that is `lagging` or `unknown`, or no chain watched at all (no `SVC_<CHAIN>_RPC_URL` is set, so no live payment can be detected).',
+  'Chains without RPC URL are `sandbox-only` for live keys; that alone (with at least one chain watched) is a deployment choice, not a fault.',
+  'For a test key the simulated chains are always `healthy`: their heads only move while a sandbox payment is in flight, which is not a lag.',
+].join(' ');
+
 /**
  * `GET /status` (Interface B): the API and each chain listener's health from chain_heads, for
- * the caller's mode (live keys: live ingesters; test keys: the sandbox chains).
+ * the caller's mode (live keys: live ingesters; test keys: the sandbox's simulated chains).
  */
 export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get(
@@ -37,10 +54,12 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface B'],
         summary: 'API and chain listener health',
+        description: STATUS_DESCRIPTION,
         response: {
           200: Type.Object(
             {
-              status: Type.Unsafe<string>({ type: 'string', enum: ['ok', 'degraded'] }),
+              status: Type.Unsafe<string>({ type: 'string', enum: ['healthy', 'degraded'] }),
+              reasons: Type.Array(Type.String(), { description: 'Why the status is `degraded`, one sentence each; empty when `healthy`.' }),
               api: Type.Object({ status: Type.String(), database: Type.String(), uptimeSeconds: Type.Integer() }),
               livemode: Type.Boolean(),
               chains: Type.Array(ChainStatusSchema),
@@ -60,16 +79,31 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
         [auth.livemode],
       );
       const byChain = new Map(rows.map((row) => [row.chain, row]));
+      const now = new Date();
+      const reasons: string[] = [];
       const report = CHAIN_NAMES.map((name) => {
         const row = byChain.get(name);
-        if (auth.livemode && !live.has(name)) {
+        if (!auth.livemode) {
+          return {
+            chain: name,
+            mode: 'sandbox',
+            status: 'healthy',
+            headBlock: simulatedHead(chains[name], deps.config.sandboxBlockMs, now.getTime()).head.toString(),
+            processedBlock: row?.processed_block?.toString() ?? null,
+            headSeenAt: now.toISOString(),
+            lagSeconds: 0,
+          };
+        }
+        if (!live.has(name)) {
           return { chain: name, mode: 'sandbox-only', status: 'sandbox-only', headBlock: null, processedBlock: null, headSeenAt: null, lagSeconds: null };
         }
         const staleAfter = Math.max(MIN_STALE_SECONDS, (chains[name].blockTimeMs * STALE_BLOCK_TIMES) / 1000);
         const status = !row?.head_seen_at ? 'unknown' : (row.lag ?? 0) <= staleAfter ? 'healthy' : 'lagging';
+        if (status === 'unknown') reasons.push(`${name}: the listener has not seen a head yet`);
+        if (status === 'lagging') reasons.push(`${name}: the head has not moved for ${row?.lag} s (lagging after ${staleAfter} s)`);
         return {
           chain: name,
-          mode: auth.livemode ? 'live' : 'sandbox',
+          mode: 'live',
           status,
           headBlock: row?.head_block?.toString() ?? null,
           processedBlock: row?.processed_block?.toString() ?? null,
@@ -77,9 +111,10 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
           lagSeconds: row?.lag ?? null,
         };
       });
-      const degraded = report.some((chain) => chain.status === 'lagging');
+      if (auth.livemode && live.size === 0) reasons.unshift('no chain is watched in live mode (no SVC_<CHAIN>_RPC_URL is set): live payments cannot be detected');
       return {
-        status: degraded ? 'degraded' : 'ok',
+        status: reasons.length > 0 ? 'degraded' : 'healthy',
+        reasons,
         api: { status: 'healthy', database: 'ok', uptimeSeconds: Math.floor((Date.now() - deps.startedAt.getTime()) / 1000) },
         livemode: auth.livemode,
         chains: report,
