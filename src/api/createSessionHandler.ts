@@ -19,7 +19,7 @@ export function createSessionHandler<View>(deps: ApiDeps, view: (row: SessionRow
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const auth = authOf(request);
     const body = request.body as CreateSessionBodyFields;
-    if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode);
+    if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode, 'webhookUrl');
     const answer = await deps.store.transaction(async (sql) => {
       const row = await createSession(sql, {
         ...body,

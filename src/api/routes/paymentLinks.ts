@@ -137,7 +137,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const auth = authOf(request);
       const body = request.body;
-      if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode);
+      if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode, 'webhookUrl');
       const row = await deps.store.transaction(async (sql) => {
         // The checks a visit's session will get, now: a link that no visit could pay is a 4xx here.
         const terms = await checkSessionTerms(sql, {
