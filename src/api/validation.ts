@@ -34,7 +34,10 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
     .join('.');
   const where = path ? `${part === 'body' ? '' : `${part} parameter `}${path}` : part;
   const custom = (error.parentSchema as { 'x-error'?: string } | undefined)?.['x-error'];
-  if (error.propertyName !== undefined) return `${where} key ${JSON.stringify(error.propertyName.slice(0, 60))} ${error.message ?? 'is invalid'}`;
+  if (error.propertyName !== undefined) {
+    const rule = error.keyword === 'minLength' || error.keyword === 'maxLength' ? sizeRule(error.keyword, (error.params as { limit: number }).limit, false) : (error.message ?? 'is invalid');
+    return `${where} key ${JSON.stringify(error.propertyName.slice(0, 60))} ${rule}`;
+  }
   switch (error.keyword) {
     case 'required':
       return path
@@ -54,9 +57,33 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
       return `${where} ${custom ?? (error.keyword === 'format' ? `must be a valid ${(error.params as { format: string }).format}` : 'has an invalid format')}`;
     case 'propertyNames':
       return `${where} has a key that is empty or too long`;
+    // Sizes and bounds in plain words (ajv's own read "must NOT have fewer than 1 characters").
+    case 'minLength':
+    case 'maxLength':
+    case 'minItems':
+    case 'maxItems':
+    case 'minProperties':
+    case 'maxProperties':
+      return `${where || part} ${custom ?? sizeRule(error.keyword, (error.params as { limit: number }).limit, !path && part === 'body')}`;
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum': {
+      const { limit } = error.params as { limit: number };
+      const bound = { minimum: 'at least', maximum: 'at most', exclusiveMinimum: 'more than', exclusiveMaximum: 'less than' }[error.keyword];
+      return `${where} must be ${bound} ${limit}`;
+    }
     default:
       return `${where || part} ${(part === 'header' ? custom : undefined) ?? error.message ?? 'is invalid'}`;
   }
+}
+
+/** "must not be empty" / "must be at most 40 characters" / "must have at most 50 fields". */
+function sizeRule(keyword: string, limit: number, wholeBody: boolean): string {
+  const unit = keyword.endsWith('Length') ? 'character' : keyword.endsWith('Items') ? 'item' : wholeBody ? 'field' : 'key';
+  const plural = limit === 1 ? unit : `${unit}s`;
+  if (keyword.startsWith('min')) return limit === 1 ? (wholeBody ? 'must not be empty: send at least one field' : 'must not be empty') : `must have at least ${limit} ${plural}`;
+  return keyword.endsWith('Length') ? `must be at most ${limit} ${plural}` : `must have at most ${limit} ${plural}`;
 }
 
 /**

@@ -50,7 +50,7 @@ describe('GET /payments', () => {
 
   test('bad list parameters are 400s', async () => {
     const m = await newMerchant(db.store);
-    expect(await call('GET', '/api/v1/payments?limit=0', { key: m.test })).toMatchObject({ status: 400, body: { error: 'query parameter limit must be >= 1' } });
+    expect(await call('GET', '/api/v1/payments?limit=0', { key: m.test })).toMatchObject({ status: 400, body: { error: 'query parameter limit must be at least 1' } });
     expect(await call('GET', '/api/v1/payments?limit=101', { key: m.test })).toMatchObject({ status: 400 });
     expect(await call('GET', '/api/v1/payments?limit=ten', { key: m.test })).toMatchObject({ status: 400, body: { error: 'query parameter limit must be an integer' } });
     expect(await call('GET', '/api/v1/payments?status=paid', { key: m.test })).toMatchObject({ status: 400 });

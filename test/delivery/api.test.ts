@@ -79,6 +79,8 @@ describe('webhook endpoints API', () => {
     const patched = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { enabledEvents: ['*'], description: null } });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ enabledEvents: ['*'], description: null, status: 'enabled' });
+    expect(await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: {} })).toMatchObject({ status: 400, body: { error: 'body must not be empty: send at least one field' } });
+    expect(await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { enabledEvents: [] } })).toMatchObject({ status: 400, body: { error: 'enabledEvents must not be empty' } });
     const disabled = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { status: 'disabled' } });
     expect(disabled.body).toMatchObject({ status: 'disabled', disabledReason: 'disabled by the merchant' });
     const enabled = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { status: 'enabled' } });
