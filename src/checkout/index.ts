@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Store } from '../store/index.ts';
 import type { Config } from '../internal/config.ts';
@@ -6,7 +6,7 @@ import type { Logger } from '../internal/logger.ts';
 import { notFound } from '../internal/errors.ts';
 import { loadCheckoutSession, loadCheckoutSessions, type CheckoutSession } from './view.ts';
 import { buildInstructions, statusOf } from './instructions.ts';
-import { pageCsp, renderCheckoutPage, renderNotFoundPage, type SandboxPanel } from './page.ts';
+import { pageCsp, renderCheckoutPage, renderMessagePage, renderNotFoundPage, type SandboxPanel } from './page.ts';
 import { qrSvg } from './qr.ts';
 import { createBatchedReader, createLiveFeeds, runLiveFeed } from './liveFeed.ts';
 import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './refundRequest.ts';
@@ -31,6 +31,18 @@ const SessionParams = Type.Object({ sessionId: Type.String({ minLength: 1, maxLe
 
 /** Views after which nothing on the page changes any more (the live feed ends there). */
 const FINAL_VIEWS = ['paid', 'expired', 'failed'];
+
+/** Whether a customer's browser is asking (it names text/html and does not prefer JSON): it should get a page, not JSON. */
+export function wantsPage(accept: string | undefined): boolean {
+  return Boolean(accept?.toLowerCase().includes('text/html')) && !prefersJson(accept);
+}
+
+/** Answers a browser with a one-message page in the checkout's style and headers (no framing, strict CSP). */
+export function sendMessagePage(reply: FastifyReply, params: { status: number; title: string; text: string; https: boolean }): FastifyReply {
+  setCommonHeaders(reply, { https: params.https });
+  setPageHeaders(reply, { csp: pageCsp(), framable: false });
+  return reply.status(params.status).type('text/html; charset=utf-8').send(renderMessagePage(params.title, params.text));
+}
 
 /**
  * Whether the client asked for JSON: an explicit `application/json` that it prefers at least as

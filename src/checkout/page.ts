@@ -176,9 +176,14 @@ export function formatCountdown(seconds: number): string {
 
 /** A small page for a checkout that does not exist (same look, same headers). */
 export function renderNotFoundPage(): string {
+  return renderMessagePage('Payment not found', 'This payment link is not valid. Check the link you were given, or return to the merchant.');
+}
+
+/** A page with one message, in the checkout's style (same CSP): what a customer's browser gets instead of raw JSON. */
+export function renderMessagePage(title: string, text: string): string {
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>Payment not found</title><style>${STYLE}</style></head>
-<body><main class="checkout"><div class="card"><h1>Payment not found</h1><p>This payment link is not valid. Check the link you were given, or return to the merchant.</p></div></main></body>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
+<body><main class="checkout"><div class="card"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></div></main></body>
 </html>`;
 }

@@ -118,6 +118,23 @@ describe('payment links', () => {
     expect(rows[0]!.n).toBe(1);
   });
 
+
+  test('a customer\'s browser gets a page, not JSON, when a link cannot start a checkout', async () => {
+    const m = await newMerchant(db.store);
+    const link = await call('POST', '/api/v1/payment-links', { key: m.test, body: payment() });
+    await call('PATCH', `/api/v1/payment-links/${link.body.id}`, { key: m.test, body: { active: false } });
+    const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    const gone = await app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: browser });
+    expect(gone.statusCode).toBe(410);
+    expect(gone.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(gone.body).toContain('<h1>Payment link no longer active</h1>');
+    // The checkout's headers: strict CSP, no framing, no caching.
+    expect(gone.headers).toMatchObject({ 'x-frame-options': 'DENY', 'cache-control': 'no-store', 'content-security-policy': expect.stringContaining("default-src 'none'") });
+    const unknown = await app.inject({ method: 'GET', url: '/pay/plink_unknown', headers: browser });
+    expect([unknown.statusCode, unknown.body.includes('<h1>Payment link not found</h1>')]).toEqual([404, true]);
+    // API clients (JSON, or no Accept at all) keep the JSON error.
+    expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: { accept: 'application/json' } })).json()).toEqual({ error: 'this payment link is no longer active' });
+  });
   test('link creation validates like a payment', async () => {
     const m = await newMerchant(db.store);
     expect(await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '1.1234567' }) })).toMatchObject({ status: 400, body: { error: 'amount 1.1234567 has 7 decimal places; this token has 6' } });
