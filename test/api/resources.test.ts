@@ -245,6 +245,12 @@ describe('currencies, status, wallets', () => {
     expect(answer.body.data.find((entry: { chain: string; currency: string }) => entry.chain === 'solana' && entry.currency === 'USDC')).toMatchObject({
       confirmations: { required: 32, rule: 'confirmed' },
     });
+    // Filters, on both interfaces; a misspelt one is a 400, never an unfiltered list.
+    const bsc = await call('GET', '/v1/currencies?chain=bsc', { key: m.test, as: 'x-api-key' });
+    expect(bsc.body.data.map((entry: { chain: string; currency: string }) => `${entry.currency}@${entry.chain}`)).toEqual(['USDT@bsc', 'USDC@bsc']);
+    expect((await call('GET', '/api/v1/currencies?chain=bsc&currency=USDC', { key: m.test })).body.data).toHaveLength(1);
+    expect(await call('GET', '/api/v1/currencies?chain=tron', { key: m.test })).toMatchObject({ status: 400, body: { error: expect.stringContaining('query parameter chain must be one of') } });
+    expect(await call('GET', '/api/v1/currencies?network=bsc', { key: m.test })).toMatchObject({ status: 400, body: { error: 'unknown query parameter "network"' } });
   });
 
   test('GET /status: a test key sees the simulated chains healthy however long ago they moved; live chains without RPC are sandbox-only (more in status.test.ts)', async () => {

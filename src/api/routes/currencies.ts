@@ -43,15 +43,20 @@ export function currencyRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface B'],
         summary: 'List supported currencies and chains',
+        querystring: Type.Object(
+          { chain: Type.Optional(ChainSchema), currency: Type.Optional(CurrencySchema) },
+          { additionalProperties: false, description: 'Optional filters; any other parameter is a 400, so a misspelt filter is never silently ignored.' },
+        ),
         response: { 200: Type.Object({ data: Type.Array(CurrencyEntrySchema) }, { additionalProperties: false }), ...errorResponses(...READ_ERRORS) },
       },
     },
-    async () => {
+    async (request) => {
+      const filter = request.query as { chain?: string; currency?: string };
       const chains = loadChains();
       const live = new Set(liveChains(deps.config));
       const data = [];
-      for (const currency of CURRENCIES) {
-        for (const name of CHAIN_NAMES) {
+      for (const currency of CURRENCIES.filter((c) => filter.currency === undefined || c === filter.currency)) {
+        for (const name of CHAIN_NAMES.filter((c) => filter.chain === undefined || c === filter.chain)) {
           const chain = chains[name];
           const decimals = currencyDecimals(chain, currency);
           if (decimals === undefined) continue;
