@@ -5,6 +5,7 @@ import type { Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import type { Config } from '../internal/config.ts';
 import type { SecretBox } from '../internal/crypto.ts';
+import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
 import { claimDueDeliveries, nextDueAt } from './claim.ts';
 import { dispatchEvents } from './dispatch.ts';
@@ -41,7 +42,8 @@ const DEFAULT_POLL_INTERVAL_MS = 1_000;
 const DISPATCH_BATCH = 128;
 
 /** Pause after an unexpected error in the loop (database down), so a failure does not spin. */
-const ERROR_BACKOFF_MS = 1_000;
+/** Waits after a failed pass (the database down, mostly): 1 s doubling to 30 s, logged once per outage. */
+const ERROR_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
 
 /** The webhook delivery stage: outbox events in, signed HTTP POSTs out, every attempt logged. */
 export interface Delivery {
@@ -238,16 +240,27 @@ export function createDelivery(params: DeliveryParams): Delivery {
 
   async function run(): Promise<void> {
     const { signal } = controller;
+    const failures = createFailureBackoff({ logger, what: 'Delivery loop', ...ERROR_BACKOFF });
+    let listenFailing = false;
     while (!signal.aborted) {
       try {
-        if (!listener) await listen().catch((error) => logger.warn({ msg: 'Delivery listener could not connect', err: error }));
+        // Without the LISTEN connection the loop still polls: say so once, not on every pass.
+        if (!listener) {
+          await listen().then(
+            () => (listenFailing = false),
+            (error) => {
+              if (!listenFailing) logger.warn({ msg: 'Delivery listener could not connect; polling until it does', err: error });
+              listenFailing = true;
+            },
+          );
+        }
         woken = false;
         await fill();
+        failures.succeeded();
         if (saturated) await waitForWake(pollIntervalMs);
         else if (!backlog) await idle();
       } catch (error) {
-        logger.error({ msg: 'Delivery loop error', err: error });
-        await sleep(ERROR_BACKOFF_MS, signal);
+        await sleep(failures.failed(error), signal);
       }
     }
   }

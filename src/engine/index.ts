@@ -3,6 +3,7 @@ import type { Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import { CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts';
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
+import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
 import { matchTransfers } from './match.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
@@ -175,13 +176,17 @@ export function createEngine(params: {
     },
     async run(signal) {
       const interval = params.intervalMs ?? DEFAULT_INTERVAL_MS;
+      // The database down fails every pass: back off to a minute and log the outage once.
+      const failures = createFailureBackoff({ logger, what: 'Periodic reconcile', initialMs: interval, maxMs: Math.max(interval, 60_000) });
       while (!signal.aborted) {
+        let delay = interval;
         try {
           await reconcileAll();
+          failures.succeeded();
         } catch (error) {
-          logger.error({ msg: 'Periodic reconcile failed', err: error });
+          delay = failures.failed(error);
         }
-        await sleep(interval, signal);
+        await sleep(delay, signal);
       }
     },
   };

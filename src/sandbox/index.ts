@@ -2,6 +2,7 @@ import type { Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import type { ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
+import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
 import { activeSandboxChains, expireUnderpaidSandboxSessions, simulatedHead, storeSimulatedHead } from './simulatedChain.ts';
 import { simulatePayment, type Reconcile, type SandboxOutcome, type SimulatedPayment } from './simulatePayment.ts';
@@ -51,27 +52,14 @@ export function createSandbox(params: {
       return active;
     },
     async run(signal) {
-      const backoff = params.backoff ?? TICK_BACKOFF;
-      let failures = 0;
-      let failingSince = 0;
-      let delay = params.blockMs;
+      const failures = createFailureBackoff({ logger, what: 'Sandbox tick', ...(params.backoff ?? TICK_BACKOFF) });
       while (!signal.aborted) {
+        let delay = params.blockMs;
         try {
           await sandbox.tick();
-          if (failures > 0) {
-            logger.info({ msg: 'Sandbox tick recovered', failed_ticks: failures, outage_ms: Date.now() - failingSince });
-            failures = 0;
-          }
-          delay = params.blockMs;
+          failures.succeeded();
         } catch (error) {
-          // One line per outage (the database being down would otherwise log every block), then
-          // one on recovery with the count; meanwhile the loop backs off.
-          if (failures === 0) {
-            failingSince = Date.now();
-            logger.error({ msg: 'Sandbox tick failed; retrying with backoff, logging again on recovery', err: error, retry_in_ms: backoff.initialMs });
-          }
-          failures++;
-          delay = failures === 1 ? backoff.initialMs : Math.min(backoff.maxMs, delay * 2);
+          delay = failures.failed(error);
         }
         await sleep(delay, signal);
       }

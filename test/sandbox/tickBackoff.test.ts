@@ -21,7 +21,7 @@ test('while the database is down the sandbox tick backs off and logs the outage 
   cleanup.push(() => proxy.close());
   const store = createStore({ connectionString: proxy.connectionString, max: 2 });
   cleanup.push(() => store.close());
-  const lines: { level: string; msg: string; failed_ticks?: number }[] = [];
+  const lines: { level: string; msg: string; failed_attempts?: number }[] = [];
   const destination = new Writable({
     write(chunk, _encoding, done) {
       for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
@@ -53,7 +53,7 @@ test('while the database is down the sandbox tick backs off and logs the outage 
   await expect.poll(() => sandboxLines().length, { timeout: 3_000 }).toBe(2);
   const recovered = sandboxLines()[1]!;
   expect(recovered).toMatchObject({ level: 'info', msg: 'Sandbox tick recovered' });
-  expect(recovered.failed_ticks).toBeGreaterThanOrEqual(5);
+  expect(recovered.failed_attempts).toBeGreaterThanOrEqual(5);
   await sleep(200);
   expect(sandboxLines()).toHaveLength(2);
 });
