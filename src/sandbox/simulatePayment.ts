@@ -130,7 +130,10 @@ export async function simulatePayment(params: {
     // test, and far from numeric(78,0)'s limit.
     if (amount > session.amount_due * 10n) throw badRequest(`amount may be at most ten times the session's due amount in the sandbox`);
   }
-  if (outcome !== 'expired' && amount <= 0n) throw badRequest('the simulated payment amount must be positive (the session has nothing left to pay)');
+  if (outcome !== 'expired' && amount <= 0n) {
+    // Either the caller's own amount is zero, or the outcome's default (what is left) is.
+    throw badRequest(params.amount !== undefined ? 'amount must be greater than zero' : `the simulated payment amount must be positive: session ${session.id} has nothing left to pay`);
+  }
 
   if (outcome === 'expired' || outcome === 'late') {
     await store.transaction(async (sql) => {

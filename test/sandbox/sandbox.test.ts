@@ -95,4 +95,11 @@ describe('sandbox payments run through the real engine', () => {
     await untilEvents(sandbox, session.id, ['confirming', 'confirmed', 'settled']);
     await expect(sandbox.pay({ merchantId, sessionId: session.id, outcome: 'exact' })).rejects.toThrow('is settled and takes no more simulated payments');
   });
+
+  test('a zero amount is refused as such, not as "nothing left to pay"', async () => {
+    const { sandbox } = setup();
+    const { merchantId, session } = await sandboxSession('polygon');
+    await expect(sandbox.pay({ merchantId, sessionId: session.id, outcome: 'underpaid', amount: '0' })).rejects.toThrow(/^amount must be greater than zero$/);
+    await expect(sandbox.pay({ merchantId, sessionId: session.id, outcome: 'exact', amount: '0.000000' })).rejects.toThrow(/^amount must be greater than zero$/);
+  });
 });
