@@ -1,5 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
-import { HttpError } from '../internal/errors.ts';
+import { badRequest, HttpError } from '../internal/errors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerValidation } from './validation.ts';
@@ -38,8 +38,22 @@ function registerEmptyJsonBody(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if ((body as string).trim() === '') return done(null, undefined);
-    parseJson(request, body as string, done);
+    parseJson(request, body as string, (error, value) => {
+      // fastify's poisoning check refuses valid JSON with the same "not valid JSON" error: when
+      // the text does parse, say which keys are refused instead.
+      if (error && isJson(body as string)) return done(badRequest('the request body may not use the keys "__proto__" or "constructor.prototype"'), undefined);
+      done(error, value);
+    });
   });
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Route modules, each registering its routes relative to the API prefix. */

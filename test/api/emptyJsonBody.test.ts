@@ -48,4 +48,8 @@ test.each(['/api/v1', '/v1'])('under %s a route that needs a body still says so,
   expect(notJson.json().error).toMatch(/JSON/);
   const poisoned = await send('POST', `${prefix}/payments`, '{"__proto__":{"x":1}}');
   expect(poisoned.statusCode).toBe(400);
+  // Valid JSON refused for a key: the message names the key rather than calling the JSON invalid.
+  expect(poisoned.json()).toEqual({ error: 'the request body may not use the keys "__proto__" or "constructor.prototype"' });
+  const nested = await send('POST', `${prefix}/payments`, '{"amount":"1","metadata":{"constructor":{"prototype":{"x":1}}}}');
+  expect(nested.json()).toEqual({ error: 'the request body may not use the keys "__proto__" or "constructor.prototype"' });
 });
