@@ -79,28 +79,13 @@ export function toSessionRow(raw: Record<string, unknown>): SessionRow {
 }
 
 /** What a merchant asks for; text exactly as it came over the wire (validated here). */
-export interface CreateSessionParams {
-  merchantId: string;
-  livemode: boolean;
-  amount: string;
-  currency: Currency;
-  chain: ChainName;
-  merchantWallet?: string | undefined;
+export interface CreateSessionParams extends SessionTerms {
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
   successUrl?: string | undefined;
-  /** Seconds; default {@link EXPIRES_IN}.default. */
-  expiresIn?: number | undefined;
   paymentLinkId?: string | undefined;
   /** From config.monitorWindowSeconds. */
   monitorWindowSeconds: number;
-  /**
-   * The chains a live ingester watches (`liveChains(config)`): a live session on any other chain
-   * is refused (409), since its payment would never be seen. The API always passes it; leaving it
-   * out skips the check (engine tests that make rows without a daemon).
-   */
-  liveChains?: readonly ChainName[] | undefined;
-  chains?: Record<ChainName, ChainConfig>;
 }
 
 /** The decimals of `currency` on `chain`, or a 400 when the pair is not offered. */
@@ -264,8 +249,13 @@ export interface SessionTerms {
   currency: Currency;
   chain: ChainName;
   merchantWallet?: string | undefined;
+  /** Seconds; default {@link EXPIRES_IN}.default. */
   expiresIn?: number | undefined;
-  /** See {@link CreateSessionParams.liveChains}. */
+  /**
+   * The chains a live ingester watches (`liveChains(config)`): a live session on any other chain
+   * is refused (409), since its payment would never be seen. The API always passes it; leaving it
+   * out skips the check (engine tests that make rows without a daemon).
+   */
   liveChains?: readonly ChainName[] | undefined;
   chains?: Record<ChainName, ChainConfig> | undefined;
 }
