@@ -97,12 +97,15 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
       ? async (text, values) => {
           const client = await connect();
           let broken: Error | undefined;
+          const onError = (error: Error) => (broken = error);
+          client.on('error', onError);
           try {
             return await queryWithin(client, text, values, limits.queryMs);
           } catch (error) {
             if (error instanceof DatabaseTimeoutError) broken = error;
             throw error;
           } finally {
+            client.off('error', onError);
             client.release(broken);
           }
         }
@@ -112,6 +115,11 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
         const client = await connect();
         const sql = onClient(client);
         let broken: Error | undefined;
+        // pg-pool listens for errors only on idle clients: a connection lost between two
+        // statements of this transaction would otherwise be an uncaught exception (a crash). The
+        // next statement fails instead, and the broken connection is discarded on release.
+        const onError = (error: Error) => (broken = error);
+        client.on('error', onError);
         try {
           await sql.query(`BEGIN ISOLATION LEVEL ${(options.isolation ?? 'read committed').toUpperCase()}`);
           const result = await work(sql);
@@ -126,6 +134,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
           if (code && RETRYABLE_SQLSTATES.has(code) && attempt < 5) continue;
           throw error;
         } finally {
+          client.off('error', onError);
           client.release(broken);
         }
       }
