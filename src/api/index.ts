@@ -137,6 +137,13 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     if (status && status >= 400 && status < 500) {
       return reply.status(status).send({ error: (error as Error).message });
     }
+    if ((error as { code?: string }).code === 'SVC_COMMIT_UNKNOWN') {
+      // Not a 503: a retry without an Idempotency-Key could apply the change a second time.
+      request.log.error({ msg: 'Commit outcome unknown', err: error, method: request.method, url: request.url });
+      return reply.status(500).send({
+        error: 'the database did not confirm this change in time: it may have been applied. Retry with the same Idempotency-Key (which returns the first answer if it was), or read the resource before retrying',
+      });
+    }
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ msg: 'Database unavailable', err: error, method: request.method, url: request.url });
       return reply.status(503).header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).send({ error: 'the service is temporarily unavailable (database unreachable); retry later' });

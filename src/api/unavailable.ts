@@ -1,9 +1,10 @@
 /**
  * SQLSTATE classes and socket errors that mean "the database cannot be reached right now", and
  * `SVC_DB_TIMEOUT`: a bounded wait of the store ran out (a frozen or partitioned database never
- * refuses anything, it just never answers). 57014 is a statement cancelled by `statement_timeout`.
+ * refuses anything, it just never answers). 57014 is a statement cancelled by `statement_timeout`,
+ * 55P03 a lock wait ended by `lock_timeout` (both set just under the HTTP layer's own limit).
  */
-const UNAVAILABLE_CODES = new Set(['SVC_DB_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '57014', '53300']);
+const UNAVAILABLE_CODES = new Set(['SVC_DB_TIMEOUT', '55P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '57014', '53300']);
 
 /**
  * True for errors that say the database is down, refusing connections or not answering in time

@@ -55,6 +55,16 @@ export class DatabaseTimeoutError extends RetryableError {
   readonly code = 'SVC_DB_TIMEOUT';
 }
 
+/**
+ * The COMMIT of a bounded transaction got no answer in time and whether it took effect could not
+ * be learned: the change may or may not be in the database. Not retryable as such (a retry
+ * without an Idempotency-Key could apply it twice): the HTTP layer says so instead of a 503.
+ */
+export class CommitOutcomeUnknownError extends Error {
+  override name = 'CommitOutcomeUnknownError';
+  readonly code = 'SVC_COMMIT_UNKNOWN';
+}
+
 /** SQLSTATEs that mean "the same transaction may succeed if run again". */
 const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
 
@@ -111,6 +121,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
         }
       : (text, values) => pool.query(text, values as unknown[]),
     async transaction(work, options = {}) {
+      const begin = `BEGIN ISOLATION LEVEL ${(options.isolation ?? 'read committed').toUpperCase()}`;
       for (let attempt = 1; ; attempt++) {
         const client = await connect();
         const sql = onClient(client);
@@ -121,14 +132,33 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
         const onError = (error: Error) => (broken = error);
         client.on('error', onError);
         try {
-          await sql.query(`BEGIN ISOLATION LEVEL ${(options.isolation ?? 'read committed').toUpperCase()}`);
+          // Bounded work also asks the server to give up a little before the client does, so a
+          // statement stuck on a lock is cancelled there (its locks freed, the connection reusable)
+          // instead of running on after the request was answered.
+          await sql.query(limits ? `${begin}; ${serverLimits(limits.queryMs)}` : begin);
           const result = await work(sql);
-          await sql.query('COMMIT');
+          if (!limits) {
+            await sql.query('COMMIT');
+            return result;
+          }
+          // Which transaction this is, if it wrote anything: should COMMIT go unanswered, its
+          // fate can be asked on another connection (a write-free transaction has nothing to lose).
+          const { rows } = await sql.query<{ xid: string | null }>('SELECT txid_current_if_assigned()::text AS xid');
+          try {
+            await sql.query('COMMIT');
+          } catch (error) {
+            if (!(error instanceof DatabaseTimeoutError) || rows[0]?.xid == null) throw error;
+            broken = error;
+            const outcome = await commitOutcome(pool, limits, rows[0].xid);
+            if (outcome === 'committed') return result;
+            if (outcome === 'aborted') throw error; // nothing applied: a plain, retryable timeout
+            throw new CommitOutcomeUnknownError('the database did not confirm the commit in time; the change may have been applied', { cause: error });
+          }
           return result;
         } catch (error) {
           // A statement that timed out is still running on that connection: ROLLBACK would wait
           // behind it. The connection is discarded instead; Postgres rolls back when it closes.
-          if (error instanceof DatabaseTimeoutError) broken = error;
+          if (error instanceof DatabaseTimeoutError || error instanceof CommitOutcomeUnknownError) broken ??= error;
           else await sql.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
           const code = (error as { code?: string }).code;
           if (code && RETRYABLE_SQLSTATES.has(code) && attempt < 5) continue;
@@ -142,6 +172,37 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
     bounded: (next) => storeOn(pool, next, async () => {}),
     close,
   };
+}
+
+/** `SET LOCAL` limits that make the server cancel a statement or lock wait just before the client's timer fires. */
+function serverLimits(queryMs: number): string {
+  const ms = Math.max(100, queryMs - Math.min(500, Math.floor(queryMs / 10)));
+  return `SET LOCAL statement_timeout = ${ms}; SET LOCAL lock_timeout = ${ms}`;
+}
+
+/**
+ * Whether the transaction `xid`, whose COMMIT went unanswered, committed: asked on another
+ * connection, a few times within about two statement limits (the COMMIT may still be in flight).
+ * `aborted` and `unknown` both mean "not known to be committed".
+ */
+async function commitOutcome(pool: pg.Pool, limits: DatabaseLimits, xid: string): Promise<'committed' | 'aborted' | 'unknown'> {
+  const deadline = Date.now() + 2 * limits.queryMs;
+  while (Date.now() < deadline) {
+    let client: pg.PoolClient | undefined;
+    let broken: Error | undefined;
+    try {
+      client = await connectWithin(pool, Math.min(limits.connectMs, Math.max(1, deadline - Date.now())));
+      const { rows } = await queryWithin<{ status: string | null }>(client, 'SELECT txid_status($1::bigint) AS status', [xid], limits.queryMs);
+      if (rows[0]?.status === 'committed') return 'committed';
+      if (rows[0]?.status === 'aborted') return 'aborted';
+    } catch (error) {
+      broken = error as Error;
+    } finally {
+      client?.release(broken);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return 'unknown';
 }
 
 /** `pool.connect()`, given up after `ms`; a connection that arrives later goes back to the pool. */
