@@ -1,7 +1,7 @@
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { formatAmount } from '../internal/money.ts';
-import { instructionChainId, sessionPaymentUri } from './uris.ts';
+import { instructionChainId, sandboxToken, sessionPaymentUri } from './uris.ts';
 import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutView } from './view.ts';
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
 
@@ -75,7 +75,8 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     const config = chain.tokens.find((token) => token.address === address);
     return {
       symbol: config?.symbol ?? session.currency,
-      address,
+      // Sandbox: the fake token its URI names too, never the real contract or mint.
+      address: session.livemode ? address : sandboxToken(chain, address),
       decimals: config?.decimals ?? session.decimals,
       standard: chain.kind === 'solana' ? 'spl' : 'erc20',
       tokenProgram: config?.tokenProgram ?? null,

@@ -69,9 +69,19 @@ export function sandboxSolanaMint(mint: string): string {
 }
 
 /**
+ * The token a sandbox session's instructions name, in place of the real one: a fake mint on
+ * solana (see {@link sandboxSolanaMint}), a fake contract on EVM chains (no code anywhere, so even
+ * a transfer sent on mainnet moves nothing). An agent or tester building the transfer from the
+ * JSON fields, not the URI, is as safe as one scanning the QR code.
+ */
+export function sandboxToken(chain: { name: ChainName; kind: 'evm' | 'solana' }, token: string): string {
+  return chain.kind === 'solana' ? sandboxSolanaMint(token) : fakeAddress(chain.name, `token:${token.toLowerCase()}`);
+}
+
+/**
  * The wallet URI of one token of a session: EIP-681 on EVM chains, Solana Pay on solana, each
- * made unpayable with real money when the session is a sandbox one (test-network chain id; fake
- * mint).
+ * made unpayable with real money when the session is a sandbox one (test-network chain id and a
+ * fake contract; a fake mint).
  */
 export function sessionPaymentUri(params: {
   chain: { name: ChainName; kind: 'evm' | 'solana'; chainId: number | string };
@@ -88,12 +98,12 @@ export function sessionPaymentUri(params: {
   if (params.chain.kind === 'solana') {
     return solanaPayUri({
       recipient: params.recipient,
-      mint: params.livemode ? params.token : sandboxSolanaMint(params.token),
+      mint: params.livemode ? params.token : sandboxToken(params.chain, params.token),
       amount: params.amount,
       reference: params.reference,
       label: params.label,
       message: params.message,
     });
   }
-  return eip681Uri({ token: params.token, chainId: instructionChainId(params.chain, params.livemode) as number, recipient: params.recipient, baseUnits: params.baseUnits });
+  return eip681Uri({ token: params.livemode ? params.token : sandboxToken(params.chain, params.token), chainId: instructionChainId(params.chain, params.livemode) as number, recipient: params.recipient, baseUnits: params.baseUnits });
 }

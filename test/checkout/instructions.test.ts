@@ -10,7 +10,7 @@ import { createOpenApiChecker, type OpenApiChecker } from '../api/openapiCheck.t
 import { loadChains } from '../../src/internal/chains.ts';
 import { makeSession, setSessionState } from './helpers.ts';
 import { prefersJson } from '../../src/checkout/index.ts';
-import { sandboxSolanaMint } from '../../src/checkout/uris.ts';
+import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 
 const db = useTestDatabase('checkout_json');
@@ -18,9 +18,12 @@ let app: FastifyInstance;
 let checker: OpenApiChecker;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
 const chains = loadChains();
-const POLYGON_USDC = chains.polygon.tokens.find((t) => t.symbol === 'USDC')!.address;
-const SOLANA_USDC = chains.solana.tokens.find((t) => t.symbol === 'USDC')!.address;
-const BSC_USDT = chains.bsc.tokens.find((t) => t.symbol === 'USDT')!.address;
+// These sessions are sandbox ones: their instructions name fake tokens (sandboxToken), never the
+// real contract or mint, so nothing built from them can move real money (sandboxUris.test.ts).
+const POLYGON_USDC = sandboxToken(chains.polygon, chains.polygon.tokens.find((t) => t.symbol === 'USDC')!.address);
+const SOLANA_USDC_REAL = chains.solana.tokens.find((t) => t.symbol === 'USDC')!.address;
+const SOLANA_USDC = sandboxSolanaMint(SOLANA_USDC_REAL);
+const BSC_USDT = sandboxToken(chains.bsc, chains.bsc.tokens.find((t) => t.symbol === 'USDT')!.address);
 
 beforeAll(async () => {
   app = buildApi(db.store);
@@ -119,7 +122,7 @@ describe('payment instructions (Accept: application/json)', () => {
     expect(body).toMatchObject({ chainKind: 'solana', chainId: 'devnet', recipient: sandboxPayTo('solana'), reference: session.reference, token: { address: SOLANA_USDC, standard: 'spl' } });
     expect(body.token.tokenProgram).toBe('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
     expect(body.paymentUri).toBe(
-      `solana:${sandboxPayTo('solana')}?amount=7.05&spl-token=${sandboxSolanaMint(SOLANA_USDC)}&reference=${session.reference}&label=Corner%20%3CShop%3E%20%26%20Co&message=Payment%20${session.id}`,
+      `solana:${sandboxPayTo('solana')}?amount=7.05&spl-token=${SOLANA_USDC}&reference=${session.reference}&label=Corner%20%3CShop%3E%20%26%20Co&message=Payment%20${session.id}`,
     );
   });
 

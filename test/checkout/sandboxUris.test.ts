@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 import { loadChains } from '../../src/internal/chains.ts';
-import { sandboxSolanaMint } from '../../src/checkout/uris.ts';
+import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
 import { buildApi, createClient, newMerchant, SOLANA_WALLET } from '../api/harness.ts';
 import { createOpenApiChecker } from '../api/openapiCheck.ts';
 
@@ -38,7 +38,11 @@ describe('sandbox payment instructions cannot move real money', () => {
       const created = await call('POST', '/api/v1/payments', { key: m.test, body: body({ chain, amount: '3' }) });
       const sandbox = await instructions(created.body.id);
       expect(sandbox.chainId, chain).toBe(testnet);
-      expect(sandbox.paymentUri).toMatch(new RegExp(`^ethereum:0x[0-9a-fA-F]{40}@${testnet}/transfer\\?address=${sandboxWallet(chain as 'base', m.id)}&uint256=\\d+$`));
+      // The token is a fake contract (no code on any network), in the URI and the JSON alike.
+      const fakeToken = sandboxToken(chains[chain as 'base'], chains[chain as 'base'].tokens.find((t) => t.symbol === 'USDC')!.address);
+      expect(fakeToken).toMatch(/^0x5a4db0c5/i);
+      expect(sandbox.token.address).toBe(fakeToken);
+      expect(sandbox.paymentUri).toBe(`ethereum:${fakeToken}@${testnet}/transfer?address=${sandboxWallet(chain as 'base', m.id)}&uint256=${sandbox.amountDueBaseUnits}`);
       const qr = await everyChain.inject({ method: 'GET', url: `/checkout/${created.body.id}/qr.svg` });
       expect(qr.body).toContain(`@${testnet}/transfer`);
     }
@@ -46,6 +50,7 @@ describe('sandbox payment instructions cannot move real money', () => {
     const live = await instructions((await call('POST', '/api/v1/payments', { key: m.live, body: body({ chain: 'polygon', merchantWallet: wallet }) })).body.id);
     expect(live.chainId).toBe(137);
     expect(live.paymentUri).toBe(`ethereum:${POLYGON_USDC}@137/transfer?address=${wallet}&uint256=25000000`);
+    expect(live.token.address).toBe(POLYGON_USDC);
   });
 
   test('sandbox Solana Pay links name a mint that exists nowhere, so no wallet can pay them; live ones the real mint', async () => {
@@ -61,7 +66,9 @@ describe('sandbox payment instructions cannot move real money', () => {
     expect(uri.searchParams.get('spl-token')).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
     expect(chains.solana.tokens.map((t) => t.address)).not.toContain(uri.searchParams.get('spl-token'));
     expect(uri.searchParams.get('spl-token')).toBe(sandboxSolanaMint(SOLANA_USDC));
-    expect(sandbox.token.address).toBe(SOLANA_USDC);
+    // The JSON names the same fake mint: a transfer built from the fields cannot move real USDC either.
+    expect(sandbox.token.address).toBe(sandboxSolanaMint(SOLANA_USDC));
+    expect(sandbox.acceptedTokens.map((t: { address: string }) => t.address)).toEqual([sandboxSolanaMint(SOLANA_USDC)]);
     const live = await instructions(m.live);
     expect(live.chainId).toBe('mainnet-beta');
     expect(new URL(live.paymentUri).searchParams.get('spl-token')).toBe(SOLANA_USDC);
