@@ -2,9 +2,11 @@ import type { Logger } from './logger.ts';
 
 /**
  * How a background loop (sandbox tick, webhook delivery, the engine's periodic pass) lives through
- * a failing dependency, the database mostly: waits that double from `initialMs` up to `maxMs`, one
- * error line when the failures start and one info line with their count when they end, instead
- * of a line per attempt (a 250 ms loop would log four errors a second for the whole outage).
+ * a failing dependency, the database mostly: waits that double from `initialMs` up to `maxMs`, an
+ * error line when the failures start, again when the error changes (a second problem must not
+ * hide behind the first) and at least every `remindMs` while they last, and one info line with
+ * their count when they end; not a line per attempt (a 250 ms loop would log four errors a
+ * second for the whole outage).
  */
 export interface FailureBackoff {
   /** Records a failed attempt; returns how long to wait before the next one. */
@@ -13,16 +15,34 @@ export interface FailureBackoff {
   succeeded(): void;
 }
 
-export function createFailureBackoff(params: { logger: Logger; what: string; initialMs: number; maxMs: number }): FailureBackoff {
+/** A failure that lasts is logged again this often (with the count so far), so it cannot go quiet. */
+const REMIND_MS = 5 * 60_000;
+
+const kindOf = (error: unknown) => {
+  const { name, code, message } = (error ?? {}) as { name?: string; code?: string; message?: string };
+  return `${name ?? ''}|${code ?? ''}|${message ?? String(error)}`;
+};
+
+export function createFailureBackoff(params: { logger: Logger; what: string; initialMs: number; maxMs: number; remindMs?: number }): FailureBackoff {
+  const remindMs = params.remindMs ?? REMIND_MS;
   let failures = 0;
   let since = 0;
   let delay = params.initialMs;
+  let lastKind = '';
+  let loggedAt = 0;
   return {
     failed(error) {
+      const now = Date.now();
+      const kind = kindOf(error);
       if (failures === 0) {
-        since = Date.now();
+        since = now;
         params.logger.error({ msg: `${params.what} failed; retrying with backoff, logging again on recovery`, err: error, retry_in_ms: params.initialMs });
+        loggedAt = now;
+      } else if (kind !== lastKind || now - loggedAt >= remindMs) {
+        params.logger.error({ msg: `${params.what} still failing`, err: error, failed_attempts: failures, failing_for_ms: now - since, changed: kind !== lastKind });
+        loggedAt = now;
       }
+      lastKind = kind;
       failures += 1;
       delay = failures === 1 ? params.initialMs : Math.min(params.maxMs, delay * 2);
       return delay;
@@ -31,6 +51,7 @@ export function createFailureBackoff(params: { logger: Logger; what: string; ini
       if (failures === 0) return;
       params.logger.info({ msg: `${params.what} recovered`, failed_attempts: failures, outage_ms: Date.now() - since });
       failures = 0;
+      lastKind = '';
     },
   };
 }

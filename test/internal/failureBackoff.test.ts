@@ -36,6 +36,19 @@ describe('createFailureBackoff', () => {
     // A new outage starts again from the first wait.
     expect(backoff.failed(new Error('down again'))).toBe(100);
   });
+
+  test('a different error during the failures is logged, and a lasting failure is logged again now and then', async () => {
+    const { lines, logger } = capture();
+    const backoff = createFailureBackoff({ logger, what: 'Thing', initialMs: 10, maxMs: 10, remindMs: 50 });
+    backoff.failed(new Error('database down'));
+    backoff.failed(new Error('database down'));
+    backoff.failed(new TypeError('a bug in a row')); // another problem: said at once
+    backoff.failed(new TypeError('a bug in a row'));
+    await sleep(60);
+    backoff.failed(new TypeError('a bug in a row')); // still failing after remindMs: said again
+    await sleep(20);
+    expect(lines.map((line) => line.msg)).toEqual(['Thing failed; retrying with backoff, logging again on recovery', 'Thing still failing', 'Thing still failing']);
+  });
 });
 
 const db = useTestDatabase('failure_backoff_loops');
@@ -58,7 +71,10 @@ test('the webhook delivery loop, database down: one error line and one listener 
   proxy.down();
   await sleep(2_500);
   // The old loop logged an error (and a listener warning) every second of the outage.
-  expect(deliveryLines().filter((line) => line.level === 'error').map((line) => line.msg)).toEqual(['Delivery loop failed; retrying with backoff, logging again on recovery']);
+  // One line when it starts (plus one per change of error, e.g. refused then reset), not one a second.
+  const errors = deliveryLines().filter((line) => line.level === 'error');
+  expect(errors[0]?.msg).toBe('Delivery loop failed; retrying with backoff, logging again on recovery');
+  expect(errors.length).toBeLessThanOrEqual(2);
   expect(deliveryLines().filter((line) => /listener could not connect/.test(line.msg)).length).toBeLessThanOrEqual(1);
   proxy.up();
   await expect.poll(() => deliveryLines().some((line) => line.msg === 'Delivery loop recovered'), { timeout: 35_000 }).toBe(true);
