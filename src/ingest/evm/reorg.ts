@@ -124,13 +124,13 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       const { ancestor, beyondStored } = await findCommonAncestor(mismatchAt);
       // Judge the depth against the node's finality now, not the throttled reading.
       const finalized = await params.readFinalized();
+      // The pending rewind already covers an ancestor at or above its own: nothing new to report.
+      if (rewind && ancestor >= rewind.to) return ancestor;
       // Counted from the tip the reorg orphaned: while an earlier rewind is still pending the
       // checkpoint already stands at its ancestor, so its depth is added (two quick reorgs in a
       // row are one reorg of the chain as far as anything reported is concerned).
-      const pending = rewind && ancestor < rewind.to ? rewind : undefined;
+      const pending = rewind;
       const depth = pending ? BigInt(pending.depth) + (pending.to - ancestor) : processed - ancestor;
-      metrics.reorgs.inc(labels);
-      metrics.reorgDepth.observe(labels, Number(depth));
       const belowFinality = beyondStored || ancestor < finalized;
       const fields = { reorg_depth: Number(depth), common_ancestor_block: ancestor.toString(), processed_block: processed.toString(), finalized_block: finalized.toString() };
       let beyondRule: Rewind['beyondRule'] = null;
@@ -143,19 +143,22 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       } else {
         log.warn({ msg: 'Reconciled reorg', ...fields });
       }
-      if (beyondRule) metrics.deepReorgs.inc({ ...labels, rule: beyondRule });
+      // The incident alert counts once per reorg, and again only if a second walk makes it worse.
+      const severity = (rule: Rewind['beyondRule'] | undefined) => (rule === 'finalized' ? 2 : rule === 'confirmed' ? 1 : 0);
+      if (beyondRule && severity(beyondRule) > severity(pending?.beyondRule)) metrics.deepReorgs.inc({ ...labels, rule: beyondRule });
       // The orphaned blocks are gone from the chain now; the DB forgets them in the rewind commit.
       dropAbove(ancestor);
       // A second reorg before the rewind commits: one rewind down to the lower ancestor covers
       // both; a higher ancestor is already covered by the pending one.
-      if (!rewind || ancestor < rewind.to) {
-        rewind = { to: ancestor, depth: Number(depth), beyondRule: beyondRule ?? rewind?.beyondRule ?? null };
-      }
+      rewind = { to: ancestor, depth: Number(depth), beyondRule: severity(beyondRule) >= severity(pending?.beyondRule) ? beyondRule : (pending?.beyondRule ?? null) };
       return ancestor;
     },
 
     committed(commit) {
       if (commit.rewind) {
+        // Counted when applied: two quick reorgs merged into one rewind are one reorg of one depth.
+        metrics.reorgs.inc(labels);
+        metrics.reorgDepth.observe(labels, commit.rewind.depth);
         dropAbove(commit.rewind.to);
         rewind = undefined;
       }

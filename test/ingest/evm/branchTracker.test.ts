@@ -21,16 +21,17 @@ const header = (number: bigint, branch: string): BlockHeader => ({
 function setup(stored: bigint[]) {
   /** The node's chain: block number -> branch letter; blocks not listed are on branch "a". */
   const node = new Map<bigint, string>();
+  const metrics = createIngestMetrics(createMetricsRegistry({ defaultMetrics: false }));
   const tracker = createBranchTracker({
     getHeader: async (number) => header(number, node.get(number) ?? 'a'),
     readFinalized: async () => 0n,
     confirmedDepth: 10n,
-    metrics: createIngestMetrics(createMetricsRegistry({ defaultMetrics: false })),
+    metrics,
     labels: { chain: 'polygon' },
     logger: pino({ level: 'silent' }),
   });
   tracker.load(new Map(stored.map((number) => [number, header(number, 'a').hash])));
-  return { node, tracker };
+  return { node, tracker, metrics };
 }
 
 describe('branch tracker', () => {
@@ -55,7 +56,7 @@ describe('branch tracker', () => {
 
   test('a reorg deeper than the confirmation depth is judged on the combined depth', async () => {
     const stored = Array.from({ length: 20 }, (_, i) => BigInt(i + 1));
-    const { node, tracker } = setup(stored);
+    const { node, tracker, metrics } = setup(stored);
     for (let n = 14n; n <= 20n; n++) node.set(n, 'b');
     const first = await tracker.reconcile(20n, 20n);
     expect(tracker.pendingRewind).toEqual({ to: 13n, depth: 7, beyondRule: null });
@@ -63,5 +64,13 @@ describe('branch tracker', () => {
     expect(await tracker.reconcile(first, first)).toBe(8n);
     // Each walk alone (7, then 5) is within the rule; the chain moved 12 blocks under the tip.
     expect(tracker.pendingRewind).toEqual({ to: 8n, depth: 12, beyondRule: 'confirmed' });
+    // Reported as one reorg: one alert, and one reorg of depth 12 once the rewind is applied.
+    const count = async (name: string) => (await metrics[name as 'reorgs'].get()).values.reduce((sum, value) => sum + value.value, 0);
+    expect(await count('deepReorgs')).toBe(1);
+    expect(await count('reorgs')).toBe(0);
+    tracker.committed({ rewind: tracker.pendingRewind, headers: [], finalized: null });
+    expect(await count('reorgs')).toBe(1);
+    const depth = (await metrics.reorgDepth.get()).values.find((value) => value.metricName === 'svc_ingest_reorg_depth_blocks_sum');
+    expect(depth?.value).toBe(12);
   });
 });
