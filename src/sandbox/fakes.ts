@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { getAddress } from 'viem';
 import { getBase58Decoder } from '@solana/kit';
 import type { ChainName } from '../internal/config.ts';
+import { SANDBOX_EVM_PREFIX } from '../internal/addresses.ts';
 
 /**
  * Sandbox identifiers look like the real thing (same length and alphabet, so merchants' parsers
@@ -9,7 +10,7 @@ import type { ChainName } from '../internal/config.ts';
  * `0x5a4db0c5` ("SANDBOX" in hex-speak); solana values are random base58 of the right length.
  * Every sandbox response and event also says `livemode: false`.
  */
-const EVM_MARK = '5a4db0c5';
+const EVM_MARK = SANDBOX_EVM_PREFIX.slice(2);
 
 /** A fake transaction hash (EVM) or signature (solana). */
 export function fakeTxHash(chain: ChainName): string {

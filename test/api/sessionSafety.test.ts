@@ -113,6 +113,8 @@ describe('receiving wallets that would burn the payment are refused', () => {
     ['polygon', '0x000000000000000000000000000000000000dEaD', 'is the 0x…dEaD burn address'],
     ['polygon', POLYGON_USDC.toLowerCase(), 'is the USDC token contract itself'],
     ['polygon', POLYGON_USDC_E, 'is the USDC.e token contract itself'],
+    // A sandbox address pasted from a test response (every fake EVM value starts 0x5a4db0c5).
+    ['base', '0x5a4dB0C5bE9F7032d0eF3f59C894b956386265CA', 'is a sandbox address (0x5a4db0c5…, from a test response), which nobody controls'],
     ['solana', '11111111111111111111111111111111', 'is the System Program, not a wallet'],
     ['solana', SOLANA_USDC, 'is the USDC mint itself, not a wallet'],
     ['solana', 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'is the SPL Token program, not a wallet'],
