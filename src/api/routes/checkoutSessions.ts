@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
-import { authOf } from '../auth.ts';
 import { createSessionHandler } from '../createSessionHandler.ts';
-import { createSession, getSession } from '../../engine/sessions.ts';
-import { notFound } from '../../internal/errors.ts';
+import { readPaymentB } from './payments.ts';
 import { CreatePaymentBody, IdParam, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses } from '../schemas.ts';
 import { paymentViewB } from '../views.ts';
 
@@ -27,12 +25,7 @@ export function checkoutSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
         response: { 200: PaymentBSchema, ...errorResponses(...READ_ERRORS) },
       },
     },
-    async (request) => {
-      const auth = authOf(request);
-      const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
-      if (!row) throw notFound(`checkout session ${request.params.id} not found`);
-      return paymentViewB(row, deps.config.publicUrl);
-    },
+    readPaymentB(deps, 'checkout session'),
   );
   typed.post(
     '/checkout/sessions',

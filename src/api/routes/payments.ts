@@ -1,10 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { createSessionHandler } from '../createSessionHandler.ts';
-import { createSession, getSession, SESSION_COLUMNS, toSessionRow } from '../../engine/sessions.ts';
+import { getSession, SESSION_COLUMNS, toSessionRow } from '../../engine/sessions.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { ChainSchema, CreatePaymentBody, CurrencySchema, IdParam, ListSchema, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
 import { paymentViewB } from '../views.ts';
@@ -75,12 +75,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         response: { 200: PaymentBSchema, ...errorResponses(...READ_ERRORS) },
       },
     },
-    async (request) => {
-      const auth = authOf(request);
-      const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
-      if (!row) throw notFound(`payment ${request.params.id} not found`);
-      return paymentViewB(row, deps.config.publicUrl);
-    },
+    readPaymentB(deps, 'payment'),
   );
 
   typed.get(
@@ -121,4 +116,17 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
     },
   );
+}
+
+/**
+ * The handler of `GET …/{id}` answering a session in Interface B's shape (`/payments/{id}`,
+ * `/checkout/sessions/{id}`); `noun` names it in the 404.
+ */
+export function readPaymentB(deps: ApiDeps, noun: string) {
+  return async (request: FastifyRequest<{ Params: { id?: string } }>) => {
+    const auth = authOf(request);
+    const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
+    if (!row) throw notFound(`${noun} ${request.params.id} not found`);
+    return paymentViewB(row, deps.config.publicUrl);
+  };
 }
