@@ -151,7 +151,12 @@ function decide(
   pending: ReadonlyMap<string, bigint>,
 ): { sessionId: string; method: MatchMethod } | undefined {
   if (transfer.reference_keys.length > 0) {
-    const named = transfer.reference_keys.flatMap((key) => candidates.byReference.get(key) ?? []).sort(byAge)[0];
+    const sessions = [...new Map(transfer.reference_keys.flatMap((key) => candidates.byReference.get(key) ?? []).map((row) => [row.id, row])).values()];
+    // One credit naming two sessions (one transaction paying two invoices into one token
+    // account: the balance shows only the sum): which session gets what cannot be told, and
+    // guessing would overpay one and leave the other unpaid. It waits for the merchant.
+    if (sessions.length > 1) return undefined;
+    const named = sessions[0];
     if (named) {
       // The reference names one session: if the money went to another wallet, token or chain it
       // does not pay that session, and guessing another one would be wrong.

@@ -55,4 +55,19 @@ describe('solana: Solana Pay reference matching and finalized-only confirmation'
     expect(rows[0]!.session_id).toBeNull();
     expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created' });
   });
+
+  test('one credit whose references name two sessions (one transaction paying two invoices into one account) pays neither: it waits for the merchant', async () => {
+    const e = engine();
+    const merchantId = await newMerchant(db.store);
+    const wallet = solanaAddress();
+    const ten = await newSession(db.store, { merchantId, wallet, amount: '10', chain });
+    const twenty = await newSession(db.store, { merchantId, wallet, amount: '20', chain });
+    // The balance shows only the 30 that arrived; which part belongs to whom cannot be told.
+    const { id } = await insertTransfer(db.store, { chain, to: wallet, token: USDC_MINT, amount: ten.amount_due + twenty.amount_due, block: 1200n, referenceKeys: [ten.reference!, twenty.reference!], txHash: signature() });
+    const result = await e.reconcile({ chain, livemode: true });
+    expect(result).toMatchObject({ matched: 0, unmatched: 1 });
+    expect((await db.store.query('SELECT session_id FROM transfers WHERE id = $1', [id])).rows[0]!.session_id).toBeNull();
+    expect(await statusOf(db.store, ten.id)).toMatchObject({ status: 'created' });
+    expect(await statusOf(db.store, twenty.id)).toMatchObject({ status: 'created' });
+  });
 });
