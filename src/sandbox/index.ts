@@ -15,7 +15,11 @@ export interface Sandbox {
   run(signal: AbortSignal): Promise<void>;
   /** One step of `run`: store the heads of busy simulated chains and reconcile them. */
   tick(): Promise<ChainName[]>;
-  pay(params: { merchantId: string; sessionId: string; outcome: SandboxOutcome; amount?: string | undefined }): Promise<SimulatedPayment>;
+  /**
+   * Simulates one payment. `store` overrides the sandbox's own: the API passes its bounded one, so
+   * a frozen database answers the request with a 503 instead of holding it.
+   */
+  pay(params: { merchantId: string; sessionId: string; outcome: SandboxOutcome; amount?: string | undefined; store?: Store }): Promise<SimulatedPayment>;
 }
 
 /**
@@ -64,7 +68,7 @@ export function createSandbox(params: {
         await sleep(delay, signal);
       }
     },
-    pay: (request) => simulatePayment({ ...params, ...request }),
+    pay: ({ store, ...request }) => simulatePayment({ ...params, ...request, store: store ?? params.store }),
   };
   return sandbox;
 }
