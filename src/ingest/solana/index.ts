@@ -80,6 +80,8 @@ export function createSolanaIngester(params: {
   sweepIntervalMs?: number;
   discoverIntervalMs?: number;
   lockRetryMs?: number;
+  /** See ORPHAN_GRACE_MS in syncTokenAccount.ts. */
+  orphanGraceMs?: number;
 }): SolanaIngester {
   const log = params.logger.child({ stage: 'ingest', chain: 'solana' });
   const metrics = createIngestMetrics(params.metrics);
@@ -112,6 +114,8 @@ export function createSolanaIngester(params: {
   let wake: (() => void) | undefined;
   const knownOwners = new Set<string>();
   let lastDiscovery = 0;
+  /** Per token account: when each of its undecided signatures was first seen undecided. */
+  const undecided = new Map<string, Map<string, number>>();
   let lastSweep = 0;
   let lastFinalized = -1n;
   let state: ReturnType<SolanaIngester['status']> = { state: 'stopped' };
@@ -164,12 +168,30 @@ export function createSolanaIngester(params: {
     let failed = 0;
     let transfers = 0;
     let removed = 0;
+    /** Lowest slot of a stored signature not decided yet although finalized by slot: finalized_block stays below it. */
+    let undecidedSlot: bigint | null = null;
     const queue = [...selected];
     await Promise.all(
       Array.from({ length: Math.min(ACCOUNT_CONCURRENCY, queue.length) }, async () => {
         for (let account = queue.shift(); account && !controller.signal.aborted; account = queue.shift()) {
           try {
-            const result = await syncTokenAccount({ store: params.store, rpc, account, finalizedSlot, mints: mintSet, tokenPrograms, pageSize: tuning.signaturePageSize, signal: controller.signal, fence });
+            let undecidedSince = undecided.get(account.address);
+            if (!undecidedSince) undecided.set(account.address, (undecidedSince = new Map()));
+            const result = await syncTokenAccount({
+              store: params.store,
+              rpc,
+              account,
+              finalizedSlot,
+              mints: mintSet,
+              tokenPrograms,
+              pageSize: tuning.signaturePageSize,
+              signal: controller.signal,
+              fence,
+              undecidedSince,
+              ...(params.orphanGraceMs !== undefined ? { orphanGraceMs: params.orphanGraceMs } : {}),
+            });
+            if (undecidedSince.size === 0) undecided.delete(account.address);
+            if (result.undecidedSlot !== null && (undecidedSlot === null || result.undecidedSlot < undecidedSlot)) undecidedSlot = result.undecidedSlot;
             transfers += result.transfers;
             removed += result.removed;
             if (result.transfers > 0) await notify('transfers');
@@ -191,9 +213,10 @@ export function createSolanaIngester(params: {
     // finalized_block may only move once every signature waiting on it was checked (rule 4): a
     // transfer at or below it is final. processed_block: every account was swept up to the head.
     const complete = failed === 0;
+    const settledSlot = undecidedSlot !== null && undecidedSlot <= finalizedSlot ? undecidedSlot - 1n : finalizedSlot;
     await saveChainHead(params.store, {
       confirmedSlot,
-      finalizedSlot: complete ? finalizedSlot : null,
+      finalizedSlot: complete ? settledSlot : null,
       processedSlot: complete && fullSweep ? confirmedSlot : null,
     });
     if (complete && fullSweep) {
@@ -206,8 +229,8 @@ export function createSolanaIngester(params: {
       updateLag();
     }
     await notify('head');
-    if (complete && finalizedSlot > lastFinalized) {
-      lastFinalized = finalizedSlot;
+    if (complete && settledSlot > lastFinalized) {
+      lastFinalized = settledSlot;
       await notify('finalized');
     }
     if (failed > 0) throw new Error(`${failed} token account(s) failed to sync`);

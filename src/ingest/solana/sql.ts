@@ -124,6 +124,28 @@ export async function markRemoved(sql: Sql, tokenAccount: string, removed: Store
   return rowCount ?? 0;
 }
 
+/**
+ * Moves stored, not yet finalized signatures to the slot they are now listed at (re-included in
+ * another fork), with their transfers: the engine judges finality by `transfers.block_number`, so
+ * it must never be the slot of a block the cluster abandoned.
+ */
+export async function moveSlots(sql: Sql, tokenAccount: string, moved: { signature: string; accountIndex: number | null; slot: bigint; blockTime: Date | null }[]): Promise<void> {
+  if (moved.length === 0) return;
+  const rows = JSON.stringify(moved.map((row) => ({ signature: row.signature, account_index: row.accountIndex, slot: row.slot.toString(), block_time: row.blockTime?.toISOString() ?? null })));
+  await sql.query(
+    `UPDATE solana_signatures s SET slot = m.slot, block_time = COALESCE(m.block_time, s.block_time), updated_at = now()
+     FROM jsonb_to_recordset($2::jsonb) AS m (signature text, account_index integer, slot bigint, block_time timestamptz)
+     WHERE s.token_account = $1 AND s.signature = m.signature AND s.commitment = 'confirmed'`,
+    [tokenAccount, rows],
+  );
+  await sql.query(
+    `UPDATE transfers t SET block_number = m.slot, block_time = COALESCE(m.block_time, t.block_time)
+     FROM jsonb_to_recordset($1::jsonb) AS m (signature text, account_index integer, slot bigint, block_time timestamptz)
+     WHERE t.livemode AND t.chain = 'solana' AND t.tx_hash = m.signature AND t.log_index = m.account_index AND t.status <> 'removed'`,
+    [rows],
+  );
+}
+
 /** Moves a token account's cursor (in the transaction that stored what it covers). */
 export async function moveCursor(sql: Sql, tokenAccount: string, cursor: { signature: string; slot: bigint }): Promise<void> {
   await sql.query('UPDATE solana_token_accounts SET cursor_signature = $2, cursor_slot = $3, updated_at = now() WHERE address = $1', [tokenAccount, cursor.signature, cursor.slot]);

@@ -4,13 +4,14 @@ import type { Sql, Store } from '../../store/index.ts';
 import type { WatchedTokenAccount } from './accounts.ts';
 import { parseTokenCredits, type RpcTransaction } from './parse.ts';
 import type { SolanaRpcPool } from './rpc.ts';
-import { loadKnownSignatures, markFinalized, markRemoved, moveCursor, recordSignatures, type SignatureRecord } from './sql.ts';
+import { loadKnownSignatures, markFinalized, markRemoved, moveCursor, moveSlots, recordSignatures, type SignatureRecord, type StoredSignature } from './sql.ts';
 
 /** A signature as getSignaturesForAddress lists it. */
 interface ListedSignature {
   signature: string;
   slot: bigint;
   finalized: boolean;
+  blockTime: Date | null;
 }
 
 /** What one sync of one token account changed. */
@@ -19,6 +20,12 @@ export interface SyncResult {
   removed: number;
   /** Signatures still waiting for finalization. */
   pending: number;
+  /**
+   * The lowest slot of a stored signature whose fate is not decided yet although its slot is at
+   * or below `finalizedSlot` (the RPC answers disagree): the finalized slot given to the engine
+   * must stay below it until it is decided (rule 4).
+   */
+  undecidedSlot: bigint | null;
 }
 
 /**
@@ -29,15 +36,28 @@ export interface SyncResult {
 const BATCH = 50;
 /** getTransaction calls in flight per token account; public providers throttle beyond ~10/s per connection. */
 const FETCH_CONCURRENCY = 8;
+/** getSignatureStatuses takes at most 256 signatures per call. */
+const STATUS_BATCH = 256;
+/**
+ * How long a signature may stay listed as only `confirmed` at a slot the cluster finalized before
+ * it counts as on an unrooted fork. Behind a load balancer or a failover the node that answers
+ * getSlot(finalized) and the one that lists can be a few slots (a few seconds) apart, so one such
+ * answer alone proves nothing.
+ */
+export const ORPHAN_GRACE_MS = 8_000;
 
 /**
  * Brings one token account up to date:
  * 1. lists every signature newer than the cursor at `confirmed` commitment (paged with
  *    `before`, bounded by `until` = cursor and by the account's floor slot);
  * 2. fetches each new one with getTransaction (`maxSupportedTransactionVersion: 0`) and stores it,
- *    oldest first, in batches; its credit (post minus pre balance) becomes a transfer;
- * 3. marks stored signatures finalized once listed as such, and removed when their slot is
- *    finalized (`finalizedSlot`, read before the listing) but they are no longer listed;
+ *    oldest first, in batches; its credit (post minus pre balance) becomes a transfer; a stored
+ *    one listed at another slot (re-included in another fork) moves to that slot;
+ * 3. marks stored signatures finalized once listed as such. A signature whose slot is finalized
+ *    (`finalizedSlot`, read before the listing, maybe from another node) but that is not listed as
+ *    finalized is *undecided*: it is not stored, it holds the cursor back, and it is removed only on
+ *    positive evidence: no longer listed and unknown to getSignatureStatuses (searchTransactionHistory),
+ *    or still only confirmed after {@link ORPHAN_GRACE_MS};
  * 4. moves the cursor, in the same transaction, to the newest signature that is finalized and
  *    has every older listed signature stored and finalized.
  */
@@ -52,14 +72,63 @@ export async function syncTokenAccount(params: {
   tokenPrograms: ReadonlySet<string>;
   pageSize: number;
   signal?: AbortSignal;
+  /**
+   * When each undecided signature of this account was first seen undecided (kept by the caller
+   * across passes; updated here). Without it nothing is ever removed on the grace rule.
+   */
+  undecidedSince?: Map<string, number>;
+  orphanGraceMs?: number;
+  now?: () => number;
 }): Promise<SyncResult> {
   const { store, rpc, account } = params;
+  const now = params.now ?? Date.now;
+  const graceMs = params.orphanGraceMs ?? ORPHAN_GRACE_MS;
+  const undecidedSince = params.undecidedSince ?? new Map<string, number>();
   const listed = await listSignatures(rpc, account, params.pageSize, params.finalizedSlot);
-  // Listed but not finalized although its slot is: it sits on a fork the cluster did not root,
-  // and will never be final. It is not stored, and if it was, it is removed below.
-  const orphaned = new Set(listed.filter((item) => !item.finalized && item.slot <= params.finalizedSlot).map((item) => item.signature));
   const known = await loadKnownSignatures(store, account.address, listed.map((item) => item.signature));
-  const result: SyncResult = { transfers: 0, removed: 0, pending: 0 };
+  const listedBySignature = new Map(listed.map((item) => [item.signature, item]));
+  const result: SyncResult = { transfers: 0, removed: 0, pending: 0, undecidedSlot: null };
+
+  // Suspects: listed as only confirmed although their slot is finalized, or stored as confirmed,
+  // finalized by slot and no longer listed. Ask getSignatureStatuses about them (history too).
+  const suspects = [
+    ...listed.filter((item) => !item.finalized && item.slot <= params.finalizedSlot && known.get(item.signature)?.commitment !== 'finalized').map((item) => item.signature),
+    ...[...known.values()].filter((row) => row.commitment === 'confirmed' && !listedBySignature.has(row.signature) && row.slot <= params.finalizedSlot).map((row) => row.signature),
+  ];
+  const statuses = await signatureStatuses(rpc, suspects);
+  /** Suspects still undecided (hold the cursor, not stored, keep the finalized slot below them). */
+  const undecided = new Set<string>();
+  /** Stored suspects decided gone. */
+  const gone: StoredSignature[] = [];
+  /** Stored signatures to move to another slot. */
+  const moved: { signature: string; accountIndex: number | null; slot: bigint; blockTime: Date | null }[] = [];
+  const seenUndecided = new Map<string, number>();
+  for (const signature of suspects) {
+    const status = statuses.get(signature);
+    const item = listedBySignature.get(signature);
+    const stored = known.get(signature);
+    const since = undecidedSince.get(signature) ?? now();
+    let isGone: boolean;
+    if (status?.finalized) isGone = false; // the listing node lags: it will list it as finalized
+    else if (!item && status === null) isGone = true; // not listed and unknown: vanished with its fork
+    else isGone = now() - since >= graceMs; // still only confirmed long after its slot was finalized: unrooted fork
+    if (isGone) {
+      if (stored && stored.commitment === 'confirmed') gone.push(stored);
+      continue;
+    }
+    // Known elsewhere at another slot than stored (re-included in another fork): follow it.
+    if (stored && stored.commitment === 'confirmed' && status && status.slot !== stored.slot && !item) {
+      moved.push({ signature, accountIndex: stored.accountIndex, slot: status.slot, blockTime: null });
+      stored.slot = status.slot;
+      if (status.slot > params.finalizedSlot) continue;
+    }
+    undecided.add(signature);
+    seenUndecided.set(signature, since);
+    if (stored && stored.commitment === 'confirmed' && (result.undecidedSlot === null || stored.slot < result.undecidedSlot)) result.undecidedSlot = stored.slot;
+  }
+  undecidedSince.clear();
+  for (const [signature, since] of seenUndecided) undecidedSince.set(signature, since);
+  const goneSet = new Set(gone.map((row) => row.signature));
 
   let prefixFinal = true;
   const limit = pLimit(FETCH_CONCURRENCY);
@@ -68,7 +137,7 @@ export async function syncTokenAccount(params: {
     const batch = listed.slice(start, start + BATCH);
     const fresh = batch.filter((item) => {
       const stored = known.get(item.signature);
-      return !orphaned.has(item.signature) && (!stored || stored.commitment === 'removed');
+      return !undecided.has(item.signature) && !goneSet.has(item.signature) && (!stored || stored.commitment === 'removed') && !(item.slot <= params.finalizedSlot && !item.finalized);
     });
     const fetched = new Map(
       await Promise.all(
@@ -86,7 +155,11 @@ export async function syncTokenAccount(params: {
     const nowFinal: string[] = [];
     let cursor: ListedSignature | undefined;
     for (const item of batch) {
-      if (orphaned.has(item.signature)) continue;
+      if (undecided.has(item.signature) || goneSet.has(item.signature) || (item.slot <= params.finalizedSlot && !item.finalized && !known.has(item.signature))) {
+        // Not decided (or on an unrooted fork, never stored): the cursor must never pass it.
+        prefixFinal = false;
+        continue;
+      }
       const stored = known.get(item.signature);
       let storedNow = stored !== undefined && stored.commitment !== 'removed';
       if (!storedNow) {
@@ -94,35 +167,54 @@ export async function syncTokenAccount(params: {
         if (transaction) {
           const credit = parseTokenCredits(transaction, { mints: params.mints, tokenPrograms: params.tokenPrograms, watched: (tokenAccount) => tokenAccount === account.address })[0];
           const blockTime = transaction.blockTime === null || transaction.blockTime === undefined ? null : new Date(Number(transaction.blockTime) * 1000);
-          records.push({ signature: item.signature, slot: item.slot, finalized: item.finalized, failed: transaction.meta?.err != null, blockTime, credit });
+          // One slot for both tables: the transaction's own (getTransaction), as its credit has.
+          records.push({ signature: item.signature, slot: BigInt(transaction.slot), finalized: item.finalized, failed: transaction.meta?.err != null, blockTime, credit });
           storedNow = true;
         }
-      } else if (stored?.commitment === 'confirmed' && item.finalized) {
-        nowFinal.push(item.signature);
+      } else if (stored?.commitment === 'confirmed') {
+        // Listed at another slot than stored: re-included in another fork before finalization.
+        if (stored.slot !== item.slot) moved.push({ signature: item.signature, accountIndex: stored.accountIndex, slot: item.slot, blockTime: item.blockTime });
+        if (item.finalized) nowFinal.push(item.signature);
       }
       if (!item.finalized) result.pending += 1;
       // Not yet served by getTransaction: retried next pass; the cursor must not pass it.
       prefixFinal = prefixFinal && storedNow && item.finalized;
       if (prefixFinal) cursor = item;
     }
+    const movedNow = moved.splice(0);
     await store.transaction(async (sql) => {
       await params.fence?.(sql);
       result.transfers += await recordSignatures(sql, account.address, account.owner, records);
+      await moveSlots(sql, account.address, movedNow);
       await markFinalized(sql, account.address, nowFinal);
       if (cursor) await moveCursor(sql, account.address, cursor);
     });
   }
 
-  const listedSet = new Set(listed.filter((item) => !orphaned.has(item.signature)).map((item) => item.signature));
-  const vanished = [...known.values()].filter((row) => row.commitment === 'confirmed' && !listedSet.has(row.signature) && row.slot <= params.finalizedSlot);
-  if (vanished.length > 0) {
+  if (gone.length > 0 || moved.length > 0) {
+    const movedNow = moved.splice(0);
     result.removed = await store.transaction(async (sql) => {
       await params.fence?.(sql);
-      return markRemoved(sql, account.address, vanished);
+      await moveSlots(sql, account.address, movedNow);
+      return markRemoved(sql, account.address, gone);
     });
   }
-  result.pending += [...known.values()].filter((row) => row.commitment === 'confirmed' && !listedSet.has(row.signature) && row.slot > params.finalizedSlot).length;
+  result.pending += [...known.values()].filter((row) => row.commitment === 'confirmed' && !listedBySignature.has(row.signature) && !goneSet.has(row.signature)).length;
   return result;
+}
+
+/** getSignatureStatuses (searchTransactionHistory) of `signatures`: null when the node does not know one. */
+async function signatureStatuses(rpc: SolanaRpcPool, signatures: string[]): Promise<Map<string, { slot: bigint; finalized: boolean } | null>> {
+  const statuses = new Map<string, { slot: bigint; finalized: boolean } | null>();
+  for (let start = 0; start < signatures.length; start += STATUS_BATCH) {
+    const chunk = signatures.slice(start, start + STATUS_BATCH);
+    const { value } = await rpc.call('getSignatureStatuses', (client) => client.getSignatureStatuses(chunk.map((signature) => toSignature(signature)), { searchTransactionHistory: true }));
+    chunk.forEach((signature, index) => {
+      const status = value[index];
+      statuses.set(signature, status ? { slot: BigInt(status.slot), finalized: status.confirmationStatus === 'finalized' } : null);
+    });
+  }
+  return statuses;
 }
 
 /** Every signature newer than the cursor (and not older than the floor), oldest first. */
@@ -148,7 +240,7 @@ async function listSignatures(rpc: SolanaRpcPool, account: WatchedTokenAccount, 
       // Providers serving old history from long-term storage may leave the status out: those are
       // final when their slot is.
       const finalized = item.confirmationStatus ? item.confirmationStatus === 'finalized' : slot <= finalizedSlot;
-      all.push({ signature: item.signature, slot, finalized });
+      all.push({ signature: item.signature, slot, finalized, blockTime: item.blockTime === null || item.blockTime === undefined ? null : new Date(Number(item.blockTime) * 1000) });
     }
     if (reachedFloor || page.length < pageSize) break;
     before = page[page.length - 1]!.signature;

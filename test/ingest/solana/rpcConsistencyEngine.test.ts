@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { address, type KeyPairSigner } from '@solana/kit';
+import { useTestDatabase } from '../../helpers/db.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { createEngine, type Engine } from '../../../src/engine/index.ts';
+import { createSession } from '../../../src/engine/sessions.ts';
+import { createLogger } from '../../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
+import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
+import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
+
+const db = useTestDatabase('solana_rpc_consistency_engine');
+let rpc: SolanaTestRpc;
+let ingester: SolanaIngester;
+let engine: Engine;
+let merchantId: string;
+let merchant: KeyPairSigner;
+let payer: KeyPairSigner;
+
+beforeAll(async () => {
+  rpc = await startSolanaRpc();
+  ({ merchantId, wallet: merchant } = await createSolanaMerchant(db.store, rpc));
+  payer = await rpc.wallet();
+  await rpc.fund(payer.address, 'USDC', 10_000_000_000n);
+  rpc.ledger.finalize();
+  const registry = createMetricsRegistry({ defaultMetrics: false });
+  engine = createEngine({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: registry, config: { monitorWindowSeconds: 3600 } });
+  ({ ingester } = startIngester({ store: db.store, rpc, registry, onChainChange: (change) => engine.onChainChange(change) }));
+  await ingester.start();
+});
+
+afterAll(async () => {
+  await ingester?.stop();
+  await engine?.idle();
+  await rpc?.stop();
+});
+
+const newSession = (amount: string) => db.store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }));
+async function session(id: string) {
+  const { rows } = await db.store.query<{ status: string; amount_received: string }>('SELECT status, amount_received::text FROM payment_sessions WHERE id = $1', [id]);
+  return rows[0]!;
+}
+async function eventsOf(id: string): Promise<string[]> {
+  const { rows } = await db.store.query<{ type: string }>('SELECT type FROM events WHERE session_id = $1 ORDER BY seq', [id]);
+  return rows.map((row) => row.type);
+}
+
+describe('solana ingest, a transaction re-included in another slot', () => {
+  test('the stored slot follows it: finalizing the first slot neither confirms nor settles; when that fork is abandoned too the session leaves confirming', async () => {
+    const created = await newSession('11');
+    const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: 11_000_000n, references: [address(created.reference!)] });
+    await waitFor(async () => (await session(created.id)).status === 'confirming', 'confirming');
+    // Fork switch: the slot-S1 block is abandoned; the same transaction lands again in S2 = S1 + 5.
+    const entry = rpc.ledger.find(paid.signature)!;
+    const s1 = entry.slot;
+    rpc.ledger.advance(5);
+    entry.slot = rpc.ledger.slot;
+    rpc.ledger.advance(1);
+    rpc.ledger.finalize(s1 + 1n); // S1 < finalized < S2
+    await waitFor(async () => (await transfersOf(db.store, paid.signature))[0]!.block_number === entry.slot, 'the transfer to move to S2');
+    const { rows } = await db.store.query<{ slot: bigint; commitment: string }>('SELECT slot, commitment FROM solana_signatures WHERE signature = $1', [paid.signature]);
+    expect(rows).toEqual([{ slot: entry.slot, commitment: 'confirmed' }]);
+    await waitFor(async () => ((await chainHead(db.store))?.finalized_block ?? 0n) >= s1 + 1n, 'the finalized slot');
+    await engine.idle();
+    expect(await eventsOf(created.id)).not.toContain('payment.confirmed');
+    expect((await session(created.id)).status).toBe('confirming');
+    // The second fork is abandoned too.
+    rpc.ledger.drop(paid.signature);
+    rpc.ledger.advance();
+    rpc.ledger.finalize();
+    await waitFor(async () => (await transfersOf(db.store, paid.signature))[0]!.status === 'removed', 'removed');
+    await waitFor(async () => (await session(created.id)).status !== 'confirming', 'the session to leave confirming');
+    expect(await session(created.id)).toMatchObject({ amount_received: '0' });
+    expect(await eventsOf(created.id)).not.toContain('payment.confirmed');
+    expect(await eventsOf(created.id)).not.toContain('payment.settled');
+  });
+});
