@@ -64,16 +64,22 @@ export async function loadTokenAccounts(sql: Sql): Promise<WatchedTokenAccount[]
   }));
 }
 
+type DiscoveredTokenAccount = Omit<WatchedTokenAccount, 'cursorSignature' | 'cursorSlot' | 'floorSlot'>;
+
 /**
- * Finds the token accounts of `owner` for the watched mints: the derived associated ones (watched
- * even before they exist, since a payer usually creates the account in the paying transaction)
- * and any other account the owner holds for those mints (getTokenAccountsByOwner).
+ * The associated token accounts of `owner` for the watched mints: derived, no RPC, so they are
+ * watched even before they exist (a payer usually creates the account in the paying transaction)
+ * and whatever state the RPC is in.
  */
-export async function discoverTokenAccounts(rpc: SolanaRpcPool, owner: string, mints: WatchedMint[]): Promise<Omit<WatchedTokenAccount, 'cursorSignature' | 'cursorSlot' | 'floorSlot'>[]> {
-  const found = new Map<string, Omit<WatchedTokenAccount, 'cursorSignature' | 'cursorSlot' | 'floorSlot'>>();
+export async function associatedTokenAccounts(owner: string, mints: WatchedMint[]): Promise<DiscoveredTokenAccount[]> {
+  return Promise.all(mints.map(async (mint) => ({ address: await associatedTokenAddress(owner, mint), owner, mint: mint.mint, tokenProgram: mint.tokenProgram, associated: true })));
+}
+
+/** The other token accounts `owner` holds for the watched mints (getTokenAccountsByOwner), associated ones left out. */
+export async function ownedTokenAccounts(rpc: SolanaRpcPool, owner: string, mints: WatchedMint[]): Promise<DiscoveredTokenAccount[]> {
+  const found = new Map<string, DiscoveredTokenAccount>();
+  const associated = new Set((await associatedTokenAccounts(owner, mints)).map((account) => account.address));
   for (const mint of mints) {
-    const ata = await associatedTokenAddress(owner, mint);
-    found.set(ata, { address: ata, owner, mint: mint.mint, tokenProgram: mint.tokenProgram, associated: true });
     const { value } = await rpc.call('getTokenAccountsByOwner', (client) =>
       client.getTokenAccountsByOwner(address(owner), { mint: address(mint.mint) }, { encoding: 'base64', commitment: 'confirmed' }),
     );
@@ -83,15 +89,20 @@ export async function discoverTokenAccounts(rpc: SolanaRpcPool, owner: string, m
       if (data.length < 72) continue;
       const accountMint = getBase58Decoder().decode(data.subarray(0, 32));
       const accountOwner = getBase58Decoder().decode(data.subarray(32, 64));
-      if (accountMint !== mint.mint || accountOwner !== owner || found.has(pubkey)) continue;
+      if (accountMint !== mint.mint || accountOwner !== owner || associated.has(pubkey) || found.has(pubkey)) continue;
       found.set(pubkey, { address: pubkey, owner, mint: mint.mint, tokenProgram: account.owner, associated: false });
     }
   }
   return [...found.values()];
 }
 
+/** Both of the above: every token account of `owner` for the watched mints. */
+export async function discoverTokenAccounts(rpc: SolanaRpcPool, owner: string, mints: WatchedMint[]): Promise<DiscoveredTokenAccount[]> {
+  return [...(await associatedTokenAccounts(owner, mints)), ...(await ownedTokenAccounts(rpc, owner, mints))];
+}
+
 /** Adds token accounts not watched yet; history before `floorSlot` is not read. Returns how many were new. */
-export async function saveTokenAccounts(sql: Sql, accounts: Omit<WatchedTokenAccount, 'cursorSignature' | 'cursorSlot' | 'floorSlot'>[], floorSlot: bigint): Promise<number> {
+export async function saveTokenAccounts(sql: Sql, accounts: DiscoveredTokenAccount[], floorSlot: bigint): Promise<number> {
   if (accounts.length === 0) return 0;
   const { rowCount } = await sql.query(
     `INSERT INTO solana_token_accounts (address, owner, mint, token_program, associated, floor_slot)

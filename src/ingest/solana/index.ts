@@ -7,7 +7,7 @@ import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
 import { Gauge } from 'prom-client';
 import { createIngestMetrics } from '../evm/metrics.ts';
-import { discoverTokenAccounts, loadTokenAccounts, loadWatchedOwners, saveTokenAccounts, type WatchedMint } from './accounts.ts';
+import { associatedTokenAccounts, loadTokenAccounts, loadWatchedOwners, ownedTokenAccounts, saveTokenAccounts, type WatchedMint } from './accounts.ts';
 import { createSolanaRpcPool } from './rpc.ts';
 import { loadPendingAccounts, saveChainHead } from './sql.ts';
 import { createSolanaWatcher, type SolanaWatcher } from './subscriptions.ts';
@@ -49,6 +49,9 @@ const POLL_INTERVAL_MS = 2_000;
 const WS_SWEEP_INTERVAL_MS = 30_000;
 /** New wallets are picked up this often, and their non-associated token accounts rediscovered. */
 const DISCOVER_INTERVAL_MS = 60_000;
+/** After a failed getTokenAccountsByOwner, discovery alone waits 5 s, doubling to 10 minutes, while ingestion goes on. */
+const DISCOVER_BACKOFF_MS = 5_000;
+const DISCOVER_BACKOFF_MAX_MS = 600_000;
 /** A standby process retries the advisory lock this often. */
 const LOCK_RETRY_MS = 5_000;
 
@@ -112,8 +115,14 @@ export function createSolanaIngester(params: {
   let lockClient: pg.PoolClient | undefined;
   const dirty = new Set<string>();
   let wake: (() => void) | undefined;
+  /** Owners whose associated token accounts are saved (derived, no RPC). */
+  const derivedOwners = new Set<string>();
+  /** Owners whose other token accounts were listed (getTokenAccountsByOwner) at least once. */
   const knownOwners = new Set<string>();
   let lastDiscovery = 0;
+  /** Discovery's own back-off: a failing getTokenAccountsByOwner must not stop ingestion. */
+  let discoveryFailures = 0;
+  let discoveryRetryAt = 0;
   /** Per token account: when each of its undecided signatures was first seen undecided. */
   const undecided = new Map<string, Map<string, number>>();
   let lastSweep = 0;
@@ -132,19 +141,49 @@ export function createSolanaIngester(params: {
     }
   }
 
+  /**
+   * Watches new wallets' associated token accounts at once (derived: no RPC), then lists their
+   * other token accounts, and everyone's every `discoverMs`. A failing getTokenAccountsByOwner
+   * (some providers disable or throttle it) is logged once per failure streak, counted in
+   * rpc_errors_total by the pool, and retried on its own back-off: it never fails the pass.
+   */
   async function discover(confirmedSlot: bigint) {
     const owners = await loadWatchedOwners(params.store);
+    const floorSlot = confirmedSlot - BigInt(tuning.backfillSlots);
+    const floor = floorSlot > 0n ? floorSlot : 0n;
+    let added = 0;
+    const fresh = owners.filter((owner) => !derivedOwners.has(owner));
+    if (fresh.length > 0) {
+      const derived = (await Promise.all(fresh.map((owner) => associatedTokenAccounts(owner, mints)))).flat();
+      added += await saveTokenAccounts(params.store, derived, floor);
+      for (const owner of fresh) derivedOwners.add(owner);
+    }
     const due = Date.now() - lastDiscovery >= discoverMs;
     const targets = due ? owners : owners.filter((owner) => !knownOwners.has(owner));
-    if (targets.length === 0) return;
-    const floor = confirmedSlot - BigInt(tuning.backfillSlots);
-    let added = 0;
-    for (const owner of targets) {
-      const accounts = await discoverTokenAccounts(rpc, owner, mints);
-      added += await saveTokenAccounts(params.store, accounts, floor > 0n ? floor : 0n);
-      knownOwners.add(owner);
+    if (targets.length > 0 && Date.now() >= discoveryRetryAt) {
+      let failed = false;
+      for (const owner of targets) {
+        try {
+          added += await saveTokenAccounts(params.store, await ownedTokenAccounts(rpc, owner, mints), floor);
+          knownOwners.add(owner);
+        } catch (error) {
+          if (controller.signal.aborted) throw error;
+          // Every URL refused it (the pool already retried): the rest would too; try again later.
+          const retryMs = Math.min(DISCOVER_BACKOFF_MAX_MS, DISCOVER_BACKOFF_MS * 2 ** discoveryFailures);
+          if (discoveryFailures === 0) log.warn({ msg: 'Token account discovery failed; known accounts are still ingested, discovery retries on its own back-off', owner, retry_in_ms: retryMs, err: error });
+          discoveryFailures += 1;
+          discoveryRetryAt = Date.now() + retryMs;
+          failed = true;
+          break;
+        }
+      }
+      if (!failed) {
+        if (discoveryFailures > 0) log.info({ msg: 'Token account discovery works again', failures: discoveryFailures });
+        discoveryFailures = 0;
+        discoveryRetryAt = 0;
+        if (due) lastDiscovery = Date.now();
+      }
     }
-    if (due) lastDiscovery = Date.now();
     if (added > 0) log.info({ msg: 'Watching new token accounts', added, owners: owners.length });
   }
 

@@ -1,4 +1,4 @@
-import { getBase58Encoder } from '@solana/kit';
+import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
 
 /**
  * The parts of a `getTransaction` response (encoding `json`, `maxSupportedTransactionVersion: 0`)
@@ -19,9 +19,9 @@ export interface RpcTransaction {
   transaction: {
     signatures: readonly string[];
     message: {
-      /** Strings with encoding `json`; `{ pubkey, signer }` objects with `jsonParsed`. */
-      accountKeys: readonly (string | { pubkey: string; signer?: boolean })[];
-      header?: { numRequiredSignatures: number | bigint };
+      /** Strings with encoding `json`; `{ pubkey, signer, writable }` objects with `jsonParsed`. */
+      accountKeys: readonly (string | { pubkey: string; signer?: boolean; writable?: boolean })[];
+      header?: { numRequiredSignatures: number | bigint; numReadonlyUnsignedAccounts?: number | bigint };
       instructions: readonly RpcInstruction[];
     };
   };
@@ -41,7 +41,7 @@ export interface RpcInstruction {
   programId?: string;
   accounts?: readonly (number | bigint | string)[];
   data?: string;
-  parsed?: { type?: string; info?: { source?: string; destination?: string; amount?: string; tokenAmount?: { amount: string } } } | string;
+  parsed?: { type?: string; info?: { source?: string; destination?: string; mint?: string; amount?: string; tokenAmount?: { amount: string } } } | string;
 }
 
 /** One credit (or, for a failed transaction, an attempted credit) of a watched mint into one token account. */
@@ -59,7 +59,10 @@ export interface TokenCredit {
   amount: bigint;
   /** Owner of the debited token account, when the transaction shows one. */
   from: string | null;
-  /** Solana Pay reference keys: the extra read-only keys on the transfer instruction. */
+  /**
+   * Solana Pay reference keys: the extra read-only keys on the transfer instruction into the
+   * account; when it carries none, the transaction's other candidate keys (see `parseTokenCredits`).
+   */
   references: string[];
   failed: boolean;
 }
@@ -69,26 +72,75 @@ const TRANSFER = 3;
 const TRANSFER_CHECKED = 12;
 /** Accounts a Transfer takes (source, destination, authority); TransferChecked adds the mint. */
 const STANDARD_ACCOUNTS = { [TRANSFER]: 3, [TRANSFER_CHECKED]: 4 } as const;
+/** SPL token instructions that initialise a token account: InitializeAccount (account, mint, owner), 2 and 3 (account, mint; owner in the data). */
+const INITIALIZE_ACCOUNT = 1;
+const INITIALIZE_ACCOUNT_2 = 16;
+const INITIALIZE_ACCOUNT_3 = 18;
+const ASSOCIATED_TOKEN_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
+/**
+ * Programs that are never a Solana Pay reference (sysvars are recognised by their `Sysvar`
+ * prefix). Only tidiness: a key is a false reference only if it equals some session's reference.
+ */
+const WELL_KNOWN = new Set([
+  '11111111111111111111111111111111',
+  'ComputeBudget111111111111111111111111111111',
+  ASSOCIATED_TOKEN_PROGRAM,
+  'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+  'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
+  'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
+  'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo',
+  'AddressLookupTab1e1111111111111111111111111',
+  'Vote111111111111111111111111111111111111111',
+  'Stake11111111111111111111111111111111111111',
+  'Config1111111111111111111111111111111111111',
+  'BPFLoaderUpgradeab1e11111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  'BPFLoader1111111111111111111111111111111111',
+  'NativeLoader1111111111111111111111111111111',
+  'Ed25519SigVerify111111111111111111111111111',
+  'KeccakSecp256k11111111111111111111111111111',
+  'Secp256r1SigVerify1111111111111111111111111',
+]);
 
 const base58 = getBase58Encoder();
+const base58Text = getBase58Decoder();
 
 interface TransferInstruction {
   source: number;
   destination: number;
+  /** TransferChecked's mint account (undefined for Transfer). */
+  mint: number | undefined;
   amount: bigint;
   references: number[];
+  /** Every account index the instruction names. */
+  accounts: number[];
 }
 
-function decodeTransfers(transaction: RpcTransaction, keys: readonly string[], signers: number, tokenPrograms: ReadonlySet<string>): TransferInstruction[] {
+/** A token account some instruction of the transaction creates or initialises: its mint and owner. */
+interface CreatedAccount {
+  mint: string;
+  owner: string;
+}
+
+interface DecodedInstructions {
+  transfers: TransferInstruction[];
+  /** By token account address. */
+  created: Map<string, CreatedAccount>;
+  /** Program ids of every instruction, top-level and inner. */
+  programs: Set<string>;
+}
+
+function decodeInstructions(transaction: RpcTransaction, keys: readonly string[], signers: number, tokenPrograms: ReadonlySet<string>): DecodedInstructions {
   const instructions: RpcInstruction[] = [...transaction.transaction.message.instructions];
   for (const group of transaction.meta?.innerInstructions ?? []) instructions.push(...group.instructions);
-  const found: TransferInstruction[] = [];
+  const decoded: DecodedInstructions = { transfers: [], created: new Map(), programs: new Set() };
   for (const instruction of instructions) {
     const program = instruction.programId ?? keys[Number(instruction.programIdIndex)] ?? '';
-    if (!tokenPrograms.has(program)) continue;
+    decoded.programs.add(program);
+    if (program !== ASSOCIATED_TOKEN_PROGRAM && !tokenPrograms.has(program)) continue;
     if (typeof instruction.parsed === 'object' && instruction.parsed) {
-      const parsed = decodeParsedTransfer(instruction.parsed, keys);
-      if (parsed) found.push(parsed);
+      const parsed = tokenPrograms.has(program) ? decodeParsedTransfer(instruction.parsed, keys) : undefined;
+      if (parsed) decoded.transfers.push(parsed);
       continue;
     }
     if (typeof instruction.data !== 'string' || !instruction.accounts) continue;
@@ -98,18 +150,41 @@ function decodeTransfers(transaction: RpcTransaction, keys: readonly string[], s
     } catch {
       continue;
     }
-    const tag = data[0];
-    if ((tag !== TRANSFER && tag !== TRANSFER_CHECKED) || data.length < 9) continue;
     const accounts = instruction.accounts.map((account) => (typeof account === 'string' ? keys.indexOf(account) : Number(account)));
+    const key = (position: number) => keys[accounts[position] ?? -1];
+    if (program === ASSOCIATED_TOKEN_PROGRAM) {
+      // Create (no data or 0) / CreateIdempotent (1): payer, account, owner, mint, system, token program.
+      const ata = key(1);
+      const owner = key(2);
+      const mint = key(3);
+      if (data.length <= 1 && (data[0] ?? 0) <= 1 && ata && owner && mint && tokenPrograms.has(key(5) ?? '')) decoded.created.set(ata, { mint, owner });
+      continue;
+    }
+    const tag = data[0];
+    if (tag === INITIALIZE_ACCOUNT || tag === INITIALIZE_ACCOUNT_2 || tag === INITIALIZE_ACCOUNT_3) {
+      const account = key(0);
+      const mint = key(1);
+      const owner = tag === INITIALIZE_ACCOUNT ? key(2) : data.length >= 33 ? base58Text.decode(data.subarray(1, 33)) : undefined;
+      if (account && mint && owner) decoded.created.set(account, { mint, owner });
+      continue;
+    }
+    if ((tag !== TRANSFER && tag !== TRANSFER_CHECKED) || data.length < 9) continue;
     const standard = STANDARD_ACCOUNTS[tag];
     if (accounts.length < standard) continue;
     const amount = new DataView(data.buffer, data.byteOffset + 1, 8).getBigUint64(0, true);
     // Solana Pay: references are read-only, non-signer keys after the standard ones. A multisig
     // authority's co-signers also follow the authority, but they are signers.
     const references = accounts.slice(standard).filter((index) => index >= signers);
-    found.push({ source: accounts[0]!, destination: tag === TRANSFER ? accounts[1]! : accounts[2]!, amount, references });
+    decoded.transfers.push({
+      source: accounts[0]!,
+      destination: tag === TRANSFER ? accounts[1]! : accounts[2]!,
+      mint: tag === TRANSFER_CHECKED ? accounts[1]! : undefined,
+      amount,
+      references,
+      accounts,
+    });
   }
-  return found;
+  return decoded;
 }
 
 /** `jsonParsed` transfer / transferChecked; its extra (reference) keys are not shown in that encoding. */
@@ -120,7 +195,8 @@ function decodeParsedTransfer(parsed: Exclude<RpcInstruction['parsed'], string |
   const source = keys.indexOf(info.source ?? '');
   const destination = keys.indexOf(info.destination ?? '');
   if (amount === undefined || source < 0 || destination < 0) return undefined;
-  return { source, destination, amount: BigInt(amount), references: [] };
+  const mint = info.mint === undefined ? -1 : keys.indexOf(info.mint);
+  return { source, destination, mint: mint < 0 ? undefined : mint, amount: BigInt(amount), references: [], accounts: [source, destination, ...(mint < 0 ? [] : [mint])] };
 }
 
 function balancesByIndex(balances: readonly RpcTokenBalance[] | null | undefined): Map<number, RpcTokenBalance> {
@@ -128,11 +204,42 @@ function balancesByIndex(balances: readonly RpcTokenBalance[] | null | undefined
 }
 
 /**
+ * Indexes of the transaction's read-only, non-signer keys: with encoding `json`, the static keys
+ * the header counts as read-only unsigned (the last ones) plus the lookup tables' read-only keys;
+ * with `jsonParsed`, the keys flagged neither writable nor signer.
+ */
+function readonlyUnsigned(transaction: RpcTransaction, staticCount: number, loadedWritable: number, loadedReadonly: number): number[] {
+  const message = transaction.transaction.message;
+  if (message.accountKeys.some((key) => typeof key !== 'string')) {
+    return message.accountKeys.flatMap((key, index) => (typeof key !== 'string' && key.writable === false && !key.signer ? [index] : []));
+  }
+  const unsigned = message.header?.numReadonlyUnsignedAccounts;
+  const indexes: number[] = [];
+  if (unsigned !== undefined) for (let index = staticCount - Number(unsigned); index < staticCount; index += 1) indexes.push(index);
+  for (let index = 0; index < loadedReadonly; index += 1) indexes.push(staticCount + loadedWritable + index);
+  return indexes;
+}
+
+/**
  * The credits of `mints` in one transaction: for every token account of those mints whose balance
  * grew, post minus pre balance in base units (so whatever instruction moved the tokens, and
  * however many, the credit is what arrived). A failed transaction (`meta.err`) moves nothing; its
- * attempted credits come from its Transfer / TransferChecked instructions and are marked failed.
+ * attempted credits come from its Transfer / TransferChecked instructions and are marked failed,
+ * also into a token account the transaction was creating (which then has no token balance entry:
+ * its mint is TransferChecked's mint account, or the mint the transaction's create-ATA /
+ * InitializeAccount instruction gave it).
  * `watched` limits the result to the token accounts the caller watches.
+ *
+ * References: a Solana Pay wallet puts the reference on the transfer instruction (read-only,
+ * non-signer keys after its standard accounts); those are the credit's references when there are
+ * any. When the transfer into the account carries none (the reference was put on another
+ * instruction, e.g. the create-ATA, or the tokens arrived by a program's CPI), the candidates are
+ * the transaction's other read-only, non-signer keys (static and loaded from lookup tables) that
+ * are not: a program any instruction invokes, a well-known program or sysvar, a mint, a token
+ * account, a key of a token transfer instruction (another transfer's accounts and references belong
+ * to that transfer), or the receiving account and its owner. Matching looks sessions up by
+ * `reference = ANY(reference_keys)` and a reference is a random key unique per session, so an
+ * unrelated key (a pool, an oracle) names no session and the credit falls back to amount matching.
  */
 export function parseTokenCredits(
   transaction: RpcTransaction,
@@ -142,17 +249,50 @@ export function parseTokenCredits(
   if (!meta) return [];
   const message = transaction.transaction.message;
   const staticKeys = message.accountKeys.map((key) => (typeof key === 'string' ? key : key.pubkey));
-  const keys = [...staticKeys, ...(meta.loadedAddresses?.writable ?? []), ...(meta.loadedAddresses?.readonly ?? [])];
+  const loadedWritable = meta.loadedAddresses?.writable ?? [];
+  const loadedReadonly = meta.loadedAddresses?.readonly ?? [];
+  const keys = [...staticKeys, ...loadedWritable, ...loadedReadonly];
   const signers = message.header
     ? Number(message.header.numRequiredSignatures)
     : message.accountKeys.filter((key) => typeof key !== 'string' && key.signer).length;
   const pre = balancesByIndex(meta.preTokenBalances);
   const post = balancesByIndex(meta.postTokenBalances);
-  const transfers = decodeTransfers(transaction, keys, signers, params.tokenPrograms);
+  const { transfers, created, programs } = decodeInstructions(transaction, keys, signers, params.tokenPrograms);
   const failed = meta.err !== null && meta.err !== undefined;
   const signature = transaction.transaction.signatures[0]!;
   const blockTime = transaction.blockTime === null || transaction.blockTime === undefined ? null : new Date(Number(transaction.blockTime) * 1000);
   const amountOf = (balance: RpcTokenBalance | undefined) => (balance ? BigInt(balance.uiTokenAmount.amount) : 0n);
+
+  // Keys that cannot be a reference, whichever account is credited (see above).
+  const excluded = new Set<string>([...programs, ...params.mints, ...params.tokenPrograms]);
+  for (const balance of [...pre.values(), ...post.values()]) {
+    excluded.add(balance.mint);
+    const account = keys[Number(balance.accountIndex)];
+    if (account) excluded.add(account);
+  }
+  for (const transfer of transfers) for (const index of transfer.accounts) excluded.add(keys[index] ?? '');
+  for (const [account, { mint, owner }] of created) excluded.add(account).add(mint).add(owner);
+  const candidates = readonlyUnsigned(transaction, staticKeys.length, loadedWritable.length, loadedReadonly.length)
+    .map((index) => keys[index])
+    .filter((key): key is string => key !== undefined && !excluded.has(key) && !WELL_KNOWN.has(key) && !key.startsWith('Sysvar'));
+
+  const credit = (index: number, mint: string, owner: string, amount: bigint, into: TransferInstruction[]): TokenCredit => {
+    const tokenAccount = keys[index]!;
+    const own = [...new Set(into.flatMap((transfer) => transfer.references.map((reference) => keys[reference]!)))];
+    return {
+      signature,
+      slot: BigInt(transaction.slot),
+      blockTime,
+      accountIndex: index,
+      tokenAccount,
+      mint,
+      owner,
+      amount,
+      from: senderOf(index, mint, into, pre, post),
+      references: own.length > 0 ? own : [...new Set(candidates.filter((key) => key !== tokenAccount && key !== owner))],
+      failed,
+    };
+  };
 
   const credits: TokenCredit[] = [];
   for (const index of new Set([...pre.keys(), ...post.keys()])) {
@@ -163,19 +303,24 @@ export function parseTokenCredits(
     const into = transfers.filter((transfer) => transfer.destination === index);
     const amount = failed ? into.reduce((sum, transfer) => sum + transfer.amount, 0n) : amountOf(post.get(index)) - amountOf(pre.get(index));
     if (amount <= 0n) continue;
-    credits.push({
-      signature,
-      slot: BigInt(transaction.slot),
-      blockTime,
-      accountIndex: index,
-      tokenAccount,
-      mint: balance.mint,
-      owner: balance.owner ?? '',
-      amount,
-      from: senderOf(index, balance.mint, into, pre, post),
-      references: [...new Set(into.flatMap((transfer) => transfer.references.map((reference) => keys[reference]!)))],
-      failed,
-    });
+    credits.push(credit(index, balance.mint, balance.owner ?? '', amount, into));
+  }
+  if (failed) {
+    // A failed transaction rolls back the token account it was creating: no balance entry shows
+    // it, but its transfer instructions still say what it tried to move into it.
+    const destinations = new Set(transfers.map((transfer) => transfer.destination).filter((index) => !pre.has(index) && !post.has(index)));
+    for (const index of destinations) {
+      const tokenAccount = keys[index];
+      if (!tokenAccount || (params.watched && !params.watched(tokenAccount))) continue;
+      const into = transfers.filter((transfer) => transfer.destination === index);
+      const made = created.get(tokenAccount);
+      const checkedMint = into.map((transfer) => (transfer.mint === undefined ? undefined : keys[transfer.mint])).find((mint) => mint !== undefined);
+      const mint = checkedMint ?? made?.mint;
+      if (!mint || !params.mints.has(mint)) continue;
+      const amount = into.reduce((sum, transfer) => sum + transfer.amount, 0n);
+      if (amount <= 0n) continue;
+      credits.push(credit(index, mint, made?.owner ?? '', amount, into));
+    }
   }
   return credits;
 }

@@ -30,7 +30,11 @@ describe('parseTokenCredits on real mainnet responses', () => {
         amount: 167225n,
         // The inner Transfer's source is the pool's USDC account, a key loaded from the table (index 13).
         from: 'Fn68NZzCCgZKtYmnAYbkL6w5NNx3TgjW91dGkLA3hsDK',
-        references: [],
+        // No transfer into the account carries a reference, so the candidates are the
+        // transaction's read-only, non-signer keys that are no program, mint or token account (the
+        // swap's pool and event accounts, static and loaded): they name no session, so matching
+        // falls back to the amount.
+        references: ['6YawcNeZ74tRyCv4UfGydYMr7eho7vbUR6ScVffxKAb3', 'D8cy77BBepLMngZx6ZukaTff5hCt1HrWyKk3Hnd9oitf', 'GZsNmWKbqhMYtdSkkvMdEyQF9k5mLmP7tTKYWZjcHVPE', 'J4HJYz4p7TRP96WVFky3vh7XryxoFehHjoRySUTeSeXw'],
         failed: false,
       },
     ]);

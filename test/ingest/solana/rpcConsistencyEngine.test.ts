@@ -6,6 +6,7 @@ import { createEngine, type Engine } from '../../../src/engine/index.ts';
 import { createSession } from '../../../src/engine/sessions.ts';
 import { createLogger } from '../../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
+import { addWallet } from '../../../src/accounts/wallets.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
 import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
 
@@ -74,4 +75,23 @@ describe('solana ingest, a transaction re-included in another slot', () => {
     expect(await eventsOf(created.id)).not.toContain('payment.confirmed');
     expect(await eventsOf(created.id)).not.toContain('payment.settled');
   });
+});
+
+describe('solana ingest, getTokenAccountsByOwner failing', () => {
+  test('known accounts are still ingested, and a new wallet\'s associated account is watched without it', async () => {
+    rpc.failNext('getTokenAccountsByOwner', 1_000_000);
+    try {
+      // The periodic rediscovery comes due (discoverIntervalMs 200 in the harness).
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: 1_234_567n });
+      await waitFor(async () => (await transfersOf(db.store, paid.signature)).length === 1, 'the payment into the known account', 5_000);
+      const fresh = await rpc.wallet();
+      await addWallet(db.store, { merchantId, chain: 'solana', address: fresh.address, verifiedBy: 'operator' });
+      const second = await rpc.pay({ from: payer, to: fresh.address, currency: 'USDC', amount: 2_345_678n });
+      await waitFor(async () => (await transfersOf(db.store, second.signature)).length === 1, 'the payment into the new wallet', 5_000);
+      expect(ingester.status()).toEqual({ state: 'leader' });
+    } finally {
+      rpc.failNext('getTokenAccountsByOwner', -1_000_000);
+    }
+  }, 20_000);
 });
