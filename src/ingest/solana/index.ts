@@ -52,6 +52,13 @@ const DISCOVER_INTERVAL_MS = 60_000;
 /** After a failed getTokenAccountsByOwner, discovery alone waits 5 s, doubling to 10 minutes, while ingestion goes on. */
 const DISCOVER_BACKOFF_MS = 5_000;
 const DISCOVER_BACKOFF_MAX_MS = 600_000;
+/**
+ * With WebSocket up, a woken account whose new transaction was not served yet (the notification
+ * often beats the node's transaction-status index) is synced again after this long, up to
+ * RECHECK_ATTEMPTS times, instead of waiting for the next sweep.
+ */
+const RECHECK_DELAY_MS = 500;
+const RECHECK_ATTEMPTS = 5;
 /** A standby process retries the advisory lock this often. */
 const LOCK_RETRY_MS = 5_000;
 
@@ -123,6 +130,8 @@ export function createSolanaIngester(params: {
   /** Discovery's own back-off: a failing getTokenAccountsByOwner must not stop ingestion. */
   let discoveryFailures = 0;
   let discoveryRetryAt = 0;
+  /** Woken token accounts waiting for a re-check, and how many were done. */
+  const rechecks = new Map<string, { attempts: number; timer: NodeJS.Timeout | undefined }>();
   /** Per token account: when each of its undecided signatures was first seen undecided. */
   const undecided = new Map<string, Map<string, number>>();
   let lastSweep = 0;
@@ -230,6 +239,7 @@ export function createSolanaIngester(params: {
               ...(params.orphanGraceMs !== undefined ? { orphanGraceMs: params.orphanGraceMs } : {}),
             });
             if (undecidedSince.size === 0) undecided.delete(account.address);
+            scheduleRecheck(account.address, woken.has(account.address) || rechecks.has(account.address), result.recorded === 0 || result.unstored > 0);
             if (result.undecidedSlot !== null && (undecidedSlot === null || result.undecidedSlot < undecidedSlot)) undecidedSlot = result.undecidedSlot;
             transfers += result.transfers;
             removed += result.removed;
@@ -273,6 +283,29 @@ export function createSolanaIngester(params: {
       await notify('finalized');
     }
     if (failed > 0) throw new Error(`${failed} token account(s) failed to sync`);
+  }
+
+  /**
+   * A woken account that came back with nothing new, or with listed signatures not stored yet, is
+   * synced again in RECHECK_DELAY_MS, at most RECHECK_ATTEMPTS times per wake-up. Only with the
+   * WebSocket up: polling and sweeps sync every account anyway.
+   */
+  function scheduleRecheck(account: string, woken: boolean, unfinished: boolean) {
+    const entry = rechecks.get(account);
+    if (!woken || !unfinished || !watcher?.connected || controller.signal.aborted || (entry?.attempts ?? 0) >= RECHECK_ATTEMPTS) {
+      if (entry?.timer) clearTimeout(entry.timer);
+      rechecks.delete(account);
+      return;
+    }
+    if (entry?.timer) return;
+    const next = { attempts: (entry?.attempts ?? 0) + 1, timer: undefined as NodeJS.Timeout | undefined };
+    next.timer = setTimeout(() => {
+      next.timer = undefined;
+      dirty.add(account);
+      signal();
+    }, RECHECK_DELAY_MS);
+    next.timer.unref?.();
+    rechecks.set(account, next);
   }
 
   /** Sleeps up to `ms`, waking early on a notification or on stop (also when already stopped). */
@@ -411,6 +444,8 @@ export function createSolanaIngester(params: {
         await waitForWork(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs);
       }
     } finally {
+      for (const entry of rechecks.values()) if (entry.timer) clearTimeout(entry.timer);
+      rechecks.clear();
       watcher?.stop();
       watcher = undefined;
       metrics.leader.set({ chain: 'solana' }, 0);

@@ -26,6 +26,13 @@ export interface SyncResult {
    * must stay below it until it is decided (rule 4).
    */
   undecidedSlot: bigint | null;
+  /**
+   * Listed signatures not stored yet: getTransaction did not serve them (the node had not indexed
+   * the transaction yet) or they are undecided. The caller checks the account again soon.
+   */
+  unstored: number;
+  /** Signatures stored (new or restored) by this sync, with or without a credit. */
+  recorded: number;
 }
 
 /**
@@ -87,7 +94,7 @@ export async function syncTokenAccount(params: {
   const listed = await listSignatures(rpc, account, params.pageSize, params.finalizedSlot);
   const known = await loadKnownSignatures(store, account.address, listed.map((item) => item.signature));
   const listedBySignature = new Map(listed.map((item) => [item.signature, item]));
-  const result: SyncResult = { transfers: 0, removed: 0, pending: 0, undecidedSlot: null };
+  const result: SyncResult = { transfers: 0, removed: 0, pending: 0, undecidedSlot: null, unstored: 0, recorded: 0 };
 
   // Suspects: listed as only confirmed although their slot is finalized, or stored as confirmed,
   // finalized by slot and no longer listed. Ask getSignatureStatuses about them (history too).
@@ -158,6 +165,7 @@ export async function syncTokenAccount(params: {
       if (undecided.has(item.signature) || goneSet.has(item.signature) || (item.slot <= params.finalizedSlot && !item.finalized && !known.has(item.signature))) {
         // Not decided (or on an unrooted fork, never stored): the cursor must never pass it.
         prefixFinal = false;
+        if (!known.has(item.signature)) result.unstored += 1;
         continue;
       }
       const stored = known.get(item.signature);
@@ -176,6 +184,7 @@ export async function syncTokenAccount(params: {
         if (stored.slot !== item.slot) moved.push({ signature: item.signature, accountIndex: stored.accountIndex, slot: item.slot, blockTime: item.blockTime });
         if (item.finalized) nowFinal.push(item.signature);
       }
+      if (!storedNow) result.unstored += 1;
       if (!item.finalized) result.pending += 1;
       // Not yet served by getTransaction: retried next pass; the cursor must not pass it.
       prefixFinal = prefixFinal && storedNow && item.finalized;
@@ -185,6 +194,7 @@ export async function syncTokenAccount(params: {
     await store.transaction(async (sql) => {
       await params.fence?.(sql);
       result.transfers += await recordSignatures(sql, account.address, account.owner, records);
+      result.recorded += records.length;
       await moveSlots(sql, account.address, movedNow);
       await markFinalized(sql, account.address, nowFinal);
       if (cursor) await moveCursor(sql, account.address, cursor);
@@ -217,7 +227,12 @@ async function signatureStatuses(rpc: SolanaRpcPool, signatures: string[]): Prom
   return statuses;
 }
 
-/** Every signature newer than the cursor (and not older than the floor), oldest first. */
+/**
+ * Every signature newer than the cursor (and not older than the floor), oldest first. The listing
+ * ends on an empty page, the floor or the cursor, never on a short page: providers cap `limit`
+ * below what was asked, and some page long-term storage in short pages, so a short page proves
+ * nothing, and stopping there would let the cursor pass what lies between it and that page.
+ */
 async function listSignatures(rpc: SolanaRpcPool, account: WatchedTokenAccount, pageSize: number, finalizedSlot: bigint): Promise<ListedSignature[]> {
   const all: ListedSignature[] = [];
   let before: string | undefined;
@@ -242,7 +257,7 @@ async function listSignatures(rpc: SolanaRpcPool, account: WatchedTokenAccount, 
       const finalized = item.confirmationStatus ? item.confirmationStatus === 'finalized' : slot <= finalizedSlot;
       all.push({ signature: item.signature, slot, finalized, blockTime: item.blockTime === null || item.blockTime === undefined ? null : new Date(Number(item.blockTime) * 1000) });
     }
-    if (reachedFloor || page.length < pageSize) break;
+    if (reachedFloor || page.length === 0) break;
     before = page[page.length - 1]!.signature;
   }
   return all.reverse();

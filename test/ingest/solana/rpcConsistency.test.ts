@@ -146,3 +146,25 @@ describe('solana ingest, RPC nodes at different roots', () => {
     expect((await reload(account.address)).cursorSignature).toBeNull();
   });
 });
+
+describe('solana ingest, a provider that caps the page size', () => {
+  test('pages shorter than asked do not end the listing: every signature between the cursor and the newest is read', async () => {
+    const owner = (await generateKeyPairSigner()).address;
+    const account = await watchOnly(owner);
+    const paid = [];
+    for (const amount of [1_100_001n, 1_100_002n, 1_100_003n]) paid.push(await rpc.pay({ from: payer, to: owner, currency: 'USDC', amount }));
+    rpc.ledger.finalize();
+    const inner = pool();
+    // At most 2 signatures per page, whatever `limit` asks.
+    const capped: SolanaRpcPool = {
+      endpoints: inner.endpoints,
+      call: async (method, request) => {
+        const answer = await inner.call(method, request);
+        return method === 'getSignaturesForAddress' ? ((answer as unknown[]).slice(0, 2) as typeof answer) : answer;
+      },
+    };
+    await syncTokenAccount({ store: db.store, rpc: capped, account, finalizedSlot: rpc.ledger.finalizedSlot, mints: MINTS(), tokenPrograms: PROGRAMS, pageSize: 1000 });
+    for (const { signature } of paid) expect(await transfersOf(db.store, signature)).toHaveLength(1);
+    expect((await reload(account.address)).cursorSignature).toBe(paid[2]!.signature);
+  });
+});
