@@ -120,6 +120,8 @@ interface TransferInstruction {
 interface CreatedAccount {
   mint: string;
   owner: string;
+  /** Every key the creating instruction names (a reference put on it belongs to this account). */
+  keys: string[];
 }
 
 interface DecodedInstructions {
@@ -152,12 +154,18 @@ function decodeInstructions(transaction: RpcTransaction, keys: readonly string[]
     }
     const accounts = instruction.accounts.map((account) => (typeof account === 'string' ? keys.indexOf(account) : Number(account)));
     const key = (position: number) => keys[accounts[position] ?? -1];
+    // The ATA program initialises the account it creates by an inner InitializeAccount3: one entry, both instructions' keys.
+    const create = (account: string, mint: string, owner: string) => {
+      const named = accounts.flatMap((index) => keys[index] ?? []);
+      const seen = decoded.created.get(account);
+      decoded.created.set(account, seen ? { ...seen, keys: [...seen.keys, ...named] } : { mint, owner, keys: named });
+    };
     if (program === ASSOCIATED_TOKEN_PROGRAM) {
       // Create (no data or 0) / CreateIdempotent (1): payer, account, owner, mint, system, token program.
       const ata = key(1);
       const owner = key(2);
       const mint = key(3);
-      if (data.length <= 1 && (data[0] ?? 0) <= 1 && ata && owner && mint && tokenPrograms.has(key(5) ?? '')) decoded.created.set(ata, { mint, owner });
+      if (data.length <= 1 && (data[0] ?? 0) <= 1 && ata && owner && mint && tokenPrograms.has(key(5) ?? '')) create(ata, mint, owner);
       continue;
     }
     const tag = data[0];
@@ -165,7 +173,7 @@ function decodeInstructions(transaction: RpcTransaction, keys: readonly string[]
       const account = key(0);
       const mint = key(1);
       const owner = tag === INITIALIZE_ACCOUNT ? key(2) : data.length >= 33 ? base58Text.decode(data.subarray(1, 33)) : undefined;
-      if (account && mint && owner) decoded.created.set(account, { mint, owner });
+      if (account && mint && owner) create(account, mint, owner);
       continue;
     }
     if ((tag !== TRANSFER && tag !== TRANSFER_CHECKED) || data.length < 9) continue;
@@ -237,7 +245,8 @@ function readonlyUnsigned(transaction: RpcTransaction, staticCount: number, load
  * the transaction's other read-only, non-signer keys (static and loaded from lookup tables) that
  * are not: a program any instruction invokes, a well-known program or sysvar, a mint, a token
  * account, a key of a token transfer instruction (another transfer's accounts and references belong
- * to that transfer), or the receiving account and its owner. Matching looks sessions up by
+ * to that transfer), a key of the instruction creating another token account (likewise), or the
+ * receiving account and its owner. Matching looks sessions up by
  * `reference = ANY(reference_keys)` and a reference is a random key unique per session, so an
  * unrelated key (a pool, an oracle) names no session and the credit falls back to amount matching.
  */
@@ -279,6 +288,8 @@ export function parseTokenCredits(
   const credit = (index: number, mint: string, owner: string, amount: bigint, into: TransferInstruction[]): TokenCredit => {
     const tokenAccount = keys[index]!;
     const own = [...new Set(into.flatMap((transfer) => transfer.references.map((reference) => keys[reference]!)))];
+    // Keys on the instruction creating another token account belong to that account.
+    const others = new Set([...created].flatMap(([account, made]) => (account === tokenAccount ? [] : made.keys)));
     return {
       signature,
       slot: BigInt(transaction.slot),
@@ -289,7 +300,7 @@ export function parseTokenCredits(
       owner,
       amount,
       from: senderOf(index, mint, into, pre, post),
-      references: own.length > 0 ? own : [...new Set(candidates.filter((key) => key !== tokenAccount && key !== owner))],
+      references: own.length > 0 ? own : [...new Set(candidates.filter((key) => key !== tokenAccount && key !== owner && !others.has(key)))],
       failed,
     };
   };

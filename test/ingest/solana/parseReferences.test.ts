@@ -127,6 +127,21 @@ describe('references: the transfer instruction first, else the other read-only k
       [second, 2_000_000n, []],
     ]);
   });
+
+  test("two wallets, a reference on the first one's createATA: it is the first credit's, not a candidate for the second", async () => {
+    const [first, second, reference] = [await newKey(), await newKey(), await newKey()];
+    const entry = await rpc.send(payer, [
+      await createAta(payer, first, [reference]),
+      await createAta(payer, second),
+      await transferChecked(payer, first, 1_000_000n),
+      await transferChecked(payer, second, 2_000_000n),
+    ]);
+    const credits = parseTokenCredits(await getTransaction(entry.signature), { mints, tokenPrograms });
+    expect(credits.sort((a, b) => Number(a.amount - b.amount)).map((credit) => [credit.owner, credit.amount, credit.references])).toEqual([
+      [first, 1_000_000n, [reference]],
+      [second, 2_000_000n, []],
+    ]);
+  });
 });
 
 describe('a failed transaction into a token account it was creating (no token balance entry)', () => {
