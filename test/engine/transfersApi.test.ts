@@ -30,7 +30,8 @@ let block = 1000n;
 async function ambiguous() {
   const m = await newApiMerchant(db.store);
   const wallet = sandboxWallet('polygon', m.id);
-  const create = () => call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
+  // No merchantWallet: a sandbox session pays to the sandbox address (and a 0x5a4db0c5… address is refused as one).
+  const create = () => call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon' } });
   const [a, b] = [(await create()).body, (await create()).body];
   block += 100n;
   const transfer = await insertTransfer(db.store, { livemode: false, to: wallet, amount: 20_000_000n, block });
@@ -98,8 +99,8 @@ describe('GET /transfers/unmatched and POST /transfers/:id/attribution', () => {
   test('paging: limit and startingAfter walk the list newest first', async () => {
     const m = await newApiMerchant(db.store);
     const wallet = sandboxWallet('polygon', m.id);
-    await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
-    await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
+    await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon' } });
+    await call('POST', '/api/v1/sessions', { key: m.test, body: { amount: '25', currency: 'USDC', chain: 'polygon' } });
     block += 100n;
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push(`trf_${(await insertTransfer(db.store, { livemode: false, to: wallet, amount: BigInt(1_000_000 + i), block })).id}`);
