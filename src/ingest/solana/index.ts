@@ -31,7 +31,11 @@ export interface SolanaIngester {
   start(): Promise<void>;
   /** Stops the loop, the WebSocket and releases the lock; resolves when everything is closed. */
   stop(): Promise<void>;
-  /** Runs one pass now (tests, `svc` CLI); normally the loop does this. */
+  /**
+   * Runs one pass now (benchmarks, tools); normally the loop does this. Takes the chain's lock
+   * first when this process does not hold it (every commit checks it), and refuses when another
+   * process does; `stop()` releases it.
+   */
   syncOnce(): Promise<void>;
   /** Where this process stands: waiting for the lock, ingesting, retrying after an error, stopped. */
   status(): { state: 'standby' } | { state: 'leader' } | { state: 'retrying'; error: string } | { state: 'stopped' };
@@ -477,7 +481,10 @@ export function createSolanaIngester(params: {
       metrics.leader.set({ chain: 'solana' }, 0);
       state = { state: 'stopped' };
     },
-    syncOnce: pass,
+    async syncOnce() {
+      if (lockPid === undefined && !(await acquireLock())) throw new Error('another process holds the Solana ingester lock; it is ingesting now');
+      await pass();
+    },
     status: () => ({ ...state }),
   };
 }
