@@ -103,7 +103,7 @@ export function createSolanaIngester(params: {
     (params.metrics.getSingleMetric('svc_ingest_solana_lag_slots') as Gauge | undefined) ??
     new Gauge({
       name: 'svc_ingest_solana_lag_slots',
-      help: 'Slots between the newest confirmed slot seen and the confirmed slot at the start of the last completed ingest pass',
+      help: 'Slots between the newest slot seen (processed, over WebSocket; else confirmed) and the confirmed slot at the start of the last completed ingest pass; at rest with WebSocket about the 1-3 slot processed-to-confirmed gap',
       registers: [params.metrics],
     });
   let headSlot = 0n;
@@ -412,7 +412,8 @@ export function createSolanaIngester(params: {
           signal();
         },
         onSlot: (slot) => {
-          metrics.headBlock.set({ chain: 'solana' }, Number(slot));
+          // slotSubscribe reports *processed* slots: they show the node is alive and feed the lag,
+          // but the head gauge stays the confirmed slot each pass reads, so it never moves back.
           metrics.lastHeadAt.set('solana', Date.now());
           if (slot > headSlot) headSlot = slot;
           updateLag();
