@@ -8,6 +8,7 @@ import { createLogger } from '../../../src/internal/logger.ts';
 import { createMetricsRegistry, type Registry } from '../../../src/internal/metrics.ts';
 import type { Store } from '../../../src/store/index.ts';
 import { createSolanaIngester, type SolanaChainChange, type SolanaIngester } from '../../../src/ingest/solana/index.ts';
+import { createEngine, type Engine } from '../../../src/engine/index.ts';
 import type { SolanaTestRpc } from '../../helpers/solana-rpc.ts';
 
 /** A merchant with one verified solana wallet (a real keypair, so tests can also spend from it). */
@@ -81,4 +82,20 @@ export async function transfersOf(store: Store, signature: string): Promise<Tran
 export async function chainHead(store: Store): Promise<{ head_block: bigint | null; finalized_block: bigint | null } | undefined> {
   const { rows } = await store.query<{ head_block: bigint | null; finalized_block: bigint | null }>("SELECT head_block, finalized_block FROM chain_heads WHERE livemode AND chain = 'solana'");
   return rows[0];
+}
+
+/** The real ingester feeding the real engine, started: what a session on solana goes through. */
+export async function startIngesterWithEngine(params: { store: Store; rpc: SolanaTestRpc }): Promise<{ ingester: SolanaIngester; engine: Engine; stop(): Promise<void> }> {
+  const registry = createMetricsRegistry({ defaultMetrics: false });
+  const engine = createEngine({ store: params.store, logger: createLogger({ level: 'silent' }), metrics: registry, config: { monitorWindowSeconds: 3600 } });
+  const { ingester } = startIngester({ store: params.store, rpc: params.rpc, registry, onChainChange: (change) => engine.onChainChange(change) });
+  await ingester.start();
+  return {
+    ingester,
+    engine,
+    async stop() {
+      await ingester.stop();
+      await engine.idle();
+    },
+  };
 }

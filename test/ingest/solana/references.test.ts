@@ -3,12 +3,10 @@ import { AccountRole, address, generateKeyPairSigner, type Address, type Instruc
 import { getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction } from '@solana-program/token';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
-import { createEngine, type Engine } from '../../../src/engine/index.ts';
+import type { Engine } from '../../../src/engine/index.ts';
 import { createSession } from '../../../src/engine/sessions.ts';
-import { createLogger } from '../../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { createSolanaMerchant, startIngester, transfersOf, waitFor, type TransferRow } from './harness.ts';
+import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor, type TransferRow } from './harness.ts';
 
 // Review findings 5 and 6: a Solana Pay reference the paying transaction carries on another
 // instruction than the transfer, and a failed first payment into the ATA it was creating. The
@@ -17,6 +15,7 @@ const db = useTestDatabase('solana_references');
 let rpc: SolanaTestRpc;
 let ingester: SolanaIngester;
 let engine: Engine;
+let stop: (() => Promise<void>) | undefined;
 let payer: KeyPairSigner;
 const merchants: { merchantId: string; wallet: KeyPairSigner }[] = [];
 
@@ -26,15 +25,11 @@ beforeAll(async () => {
   payer = await rpc.wallet();
   await rpc.fund(payer.address, 'USDC', 10_000_000_000n);
   rpc.ledger.finalize();
-  const registry = createMetricsRegistry({ defaultMetrics: false });
-  engine = createEngine({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: registry, config: { monitorWindowSeconds: 3600 } });
-  ({ ingester } = startIngester({ store: db.store, rpc, registry, onChainChange: (change) => engine.onChainChange(change) }));
-  await ingester.start();
+  ({ ingester, engine, stop } = await startIngesterWithEngine({ store: db.store, rpc }));
 });
 
 afterAll(async () => {
-  await ingester?.stop();
-  await engine?.idle();
+  await stop?.();
   await rpc?.stop();
 });
 

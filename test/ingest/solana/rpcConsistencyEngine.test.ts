@@ -2,18 +2,17 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { address, type KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
-import { createEngine, type Engine } from '../../../src/engine/index.ts';
+import type { Engine } from '../../../src/engine/index.ts';
 import { createSession } from '../../../src/engine/sessions.ts';
-import { createLogger } from '../../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
 import { addWallet } from '../../../src/accounts/wallets.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
+import { chainHead, createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from './harness.ts';
 
 const db = useTestDatabase('solana_rpc_consistency_engine');
 let rpc: SolanaTestRpc;
 let ingester: SolanaIngester;
 let engine: Engine;
+let stop: (() => Promise<void>) | undefined;
 let merchantId: string;
 let merchant: KeyPairSigner;
 let payer: KeyPairSigner;
@@ -24,15 +23,11 @@ beforeAll(async () => {
   payer = await rpc.wallet();
   await rpc.fund(payer.address, 'USDC', 10_000_000_000n);
   rpc.ledger.finalize();
-  const registry = createMetricsRegistry({ defaultMetrics: false });
-  engine = createEngine({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: registry, config: { monitorWindowSeconds: 3600 } });
-  ({ ingester } = startIngester({ store: db.store, rpc, registry, onChainChange: (change) => engine.onChainChange(change) }));
-  await ingester.start();
+  ({ ingester, engine, stop } = await startIngesterWithEngine({ store: db.store, rpc }));
 });
 
 afterAll(async () => {
-  await ingester?.stop();
-  await engine?.idle();
+  await stop?.();
   await rpc?.stop();
 });
 
