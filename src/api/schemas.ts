@@ -56,7 +56,7 @@ export const ExpiresInSchema = Type.Integer({
   description: `Session lifetime in seconds, ${EXPIRES_IN.min} to ${EXPIRES_IN.max} (7 days); default ${EXPIRES_IN.default}.`,
 });
 
-/** A receiving wallet; the chain-specific check happens in resolvePayTo. */
+/** A receiving wallet; the chain-specific check happens in checkSessionTerms (engine/sessions.ts). */
 export const WalletAddressSchema = Type.String({
   minLength: 1,
   maxLength: 100,

@@ -152,21 +152,16 @@ export function checkReceivingWallet(chain: ChainConfig, text: string, field = '
 }
 
 /**
- * The receiving wallet. Live: `merchantWallet` in canonical form when given (checked with
- * {@link checkReceivingWallet}), otherwise the merchant's oldest verified wallet on `chain`, and a
+ * The receiving wallet. Live: `merchantWallet` when given (already checked and canonical, see
+ * {@link checkSessionTerms}), otherwise the merchant's oldest verified wallet on `chain`, and a
  * 400 when there is neither. Sandbox: always the merchant's stable, clearly fake sandbox address
  * (a test key alone is enough to try the whole flow, and no sandbox QR code or instruction ever
  * names a real wallet: real money sent after a test session must not reach the merchant's books);
- * a given `merchantWallet` is still checked like a live one, then not used.
+ * a given `merchantWallet` was checked like a live one, and is not used.
  */
-export async function resolvePayTo(
-  sql: Sql,
-  params: { merchantId: string; chain: ChainName; merchantWallet?: string | undefined; livemode?: boolean; chains?: Record<ChainName, ChainConfig> | undefined },
-): Promise<string> {
-  const chain = (params.chains ?? loadChains())[params.chain];
-  const given = params.merchantWallet === undefined ? undefined : checkReceivingWallet(chain, params.merchantWallet);
-  if (params.livemode === false) return sandboxWallet(params.chain, params.merchantId);
-  if (given !== undefined) return given;
+async function resolvePayTo(sql: Sql, params: { merchantId: string; chain: ChainName; merchantWallet: string | undefined; livemode: boolean }): Promise<string> {
+  if (!params.livemode) return sandboxWallet(params.chain, params.merchantId);
+  if (params.merchantWallet !== undefined) return params.merchantWallet;
   const { rows } = await sql.query<{ address: string }>(
     `SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND verified_at IS NOT NULL ORDER BY created_at, id LIMIT 1`,
     [params.merchantId, params.chain],
@@ -299,7 +294,7 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
     throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);
   }
   const merchantWallet = params.merchantWallet === undefined ? undefined : checkReceivingWallet(chain, params.merchantWallet);
-  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode, chains });
+  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode });
   if (params.livemode && merchantWallet !== undefined) {
     const { rowCount } = await sql.query(
       'SELECT 1 FROM wallets WHERE chain = $1 AND address = $2 AND merchant_id <> $3 AND verified_at IS NOT NULL',
