@@ -1,19 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { revokeApiKey, listApiKeys } from '../../src/accounts/index.ts';
-import { buildApi, createClient, newMerchant, WALLET } from './harness.ts';
-import { createOpenApiChecker } from './openapiCheck.ts';
+import { newMerchant, WALLET, useApi } from './harness.ts';
 
 const db = useTestDatabase('api_auth');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-  call = createClient(app, await createOpenApiChecker(app));
-});
-afterAll(() => app.close());
+const api = useApi(db);
+const { call } = api;
 
 const session = { amount: '3', currency: 'USDC', chain: 'base', merchantWallet: WALLET };
 
@@ -89,7 +81,7 @@ describe('isolation', () => {
 describe('routing', () => {
   test('an unknown path is a 404 JSON error, with or without a key', async () => {
     for (const headers of [{}, { 'x-api-key': `svc_test_${'A'.repeat(32)}` }]) {
-      const answer = await app.inject({ method: 'GET', url: '/api/v1/nope?x=1', headers });
+      const answer = await api.app.inject({ method: 'GET', url: '/api/v1/nope?x=1', headers });
       expect(answer.statusCode).toBe(404);
       expect(answer.json()).toEqual({ error: 'no route for GET /api/v1/nope' });
     }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createApi } from '../../src/api/index.ts';
@@ -9,6 +10,8 @@ import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import type { Store } from '../../src/store/index.ts';
+import type { TestDatabase } from '../helpers/db.ts';
+import { createOpenApiChecker } from './openapiCheck.ts';
 
 /** The public URL the test APIs build links with. */
 export const PUBLIC_URL = 'https://pay.example.test';
@@ -108,5 +111,27 @@ export function createSocketClient(baseUrl: string, checker?: { check(method: st
     const body = (response.headers.get('content-type') ?? '').includes('application/json') && text ? JSON.parse(text) : text;
     checker?.check(method, url, response.status, body);
     return { status: response.status, body, headers: Object.fromEntries(response.headers.entries()) };
+  };
+}
+
+/**
+ * The API of a test file: built on its database before its tests, closed after. `call` checks
+ * every answer against the OpenAPI document unless `checked` is false (tests that send what the
+ * document forbids on purpose).
+ */
+export function useApi(db: TestDatabase, options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; checked?: boolean } = {}) {
+  let app: FastifyInstance | undefined;
+  let client: ReturnType<typeof createClient> | undefined;
+  beforeAll(async () => {
+    app = buildApi(db.store, options);
+    await app.ready();
+    client = createClient(app, options.checked === false ? undefined : await createOpenApiChecker(app));
+  });
+  afterAll(() => app?.close());
+  return {
+    get app(): FastifyInstance {
+      return app!;
+    },
+    call: ((...args) => client!(...args)) as ReturnType<typeof createClient>,
   };
 }

@@ -1,18 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, createClient, EVERY_CHAIN_LIVE, newMerchant, WALLET } from './harness.ts';
+import { EVERY_CHAIN_LIVE, newMerchant, WALLET, useApi } from './harness.ts';
 
 /** Idempotency keys belong to the account and mode (Stripe's scope), not to one API key. */
 const db = useTestDatabase('api_idempotency_scope');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-
-beforeAll(async () => {
-  app = buildApi(db.store, { env: EVERY_CHAIN_LIVE });
-  await app.ready();
-  call = createClient(app);
-});
-afterAll(() => app.close());
+const { call } = useApi(db, { env: EVERY_CHAIN_LIVE, checked: false });
 
 const payment = { amount: '7.00', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET };
 const count = async (merchantId: string) =>

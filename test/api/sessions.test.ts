@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { getBase58Encoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
-import { buildApi, createClient, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from './harness.ts';
-import { createOpenApiChecker } from './openapiCheck.ts';
+import { newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from './harness.ts';
 
 const db = useTestDatabase('api_sessions');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-  call = createClient(app, await createOpenApiChecker(app));
-});
-afterAll(() => app.close());
+const api = useApi(db);
+const { call } = api;
 
 const body = (extra: Record<string, unknown> = {}) => ({ amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET, ...extra });
 
@@ -276,7 +268,7 @@ describe('validation: a 400 that says what is wrong, and writes nothing', () => 
   test('malformed JSON, a wrong content type, an empty body and an oversized body are 400s', async () => {
     const m = await newMerchant(db.store);
     const send = (payload: string, contentType: string) =>
-      app.inject({ method: 'POST', url: '/api/v1/sessions', headers: { authorization: `Bearer ${m.test}`, 'content-type': contentType }, payload });
+      api.app.inject({ method: 'POST', url: '/api/v1/sessions', headers: { authorization: `Bearer ${m.test}`, 'content-type': contentType }, payload });
     const malformed = await send('{"amount": "1",', 'application/json');
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json().error).toMatch(/JSON/);

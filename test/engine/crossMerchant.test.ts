@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, createClient, newMerchant } from '../api/harness.ts';
+import { newMerchant, useApi } from '../api/harness.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createLogger } from '../../src/internal/logger.ts';
@@ -9,15 +9,8 @@ import { insertTransfer, newEvmWallet, setHead, statusOf } from './fixtures.ts';
 
 /** One merchant must never see, be matched or claim money sent to another merchant's wallet. */
 const db = useTestDatabase('engine_cross_merchant');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
+const { call } = useApi(db, { checked: false });
 const engine = () => createEngine({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-  call = createClient(app);
-});
-afterAll(() => app.close());
 
 const session = (key: string, amount: string, wallet: string) => call('POST', '/api/v1/sessions', { key, body: { amount, currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
 

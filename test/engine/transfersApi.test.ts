@@ -1,24 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, createClient, newMerchant as newApiMerchant } from '../api/harness.ts';
-import { createOpenApiChecker } from '../api/openapiCheck.ts';
+import { newMerchant as newApiMerchant, useApi } from '../api/harness.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 import { eventsOf, insertTransfer, newEvmWallet, setHead, statusOf } from './fixtures.ts';
 
 const db = useTestDatabase('engine_transfers_api');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
+const { call } = useApi(db);
 const engine = () => createEngine({ store: db.store, logger: pino({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
 
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-  call = createClient(app, await createOpenApiChecker(app));
-});
-afterAll(() => app.close());
 
 let block = 1000n;
 
