@@ -69,7 +69,7 @@ describe('only a live key with the write scope manages receiving wallets', () =>
     const m = await newMerchant(db.store);
     const attacker = await addSigned(m.test, { default: true });
     expect(attacker.answer.status).toBe(403);
-    const { merchantWallet: _none, ...noWallet } = payment();
+    const noWallet = payment();
     const live = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
     expect(live.status).toBe(400);
     expect(live.body.error).toMatch(/^merchantWallet is required: this merchant has no default wallet on polygon/);
@@ -92,7 +92,7 @@ describe('only a live key with the write scope manages receiving wallets', () =>
 describe('the default wallet per chain is explicit', () => {
   test('adding a second wallet never changes the default; "default": true and POST /wallets/{id}/default move it; one per chain', async () => {
     const m = await newMerchant(db.store);
-    const { merchantWallet: _none, ...noWallet } = payment();
+    const noWallet = payment();
     const first = await addSigned(m.live, { default: true });
     expect(first.answer).toMatchObject({ status: 201, body: { default: true, verified: true } });
     const second = await addSigned(m.live);
@@ -124,7 +124,7 @@ describe('the default wallet per chain is explicit', () => {
 describe('removing a wallet', () => {
   test('refused (409) while a live session in its monitoring window or an active live link pays it; the default removed leaves no default', async () => {
     const m = await newMerchant(db.store);
-    const { merchantWallet: _none, ...noWallet } = payment();
+    const noWallet = payment();
     const kept = await addSigned(m.live);
     const removable = await addSigned(m.live, { default: true });
     const session = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
