@@ -5,3 +5,4 @@
 export * from './merchants.ts';
 export * from './apiKeys.ts';
 export * from './wallets.ts';
+export * from './walletRules.ts';

@@ -5,7 +5,7 @@ import type { ChainName } from '../internal/config.ts';
 import { newId, randomBase62 } from '../internal/crypto.ts';
 import { base58Bytes, canonicalAddress, solanaAddressBytes, unreceivableReason } from '../internal/addresses.ts';
 import { loadChains } from '../internal/chains.ts';
-import { badRequest, notFound } from '../internal/errors.ts';
+import { badRequest, conflict, notFound } from '../internal/errors.ts';
 
 export type VerificationMethod = 'eip191' | 'ed25519' | 'operator';
 
@@ -17,6 +17,8 @@ export interface Wallet {
   verified: boolean;
   verificationMethod: VerificationMethod | null;
   verifiedAt: Date | null;
+  /** Paid by live sessions and links on this chain that name no `merchantWallet`; at most one per chain. */
+  isDefault: boolean;
   createdAt: Date;
 }
 
@@ -27,10 +29,11 @@ interface WalletRow {
   address: string;
   verification_method: VerificationMethod | null;
   verified_at: Date | null;
+  is_default: boolean;
   created_at: Date;
 }
 
-const COLUMNS = 'id, merchant_id, chain, address, verification_method, verified_at, created_at';
+const COLUMNS = 'id, merchant_id, chain, address, verification_method, verified_at, is_default, created_at';
 
 const toWallet = (row: WalletRow): Wallet => ({
   id: row.id,
@@ -40,6 +43,7 @@ const toWallet = (row: WalletRow): Wallet => ({
   verified: row.verified_at !== null,
   verificationMethod: row.verification_method,
   verifiedAt: row.verified_at,
+  isDefault: row.is_default,
   createdAt: row.created_at,
 });
 
@@ -58,10 +62,12 @@ function requireAddress(chain: ChainName, address: string): string {
 /**
  * Adds a receiving wallet, or returns the existing one for the same (merchant, chain, address).
  * `verifiedBy: 'operator'` is for the CLI: whoever runs it controls the database anyway.
+ * `makeDefault` then makes it its chain's default (see {@link setDefaultWallet}); adding a wallet
+ * without it never changes which wallet is the default.
  */
 export async function addWallet(
   sql: Sql,
-  params: { merchantId: string; chain: ChainName; address: string; verifiedBy?: VerificationMethod },
+  params: { merchantId: string; chain: ChainName; address: string; verifiedBy?: VerificationMethod; makeDefault?: boolean },
 ): Promise<Wallet> {
   const address = requireAddress(params.chain, params.address);
   const verifiedBy = params.verifiedBy ?? null;
@@ -74,9 +80,42 @@ export async function addWallet(
      RETURNING ${COLUMNS}`,
     [newId('wal'), params.merchantId, params.chain, address, verifiedBy],
   );
-  return toWallet(rows[0]!);
+  const wallet = toWallet(rows[0]!);
+  return params.makeDefault ? setDefaultWallet(sql, { merchantId: params.merchantId, walletId: wallet.id }) : wallet;
 }
 
+/** One wallet of the merchant, or undefined (another merchant's is "not found" too); `forUpdate` locks its row. */
+export async function getWallet(sql: Sql, params: { merchantId: string; walletId: string; forUpdate?: boolean }): Promise<Wallet | undefined> {
+  const { rows } = await sql.query<WalletRow>(`SELECT ${COLUMNS} FROM wallets WHERE id = $1 AND merchant_id = $2${params.forUpdate ? ' FOR UPDATE' : ''}`, [
+    params.walletId,
+    params.merchantId,
+  ]);
+  return rows[0] && toWallet(rows[0]);
+}
+
+/**
+ * Makes a verified wallet the default of its chain: the one live sessions and payment links that
+ * name no `merchantWallet` pay. The previous default, if any, stops being it in the same
+ * transaction (the database allows one default per merchant and chain). Run it in a transaction:
+ * the two updates must commit together.
+ * @throws {HttpError} 404 unknown wallet, 409 unverified wallet.
+ */
+export async function setDefaultWallet(sql: Sql, params: { merchantId: string; walletId: string }): Promise<Wallet> {
+  const { rows } = await sql.query<WalletRow>(`SELECT ${COLUMNS} FROM wallets WHERE id = $1 AND merchant_id = $2 FOR UPDATE`, [params.walletId, params.merchantId]);
+  const row = rows[0];
+  if (!row) throw notFound(`wallet ${params.walletId} not found`);
+  if (!row.verified_at) {
+    throw conflict(`wallet ${row.id} (${row.chain}:${row.address}) is not verified, so it cannot be the default: prove it is yours first (POST /wallets/challenges, then POST /wallets with "default": true)`);
+  }
+  if (row.is_default) return toWallet(row);
+  // Two changes of one chain's default at once would both clear, then both set: one at a time.
+  await sql.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`wallet-default:${params.merchantId}:${row.chain}`]);
+  await sql.query('UPDATE wallets SET is_default = false WHERE merchant_id = $1 AND chain = $2 AND is_default', [params.merchantId, row.chain]);
+  const updated = await sql.query<WalletRow>(`UPDATE wallets SET is_default = true WHERE id = $1 RETURNING ${COLUMNS}`, [row.id]);
+  return toWallet(updated.rows[0]!);
+}
+
+/** The merchant's wallets, oldest first (`chain` filters). */
 export async function listWallets(sql: Sql, params: { merchantId: string; chain?: ChainName }): Promise<Wallet[]> {
   const { rows } = await sql.query<WalletRow>(
     `SELECT ${COLUMNS} FROM wallets WHERE merchant_id = $1 AND ($2::text IS NULL OR chain = $2) ORDER BY created_at, id`,
@@ -124,7 +163,7 @@ export async function createWalletChallenge(
  */
 export async function verifyWalletChallenge(
   sql: Sql,
-  params: { merchantId: string; challengeId: string; signature: string; now?: Date },
+  params: { merchantId: string; challengeId: string; signature: string; makeDefault?: boolean; now?: Date },
 ): Promise<Wallet> {
   const { rows } = await sql.query<{ chain: ChainName; address: string; message: string; expires_at: Date; used_at: Date | null }>(
     'SELECT chain, address, message, expires_at, used_at FROM wallet_challenges WHERE id = $1 AND merchant_id = $2',
@@ -143,6 +182,7 @@ export async function verifyWalletChallenge(
     chain: challenge.chain,
     address: challenge.address,
     verifiedBy: challenge.chain === 'solana' ? 'ed25519' : 'eip191',
+    makeDefault: params.makeDefault ?? false,
   });
 }
 

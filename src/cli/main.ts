@@ -14,7 +14,9 @@ import {
   listApiKeys,
   listMerchants,
   listWallets,
+  removeWallet,
   revokeApiKey,
+  setDefaultWallet,
   SCOPES,
   type Scope,
 } from '../accounts/index.ts';
@@ -22,6 +24,7 @@ import { startDaemon, ROLES, type Role } from '../daemon.ts';
 import { formatConfigTable } from './configTable.ts';
 import { listenForWebhooks } from './webhooksListen.ts';
 import { setMerchantRateLimits } from '../api/rateLimits.ts';
+import { canonicalAddress } from '../internal/addresses.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface Io {
@@ -83,6 +86,15 @@ function parseWallet(text: string): { chain: ChainName; address: string } {
     throw new UsageError(`--wallet ${JSON.stringify(text)} must be CHAIN:ADDRESS with CHAIN one of ${CHAIN_NAMES.join(', ')}`);
   }
   return { chain, address: text.slice(separator + 1) };
+}
+
+/** The merchant's wallet at CHAIN:ADDRESS (in any form the API accepts), or a usage error naming what is missing. */
+async function findWallet(store: Store, merchantId: string, given: { chain: ChainName; address: string }) {
+  if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
+  const canonical = canonicalAddress(given.chain, given.address);
+  const wallet = (await listWallets(store, { merchantId, chain: given.chain })).find((candidate) => candidate.address === canonical);
+  if (!wallet) throw new UsageError(`merchant ${merchantId} has no wallet ${given.chain}:${given.address}; add it with svc wallets add (--default to make it the default)`);
+  return wallet;
 }
 
 function requireString(values: Record<string, unknown>, name: string): string {
@@ -154,7 +166,7 @@ const commands: Record<string, Command> = {
     usage: 'svc merchants create --name NAME [--wallet CHAIN:ADDRESS …] [--json]',
     options: {
       name: { type: 'string', description: 'display name shown on checkout pages' },
-      wallet: { type: 'string', multiple: true, description: 'a receiving wallet, e.g. polygon:0xAbc…; verified by the operator' },
+      wallet: { type: 'string', multiple: true, description: 'a receiving wallet, e.g. polygon:0xAbc…; verified by the operator, not a default (svc wallets default)' },
       ...jsonOption,
     },
     async run({ values, io, json }) {
@@ -199,7 +211,7 @@ const commands: Record<string, Command> = {
           withWallets.length === 0
             ? 'No merchants yet'
             : withWallets
-                .map((m) => `${m.id}  ${m.name}  created ${m.createdAt.toISOString()}${m.wallets.map((w) => `\n    ${w.chain}:${w.address}${w.verified ? '' : ' (unverified)'}`).join('')}`)
+                .map((m) => `${m.id}  ${m.name}  created ${m.createdAt.toISOString()}${m.wallets.map((w) => `\n    ${w.chain}:${w.address}${w.verified ? '' : ' (unverified)'}${w.isDefault ? ' (default)' : ''}`).join('')}`)
                 .join('\n'),
         );
         return 0;
@@ -267,16 +279,53 @@ const commands: Record<string, Command> = {
   },
 
   'wallets add': {
-    summary: 'add a receiving wallet to a merchant, verified by the operator',
-    usage: 'svc wallets add --merchant ID --wallet CHAIN:ADDRESS [--json]',
-    options: { merchant: { type: 'string', description: 'merchant id (mer_…)' }, wallet: { type: 'string', description: 'CHAIN:ADDRESS' }, ...jsonOption },
+    summary: 'add a receiving wallet to a merchant, verified by the operator (--default: live payments without merchantWallet pay it)',
+    usage: 'svc wallets add --merchant ID --wallet CHAIN:ADDRESS [--default] [--json]',
+    options: {
+      merchant: { type: 'string', description: 'merchant id (mer_…)' },
+      wallet: { type: 'string', description: 'CHAIN:ADDRESS' },
+      default: { type: 'boolean', description: 'make it the default wallet of its chain (replaces the previous default)' },
+      ...jsonOption,
+    },
     async run({ values, io, json }) {
       const merchantId = requireString(values, 'merchant');
       const wallet = parseWallet(requireString(values, 'wallet'));
       return withStore(io, async (store) => {
         if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
-        const added = await addWallet(store, { merchantId, ...wallet, verifiedBy: 'operator' });
-        emit(io, json, added, `Wallet ${added.id}: ${added.chain}:${added.address} (verified by operator)`);
+        const added = await store.transaction((sql) => addWallet(sql, { merchantId, ...wallet, verifiedBy: 'operator', makeDefault: values.default === true }));
+        emit(io, json, added, `Wallet ${added.id}: ${added.chain}:${added.address} (verified by operator${added.isDefault ? ', default' : ''})`);
+        return 0;
+      });
+    },
+  },
+
+  'wallets default': {
+    summary: 'make a verified wallet of a merchant the default of its chain',
+    usage: 'svc wallets default --merchant ID --wallet CHAIN:ADDRESS [--json]',
+    options: { merchant: { type: 'string', description: 'merchant id (mer_…)' }, wallet: { type: 'string', description: 'CHAIN:ADDRESS of one of its wallets' }, ...jsonOption },
+    async run({ values, io, json }) {
+      const merchantId = requireString(values, 'merchant');
+      const given = parseWallet(requireString(values, 'wallet'));
+      return withStore(io, async (store) => {
+        const wallet = await findWallet(store, merchantId, given);
+        const updated = await store.transaction((sql) => setDefaultWallet(sql, { merchantId, walletId: wallet.id }));
+        emit(io, json, updated, `Wallet ${updated.id}: ${updated.chain}:${updated.address} is now the default on ${updated.chain}`);
+        return 0;
+      });
+    },
+  },
+
+  'wallets remove': {
+    summary: 'remove a receiving wallet (refused while open live sessions or active links use it)',
+    usage: 'svc wallets remove --merchant ID --wallet CHAIN:ADDRESS [--json]',
+    options: { merchant: { type: 'string', description: 'merchant id (mer_…)' }, wallet: { type: 'string', description: 'CHAIN:ADDRESS of one of its wallets' }, ...jsonOption },
+    async run({ values, io, json }) {
+      const merchantId = requireString(values, 'merchant');
+      const given = parseWallet(requireString(values, 'wallet'));
+      return withStore(io, async (store) => {
+        const wallet = await findWallet(store, merchantId, given);
+        const removed = await store.transaction((sql) => removeWallet(sql, { merchantId, walletId: wallet.id }));
+        emit(io, json, { ...removed, deleted: true }, `Removed wallet ${removed.id}: ${removed.chain}:${removed.address}${removed.isDefault ? ` (${removed.chain} has no default wallet now)` : ''}`);
         return 0;
       });
     },

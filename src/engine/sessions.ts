@@ -8,7 +8,7 @@ import { newId } from '../internal/crypto.ts';
 import { getBase58Decoder } from '@solana/kit';
 import { randomBytes } from 'node:crypto';
 import { sandboxWallet } from '../sandbox/fakes.ts';
-import { addWallet } from '../accounts/wallets.ts';
+import { registerInlineWallet } from '../accounts/walletRules.ts';
 
 /** Session lifetime bounds in seconds: one minute to seven days (Stripe Checkout allows 30 min..24 h; payments by bank-free wallets need less, invoices more). */
 export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
@@ -153,8 +153,10 @@ export function checkReceivingWallet(chain: ChainConfig, text: string, field = '
 
 /**
  * The receiving wallet. Live: `merchantWallet` when given (already checked and canonical, see
- * {@link checkSessionTerms}), otherwise the merchant's oldest verified wallet on `chain`, and a
- * 400 when there is neither. Sandbox: always the merchant's stable, clearly fake sandbox address
+ * {@link checkSessionTerms}), otherwise the merchant's default wallet on `chain`, chosen
+ * explicitly with a live key or by the operator (never inferred: adding a wallet does not change
+ * where live payments go), and a 400 when there is neither. The default's row is held (KEY SHARE)
+ * until the transaction ends, so it cannot be removed under a session being created. Sandbox: always the merchant's stable, clearly fake sandbox address
  * (a test key alone is enough to try the whole flow, and no sandbox QR code or instruction ever
  * names a real wallet: real money sent after a test session must not reach the merchant's books);
  * a given `merchantWallet` was checked like a live one, and is not used.
@@ -162,11 +164,15 @@ export function checkReceivingWallet(chain: ChainConfig, text: string, field = '
 async function resolvePayTo(sql: Sql, params: { merchantId: string; chain: ChainName; merchantWallet: string | undefined; livemode: boolean }): Promise<string> {
   if (!params.livemode) return sandboxWallet(params.chain, params.merchantId);
   if (params.merchantWallet !== undefined) return params.merchantWallet;
-  const { rows } = await sql.query<{ address: string }>(
-    `SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND verified_at IS NOT NULL ORDER BY created_at, id LIMIT 1`,
-    [params.merchantId, params.chain],
-  );
-  if (!rows[0]) throw badRequest(`merchantWallet is required: this merchant has no verified wallet on ${params.chain}`);
+  const { rows } = await sql.query<{ address: string }>('SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND is_default FOR KEY SHARE', [
+    params.merchantId,
+    params.chain,
+  ]);
+  if (!rows[0]) {
+    throw badRequest(
+      `merchantWallet is required: this merchant has no default wallet on ${params.chain}; pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)`,
+    );
+  }
   return rows[0].address;
 }
 
@@ -314,14 +320,15 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
  * which must be a transaction (the due-amount lock lasts until it ends). Validates what the
  * schemas cannot, with {@link checkSessionTerms}.
  * @throws {HttpError} 400 for bad input; 409 for a live session on an unwatched chain, another
- * merchant's verified wallet, or when no unique due amount is left.
+ * merchant's verified wallet, a new inline wallet beyond the merchant's cap of unverified ones, or
+ * when no unique due amount is left.
  */
 export async function createSession(sql: Sql, params: CreateSessionParams): Promise<SessionRow> {
   const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens } = await checkSessionTerms(sql, params);
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
-  // put that wallet there (unverified), or its payment would never be seen.
+  // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
   if (params.livemode && merchantWallet !== undefined) {
-    await addWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
+    await registerInlineWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
   }
 
   const tuple = { chain: params.chain, currency: params.currency, payTo };

@@ -53,6 +53,8 @@ describe('OpenAPI document', () => {
       'GET /api/v1/wallets',
       'POST /api/v1/wallets',
       'POST /api/v1/wallets/challenges',
+      'POST /api/v1/wallets/{id}/default',
+      'DELETE /api/v1/wallets/{id}',
     ]) {
       expect(operations).toContain(expected);
     }

@@ -139,7 +139,7 @@ describe('payment links', () => {
     const m = await newMerchant(db.store);
     expect(await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '1.1234567' }) })).toMatchObject({ status: 400, body: { error: 'amount 1.1234567 has 7 decimal places; this token has 6' } });
     const { merchantWallet: _w, ...noWallet } = payment();
-    expect(await call('POST', '/api/v1/payment-links', { key: m.live, body: noWallet })).toMatchObject({ status: 400, body: { error: 'merchantWallet is required: this merchant has no verified wallet on base' } });
+    expect(await call('POST', '/api/v1/payment-links', { key: m.live, body: noWallet })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^merchantWallet is required: this merchant has no default wallet on base; pass merchantWallet, or choose a default/) } });
     expect(await call('PATCH', '/api/v1/payment-links/plink_x', { key: m.test, body: { active: 'no' } })).toMatchObject({ status: 400, body: { error: 'active must be a boolean' } });
   });
 });
@@ -269,23 +269,23 @@ describe('currencies, status, wallets', () => {
     expect(live.body.chains.every((chain: { status: string }) => chain.status === 'sandbox-only')).toBe(true);
   });
 
-  test('wallets: challenge, sign with the wallet (EIP-191), add as verified; bad or reused proofs are refused', async () => {
+  test('wallets (live key): challenge, sign with the wallet (EIP-191), add as verified and default; bad or reused proofs are refused', async () => {
     const m = await newMerchant(db.store);
     expect((await call('GET', '/api/v1/wallets', { key: m.test })).body).toEqual({ data: [] });
-    const challenge = await call('POST', '/api/v1/wallets/challenges', { key: m.test, body: { chain: 'polygon', address: payer.address.toLowerCase() } });
+    const challenge = await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain: 'polygon', address: payer.address.toLowerCase() } });
     expect(challenge.status).toBe(201);
     expect(challenge.body.address).toBe(payer.address);
-    const wrong = await call('POST', '/api/v1/wallets', { key: m.test, body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: 'something else' }) } });
+    const wrong = await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: 'something else' }) } });
     expect(wrong).toMatchObject({ status: 400, body: { error: `signature does not verify for ${payer.address} over the challenge message` } });
     const signature = await payer.signMessage({ message: challenge.body.message });
-    const added = await call('POST', '/api/v1/wallets', { key: m.test, body: { challengeId: challenge.body.id, signature } });
+    const added = await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature, default: true } });
     expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ chain: 'polygon', address: payer.address, verified: true, verificationMethod: 'eip191' });
-    expect(await call('POST', '/api/v1/wallets', { key: m.test, body: { challengeId: challenge.body.id, signature } })).toMatchObject({ status: 400, body: { error: 'this wallet challenge was already used; request a new one' } });
-    expect((await call('POST', '/api/v1/wallets', { key: m.test, body: { challengeId: 'wch_nope', signature } })).status).toBe(404);
-    expect(await call('POST', '/api/v1/wallets/challenges', { key: m.test, body: { chain: 'solana', address: WALLET } })).toMatchObject({ status: 400 });
+    expect(added.body).toMatchObject({ chain: 'polygon', address: payer.address, verified: true, verificationMethod: 'eip191', default: true });
+    expect(await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature } })).toMatchObject({ status: 400, body: { error: 'this wallet challenge was already used; request a new one' } });
+    expect((await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: 'wch_nope', signature } })).status).toBe(404);
+    expect(await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain: 'solana', address: WALLET } })).toMatchObject({ status: 400 });
     expect((await call('GET', '/api/v1/wallets?chain=polygon', { key: m.test })).body.data.map((w: { address: string }) => w.address)).toEqual([payer.address]);
-    // The verified wallet now receives live payments without merchantWallet (sandbox ones still pay to the sandbox address).
+    // The default wallet now receives live payments without merchantWallet (sandbox ones still pay to the sandbox address).
     const { merchantWallet: _w, ...noWallet } = payment({ chain: 'polygon' });
     expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).body.merchantWallet).toBe(payer.address);
   });

@@ -140,7 +140,7 @@ describe('receiving wallets that would burn the payment are refused', () => {
   test('as a wallet to verify: 400 at the challenge, and addWallet refuses it too', async () => {
     const m = await newMerchant(db.store);
     for (const [chain, address, reason] of cases) {
-      const answer = await call('POST', '/api/v1/wallets/challenges', { key: m.test, body: { chain, address } });
+      const answer = await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain, address } });
       expect(answer.status, `${chain} ${address}`).toBe(400);
       expect(answer.body.error).toContain(reason);
       expect(answer.body.error).toMatch(/^address /);
@@ -159,7 +159,7 @@ describe('sandbox sessions never route real money', () => {
     // The given wallet is still checked.
     expect((await call('POST', '/api/v1/payments', { key: m.test, body: body({ chain: 'polygon', merchantWallet: '0x1234' }) })).status).toBe(400);
 
-    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: OWN, verifiedBy: 'operator' });
+    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: OWN, verifiedBy: 'operator', makeDefault: true });
     const { merchantWallet: _w, ...noWallet } = body({ chain: 'polygon' });
     expect((await call('POST', '/api/v1/payments', { key: m.test, body: noWallet })).body.paymentAddress).toBe(sandboxWallet('polygon', m.id));
     expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).body.paymentAddress).toBe(OWN);

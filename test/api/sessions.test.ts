@@ -128,14 +128,19 @@ describe('what a payer needs', () => {
     expect(created.body.paymentAddress).toBe(own);
   });
 
-  test('live: without merchantWallet the oldest verified wallet on the chain is used; unverified wallets do not count', async () => {
+  test('live: without merchantWallet the default wallet of the chain is used; unverified wallets and a verified one that is not the default do not count', async () => {
     const m = await newMerchant(db.store);
     const { merchantWallet: _omit, ...noWallet } = body();
     const refused = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
-    expect(refused).toMatchObject({ status: 400, body: { error: 'merchantWallet is required: this merchant has no verified wallet on polygon' } });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: 'merchantWallet is required: this merchant has no default wallet on polygon; pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)' },
+    });
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
     expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).status).toBe(400);
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator' });
+    expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).status).toBe(400);
+    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator', makeDefault: true });
     const created = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
     expect(created.status).toBe(201);
     expect(created.body.merchantWallet).toBe(WALLET);

@@ -47,8 +47,8 @@ test('walkthrough of every endpoint over HTTP, both prefixes and both auth heade
   expect((await call('GET', '/api/v1/currencies', { key: m.test })).body.data.length).toBe(12);
   expect((await call('GET', '/api/v1/status', { key: m.test })).body.api.status).toBe('healthy');
 
-  const challenge = await call('POST', '/api/v1/wallets/challenges', { key: m.test, body: { chain: 'base', address: payer.address } });
-  const wallet = await call('POST', '/api/v1/wallets', { key: m.test, body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: challenge.body.message }) } });
+  const challenge = await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain: 'base', address: payer.address } });
+  const wallet = await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: challenge.body.message }) } });
   expect(wallet.status).toBe(201);
   expect((await call('GET', '/api/v1/wallets', { key: m.test })).body.data.length).toBe(1);
 

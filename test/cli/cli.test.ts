@@ -26,7 +26,7 @@ describe('svc CLI', () => {
   test('svc --help lists every command; each command has its own --help', async () => {
     const help = await svc('--help');
     expect(help.code).toBe(0);
-    for (const command of ['start', 'migrate', 'merchants create', 'keys create', 'keys list', 'keys revoke', 'config']) expect(help.out).toContain(command);
+    for (const command of ['start', 'migrate', 'merchants create', 'wallets add', 'wallets default', 'wallets remove', 'keys create', 'keys list', 'keys revoke', 'config']) expect(help.out).toContain(command);
     const keysHelp = await svc('keys', 'create', '--help');
     expect(keysHelp.code).toBe(0);
     expect(keysHelp.out).toContain('Usage: svc keys create --merchant ID --mode test|live');
@@ -83,6 +83,33 @@ describe('svc CLI', () => {
     expect(updated.json()).toEqual({ id: merchant.id, acceptBridgedTokens: true, paymentToleranceBps: 50, createPerMinute: 120, readPerMinute: null, writePerMinute: null });
     const reset = (await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', 'default', '--json')).json();
     expect(reset).toMatchObject({ createPerMinute: null, acceptBridgedTokens: true });
+  });
+
+  test('wallets: add --default chooses the default explicitly, a second add never moves it, wallets default moves it, wallets remove leaves no default', async () => {
+    const A = '0x52908400098527886E0F7030069857D2E4169EE7';
+    const B = '0x8617E340B3D01FA5F11F306F4090FD50E238070D';
+    const C = '0xde709f2102306220921060314715629080e2fb77';
+    const { merchant, wallets } = (await svc('merchants', 'create', '--name', 'Defaults', '--wallet', `polygon:${A}`, '--json')).json();
+    expect(wallets).toMatchObject([{ address: A, isDefault: false }]);
+    const b = await svc('wallets', 'add', '--merchant', merchant.id, '--wallet', `polygon:${B}`, '--default', '--json');
+    expect(b.code).toBe(0);
+    expect(b.json()).toMatchObject({ address: B, verified: true, isDefault: true });
+    expect((await svc('wallets', 'add', '--merchant', merchant.id, '--wallet', `polygon:${C}`, '--json')).json()).toMatchObject({ isDefault: false });
+    const defaults = async () => (await db.store.query('SELECT address FROM wallets WHERE merchant_id = $1 AND is_default', [merchant.id])).rows.map((row) => row.address);
+    expect(await defaults()).toEqual([B]);
+
+    const moved = await svc('wallets', 'default', '--merchant', merchant.id, '--wallet', `polygon:${A.toLowerCase()}`);
+    expect([moved.code, moved.out.trim()]).toEqual([0, `Wallet ${wallets[0].id}: polygon:${A} is now the default on polygon`]);
+    expect(await defaults()).toEqual([A]);
+    expect((await svc('merchants', 'list')).out).toContain(`polygon:${A} (default)`);
+
+    const removed = await svc('wallets', 'remove', '--merchant', merchant.id, '--wallet', `polygon:${A}`);
+    expect([removed.code, removed.out.trim()]).toEqual([0, `Removed wallet ${wallets[0].id}: polygon:${A} (polygon has no default wallet now)`]);
+    expect(await defaults()).toEqual([]);
+    const missing = await svc('wallets', 'default', '--merchant', merchant.id, '--wallet', `polygon:${A}`);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain(`merchant ${merchant.id} has no wallet polygon:${A}; add it with svc wallets add`);
+    expect(await defaults()).toEqual([]);
   });
 
   test('a bad wallet is refused and nothing is written', async () => {

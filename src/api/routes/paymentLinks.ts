@@ -37,7 +37,7 @@ const PaymentLinkSchema = Type.Object(
     amount: Type.String(),
     currency: CurrencySchema,
     chain: ChainSchema,
-    merchantWallet: Type.Union([Type.String(), Type.Null()], { description: 'Fixed receiving wallet, or null for the merchant\'s verified wallet at each visit.' }),
+    merchantWallet: Type.Union([Type.String(), Type.Null()], { description: 'Fixed receiving wallet, or null for the merchant\'s default wallet on the chain at each visit.' }),
     metadata: MetadataSchema,
     webhookUrl: Type.Union([Type.String(), Type.Null()]),
     successUrl: Type.Union([Type.String(), Type.Null()]),

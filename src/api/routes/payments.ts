@@ -57,7 +57,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'Create a payment',
         description:
-          'Creates a payment session; answers 201 with the payment in state `pending`. `merchantWallet` is required unless the merchant has a verified wallet on the chain (then the oldest verified one is used).',
+          'Creates a payment session; answers 201 with the payment in state `pending`. `merchantWallet` is required unless the merchant has chosen a default wallet on the chain (then that one is used).',
         body: CreatePaymentBody,
         response: { 201: PaymentBSchema, ...errorResponses(...WRITE_ERRORS) },
       },

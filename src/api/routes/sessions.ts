@@ -23,7 +23,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface A'],
         summary: 'Create a payment session',
         description:
-          'Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has a verified wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`).',
+          'Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has chosen a default wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`).',
         body: CreateSessionBody,
         response: { 201: SessionASchema, ...errorResponses(...WRITE_ERRORS) },
       },

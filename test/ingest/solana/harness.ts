@@ -11,11 +11,11 @@ import { createSolanaIngester, type SolanaChainChange, type SolanaIngester } fro
 import { createEngine, type Engine } from '../../../src/engine/index.ts';
 import type { SolanaTestRpc } from '../../helpers/solana-rpc.ts';
 
-/** A merchant with one verified solana wallet (a real keypair, so tests can also spend from it). */
+/** A merchant with one verified solana wallet, its default (a real keypair, so tests can also spend from it). */
 export async function createSolanaMerchant(store: Store, rpc: SolanaTestRpc): Promise<{ merchantId: string; wallet: KeyPairSigner }> {
   const { merchant } = await createMerchant(store, createSecretBox(randomBytes(32)), { name: 'Solana shop' });
   const wallet = await rpc.wallet();
-  await addWallet(store, { merchantId: merchant.id, chain: 'solana', address: wallet.address, verifiedBy: 'operator' });
+  await addWallet(store, { merchantId: merchant.id, chain: 'solana', address: wallet.address, verifiedBy: 'operator', makeDefault: true });
   return { merchantId: merchant.id, wallet };
 }
 
