@@ -48,9 +48,10 @@ describe('svc CLI', () => {
   test('merchants create, keys create / list / revoke, end to end with --json', async () => {
     const created = await svc('merchants', 'create', '--name', 'Acme', '--wallet', 'polygon:0x52908400098527886e0f7030069857d2e4169ee7', '--json');
     expect(created.code).toBe(0);
-    const { merchant, webhookSecret, wallets } = created.json();
+    const { merchant, webhookSecrets, wallets } = created.json();
     expect(merchant.id).toMatch(/^mer_/);
-    expect(webhookSecret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
+    expect(webhookSecrets).toEqual({ live: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/), sandbox: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/) });
+    expect(webhookSecrets.live).not.toBe(webhookSecrets.sandbox);
     expect(wallets).toMatchObject([{ chain: 'polygon', address: '0x52908400098527886E0F7030069857D2E4169EE7', verified: true, verificationMethod: 'operator' }]);
 
     const key = (await svc('keys', 'create', '--merchant', merchant.id, '--mode', 'live', '--scopes', 'read', '--json')).json();

@@ -8,7 +8,7 @@ const body = JSON.stringify({ id: 'evt_1', event: 'payment.confirmed', data: { i
 const now = new Date('2026-11-21T12:00:00Z');
 
 function headers(overrides: Record<string, string | undefined> = {}, at = now) {
-  const signed = signedHeaders({ secret, body, eventId: 'evt_1', eventType: 'payment.confirmed', deliveryId: 'whd_1', now: at });
+  const signed = signedHeaders({ secrets: [secret], body, eventId: 'evt_1', eventType: 'payment.confirmed', deliveryId: 'whd_1', now: at });
   return Object.fromEntries(Object.entries({ ...signed, ...overrides }).filter(([, v]) => v !== undefined)) as Record<string, string>;
 }
 
