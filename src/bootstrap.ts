@@ -5,7 +5,13 @@ import { countMerchants, createApiKey, createMerchant } from './accounts/index.t
 export interface BootstrapResult {
   merchantId: string;
   testKey: string;
-  webhookSecret: string;
+  /**
+   * The secret of the merchant's sandbox per-session webhookUrl deliveries, beside the test key.
+   * The live secret is not shown: first-start output often ends up in logs, and a live secret
+   * there could sign live payment events. Get it with a live key (POST /webhook-secret/rotate)
+   * or `svc webhooks rotate-secret --mode live`.
+   */
+  sandboxWebhookSecret: string;
 }
 
 /** Lock key for the first-start check, so two daemons starting at once create one merchant. */
@@ -19,8 +25,8 @@ export async function bootstrapFirstMerchant(store: Store, box: SecretBox): Prom
   return store.transaction(async (sql) => {
     await sql.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK_KEY]);
     if ((await countMerchants(sql)) > 0) return undefined;
-    const { merchant, webhookSecret } = await createMerchant(sql, box, { name: 'Default merchant' });
+    const { merchant, webhookSecrets } = await createMerchant(sql, box, { name: 'Default merchant' });
     const { secret } = await createApiKey(sql, { merchantId: merchant.id, livemode: false, description: 'created on first start' });
-    return { merchantId: merchant.id, testKey: secret, webhookSecret };
+    return { merchantId: merchant.id, testKey: secret, sandboxWebhookSecret: webhookSecrets.sandbox };
   });
 }

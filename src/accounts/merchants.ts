@@ -1,5 +1,6 @@
 import type { Sql } from '../store/index.ts';
-import { newId, randomBase62, type SecretBox } from '../internal/crypto.ts';
+import { newId, type SecretBox } from '../internal/crypto.ts';
+import { newWebhookSecret } from '../delivery/secrets.ts';
 
 export interface Merchant {
   id: string;
@@ -15,22 +16,29 @@ interface MerchantRow {
 
 const toMerchant = (row: MerchantRow): Merchant => ({ id: row.id, name: row.name, createdAt: row.created_at });
 
-/** A webhook signing secret, `whsec_` and 32 base62 characters (190 bits), shown once. */
-export function newWebhookSecret(): string {
-  return `whsec_${randomBase62(32)}`;
-}
+/** Re-exported: callers made webhook secrets from here before they moved to src/delivery. */
+export { newWebhookSecret };
 
 /**
- * Creates a merchant with its default webhook signing secret, which signs deliveries to
- * per-session `webhookUrl`s. The secret is returned here once and stored sealed.
+ * Creates a merchant with its two webhook signing secrets for per-session `webhookUrl`
+ * deliveries: one signs live events, the other sandbox events, so a sandbox delivery never
+ * verifies at a live receiver. Both are returned here once and stored sealed.
  */
-export async function createMerchant(sql: Sql, box: SecretBox, params: { name: string }): Promise<{ merchant: Merchant; webhookSecret: string }> {
-  const webhookSecret = newWebhookSecret();
+export async function createMerchant(
+  sql: Sql,
+  box: SecretBox,
+  params: { name: string },
+): Promise<{ merchant: Merchant; webhookSecrets: { live: string; sandbox: string } }> {
+  const webhookSecrets = { live: newWebhookSecret(), sandbox: newWebhookSecret() };
+  // One statement, so a merchant never exists without its secrets even outside a transaction.
   const { rows } = await sql.query<MerchantRow>(
-    'INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, $2, $3) RETURNING id, name, created_at',
-    [newId('mer'), params.name, box.seal(webhookSecret)],
+    `WITH m AS (INSERT INTO merchants (id, name) VALUES ($1, $2) RETURNING id, name, created_at),
+          s AS (INSERT INTO merchant_webhook_secrets (merchant_id, livemode, secret_sealed)
+                SELECT m.id, t.livemode, t.sealed FROM m, unnest($3::boolean[], $4::text[]) AS t(livemode, sealed))
+     SELECT * FROM m`,
+    [newId('mer'), params.name, [true, false], [box.seal(webhookSecrets.live), box.seal(webhookSecrets.sandbox)]],
   );
-  return { merchant: toMerchant(rows[0]!), webhookSecret };
+  return { merchant: toMerchant(rows[0]!), webhookSecrets };
 }
 
 export async function getMerchant(sql: Sql, id: string): Promise<Merchant | undefined> {
@@ -46,10 +54,4 @@ export async function listMerchants(sql: Sql): Promise<Merchant[]> {
 export async function countMerchants(sql: Sql): Promise<number> {
   const { rows } = await sql.query<{ count: bigint }>('SELECT count(*) AS count FROM merchants');
   return Number(rows[0]!.count);
-}
-
-/** The merchant's default webhook signing secret, unsealed for signing. */
-export async function merchantWebhookSecret(sql: Sql, box: SecretBox, merchantId: string): Promise<string | undefined> {
-  const { rows } = await sql.query<{ webhook_secret_sealed: string }>('SELECT webhook_secret_sealed FROM merchants WHERE id = $1', [merchantId]);
-  return rows[0] && box.open(rows[0].webhook_secret_sealed);
 }

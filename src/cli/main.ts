@@ -22,7 +22,7 @@ import {
 } from '../accounts/index.ts';
 import { startDaemon, ROLES, type Role } from '../daemon.ts';
 import { formatConfigTable } from './configTable.ts';
-import { listenForWebhooks } from './webhooksListen.ts';
+import { webhookCommands } from './webhookCommands.ts';
 import { setMerchantRateLimits } from '../api/rateLimits.ts';
 import { canonicalAddress } from '../internal/addresses.ts';
 
@@ -44,7 +44,8 @@ interface OptionSpec {
   description: string;
 }
 
-interface Command {
+/** One `svc` command: its help and what it runs. */
+export interface Command {
   summary: string;
   usage: string;
   options: Record<string, OptionSpec>;
@@ -130,7 +131,7 @@ const commands: Record<string, Command> = {
           'First start: created a merchant and a sandbox API key. They are shown only this once:',
           `  merchant:          ${daemon.bootstrap.merchantId}`,
           `  test API key:      ${daemon.bootstrap.testKey}`,
-          `  webhook secret:    ${daemon.bootstrap.webhookSecret}`,
+          `  webhook secret:    ${daemon.bootstrap.sandboxWebhookSecret}  (signs sandbox session webhookUrls)`,
           '',
           `  curl -H "Authorization: Bearer ${daemon.bootstrap.testKey}" ${daemon.url ?? config.publicUrl}/api/v1/health`,
         );
@@ -162,7 +163,7 @@ const commands: Record<string, Command> = {
   },
 
   'merchants create': {
-    summary: 'create a merchant (prints its webhook signing secret once)',
+    summary: 'create a merchant (prints its live and sandbox webhook signing secrets once)',
     usage: 'svc merchants create --name NAME [--wallet CHAIN:ADDRESS …] [--json]',
     options: {
       name: { type: 'string', description: 'display name shown on checkout pages' },
@@ -176,10 +177,10 @@ const commands: Record<string, Command> = {
       return withStore(io, async (store, { config }) => {
         const box = createSecretBox(loadOrCreateEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
         const created = await store.transaction(async (sql) => {
-          const { merchant, webhookSecret } = await createMerchant(sql, box, { name });
+          const { merchant, webhookSecrets } = await createMerchant(sql, box, { name });
           const added = [];
           for (const wallet of wallets) added.push(await addWallet(sql, { merchantId: merchant.id, ...wallet, verifiedBy: 'operator' }));
-          return { merchant, webhookSecret, wallets: added };
+          return { merchant, webhookSecrets, wallets: added };
         });
         emit(
           io,
@@ -187,7 +188,8 @@ const commands: Record<string, Command> = {
           created,
           [
             `Created merchant ${created.merchant.id} (${created.merchant.name})`,
-            `  webhook signing secret (shown once): ${created.webhookSecret}`,
+            `  live webhook signing secret (shown once):    ${created.webhookSecrets.live}`,
+            `  sandbox webhook signing secret (shown once): ${created.webhookSecrets.sandbox}`,
             ...created.wallets.map((wallet) => `  wallet ${wallet.chain}:${wallet.address} (verified by operator)`),
           ].join('\n'),
         );
@@ -414,33 +416,7 @@ const commands: Record<string, Command> = {
     },
   },
 
-  'webhooks listen': {
-    summary: 'receive, verify and print webhook events locally (registers a temporary endpoint)',
-    usage: 'svc webhooks listen --key API_KEY [--port 4242] [--api URL] [--events payment.confirmed,…] [--json]',
-    options: {
-      key: { type: 'string', description: 'an API key with write scope; a test key listens to sandbox events (env SVC_API_KEY)' },
-      port: { type: 'string', description: 'local port to receive on (default 4242; 0 picks one)' },
-      api: { type: 'string', description: 'the daemon’s base URL (default SVC_PUBLIC_URL, i.e. http://HOST:PORT)' },
-      events: { type: 'string', description: 'comma-separated event kinds (default all)' },
-      ...jsonOption,
-    },
-    async run({ values, io, json }) {
-      const apiKey = typeof values.key === 'string' ? values.key : io.env.SVC_API_KEY;
-      if (!apiKey) throw new UsageError('--key is required (or set SVC_API_KEY)');
-      const port = typeof values.port === 'string' ? Number(values.port) : 4242;
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number');
-      const apiUrl = typeof values.api === 'string' ? values.api.replace(/\/+$/, '') : loadConfig(io.env).publicUrl;
-      await listenForWebhooks({
-        apiUrl,
-        apiKey,
-        port,
-        ...(typeof values.events === 'string' ? { events: values.events.split(',').map((event) => event.trim()) } : {}),
-        print: (line, data) => emit(io, json, data, line),
-        stop: io.stopSignal ?? waitForSignal(),
-      });
-      return 0;
-    },
-  },
+  ...webhookCommands({ UsageError, jsonOption, emit, withStore, requireString, waitForSignal }),
 
   config: {
     summary: 'list the environment variables the daemon reads, with their current values checked',

@@ -37,6 +37,7 @@ async function api(params: ListenParams, method: string, path: string, body?: un
  */
 export async function listenForWebhooks(params: ListenParams): Promise<void> {
   let secret = '';
+  let livemode: boolean | undefined;
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -47,7 +48,8 @@ export async function listenForWebhooks(params: ListenParams): Promise<void> {
     request.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
       try {
-        const event = await verifyWebhook(body, request.headers, secret);
+        // The endpoint's mode: a sandbox listener refuses a live event and the other way round.
+        const event = await verifyWebhook(body, request.headers, secret, livemode === undefined ? {} : { livemode });
         const envelope = JSON.parse(body) as { id: string; event: string; data: Record<string, unknown>; livemode: boolean };
         params.print(`✓ ${envelope.event.padEnd(24)} ${envelope.id}  ${String(envelope.data.id ?? '')}  status=${String(envelope.data.status ?? '')}  signature verified`, {
           verified: true,
@@ -67,6 +69,7 @@ export async function listenForWebhooks(params: ListenParams): Promise<void> {
   try {
     const endpoint = await api(params, 'POST', '/webhooks', { url, description: 'svc webhooks listen', ...(params.events ? { enabledEvents: params.events } : {}) });
     secret = String(endpoint.secret);
+    livemode = endpoint.livemode === true;
     params.print(`Listening on ${url} as endpoint ${String(endpoint.id)} (${endpoint.livemode ? 'live' : 'sandbox'} events); Ctrl-C to stop`, {
       listening: url,
       endpointId: endpoint.id,

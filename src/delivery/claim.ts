@@ -11,7 +11,8 @@ interface ClaimRow {
   url: string;
   attempt_count: number;
   body: string;
-  secret_sealed: string;
+  secret_sealed: string | null;
+  previous_secret_sealed: string | null;
   event_created_at: Date;
 }
 
@@ -21,6 +22,8 @@ interface ClaimRow {
  * due first, and at most `perTarget` in flight per target (endpoint, or session URL) across all
  * workers: a slow or dead receiver with a backlog cannot take every slot and hold up other
  * merchants' webhooks. (A soft cap: two workers claiming at the same instant may pass it a little.)
+ * Each comes with the secrets that sign it at `now`: the target's current one and, during a
+ * rotation's overlap, the one it replaced.
  */
 export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: number; perTarget?: number }): Promise<ClaimedDelivery[]> {
   const { rows } = await sql.query<ClaimRow>(
@@ -45,11 +48,14 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
        RETURNING d.id, d.event_id, d.merchant_id, d.livemode, d.endpoint_id, d.url, d.attempt_count
      )
      SELECT c.*, e.type AS event_type, e.body, e.created_at AS event_created_at,
-            coalesce(w.secret_sealed, m.webhook_secret_sealed) AS secret_sealed
+            CASE WHEN c.endpoint_id IS NULL THEN s.secret_sealed ELSE w.secret_sealed END AS secret_sealed,
+            CASE WHEN c.endpoint_id IS NULL THEN (CASE WHEN s.previous_expires_at > $1 THEN s.previous_secret_sealed END)
+                 ELSE (CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_sealed END) END AS previous_secret_sealed
        FROM claimed c
        JOIN events e ON e.id = c.event_id
-       JOIN merchants m ON m.id = c.merchant_id
-       LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id`,
+       LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id
+       -- A session's webhookUrl: the merchant's secret of the delivery's own mode.
+       LEFT JOIN merchant_webhook_secrets s ON c.endpoint_id IS NULL AND s.merchant_id = c.merchant_id AND s.livemode = c.livemode`,
     [params.now, params.limit, new Date(params.now.getTime() + LEASE_MS), params.perTarget ?? params.limit],
   );
   return rows.map((row) => ({
@@ -63,6 +69,7 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
     attemptCount: row.attempt_count,
     body: row.body,
     secretSealed: row.secret_sealed,
+    previousSecretSealed: row.previous_secret_sealed,
     eventCreatedAt: row.event_created_at,
   }));
 }

@@ -1,7 +1,7 @@
 import type { Sql } from '../store/index.ts';
 import type { SecretBox } from '../internal/crypto.ts';
 import { newId } from '../internal/crypto.ts';
-import { newWebhookSecret } from '../accounts/merchants.ts';
+import { newWebhookSecret } from './secrets.ts';
 
 /** A webhook endpoint registered with POST /webhooks, as the API shows it (never its secret). */
 export interface WebhookEndpoint {
@@ -58,12 +58,37 @@ export interface Owner {
   livemode: boolean;
 }
 
-/** Registers an endpoint; its signing secret is returned here once and stored sealed. */
+/**
+ * Most endpoints (not deleted) one merchant may have in one mode, as Stripe's 16: each event is
+ * sent once per endpoint, so this bounds what one key can make the gateway send per event.
+ */
+export const MAX_ENDPOINTS_PER_MODE = 16;
+
+/** Refused registration: the owner already has MAX_ENDPOINTS_PER_MODE endpoints in this mode. */
+export class TooManyEndpointsError extends Error {
+  override name = 'TooManyEndpointsError';
+  constructor(livemode: boolean) {
+    super(`this account already has ${MAX_ENDPOINTS_PER_MODE} ${livemode ? 'live' : 'sandbox'} webhook endpoints, the most allowed: delete one first`);
+  }
+}
+
+/**
+ * Registers an endpoint; its signing secret is returned here once and stored sealed. Run in a
+ * transaction: the count and the insert are serialised per owner (an advisory lock), so two
+ * registrations at once cannot pass the cap together.
+ * @throws {TooManyEndpointsError} at MAX_ENDPOINTS_PER_MODE endpoints.
+ */
 export async function createEndpoint(
   sql: Sql,
   box: SecretBox,
   params: Owner & { url: string; description?: string | null; enabledEvents?: string[] },
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  await sql.query("SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1 || ':' || $2::text, 0))", [params.merchantId, params.livemode]);
+  const { rows: counted } = await sql.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM webhook_endpoints WHERE merchant_id = $1 AND livemode = $2 AND deleted_at IS NULL',
+    [params.merchantId, params.livemode],
+  );
+  if (counted[0]!.n >= MAX_ENDPOINTS_PER_MODE) throw new TooManyEndpointsError(params.livemode);
   const secret = newWebhookSecret();
   const { rows } = await sql.query<EndpointRow>(
     `INSERT INTO webhook_endpoints (id, merchant_id, livemode, url, description, enabled_events, secret_sealed)
@@ -128,15 +153,29 @@ export async function deleteEndpoint(sql: Sql, owner: Owner, id: string): Promis
   return true;
 }
 
-/** Replaces an endpoint's signing secret at once; the new one is returned here, once. */
-export async function rotateEndpointSecret(sql: Sql, box: SecretBox, owner: Owner, id: string): Promise<{ endpoint: WebhookEndpoint; secret: string } | undefined> {
+/**
+ * Replaces an endpoint's signing secret; the new one is returned here, once. With
+ * `expiresInSeconds` > 0 the replaced secret keeps signing beside it (a second signature) until
+ * `previousSecretExpiresAt`; 0 stops it at once. At most two secrets sign: one still overlapping
+ * from an earlier rotation stops now.
+ */
+export async function rotateEndpointSecret(
+  sql: Sql,
+  box: SecretBox,
+  owner: Owner,
+  id: string,
+  params: { expiresInSeconds: number },
+): Promise<{ endpoint: WebhookEndpoint; secret: string; previousSecretExpiresAt: Date | null } | undefined> {
   const secret = newWebhookSecret();
-  const { rows } = await sql.query<EndpointRow>(
-    `UPDATE webhook_endpoints SET secret_sealed = $4, updated_at = now()
-     WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
-    [id, owner.merchantId, owner.livemode, box.seal(secret)],
+  const { rows } = await sql.query<EndpointRow & { previous_secret_expires_at: Date | null }>(
+    `UPDATE webhook_endpoints SET
+       previous_secret_sealed = CASE WHEN $5 > 0 THEN secret_sealed END,
+       previous_secret_expires_at = CASE WHEN $5 > 0 THEN now() + make_interval(secs => $5) END,
+       secret_sealed = $4, updated_at = now()
+     WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND deleted_at IS NULL RETURNING ${COLUMNS}, previous_secret_expires_at`,
+    [id, owner.merchantId, owner.livemode, box.seal(secret), params.expiresInSeconds],
   );
-  return rows[0] && { endpoint: toEndpoint(rows[0]), secret };
+  return rows[0] && { endpoint: toEndpoint(rows[0]), secret, previousSecretExpiresAt: rows[0].previous_secret_expires_at };
 }
 
 /** Ends every pending delivery of an endpoint (disabled or deleted) with `reason`, but `except`. */

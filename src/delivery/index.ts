@@ -12,13 +12,15 @@ import { dispatchEvents } from './dispatch.ts';
 import { createDeliveryMetrics } from './metrics.ts';
 import { isSuccess, recordAttempt, type AttemptOutcome } from './record.ts';
 import { createSuccessBatch } from './successBatch.ts';
-import { signedHeaders } from './sign.ts';
+import { loggedHeaders, signedHeaders } from './sign.ts';
+import { ensureMerchantSecret } from './secrets.ts';
 import { createHttpTransport, type WebhookTransport } from './transport.ts';
 import { systemClock, type ClaimedDelivery, type Clock } from './types.ts';
 
 export * from './endpoints.ts';
 export * from './log.ts';
 export * from './replay.ts';
+export * from './secrets.ts';
 export { checkWebhookUrl, isPrivateAddress, parseWebhookUrl, UnsafeWebhookUrlError } from './ssrf.ts';
 export { RETRY_DELAYS_MS, MAX_ATTEMPTS, JITTER_RATIO, retryDelayMs, parseRetryAfter } from './schedule.ts';
 export { DISABLE_AFTER_FAILING_MS, ENDPOINT_DISABLED_EVENT } from './record.ts';
@@ -128,21 +130,23 @@ export function createDelivery(params: DeliveryParams): Delivery {
       warn: (entry: object) => logger.warn({ ...fields, ...entry }),
       error: (entry: object) => logger.error({ ...fields, ...entry }),
     };
-    let secret: string;
+    let secrets: string[];
     try {
-      secret = box.open(delivery.secretSealed);
+      // A merchant from before migration 014 gets its sandbox secret on its first sandbox delivery.
+      const current = delivery.secretSealed ?? (await store.transaction((sql) => ensureMerchantSecret(sql, box, delivery)));
+      secrets = [current, delivery.previousSecretSealed].filter((sealed) => sealed !== null).map((sealed) => box.open(sealed));
     } catch (error) {
-      // Wrong SVC_ENCRYPTION_KEY: an operator problem; the lease runs out and it is tried again.
+      // Wrong SVC_ENCRYPTION_KEY (or the database down): the lease runs out and it is tried again.
       log.error({ msg: 'Cannot open the webhook signing secret', err: error });
       return;
     }
     const startedAt = clock.now();
-    const requestHeaders = signedHeaders({ secret, body: delivery.body, eventId: delivery.eventId, eventType: delivery.eventType, deliveryId: delivery.id, now: startedAt });
+    const signed = signedHeaders({ secrets, body: delivery.body, eventId: delivery.eventId, eventType: delivery.eventType, deliveryId: delivery.id, now: startedAt });
     const t0 = performance.now();
-    const result = await transportFor(delivery.livemode)({ url: delivery.url, headers: requestHeaders, body: delivery.body });
+    const result = await transportFor(delivery.livemode)({ url: delivery.url, headers: signed, body: delivery.body });
     const durationMs = Math.round(performance.now() - t0);
     const finishedAt = clock.now();
-    const record = { delivery, attemptNumber, startedAt, finishedAt, durationMs, requestHeaders, result };
+    const record = { delivery, attemptNumber, startedAt, finishedAt, durationMs, requestHeaders: loggedHeaders(signed), result };
     try {
       const fast = isSuccess(result) && (await successes.record(record).then(() => true, () => false));
       const outcome: AttemptOutcome = fast ? { kind: 'succeeded' } : await store.transaction((sql) => recordAttempt(sql, record, { random: params.random }));

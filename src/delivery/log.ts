@@ -1,5 +1,6 @@
 import type { Sql } from '../store/index.ts';
 import type { Owner } from './endpoints.ts';
+import { loggedHeaders } from './sign.ts';
 
 /** An outbox event as the events API lists it: the envelope as delivered, plus its links. */
 export interface EventRecord {
@@ -118,7 +119,7 @@ export async function listDeliveries(
   }));
 }
 
-/** One logged attempt: the request exactly as sent and what came back. */
+/** One logged attempt: the request as sent (less its signature) and what came back. */
 export interface AttemptLogRecord {
   id: string;
   deliveryId: string;
@@ -149,7 +150,8 @@ export async function listAttempts(sql: Sql, owner: Owner, eventId: string): Pro
     endpointId: row.endpoint_id,
     url: row.url,
     attemptNumber: row.attempt_number,
-    requestHeaders: row.request_headers,
+    // Rows from before migration 014 still hold the signature: never hand it out.
+    requestHeaders: loggedHeaders(row.request_headers),
     requestBody: row.request_body,
     responseStatus: row.response_status,
     responseBodyExcerpt: row.response_body_excerpt,

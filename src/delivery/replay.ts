@@ -2,8 +2,12 @@ import type { Sql } from '../store/index.ts';
 import { newId } from '../internal/crypto.ts';
 import type { Owner } from './endpoints.ts';
 
-/** Most events one replay request may resend; a wider window is refused so it can be split. */
-export const MAX_REPLAY_EVENTS = 10_000;
+/**
+ * Most events one replay request may resend; a wider window is refused so it can be split.
+ * Each is a delivery with up to 10 attempts: at 30 writes a minute per key, this bounds what one
+ * key can queue in a minute to 30,000 deliveries (it was 300,000 at 10,000 per request).
+ */
+export const MAX_REPLAY_EVENTS = 1_000;
 
 interface Target {
   endpoint_id: string | null;

@@ -7,7 +7,8 @@ export const systemClock: Clock = { now: () => new Date() };
 
 /**
  * A delivery leased to this worker, with everything one attempt needs. `secretSealed` is the
- * endpoint's secret, or the merchant's default secret for a session's webhookUrl.
+ * endpoint's secret, or for a session's webhookUrl the merchant's secret of the event's mode
+ * (null when a merchant from before migration 014 has no sandbox secret yet).
  */
 export interface ClaimedDelivery {
   id: string;
@@ -19,7 +20,9 @@ export interface ClaimedDelivery {
   url: string;
   attemptCount: number;
   body: string;
-  secretSealed: string;
+  secretSealed: string | null;
+  /** The secret a rotation replaced, while it still signs beside the current one. */
+  previousSecretSealed: string | null;
   /** When the event was committed: the start of the state-change-to-delivery latency. */
   eventCreatedAt: Date;
 }

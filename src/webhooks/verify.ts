@@ -22,7 +22,8 @@ export type WebhookVerificationReason =
   | 'timestamp_out_of_tolerance'
   | 'signature_mismatch'
   | 'nonce_reused'
-  | 'malformed_body';
+  | 'malformed_body'
+  | 'livemode_mismatch';
 
 /** Why a delivery was refused; `reason` is stable, the message is for people. */
 export class WebhookVerificationError extends Error {
@@ -72,7 +73,19 @@ export interface VerifyOptions {
   now?: Date | number;
   /** When given, a nonce seen before is refused. */
   nonceCache?: NonceCache;
+  /**
+   * When given, an event of the other mode is refused (`livemode_mismatch`): a live receiver
+   * passes `true` and never acts on a sandbox event, whoever signed it. The mode is the
+   * envelope's `livemode` field, which the signature covers.
+   */
+  livemode?: boolean;
 }
+
+/**
+ * Most signatures one X-Service-Signature may carry. The gateway sends one, or two during a
+ * secret rotation's overlap; a few more leave room, and the bound keeps a hostile header cheap.
+ */
+export const MAX_SIGNATURES = 8;
 
 /** The envelope of spec §6.2 as this service sends it. */
 export interface WebhookEvent {
@@ -100,10 +113,24 @@ export function computeSignature(secret: string, timestamp: string | number, non
 }
 
 /**
+ * The signatures of an X-Service-Signature value: `sha256=<64 hex>`, or several of them
+ * comma-separated (newest secret first) while a rotated secret still signs; undefined when the
+ * value is not of that form.
+ */
+export function parseSignatureHeader(value: string): string[] | undefined {
+  const parts = value.split(',').map((part) => part.trim());
+  if (parts.length > MAX_SIGNATURES || !parts.every((part) => /^sha256=[0-9a-f]{64}$/.test(part))) return undefined;
+  return parts;
+}
+
+/**
  * Verifies one delivery by the rules of spec §6.3 and returns the parsed event:
  * all three headers present, timestamp within `toleranceSeconds` of now, signature compared in
  * constant time over the raw body exactly as received, and (with a `nonceCache`) a nonce never
- * accepted before. Pass the raw body (Buffer or string), never a re-serialised object.
+ * accepted before. X-Service-Signature may carry several comma-separated signatures (one per
+ * secret during a rotation): the delivery verifies when any one matches `secret`; every one is
+ * compared, each in constant time. With `livemode`, an event of the other mode is refused.
+ * Pass the raw body (Buffer or string), never a re-serialised object.
  * @throws {WebhookVerificationError} saying which rule failed.
  */
 export async function verifyWebhook(rawBody: string | Uint8Array, headers: HeaderBag, secret: string, options: VerifyOptions = {}): Promise<WebhookEvent> {
@@ -118,7 +145,10 @@ export async function verifyWebhook(rawBody: string | Uint8Array, headers: Heade
     if (!value) throw new WebhookVerificationError('missing_header', `missing ${name} header`);
   }
   if (!/^\d{1,12}$/.test(timestamp!)) throw new WebhookVerificationError('malformed_header', 'X-Service-Timestamp is not unix seconds');
-  if (!/^sha256=[0-9a-f]{64}$/.test(signature!)) throw new WebhookVerificationError('malformed_header', 'X-Service-Signature is not sha256=<64 hex digits>');
+  const signatures = parseSignatureHeader(signature!);
+  if (!signatures) {
+    throw new WebhookVerificationError('malformed_header', `X-Service-Signature is not sha256=<64 hex digits> (at most ${MAX_SIGNATURES}, comma-separated)`);
+  }
 
   const nowMs = options.now === undefined ? Date.now() : typeof options.now === 'number' ? options.now : options.now.getTime();
   const nowSeconds = Math.floor(nowMs / 1000);
@@ -128,17 +158,26 @@ export async function verifyWebhook(rawBody: string | Uint8Array, headers: Heade
   }
 
   const expected = Buffer.from(computeSignature(secret, timestamp!, nonce!, rawBody));
-  const given = Buffer.from(signature!);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
-    throw new WebhookVerificationError('signature_mismatch', 'signature does not match');
+  // No early exit: the time taken does not tell which of the signatures matched.
+  let matched = false;
+  for (const given of signatures) {
+    if (timingSafeEqual(expected, Buffer.from(given))) matched = true;
   }
-  // Only a genuine delivery may occupy a nonce, so forged requests cannot burn real ones.
-  if (options.nonceCache && !(await options.nonceCache.checkAndRemember(nonce!, nowSeconds))) {
-    throw new WebhookVerificationError('nonce_reused', 'nonce was already used');
-  }
+  if (!matched) throw new WebhookVerificationError('signature_mismatch', 'signature does not match');
+  let event: WebhookEvent;
   try {
-    return JSON.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8')) as WebhookEvent;
+    event = JSON.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8')) as WebhookEvent;
   } catch {
     throw new WebhookVerificationError('malformed_body', 'body is not JSON');
   }
+  if (options.livemode !== undefined && event?.livemode !== options.livemode) {
+    const mode = (live: unknown) => (live === true ? 'live' : live === false ? 'sandbox' : 'unknown-mode');
+    throw new WebhookVerificationError('livemode_mismatch', `a ${mode(event?.livemode)} event, but this receiver takes ${mode(options.livemode)} events only`);
+  }
+  // Only a delivery that passed every other check may occupy a nonce, so forged (or refused)
+  // requests cannot burn real ones.
+  if (options.nonceCache && !(await options.nonceCache.checkAndRemember(nonce!, nowSeconds))) {
+    throw new WebhookVerificationError('nonce_reused', 'nonce was already used');
+  }
+  return event;
 }

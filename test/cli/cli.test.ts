@@ -5,16 +5,27 @@ import { authenticateApiKey } from '../../src/accounts/index.ts';
 import os from 'node:os';
 import fs from 'node:fs';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { createSecretBox } from '../../src/internal/crypto.ts';
+import { createEndpoint } from '../../src/delivery/index.ts';
+import { verifyWebhook } from '../../src/index.ts';
+import { confirmSession, createFakeClock, delivery, insertSession } from '../delivery/fixtures.ts';
+import { startReceiver, type Received } from '../delivery/receiver.ts';
 
 const db = useTestDatabase('cli');
 
 /** Runs `svc …` in process against the test database; returns exit code and output. */
 async function svc(...argv: string[]) {
+  return svcWith({}, ...argv);
+}
+
+/** `svc …` with more environment variables. */
+async function svcWith(env: Record<string, string>, ...argv: string[]) {
   let out = '';
   let err = '';
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-'));
   const io: Io = {
-    env: { DATABASE_URL: db.connectionString, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    env: { DATABASE_URL: db.connectionString, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
     out: (text) => (out += text),
     err: (text) => (err += text),
   };
@@ -26,7 +37,7 @@ describe('svc CLI', () => {
   test('svc --help lists every command; each command has its own --help', async () => {
     const help = await svc('--help');
     expect(help.code).toBe(0);
-    for (const command of ['start', 'migrate', 'merchants create', 'wallets add', 'wallets default', 'wallets remove', 'keys create', 'keys list', 'keys revoke', 'config']) expect(help.out).toContain(command);
+    for (const command of ['start', 'migrate', 'merchants create', 'wallets add', 'wallets default', 'wallets remove', 'keys create', 'keys list', 'keys revoke', 'webhooks listen', 'webhooks rotate-secret', 'config']) expect(help.out).toContain(command);
     const keysHelp = await svc('keys', 'create', '--help');
     expect(keysHelp.code).toBe(0);
     expect(keysHelp.out).toContain('Usage: svc keys create --merchant ID --mode test|live');
@@ -48,9 +59,10 @@ describe('svc CLI', () => {
   test('merchants create, keys create / list / revoke, end to end with --json', async () => {
     const created = await svc('merchants', 'create', '--name', 'Acme', '--wallet', 'polygon:0x52908400098527886e0f7030069857d2e4169ee7', '--json');
     expect(created.code).toBe(0);
-    const { merchant, webhookSecret, wallets } = created.json();
+    const { merchant, webhookSecrets, wallets } = created.json();
     expect(merchant.id).toMatch(/^mer_/);
-    expect(webhookSecret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
+    expect(webhookSecrets).toEqual({ live: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/), sandbox: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/) });
+    expect(webhookSecrets.live).not.toBe(webhookSecrets.sandbox);
     expect(wallets).toMatchObject([{ chain: 'polygon', address: '0x52908400098527886E0F7030069857D2E4169EE7', verified: true, verificationMethod: 'operator' }]);
 
     const key = (await svc('keys', 'create', '--merchant', merchant.id, '--mode', 'live', '--scopes', 'read', '--json')).json();
@@ -119,6 +131,59 @@ describe('svc CLI', () => {
     expect(result.err).toContain('address "0x123" is not a valid polygon address');
     const after = await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM merchants");
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+  });
+
+  test('webhooks rotate-secret rotates a mode’s secret or an endpoint’s: both verify during the overlap, the old stops after it (or at once with 0)', async () => {
+    const key = randomBytes(32);
+    const env = { SVC_ENCRYPTION_KEY: key.toString('hex') };
+    const box = createSecretBox(key);
+    const receiver = await startReceiver();
+    try {
+      const { merchant, webhookSecrets } = (await svcWith(env, 'merchants', 'create', '--name', 'Rotating', '--json')).json();
+      const clock = createFakeClock();
+      const deliver = async (livemode: boolean) => {
+        const sessionId = await insertSession(db.store, { merchantId: merchant.id, livemode, webhookUrl: `${receiver.url}/session` });
+        const event = await confirmSession(db.store, { merchantId: merchant.id, sessionId, livemode });
+        await delivery(db.store, { box, clock }).drain();
+        return receiver.received.filter((r) => r.headers['x-service-event-id'] === event.id);
+      };
+      const verdict = (got: Received, secret: string) => verifyWebhook(got.rawBody, got.headers, secret, { now: clock.now() }).then(() => 'verified', (error) => error.reason);
+
+      const rotated = await svcWith(env, 'webhooks', 'rotate-secret', '--merchant', merchant.id, '--mode', 'test', '--expires-in', '3600', '--json');
+      expect(rotated.code, rotated.err).toBe(0);
+      const { secret, previousSecretExpiresAt } = rotated.json();
+      expect(secret).toMatch(/^whsec_/);
+      const [during] = await deliver(false);
+      expect(await verdict(during!, secret)).toBe('verified');
+      expect(await verdict(during!, webhookSecrets.sandbox)).toBe('verified');
+      clock.set(new Date(Date.parse(previousSecretExpiresAt) + 1_000));
+      const [after] = await deliver(false);
+      expect(await verdict(after!, secret)).toBe('verified');
+      expect(await verdict(after!, webhookSecrets.sandbox)).toBe('signature_mismatch');
+
+      // Live, at once; the human output says the old one stopped.
+      const live = await svcWith(env, 'webhooks', 'rotate-secret', '--merchant', merchant.id, '--mode', 'live', '--expires-in', '0');
+      expect(live.out).toContain('the old secret stopped signing now');
+      const liveSecret = /new secret \(shown once\): (whsec_\w+)/.exec(live.out)![1]!;
+      const [liveGot] = await deliver(true);
+      expect(await verdict(liveGot!, liveSecret)).toBe('verified');
+      expect(await verdict(liveGot!, webhookSecrets.live)).toBe('signature_mismatch');
+
+      // An endpoint's secret, with the default overlap (24 h).
+      const { endpoint, secret: endpointSecret } = await createEndpoint(db.store, box, { merchantId: merchant.id, livemode: false, url: `${receiver.url}/endpoint` });
+      const byCli = (await svcWith(env, 'webhooks', 'rotate-secret', '--merchant', merchant.id, '--mode', 'test', '--endpoint', endpoint.id, '--json')).json();
+      expect(Date.parse(byCli.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(86_000_000);
+      const atEndpoint = (await deliver(false)).find((r) => r.path === '/endpoint')!;
+      expect(await verdict(atEndpoint, byCli.secret)).toBe('verified');
+      expect(await verdict(atEndpoint, endpointSecret)).toBe('verified');
+
+      const wrongMode = await svcWith(env, 'webhooks', 'rotate-secret', '--merchant', merchant.id, '--mode', 'live', '--endpoint', endpoint.id);
+      expect([wrongMode.code, wrongMode.err]).toEqual([2, expect.stringContaining(`has no live webhook endpoint ${endpoint.id}`)]);
+      const tooLong = await svc('webhooks', 'rotate-secret', '--merchant', merchant.id, '--mode', 'test', '--expires-in', '86401');
+      expect([tooLong.code, tooLong.err]).toEqual([2, expect.stringContaining('--expires-in must be a whole number of seconds from 0 to 86400')]);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('svc config lists the variables and reports a bad value by name', async () => {

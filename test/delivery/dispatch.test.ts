@@ -23,7 +23,8 @@ function hmac(secret: string, headers: Record<string, unknown>, body: string): s
 
 describe('dispatch and signing', () => {
   test("a payment's event reaches the session webhookUrl (merchant secret) and a registered endpoint (its own secret), signed per spec §6.3", async () => {
-    const { merchant: m, webhookSecret } = await merchant(db.store);
+    const { merchant: m, webhookSecrets } = await merchant(db.store);
+    const webhookSecret = webhookSecrets.sandbox;
     const { secret: endpointSecret, endpoint } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/endpoint` });
     const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/session` });
     const before = receiver.received.length;
@@ -69,7 +70,9 @@ describe('dispatch and signing', () => {
       [null, 1, 200, true],
     ]);
     expect(attempts[0]!.request_body).toBe(got.find((r) => r.path === '/endpoint')!.rawBody);
-    expect(attempts[0]!.request_headers['x-service-signature']).toBe(got.find((r) => r.path === '/endpoint')!.headers['x-service-signature']);
+    // The log keeps the request but never its signature (a replayable credential for 5 minutes).
+    expect(attempts[0]!.request_headers['x-service-event-id']).toBe(envelope.id);
+    for (const attempt of attempts) expect(attempt.request_headers).not.toHaveProperty('x-service-signature');
     const { rows: events } = await db.store.query('SELECT dispatched_at, body FROM events WHERE id = $1', [envelope.id]);
     expect(events[0]!.body).toBe(got[0]!.rawBody);
   });
@@ -134,7 +137,7 @@ describe('dispatch and signing', () => {
   });
 
   test('refund events are delivered with their envelope like payment events', async () => {
-    const { merchant: m, webhookSecret } = await merchant(db.store);
+    const { merchant: m, webhookSecrets } = await merchant(db.store);
     const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/refunds` });
     const envelope = await db.store.transaction((sql) =>
       appendEvent(sql, { merchantId: m.id, livemode: false, type: 'refund.requested', sessionId, refundId: 'rf_1', data: { id: 'rf_1', paymentId: sessionId, amount: '5.00', status: 'requested' } }),
@@ -142,7 +145,7 @@ describe('dispatch and signing', () => {
     const clock = createFakeClock();
     await delivery(db.store, { clock }).drain();
     const got = receiver.received.find((r) => r.headers['x-service-event-id'] === envelope.id)!;
-    expect(await verifyWebhook(got.rawBody, got.headers, webhookSecret, { now: clock.now() })).toEqual(envelope);
+    expect(await verifyWebhook(got.rawBody, got.headers, webhookSecrets.sandbox, { now: clock.now() })).toEqual(envelope);
   });
 });
 
@@ -215,7 +218,7 @@ describe('transport safety', () => {
   });
 
   test('started, the worker delivers a new event within moments without being polled by the test (NOTIFY wake-up)', async () => {
-    const { merchant: m, webhookSecret } = await merchant(db.store);
+    const { merchant: m, webhookSecrets } = await merchant(db.store);
     const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/live-loop` });
     const worker = delivery(db.store, { pollIntervalMs: 60_000 });
     await worker.start();
@@ -225,7 +228,7 @@ describe('transport safety', () => {
       await receiver.waitFor(before + 1, 5_000);
       const got = receiver.received[before]!;
       expect(got.headers['x-service-event-id']).toBe(envelope.id);
-      expect(await verifyWebhook(got.rawBody, got.headers, webhookSecret)).toEqual(envelope);
+      expect(await verifyWebhook(got.rawBody, got.headers, webhookSecrets.sandbox)).toEqual(envelope);
     } finally {
       await worker.stop();
     }

@@ -8,7 +8,7 @@ const body = JSON.stringify({ id: 'evt_1', event: 'payment.confirmed', data: { i
 const now = new Date('2026-11-21T12:00:00Z');
 
 function headers(overrides: Record<string, string | undefined> = {}, at = now) {
-  const signed = signedHeaders({ secret, body, eventId: 'evt_1', eventType: 'payment.confirmed', deliveryId: 'whd_1', now: at });
+  const signed = signedHeaders({ secrets: [secret], body, eventId: 'evt_1', eventType: 'payment.confirmed', deliveryId: 'whd_1', now: at });
   return Object.fromEntries(Object.entries({ ...signed, ...overrides }).filter(([, v]) => v !== undefined)) as Record<string, string>;
 }
 
@@ -71,6 +71,43 @@ describe('verifyWebhook()', () => {
     expect(await reason(verifyWebhook(body, h, secret, { now, nonceCache: cache }))).toBe('nonce_reused');
     // A fresh attempt (new nonce) of the same event is accepted: dedupe on the event id, not the nonce.
     expect(await reason(verifyWebhook(body, headers(), secret, { now, nonceCache: cache }))).toBe('accepted');
+  });
+
+  test('a two-signature header (a rotation overlap) verifies with either secret, newest first, and is refused when none matches', async () => {
+    const newer = 'whsec_NewerSecretNewerSecretNewerSec1';
+    const signed = signedHeaders({ secrets: [newer, secret], body, eventId: 'evt_1', eventType: 'payment.confirmed', deliveryId: 'whd_1', now });
+    const [first, second] = signed['x-service-signature']!.split(',');
+    expect(first).toBe(computeSignature(newer, signed['x-service-timestamp']!, signed['x-service-nonce']!, body));
+    expect(second).toBe(computeSignature(secret, signed['x-service-timestamp']!, signed['x-service-nonce']!, body));
+    expect(await reason(verifyWebhook(body, signed, newer, { now }))).toBe('accepted');
+    expect(await reason(verifyWebhook(body, signed, secret, { now }))).toBe('accepted');
+    expect(await reason(verifyWebhook(body, signed, 'whsec_neither', { now }))).toBe('signature_mismatch');
+    expect(await reason(verifyWebhook(`${body} `, signed, secret, { now }))).toBe('signature_mismatch');
+    // A space after the comma is tolerated; a malformed part, or more than 8, is a malformed header.
+    expect(await reason(verifyWebhook(body, { ...signed, 'x-service-signature': `${first}, ${second}` }, secret, { now }))).toBe('accepted');
+    expect(await reason(verifyWebhook(body, { ...signed, 'x-service-signature': `${first},md5=abc` }, newer, { now }))).toBe('malformed_header');
+    expect(await reason(verifyWebhook(body, { ...signed, 'x-service-signature': `${first},` }, newer, { now }))).toBe('malformed_header');
+    expect(await reason(verifyWebhook(body, { ...signed, 'x-service-signature': Array(9).fill(first).join(',') }, newer, { now }))).toBe('malformed_header');
+    expect(await reason(verifyWebhook(body, { ...signed, 'x-service-signature': Array(8).fill(first).join(',') }, newer, { now }))).toBe('accepted');
+  });
+
+  test('with { livemode: true } a sandbox event is refused even when correctly signed, and its nonce stays unused', async () => {
+    const cache = createMemoryNonceCache();
+    const h = headers();
+    const refused = await verifyWebhook(body, h, secret, { now, livemode: true, nonceCache: cache }).catch((error: WebhookVerificationError) => error);
+    expect(refused).toBeInstanceOf(WebhookVerificationError);
+    expect((refused as WebhookVerificationError).reason).toBe('livemode_mismatch');
+    expect((refused as WebhookVerificationError).message).toBe('a sandbox event, but this receiver takes live events only');
+    expect(await reason(verifyWebhook(body, h, secret, { now, livemode: false, nonceCache: cache }))).toBe('accepted');
+    // A live event passes a live receiver; a body without livemode passes neither.
+    const live = body.replace('"livemode":false', '"livemode":true');
+    const liveHeaders = signedHeaders({ secrets: [secret], body: live, eventId: 'evt_1', eventType: 'payment.confirmed', deliveryId: 'whd_1', now });
+    expect(await reason(verifyWebhook(live, liveHeaders, secret, { now, livemode: true }))).toBe('accepted');
+    expect(await reason(verifyWebhook(live, liveHeaders, secret, { now, livemode: false }))).toBe('livemode_mismatch');
+    const modeless = JSON.stringify({ id: 'evt_1', event: 'payment.confirmed', data: {} });
+    const modelessHeaders = signedHeaders({ secrets: [secret], body: modeless, eventId: 'evt_1', eventType: 'payment.confirmed', deliveryId: 'whd_1', now });
+    expect(await reason(verifyWebhook(modeless, modelessHeaders, secret, { now, livemode: true }))).toBe('livemode_mismatch');
+    expect(await reason(verifyWebhook(modeless, modelessHeaders, secret, { now }))).toBe('accepted');
   });
 
   test('computeSignature() matches the spec recipe byte for byte', () => {

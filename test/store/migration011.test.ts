@@ -6,7 +6,7 @@ import { afterAll, expect, test } from 'vitest';
 import { createDatabase } from '../helpers/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { createStore } from '../../src/store/index.ts';
-import { createApiKey, createMerchant } from '../../src/accounts/index.ts';
+import { createApiKey } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 
 /**
@@ -30,7 +30,9 @@ test('011 backfills the account and mode of existing keys and keeps the finished
 
   const store = createStore({ connectionString: database.connectionString, max: 2 });
   cleanup.push(() => store.close());
-  const { merchant } = await createMerchant(store, createSecretBox(randomBytes(32)), { name: 'Upgraded' });
+  // The merchants table as 010 had it (createMerchant writes today's schema).
+  const merchant = { id: 'mer_upgraded011' };
+  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Upgraded', $2)", [merchant.id, createSecretBox(randomBytes(32)).seal('whsec_x')]);
   const first = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   const second = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   const live = (await createApiKey(store, { merchantId: merchant.id, livemode: true })).apiKey;

@@ -2,10 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
-import { authOf } from '../auth.ts';
+import { authOf, type RequestAuth } from '../auth.ts';
 import { badRequest, conflict, notFound } from '../../internal/errors.ts';
-import { getEvent, listAttempts, listDeliveries, listEvents, redeliverEvent, type EventRecord } from '../../delivery/index.ts';
-import { DeliverySchema, deliveryView, SUBSCRIBABLE_EVENTS, webhookErrors } from './webhooks.ts';
+import { getEvent, listAttempts, listDeliveries, listEvents, redeliverEvent, RESPONSE_EXCERPT_BYTES, type AttemptLogRecord, type EventRecord } from '../../delivery/index.ts';
+import { SUBSCRIBABLE_EVENTS } from './webhooks.ts';
+import { DeliverySchema, deliveryView, webhookErrors } from './webhookViews.ts';
 
 const Nullable = (schema: ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>) => Type.Union([schema, Type.Null()]);
 
@@ -30,17 +31,41 @@ const AttemptSchema = Type.Object(
     endpointId: Nullable(Type.String()),
     url: Type.String(),
     attemptNumber: Type.Integer({ description: '1 for the first attempt of a delivery.' }),
-    requestHeaders: Type.Record(Type.String(), Type.String(), { description: 'Headers as sent, signature included.' }),
-    requestBody: Type.String({ description: 'Body as sent (the same bytes on every attempt).' }),
+    requestHeaders: Type.Optional(
+      Type.Record(Type.String(), Type.String(), {
+        description: 'Headers as sent, except X-Service-Signature, which is never stored nor shown. Only for keys with the `write` scope.',
+      }),
+    ),
+    requestBody: Type.Optional(Type.String({ description: 'Body as sent (the same bytes on every attempt). Only for keys with the `write` scope.' })),
     responseStatus: Nullable(Type.Integer()),
-    responseBodyExcerpt: Nullable(Type.String()),
+    responseBodyExcerpt: Type.Union([Type.String(), Type.Null()], {
+      description: `The first ${RESPONSE_EXCERPT_BYTES} bytes of the response body; anything in it shaped like a signature (\`sha256=\` and 64 hex digits) shows as \`sha256=[redacted]\`.`,
+    }),
     error: Nullable(Type.String()),
     durationMs: Type.Integer(),
     succeeded: Type.Boolean(),
     startedAt: Type.String({ format: 'date-time' }),
   },
-  { additionalProperties: false, description: 'One HTTP attempt: the request as sent, the status and the first 2 KiB of the response body, or the network error.' },
+  { additionalProperties: false, description: 'One HTTP attempt: its timing, the status and the start of the response body, or the network error; for write keys also the request as sent, never its signature.' },
 );
+
+/**
+ * An attempt as `auth` may see it. Nobody gets a signature: a signed request is what a receiver
+ * trusts, and one taken from the log could be replayed (or, before migration 014, sandbox
+ * signatures verified at live receivers). A read-only key sees how it went (timing, status,
+ * response excerpt), not the request; a write key also sees the request's headers and body,
+ * which are the event it can read anyway. A receiver that echoes its request back could put a
+ * signature in the response excerpt: anything shaped like one is redacted.
+ */
+function attemptView(attempt: AttemptLogRecord, auth: RequestAuth) {
+  const { requestHeaders, requestBody, startedAt, responseBodyExcerpt, ...rest } = attempt;
+  return {
+    ...rest,
+    ...(auth.scopes.includes('write') ? { requestHeaders, requestBody } : {}),
+    responseBodyExcerpt: responseBodyExcerpt === null ? null : responseBodyExcerpt.replace(/sha256=[0-9a-fA-F]{64}/g, 'sha256=[redacted]'),
+    startedAt: startedAt.toISOString(),
+  };
+}
 
 const EventIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Event identifier (`evt_…`).' }) }, { additionalProperties: false });
 
@@ -149,7 +174,8 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: TAGS,
         summary: "List an event's delivery attempts",
-        description: 'Every attempt to every target, oldest first: request headers and body as sent, response status, a bounded excerpt of the response body, duration.',
+        description:
+          'Every attempt to every target, oldest first: when and how long, the response status and the first 2 KiB of the response body, or the network error. Keys with the `write` scope also see the request headers and body as sent; no key ever sees the X-Service-Signature header.',
         params: EventIdParams,
         response: { 200: Type.Object({ data: Type.Array(AttemptSchema) }, { additionalProperties: false }), ...webhookErrors(400, 401, 403, 404, 429) },
       },
@@ -158,7 +184,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       if (!(await getEvent(deps.store, auth, request.params.id))) throw notFound(`no event ${request.params.id}`);
       const attempts = await listAttempts(deps.store, auth, request.params.id);
-      return { data: attempts.map((attempt) => ({ ...attempt, startedAt: attempt.startedAt.toISOString() })) };
+      return { data: attempts.map((attempt) => attemptView(attempt, auth)) };
     },
   );
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Type, type TSchema } from 'typebox';
+import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { allowPrivateWebhooks } from '../../internal/config.ts';
@@ -7,6 +7,11 @@ import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import { badRequest, conflict, notFound } from '../../internal/errors.ts';
 import { EVENT_TYPES } from '../../engine/outbox.ts';
+import { RotateBodySchema, webhookSecretRoutes } from './webhookSecrets.ts';
+import { DeliverySchema, deliveryView, EndpointSchema, EndpointWithSecretSchema, endpointView, iso, Nullable, RotatedEndpointSchema, webhookErrors } from './webhookViews.ts';
+
+// Other modules imported these from here first.
+export { DeliverySchema, deliveryView, WebhookErrorSchema, webhookErrors } from './webhookViews.ts';
 import {
   checkWebhookUrl,
   createEndpoint,
@@ -19,23 +24,16 @@ import {
   MAX_REPLAY_EVENTS,
   replayEndpoint,
   rotateEndpointSecret,
+  DEFAULT_ROTATION_OVERLAP_SECONDS,
+  MAX_ENDPOINTS_PER_MODE,
+  MAX_ROTATION_OVERLAP_SECONDS,
+  TooManyEndpointsError,
   UnsafeWebhookUrlError,
   updateEndpoint,
-  type DeliveryRecord,
-  type WebhookEndpoint,
 } from '../../delivery/index.ts';
 
 /** Event kinds an endpoint may subscribe to: spec §6.1, the endpoint-disabled notice, and `*`. */
 export const SUBSCRIBABLE_EVENTS = ['*', ...EVENT_TYPES, ENDPOINT_DISABLED_EVENT] as const;
-
-export const WebhookErrorSchema = Type.Object({ error: Type.String({ description: 'What is wrong, for people.' }) }, { additionalProperties: false });
-
-/** The error responses of a route, for the OpenAPI document. */
-export function webhookErrors(...statuses: number[]): Record<number, TSchema> {
-  return Object.fromEntries(statuses.map((status) => [status, WebhookErrorSchema]));
-}
-
-const Nullable = (schema: TSchema, description?: string) => Type.Union([schema, Type.Null()], description ? { description } : {});
 
 export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).' }) }, { additionalProperties: false });
 
@@ -52,88 +50,6 @@ const WebhookUrlSchema = Type.String({
   description:
     'Absolute http(s) URL without credentials. Hosts that resolve to private, loopback or link-local addresses are refused for live endpoints unless the operator sets SVC_WEBHOOK_ALLOW_PRIVATE=true; sandbox (test-key) endpoints may use them unless it is false, so a local receiver works in development. Redirects are not followed.',
 });
-
-const EndpointSchema = Type.Object(
-  {
-    id: Type.String({ description: 'Endpoint identifier (`we_…`).' }),
-    url: Type.String(),
-    description: Nullable(Type.String()),
-    enabledEvents: Type.Array(Type.String()),
-    status: Type.Unsafe<string>({
-      type: 'string',
-      enum: ['enabled', 'disabled'],
-      description: '`disabled` by the merchant, by a 410 Gone answer, or after 5 days of nothing but failed attempts.',
-    }),
-    disabledReason: Nullable(Type.String()),
-    disabledAt: Nullable(Type.String({ format: 'date-time' })),
-    failingSince: Nullable(Type.String({ format: 'date-time' }), 'First failed attempt since the last success; null while healthy.'),
-    livemode: Type.Boolean({ description: 'Registered with a live key: receives live events; with a test key: sandbox events.' }),
-    createdAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
-  },
-  { additionalProperties: false, description: 'A registered webhook endpoint. Its signing secret is shown only at creation and rotation.' },
-);
-
-const EndpointWithSecretSchema = Type.Object(
-  {
-    ...EndpointSchema.properties,
-    secret: Type.Optional(
-      Type.String({
-        description:
-          'The signing secret (`whsec_…`): HMAC-SHA256 key of X-Service-Signature. Shown this once; store it now. Absent from an idempotent replay (same Idempotency-Key): secrets are never stored in plaintext, so rotate to get a new one.',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-
-export const DeliverySchema = Type.Object(
-  {
-    id: Type.String({ description: 'Delivery identifier (`whd_…`).' }),
-    eventId: Type.String(),
-    endpointId: Nullable(Type.String(), 'null for a session\'s webhookUrl.'),
-    url: Type.String(),
-    origin: Type.Unsafe<string>({ type: 'string', enum: ['dispatch', 'redeliver', 'replay'] }),
-    status: Type.Unsafe<string>({ type: 'string', enum: ['pending', 'succeeded', 'failed'] }),
-    attemptCount: Type.Integer(),
-    nextAttemptAt: Nullable(Type.String({ format: 'date-time' })),
-    lastAttemptAt: Nullable(Type.String({ format: 'date-time' })),
-    lastResponseStatus: Nullable(Type.Integer()),
-    lastError: Nullable(Type.String()),
-    createdAt: Type.String({ format: 'date-time' }),
-    completedAt: Nullable(Type.String({ format: 'date-time' })),
-  },
-  { additionalProperties: false, description: 'One event sent to one target, with its retries.' },
-);
-
-const iso = (date: Date | null) => (date ? date.toISOString() : null);
-
-function endpointView(endpoint: WebhookEndpoint) {
-  return {
-    id: endpoint.id,
-    url: endpoint.url,
-    description: endpoint.description,
-    enabledEvents: endpoint.enabledEvents,
-    status: endpoint.status,
-    disabledReason: endpoint.disabledReason,
-    disabledAt: iso(endpoint.disabledAt),
-    failingSince: iso(endpoint.failingSince),
-    livemode: endpoint.livemode,
-    createdAt: endpoint.createdAt.toISOString(),
-    updatedAt: endpoint.updatedAt.toISOString(),
-  };
-}
-
-/** A delivery as the API shows it. */
-export function deliveryView(delivery: DeliveryRecord) {
-  return {
-    ...delivery,
-    nextAttemptAt: iso(delivery.nextAttemptAt),
-    lastAttemptAt: iso(delivery.lastAttemptAt),
-    createdAt: delivery.createdAt.toISOString(),
-    completedAt: iso(delivery.completedAt),
-  };
-}
 
 /**
  * The URL when it is well formed and (per the key's mode, see SVC_WEBHOOK_ALLOW_PRIVATE) not
@@ -160,7 +76,8 @@ const TAGS = ['Webhooks'];
 /**
  * Registered webhook endpoints (spec §4.2 `POST /webhooks`, the rest as Stripe's
  * `/webhook_endpoints`): create (the secret is shown once), list, get, update (re-enable with
- * `status: "enabled"`), delete, rotate the secret, list deliveries, and replay a time window.
+ * `status: "enabled"`), delete, rotate the secret, list deliveries, and replay a time window;
+ * and the merchant's per-mode secret of session webhookUrls (webhookSecrets.ts).
  */
 export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -172,7 +89,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: TAGS,
         summary: 'Register a webhook endpoint',
         description:
-          'Registers a URL to receive signed events (spec §6) of the API key\'s mode: live keys register live endpoints, test keys sandbox endpoints. The response carries the signing secret, once.',
+          `Registers a URL to receive signed events (spec §6) of the API key's mode: live keys register live endpoints, test keys sandbox endpoints. The response carries the signing secret, once. At most ${MAX_ENDPOINTS_PER_MODE} endpoints per mode (409 beyond).`,
         body: Type.Object(
           {
             url: WebhookUrlSchema,
@@ -198,6 +115,9 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
         await saveIdempotentResponse(sql, request, 201, endpointView(created.endpoint));
         return created;
+      }).catch((error: unknown) => {
+        if (error instanceof TooManyEndpointsError) throw conflict(error.message);
+        throw error;
       });
       return reply.status(201).send({ ...endpointView(endpoint), secret });
     },
@@ -292,19 +212,25 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: TAGS,
         summary: 'Rotate the signing secret',
-        description: 'Replaces the secret at once: every attempt from now on, retries included, is signed with the new one, which this response shows once.',
+        description: `Makes a new secret, shown once in this response. The old one keeps signing beside it for \`expiresIn\` seconds (default and most ${MAX_ROTATION_OVERLAP_SECONDS}): every delivery meanwhile carries two signatures in X-Service-Signature, newest first, so receivers verify with either while the new one is deployed. \`expiresIn: 0\` stops the old one at once (a leaked secret). A secret still overlapping from an earlier rotation stops now.`,
         params: WebhookIdParams,
-        response: { 200: EndpointWithSecretSchema, ...webhookErrors(400, 401, 403, 404, 409, 422, 429) },
+        body: RotateBodySchema,
+        response: { 200: RotatedEndpointSchema, ...webhookErrors(400, 401, 403, 404, 409, 422, 429) },
+      },
+      // No body at all means the default overlap, as an empty object does.
+      preValidation: async (request) => {
+        request.body ??= {};
       },
     },
     async (request) => {
+      const expiresInSeconds = request.body.expiresIn ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       const rotated = await deps.store.transaction(async (sql) => {
-        const result = await rotateEndpointSecret(sql, deps.box, authOf(request), request.params.id);
+        const result = await rotateEndpointSecret(sql, deps.box, authOf(request), request.params.id, { expiresInSeconds });
         if (result) await saveIdempotentResponse(sql, request, 200, endpointView(result.endpoint));
         return result;
       });
       if (!rotated) throw notFound(`no webhook endpoint ${request.params.id}`);
-      return { ...endpointView(rotated.endpoint), secret: rotated.secret };
+      return { ...endpointView(rotated.endpoint), secret: rotated.secret, previousSecretExpiresAt: iso(rotated.previousSecretExpiresAt) };
     },
   );
 
@@ -381,4 +307,6 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       return reply.status(202).send({ endpointId: request.params.id, replayed: result.count });
     },
   );
+
+  webhookSecretRoutes(app, deps);
 }
