@@ -6,7 +6,7 @@ import { afterAll, expect, test } from 'vitest';
 import { createDatabase } from '../helpers/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
-import { createApiKey, createMerchant } from '../../src/accounts/index.ts';
+import { createApiKey } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 
 /**
@@ -47,7 +47,13 @@ test('013 keeps the oldest verified wallet as the default only where no test key
   await migrate({ connectionString: database.connectionString, dir: before });
   const store = createStore({ connectionString: database.connectionString, max: 2 });
   cleanup.push(() => store.close());
-  const merchant = async (name: string) => (await createMerchant(store, box, { name })).merchant.id;
+  // The merchants table as 012 had it (createMerchant writes today's schema, from migration 014 on).
+  let merchants = 0;
+  const merchant = async (name: string) => {
+    const id = `mer_m013_${++merchants}`;
+    await store.query('INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, $2, $3)', [id, name, box.seal('whsec_x')]);
+    return id;
+  };
 
   // Operator wallet oldest (a test key exists): kept. Its base wallet, signed while a test key existed: no default.
   const operator = await merchant('Operator');
