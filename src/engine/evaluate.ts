@@ -64,17 +64,16 @@ export interface Change {
  * Sessions of one (livemode, chain) that may need a step: everything in flight, every open
  * session past its expiry or with money counted, any session whose counted total no longer
  * equals what the engine stored (a late payment, a manual attribution, a reorg), and settled
- * sessions holding an excess not reported yet or any counted money not confirmed yet (it waits
- * for its confirmations, and refunds may count it only once confirmed). Others are at rest and
- * are not read.
+ * sessions holding an excess not reported yet (it waits for its confirmations; that is also how
+ * a settled session's `amount_confirmed` catches up, since money can reach a settled session
+ * only as a duplicate of its due amount). Others are at rest and are not read.
  */
 const CANDIDATES = `
   s.status IN ('pending', 'confirming', 'confirmed')
   OR (s.status = 'created' AND (s.expires_at <= now() OR EXISTS (SELECT 1 FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed')))
   OR (s.status IN ('expired', 'failed', 'settled') AND EXISTS (
       SELECT 1 FROM (SELECT coalesce(sum(t.amount), 0) AS total FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed') counted
-       WHERE counted.total <> s.amount_received
-          OR (s.status = 'settled' AND ((counted.total > s.reported_received AND counted.total > s.amount_due) OR s.amount_confirmed <> counted.total))))`;
+       WHERE counted.total <> s.amount_received OR (s.status = 'settled' AND counted.total > s.reported_received AND counted.total > s.amount_due)))`;
 
 /**
  * Re-evaluates sessions of one (livemode, chain) in the caller's transaction, which must hold the
