@@ -1,60 +1,13 @@
 import type { Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { appendEvent } from '../engine/outbox.ts';
+import { loadRefund, REFUND_COLUMNS, refundView, toRefund, type RefundRow } from '../engine/refunds.ts';
 import { canonicalAddress, base58Bytes } from '../internal/addresses.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import { AmountError, formatAmount, parseAmount } from '../internal/money.ts';
-import type { Currency } from '../internal/chains.ts';
 
-/** A refund request as stored; money in base units. */
-export interface RefundRow {
-  id: string;
-  merchant_id: string;
-  livemode: boolean;
-  session_id: string;
-  amount: bigint;
-  status: 'requested' | 'completed' | 'rejected';
-  to_address: string;
-  reason: string | null;
-  metadata: Record<string, string>;
-  tx_hash: string | null;
-  rejection_reason: string | null;
-  created_at: Date;
-  updated_at: Date;
-  completed_at: Date | null;
-  rejected_at: Date | null;
-  chain: ChainName;
-  currency: Currency;
-  decimals: number;
-}
-
-const REFUND_COLUMNS = `r.id, r.merchant_id, r.livemode, r.session_id, r.amount::text, r.status, r.to_address, r.reason, r.metadata, r.tx_hash,
-  r.rejection_reason, r.created_at, r.updated_at, r.completed_at, r.rejected_at, s.chain, s.currency, s.decimals`;
-
-const toRefund = (raw: Record<string, unknown>): RefundRow => ({ ...(raw as unknown as RefundRow), amount: BigInt(raw.amount as string) });
-
-/** The refund as the API and the `refund.*` events show it. */
-export function refundView(row: RefundRow) {
-  return {
-    id: row.id,
-    paymentId: row.session_id,
-    amount: formatAmount(row.amount, row.decimals),
-    amountBaseUnits: row.amount.toString(),
-    currency: row.currency,
-    chain: row.chain,
-    status: row.status,
-    address: row.to_address,
-    reason: row.reason,
-    metadata: row.metadata,
-    txHash: row.tx_hash,
-    rejectionReason: row.rejection_reason,
-    livemode: row.livemode,
-    createdAt: row.created_at.toISOString(),
-    completedAt: row.completed_at?.toISOString() ?? null,
-    rejectedAt: row.rejected_at?.toISOString() ?? null,
-  };
-}
+export { refundView, type RefundRow } from '../engine/refunds.ts';
 
 /** A transaction hash in canonical form: 0x + 64 lower-case hex on EVM, a base58 64-byte signature on solana. */
 export function canonicalTxHash(chain: ChainName, text: string): string | undefined {
@@ -64,16 +17,6 @@ export function canonicalTxHash(chain: ChainName, text: string): string | undefi
   } catch {
     return undefined;
   }
-}
-
-async function loadRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; forUpdate?: boolean }): Promise<RefundRow> {
-  const { rows } = await sql.query(
-    `SELECT ${REFUND_COLUMNS} FROM refunds r JOIN payment_sessions s ON s.id = r.session_id
-     WHERE r.id = $1 AND r.merchant_id = $2 AND r.livemode = $3 ${params.forUpdate ? 'FOR UPDATE OF r' : ''}`,
-    [params.id, params.merchantId, params.livemode],
-  );
-  if (!rows[0]) throw notFound(`refund ${params.id} not found`);
-  return toRefund(rows[0]);
 }
 
 /** One refund of the caller's merchant and mode; 404 otherwise. */
@@ -97,9 +40,10 @@ export async function listRefunds(
 }
 
 /**
- * States in which every counted transfer is confirmed, so `amount_received` is money that will
- * not vanish with a shallow reorg. `confirming` (money not yet confirmed) and `created`/`expired`
- * (nothing received) take no refunds.
+ * States in which a payment can take refunds. `confirming` (its money may still vanish in a
+ * reorg) and `created`/`expired` (nothing received) take none. Within these, refunds are bounded
+ * by confirmed money (`amount_confirmed`, the API's `amountReceived`), never by money that is only
+ * seen: a second payment to a confirmed session is pending until it confirms.
  */
 export const REFUNDABLE_STATUSES = ['confirmed', 'settled', 'pending', 'failed'];
 
@@ -116,18 +60,23 @@ function parseRefundAmount(text: string, decimals: number): bigint {
   return amount;
 }
 
+/** `12.5 USDC`. */
+const money = (units: bigint, session: { decimals: number; currency: string }) => `${formatAmount(units, session.decimals)} ${session.currency}`;
+
 /**
  * Creates a refund request for a payment, on `sql` (a transaction): the session row is locked so
- * concurrent requests cannot together refund more than was received. `amount` defaults to all
- * that is left; `address` defaults to the sender of the payment's first counted transfer.
- * Writes `refund.requested` in the same transaction.
+ * concurrent requests cannot together refund more than was received and confirmed. `amount`
+ * defaults to all the confirmed money not yet refunded or requested; `address` defaults to the
+ * sender of the payment's first counted transfer. Writes `refund.requested` in the same
+ * transaction. 409 when what is asked is only covered once pending money confirms.
  */
 export async function requestRefund(
   sql: Sql,
   params: { merchantId: string; livemode: boolean; paymentId: string; amount?: string | undefined; address?: string | undefined; reason?: string | undefined; metadata?: Record<string, string> | undefined },
 ): Promise<RefundRow> {
-  const { rows } = await sql.query<{ chain: ChainName; currency: string; decimals: number; amount_received: string; status: string }>(
-    `SELECT chain, currency, decimals, amount_received::text, status FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = $3 FOR UPDATE`,
+  const { rows } = await sql.query<{ chain: ChainName; currency: string; decimals: number; amount_received: string; amount_confirmed: string; status: string }>(
+    `SELECT chain, currency, decimals, amount_received::text, amount_confirmed::text, status FROM payment_sessions
+      WHERE id = $1 AND merchant_id = $2 AND livemode = $3 FOR UPDATE`,
     [params.paymentId, params.merchantId, params.livemode],
   );
   const session = rows[0];
@@ -140,18 +89,25 @@ export async function requestRefund(
     `SELECT coalesce(sum(amount), 0)::text AS refunded FROM refunds WHERE session_id = $1 AND status IN ('requested', 'completed')`,
     [params.paymentId],
   );
-  const received = BigInt(session.amount_received);
-  const refundable = received - BigInt(sums[0]!.refunded);
+  const confirmed = BigInt(session.amount_confirmed);
+  const seen = BigInt(session.amount_received);
+  const pending = seen > confirmed ? seen - confirmed : 0n;
+  const refundable = confirmed - BigInt(sums[0]!.refunded);
+  const pendingNote = `${money(pending, session)} more has been seen on chain but is not confirmed yet; it becomes refundable once it is`;
   if (refundable <= 0n) {
+    if (pending > 0n) throw conflict(`payment ${params.paymentId} has no confirmed money left to refund: ${pendingNote}`);
     throw badRequest(
-      received === 0n ? `payment ${params.paymentId} has received nothing to refund` : `payment ${params.paymentId} has nothing left to refund (received ${formatAmount(received, session.decimals)}, all of it already refunded or requested)`,
+      confirmed === 0n ? `payment ${params.paymentId} has received nothing to refund` : `payment ${params.paymentId} has nothing left to refund (received ${formatAmount(confirmed, session.decimals)}, all of it already refunded or requested)`,
     );
   }
   let amount = refundable;
   if (params.amount !== undefined) {
     amount = parseRefundAmount(params.amount, session.decimals);
+    if (amount > refundable && amount <= refundable + pending) {
+      throw conflict(`amount ${params.amount} exceeds the confirmed money that can still be refunded: ${money(refundable, session)}; ${pendingNote}`);
+    }
     if (amount > refundable) {
-      throw badRequest(`amount ${params.amount} exceeds what can still be refunded: ${formatAmount(refundable, session.decimals)} ${session.currency}`);
+      throw badRequest(`amount ${params.amount} exceeds what can still be refunded: ${money(refundable, session)}`);
     }
   }
   let address: string | undefined;
@@ -176,24 +132,40 @@ export async function requestRefund(
   return refund;
 }
 
-/** Marks a requested refund completed with the hash of the merchant's refund transaction; writes `refund.completed`. */
+/**
+ * Marks a requested refund completed with the hash of the merchant's refund transaction; writes
+ * `refund.completed`. 409 unless the payment's confirmed money covers every completed refund with
+ * this one: checked now, not only at request time, since a reorg may have taken money away.
+ * Locks the session before the refund, in the order requests and the engine use.
+ */
 export async function completeRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; txHash: string }): Promise<RefundRow> {
+  const { session_id: sessionId } = await loadRefund(sql, params);
+  const { rows: held } = await sql.query<{ status: string; confirmed: string }>(
+    'SELECT status, amount_confirmed::text AS confirmed FROM payment_sessions WHERE id = $1 FOR UPDATE',
+    [sessionId],
+  );
   const refund = await loadRefund(sql, { ...params, forUpdate: true });
   const txHash = canonicalTxHash(refund.chain, params.txHash);
   if (!txHash) {
     throw badRequest(refund.chain === 'solana' ? 'txHash must be a base58 transaction signature (64 bytes)' : 'txHash must be 0x followed by 64 hex digits');
   }
   if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
-  // Re-checked now, not only at request time: a reorg since then may have taken money away.
-  const { rows: held } = await sql.query<{ status: string; received: string; completed: string }>(
-    `SELECT s.status, s.amount_received::text AS received,
-            (SELECT coalesce(sum(r.amount), 0)::text FROM refunds r WHERE r.session_id = s.id AND r.status = 'completed') AS completed
-       FROM payment_sessions s WHERE s.id = $1 FOR UPDATE`,
-    [refund.session_id],
-  );
   const session = held[0]!;
-  if (!REFUNDABLE_STATUSES.includes(session.status) || BigInt(session.completed) + refund.amount > BigInt(session.received)) {
+  if (!REFUNDABLE_STATUSES.includes(session.status)) {
     throw conflict(`refund ${params.id} can no longer be completed: its payment is ${session.status} and holds less confirmed money than the refunds (a reorg may have removed a transfer)`);
+  }
+  const { rows: sums } = await sql.query<{ completed: string }>(
+    `SELECT coalesce(sum(amount), 0)::text AS completed FROM refunds WHERE session_id = $1 AND status = 'completed'`,
+    [sessionId],
+  );
+  const confirmed = BigInt(session.confirmed);
+  const completed = BigInt(sums[0]!.completed);
+  if (completed + refund.amount > confirmed) {
+    const left = confirmed > completed ? confirmed - completed : 0n;
+    throw conflict(
+      `refund ${params.id} of ${money(refund.amount, refund)} cannot be completed: its payment holds ${money(confirmed, refund)} of confirmed money, ` +
+        `${money(completed, refund)} of it already refunded, so at most ${money(left, refund)} more can be (money not confirmed yet counts once it is; a reorg may have removed a transfer)`,
+    );
   }
   await sql.query(`UPDATE refunds SET status = 'completed', tx_hash = $2, completed_at = now(), updated_at = now() WHERE id = $1`, [params.id, txHash]);
   const updated = await loadRefund(sql, params);

@@ -103,7 +103,14 @@ const sessionFields = {
       'The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.',
   }),
   amountDueBaseUnits: Type.String({ description: '`amountDue` in the token base units (integer text).' }),
-  amountReceived: Type.String({ description: 'Sum of the counted transfers so far, decimal text.' }),
+  amountReceived: Type.String({
+    description:
+      "Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it.",
+  }),
+  amountPending: Type.String({
+    description:
+      'Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it.',
+  }),
   decimals: Type.Integer({ description: 'Decimals of the token on this chain (6; 18 on bsc).' }),
   tokens: Type.Array(TokenSchema, { description: 'Token contracts or mints accepted for this session.' }),
   fee: Type.String({ description: 'The flat 1% fee, decimal text (rounded half up to a base unit).' }),

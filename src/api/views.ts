@@ -33,7 +33,9 @@ function sessionFields(row: SessionRow, publicUrl: string) {
     merchantWallet: row.pay_to,
     amountDue: formatAmount(row.amount_due, row.decimals),
     amountDueBaseUnits: row.amount_due.toString(),
-    amountReceived: formatAmount(row.amount_received, row.decimals),
+    // Confirmed money only; the rest of what the engine counted is pending (docs/security.md).
+    amountReceived: formatAmount(row.amount_confirmed, row.decimals),
+    amountPending: formatAmount(row.amount_received > row.amount_confirmed ? row.amount_received - row.amount_confirmed : 0n, row.decimals),
     decimals: row.decimals,
     tokens: tokensOf(row),
     fee: formatAmount(row.fee, row.decimals),

@@ -38,7 +38,7 @@ export function checkoutUrls(publicUrl: string, sessionId: string) {
   return { checkoutUrl: base, statusUrl: `${base}/status`, eventsUrl: `${base}/events`, refundUrl: `${base}/refund` };
 }
 
-/** Whether the page offers the refund form: money arrived and the session is over. */
+/** Whether the page offers the refund form: confirmed money arrived and the session is over. */
 export function refundable(session: CheckoutSession): boolean {
   return session.amountReceived > 0n && REFUNDABLE_VIEWS.includes(checkoutViewOf(session));
 }
@@ -109,6 +109,8 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     amountDueBaseUnits: session.amountDue.toString(),
     amountReceived: decimal(session.amountReceived),
     amountReceivedBaseUnits: session.amountReceived.toString(),
+    amountPending: decimal(session.amountPending),
+    amountPendingBaseUnits: session.amountPending.toString(),
     amountRemaining: decimal(remaining),
     amountRemainingBaseUnits: remaining.toString(),
     paymentUri: primary.paymentUri,
@@ -131,7 +133,7 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
 
 /** The part of the instructions that changes while the payer waits: what the live feed sends. */
 export function statusOf(instructions: PaymentInstructions) {
-  const { id, status, view, amountReceived, amountReceivedBaseUnits, amountRemaining, amountRemainingBaseUnits, paymentUri, payable } = instructions;
+  const { id, status, view, amountReceived, amountReceivedBaseUnits, amountPending, amountPendingBaseUnits, amountRemaining, amountRemainingBaseUnits, paymentUri, payable } = instructions;
   const { txHash, confirmations, requiredConfirmations, expiresAt, serverTime, secondsToExpiry, confirmedAt, successUrl, refundUrl } = instructions;
   return {
     object: 'payment_status' as const,
@@ -140,6 +142,8 @@ export function statusOf(instructions: PaymentInstructions) {
     view,
     amountReceived,
     amountReceivedBaseUnits,
+    amountPending,
+    amountPendingBaseUnits,
     amountRemaining,
     amountRemainingBaseUnits,
     paymentUri,

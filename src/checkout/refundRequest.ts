@@ -1,9 +1,11 @@
 import type { Store } from '../store/index.ts';
+import { loadChains } from '../internal/chains.ts';
 import { canonicalAddress } from '../internal/addresses.ts';
 import { badRequest, conflict, HttpError, notFound } from '../internal/errors.ts';
 import { formatAmount } from '../internal/money.ts';
+import { checkReceivingWallet } from '../engine/sessions.ts';
 import { requestRefund } from '../api/refunds.ts';
-import { loadCheckoutSession, type CheckoutSession } from './view.ts';
+import { loadCheckoutSession } from './view.ts';
 import { refundable } from './instructions.ts';
 
 /**
@@ -34,21 +36,15 @@ export interface RefundRequestResult {
   createdAt: string;
 }
 
-function invalidDestination(session: CheckoutSession, text: string): HttpError {
-  return badRequest(
-    session.chain === 'solana'
-      ? `destination ${JSON.stringify(text)} is not a valid solana address (base58 of a 32-byte key)`
-      : `destination ${JSON.stringify(text)} is not a valid ${session.chain} address (0x and 40 hex digits; mixed case must be a correct EIP-55 checksum)`,
-  );
-}
-
 /**
  * Records a payer's refund request for a session (non-custodial: the merchant decides and sends
  * the refund from its own wallet) and the `refund.requested` event for the merchant, in one
  * transaction, through the API's `requestRefund` (one refund model, one event shape). The
- * amount is all that is left to refund of what the session received. Refused with a 4xx that changes
- * nothing when the session has received nothing or is still open, the destination is not an
- * address on the session's chain (or is the merchant's own wallet), a request is already open,
+ * amount is all the session's confirmed money not yet refunded (money still pending confirmation
+ * is not refundable). Refused with a 4xx that changes nothing when the session has no confirmed
+ * money or is still open, the destination is not an address on the session's chain, is one no
+ * one can spend from (the receiving-wallet check: burn addresses, program ids, the token's own
+ * contract or mint, sandbox fakes) or is the merchant's own wallet, a request is already open,
  * or the session has used up its requests.
  */
 export async function requestRefundFromCheckout(store: Store, sessionId: string, input: RefundRequestInput): Promise<RefundRequestResult> {
@@ -59,14 +55,15 @@ export async function requestRefundFromCheckout(store: Store, sessionId: string,
     if (!session) throw notFound(`no checkout session ${sessionId}`);
     if (!refundable(session)) {
       throw conflict(
-        session.amountReceived === 0n
+        session.amountReceived === 0n && session.amountPending === 0n
           ? 'nothing has been received for this payment, so there is nothing to refund'
           : 'a refund can be requested once the payment is confirmed or has expired',
       );
     }
-    const destination = canonicalAddress(session.chain, input.destination.trim());
-    if (!destination) throw invalidDestination(session, input.destination);
-    if (destination === session.payTo) throw badRequest("destination is the merchant's own wallet; give the address the refund should go to");
+    const text = input.destination.trim();
+    if (canonicalAddress(session.chain, text) === session.payTo) throw badRequest("destination is the merchant's own wallet; give the address the refund should go to");
+    // The same check as a receiving wallet's: a refund sent where no one holds the key is lost.
+    const destination = checkReceivingWallet(loadChains()[session.chain], text, 'destination');
 
     const { rows: previous } = await sql.query<{ status: string }>('SELECT status FROM refunds WHERE session_id = $1', [sessionId]);
     if (previous.some((row) => row.status === 'requested')) throw conflict('a refund request for this payment is already open; the merchant will answer it');

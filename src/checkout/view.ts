@@ -28,7 +28,10 @@ export interface CheckoutSession {
   decimals: number;
   amount: bigint;
   amountDue: bigint;
+  /** Confirmed money (the API's `amountReceived`): all a refund may count. */
   amountReceived: bigint;
+  /** Seen on chain, not confirmed yet: on its way, so not asked for again, but not refundable. */
+  amountPending: bigint;
   tokenAddresses: string[];
   payTo: string;
   reference: string | null;
@@ -67,7 +70,7 @@ export async function loadCheckoutSessions(sql: Sql, ids: string[]): Promise<Map
   if (wanted.length === 0) return new Map();
   const { rows } = await sql.query<Record<string, unknown>>(
     `SELECT s.id, s.merchant_id, m.name AS merchant_name, s.livemode, s.status, s.chain, s.currency, s.decimals,
-       s.amount::text, s.amount_due::text, s.amount_received::text, s.token_addresses, s.pay_to, s.reference, s.tx_hash,
+       s.amount::text, s.amount_due::text, s.amount_received::text, s.amount_confirmed::text, s.token_addresses, s.pay_to, s.reference, s.tx_hash,
        s.confirmations, s.required_confirmations, s.success_url, s.created_at, s.expires_at, s.confirmed_at, now() AS now
      FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
      WHERE s.id = ANY($1::text[])`,
@@ -88,7 +91,8 @@ function toCheckoutSession(row: Record<string, unknown>): CheckoutSession {
     decimals: Number(row.decimals),
     amount: BigInt(row.amount as string),
     amountDue: BigInt(row.amount_due as string),
-    amountReceived: BigInt(row.amount_received as string),
+    amountReceived: BigInt(row.amount_confirmed as string),
+    amountPending: pendingOf(BigInt(row.amount_received as string), BigInt(row.amount_confirmed as string)),
     tokenAddresses: row.token_addresses as string[],
     payTo: row.pay_to as string,
     // Solana Pay only (the sandbox's EVM routing key is not the payer's business; see api/views.ts).
@@ -104,9 +108,12 @@ function toCheckoutSession(row: Record<string, unknown>): CheckoutSession {
   };
 }
 
-/** What is left to pay: the due amount less what arrived, never below zero. */
-export function amountRemaining(session: Pick<CheckoutSession, 'amountDue' | 'amountReceived'>): bigint {
-  const left = session.amountDue - session.amountReceived;
+/** The engine's counted total less its confirmed part, never below zero. */
+const pendingOf = (counted: bigint, confirmed: bigint): bigint => (counted > confirmed ? counted - confirmed : 0n);
+
+/** What is left to pay: the due amount less what arrived, confirmed or pending, never below zero. */
+export function amountRemaining(session: Pick<CheckoutSession, 'amountDue' | 'amountReceived' | 'amountPending'>): bigint {
+  const left = session.amountDue - session.amountReceived - session.amountPending;
   return left > 0n ? left : 0n;
 }
 

@@ -4,6 +4,7 @@ import { appendEvent, type EventType } from './outbox.ts';
 import { confirmationsOf, isConfirmed, isSettled, readChainHead, type ChainHead } from './confirmations.ts';
 import { nextStep, type SessionFacts } from './decide.ts';
 import { paymentEventData, type PaymentView } from './eventData.ts';
+import { flagRefundsBeyondConfirmed } from './refunds.ts';
 import type { PaymentStatus, TransitionCause } from './stateMachine.ts';
 
 /** Steps one session may take in one evaluation; the longest real path is 3 (confirming -> reorg -> created -> expired). */
@@ -20,6 +21,7 @@ interface SessionRow {
   amount: string;
   amount_due: string;
   amount_received: string;
+  amount_confirmed: string;
   reported_received: string;
   fee: string;
   pay_to: string;
@@ -46,6 +48,9 @@ interface CountedTransfer {
   paid_at: Date;
 }
 
+/** Reports something that must never be silent (metric and error log): a deep reorg, a refund it left uncovered. */
+export type Incident = (kind: 'deep_reorg' | 'refund_exceeds_confirmed', sessionId: string) => void;
+
 /** What one evaluation did, for logs, metrics and tests. */
 export interface Change {
   sessionId: string;
@@ -59,8 +64,9 @@ export interface Change {
  * Sessions of one (livemode, chain) that may need a step: everything in flight, every open
  * session past its expiry or with money counted, any session whose counted total no longer
  * equals what the engine stored (a late payment, a manual attribution, a reorg), and settled
- * sessions holding an excess not reported yet (it waits for its confirmations). Others are at
- * rest and are not read.
+ * sessions holding an excess not reported yet (it waits for its confirmations; that is also how
+ * a settled session's `amount_confirmed` catches up, since money can reach a settled session
+ * only as a duplicate of its due amount). Others are at rest and are not read.
  */
 const CANDIDATES = `
   s.status IN ('pending', 'confirming', 'confirmed')
@@ -77,7 +83,7 @@ const CANDIDATES = `
  */
 export async function evaluateSessions(
   sql: Sql,
-  params: { livemode: boolean; chain: ChainConfig; sessionIds?: string[]; onIncident?: (kind: string, sessionId: string) => void },
+  params: { livemode: boolean; chain: ChainConfig; sessionIds?: string[]; onIncident?: Incident },
 ): Promise<Change[]> {
   const { livemode, chain } = params;
   const filter = params.sessionIds ? 's.id = ANY($3::text[])' : CANDIDATES;
@@ -85,7 +91,7 @@ export async function evaluateSessions(
   if (params.sessionIds) values.push(params.sessionIds);
   const { rows: sessions } = await sql.query<SessionRow>(
     `SELECT s.id, s.merchant_id, s.livemode, s.status, s.chain, s.currency, s.decimals, s.amount, s.amount_due,
-            s.amount_received, s.reported_received, s.fee, s.pay_to, s.tx_hash, s.confirmations, s.required_confirmations,
+            s.amount_received, s.amount_confirmed, s.reported_received, s.fee, s.pay_to, s.tx_hash, s.confirmations, s.required_confirmations,
             s.metadata, s.expires_at, s.detected_at, s.confirmed_at, s.settled_at, s.expired_at, s.failed_at,
             s.failure_reason, s.expires_at <= now() AS past_expiry, m.payment_tolerance_bps
        FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
@@ -121,7 +127,7 @@ export async function evaluateSessions(
 
 async function evaluateOne(
   sql: Sql,
-  params: { row: SessionRow; counted: CountedTransfer[]; head: ChainHead; chain: ChainConfig; now: Date; onIncident?: (kind: string, sessionId: string) => void },
+  params: { row: SessionRow; counted: CountedTransfer[]; head: ChainHead; chain: ChainConfig; now: Date; onIncident?: Incident },
 ): Promise<Change[]> {
   const { row, counted, head, chain, now } = params;
   let received = 0n;
@@ -146,7 +152,9 @@ async function evaluateOne(
     decimals: row.decimals,
     amount: BigInt(row.amount),
     amountDue: BigInt(row.amount_due),
-    amountReceived: received,
+    // Confirmed money only; what is counted but not confirmed yet is pending (docs/security.md).
+    amountReceived: confirmedReceived,
+    amountPending: received - confirmedReceived,
     fee: BigInt(row.fee),
     payTo: row.pay_to,
     // The newest counted transfer: none once a reorg removed them all (spec: null until one is seen).
@@ -174,13 +182,29 @@ async function evaluateOne(
     paidAfterExpiry: newest !== undefined && newest.paid_at > row.expires_at,
   };
 
-  if (facts.received < facts.storedReceived && ['confirmed', 'settled', 'failed', 'pending'].includes(row.status)) {
-    // Confirmed money went away: a reorg deeper than the confirmation rule. Recorded, never hidden.
-    await sql.query(
-      `INSERT INTO engine_incidents (livemode, chain, session_id, kind, details) VALUES ($1, $2, $3, 'deep_reorg', $4)`,
-      [row.livemode, row.chain, row.id, { status: row.status, stored_received: String(facts.storedReceived), received: String(received) }],
-    );
+  const storedConfirmed = BigInt(row.amount_confirmed);
+  const removed = facts.received < facts.storedReceived;
+  const details = { status: row.status, stored_received: String(facts.storedReceived), received: String(received), stored_confirmed: String(storedConfirmed), confirmed: String(confirmedReceived) };
+  // Confirmed money went away: a reorg deeper than the confirmation rule. Recorded, never hidden.
+  // Only confirmed money counts: a second payment to a confirmed session that a shallow reorg
+  // removes before it confirmed is an ordinary reorg, not an incident.
+  if (removed && confirmedReceived < storedConfirmed && ['confirmed', 'settled', 'failed', 'pending'].includes(row.status)) {
+    await sql.query(`INSERT INTO engine_incidents (livemode, chain, session_id, kind, details) VALUES ($1, $2, $3, 'deep_reorg', $4)`, [row.livemode, row.chain, row.id, details]);
     params.onIncident?.('deep_reorg', row.id);
+  }
+  // A removal (never a mere head move, which only delays confirmation) may leave completed
+  // refunds larger than the confirmed money: they are flagged for the merchant.
+  if (removed) {
+    const flagged = await flagRefundsBeyondConfirmed(sql, { sessionId: row.id, confirmed: confirmedReceived, decimals: row.decimals, currency: row.currency });
+    if (flagged.length > 0) {
+      await sql.query(`INSERT INTO engine_incidents (livemode, chain, session_id, kind, details) VALUES ($1, $2, $3, 'refund_exceeds_confirmed', $4)`, [
+        row.livemode,
+        row.chain,
+        row.id,
+        { ...details, refunds: flagged.map((refund) => refund.id) },
+      ]);
+      params.onIncident?.('refund_exceeds_confirmed', row.id);
+    }
   }
 
   const changes: Change[] = [];
@@ -224,6 +248,7 @@ async function evaluateOne(
   const unchanged =
     changes.length === 0 &&
     received === BigInt(row.amount_received) &&
+    confirmedReceived === storedConfirmed &&
     confirmations === row.confirmations &&
     view.txHash === row.tx_hash;
   if (unchanged) return changes;
@@ -231,7 +256,7 @@ async function evaluateOne(
     `UPDATE payment_sessions
         SET status = $3, amount_received = $4, reported_received = $5, confirmations = $6, tx_hash = $7,
             detected_at = $8, confirmed_at = $9, settled_at = $10, expired_at = $11, failed_at = $12,
-            failure_reason = $13, updated_at = now()
+            failure_reason = $13, amount_confirmed = $14, updated_at = now()
       WHERE id = $1 AND status = $2`,
     [
       row.id,
@@ -247,6 +272,7 @@ async function evaluateOne(
       stamps.expired_at,
       stamps.failed_at,
       view.failureReason,
+      String(confirmedReceived),
     ],
   );
   // The row is locked FOR UPDATE above, so its status cannot have moved under us.

@@ -11,7 +11,10 @@ export interface PaymentView {
   decimals: number;
   amount: bigint;
   amountDue: bigint;
+  /** Confirmed money: counted transfers that meet the chain's confirmation rule. */
   amountReceived: bigint;
+  /** Counted transfers seen on chain that do not meet the confirmation rule yet. */
+  amountPending: bigint;
   fee: bigint;
   payTo: string;
   txHash: string | null;
@@ -26,8 +29,11 @@ export interface PaymentView {
  * The `data` of every payment event, defined once (spec §6.2: id, amount, currency, chain,
  * status, txHash, confirmedAt), plus what a merchant needs to act without a second request:
  * the exact due and received amounts, the fee, live confirmations, the session's metadata and
- * livemode. `amountRemaining` is present while less than the due amount has been received
- * (underpaid, failed); `amountExcess` when more (overpaid). Amounts are decimal text.
+ * livemode. `amountReceived` is confirmed money only and `amountPending` what is seen on chain
+ * but not confirmed yet (docs/security.md, "Refunds count only confirmed money").
+ * `amountRemaining` is present while the two together are less than the due amount (what the
+ * payer still has to send: underpaid, failed); `amountExcess` while confirmed money is more
+ * (overpaid: the excess that can be refunded). Amounts are decimal text.
  */
 export function paymentEventData(view: PaymentView): Record<string, unknown> {
   const text = (units: bigint) => formatAmount(units, view.decimals);
@@ -41,6 +47,7 @@ export function paymentEventData(view: PaymentView): Record<string, unknown> {
     confirmedAt: view.confirmedAt ? view.confirmedAt.toISOString() : null,
     amountDue: text(view.amountDue),
     amountReceived: text(view.amountReceived),
+    amountPending: text(view.amountPending),
     fee: text(view.fee),
     paymentAddress: view.payTo,
     confirmations: view.confirmations,
@@ -48,7 +55,8 @@ export function paymentEventData(view: PaymentView): Record<string, unknown> {
     metadata: view.metadata,
     livemode: view.livemode,
   };
-  if (view.amountReceived < view.amountDue) data.amountRemaining = text(view.amountDue - view.amountReceived);
+  const seen = view.amountReceived + view.amountPending;
+  if (seen < view.amountDue) data.amountRemaining = text(view.amountDue - seen);
   if (view.amountReceived > view.amountDue) data.amountExcess = text(view.amountReceived - view.amountDue);
   if (view.status === 'failed' && view.failureReason) data.failureReason = view.failureReason;
   return data;

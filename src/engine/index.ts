@@ -70,7 +70,7 @@ export function createEngineMetrics(registry: Registry) {
     events: counter('svc_engine_events_total', 'Payment events written to the outbox', ['chain', 'type']),
     matched: counter('svc_engine_transfers_matched_total', 'Transfers matched to a session', ['chain']),
     unmatched: counter('svc_engine_transfers_unmatched_total', 'Transfers that matched no session', ['chain']),
-    incidents: counter('svc_engine_incidents_total', 'Deep reorgs that took confirmed money away', ['chain', 'kind']),
+    incidents: counter('svc_engine_incidents_total', 'Deep reorgs that took confirmed money away (kind deep_reorg), and completed refunds they left uncovered (kind refund_exceeds_confirmed)', ['chain', 'kind']),
     duration:
       (registry.getSingleMetric('svc_engine_reconcile_seconds') as Histogram<string> | undefined) ??
       new Histogram({ name: 'svc_engine_reconcile_seconds', help: 'Time of one reconcile of one chain', labelNames: ['chain'], registers: [registry] }),
@@ -114,7 +114,11 @@ export function createEngine(params: {
             chain: chainConfig,
             onIncident: (kind, sessionId) => {
               metrics.incidents.inc({ chain, kind });
-              logger.error({ msg: 'Reorg took confirmed money away from a session', chain, livemode, session_id: sessionId, kind });
+              const msg =
+                kind === 'refund_exceeds_confirmed'
+                  ? 'Reorg left completed refunds larger than the confirmed money of a session; refunds flagged (refund.flagged)'
+                  : 'Reorg took confirmed money away from a session';
+              logger.error({ msg, chain, livemode, session_id: sessionId, kind });
             },
           });
           result.changes.push(...changes);

@@ -17,6 +17,9 @@ export const EVENT_TYPES = [
   'refund.requested',
   'refund.completed',
   'refund.rejected',
+  // Documented extra (docs/security.md): a reorg left a completed refund larger than the
+  // payment's confirmed money; the refund now shows `requiresAttention`.
+  'refund.flagged',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number] | (string & {});
 

@@ -37,7 +37,10 @@ export interface SessionRow {
   decimals: number;
   amount: bigint;
   amount_due: bigint;
+  /** Every counted transfer, confirmed or not (the engine's total). */
   amount_received: bigint;
+  /** The part of `amount_received` that meets the chain's confirmation rule (the API's `amountReceived`). */
+  amount_confirmed: bigint;
   fee: bigint;
   token_addresses: string[];
   pay_to: string;
@@ -63,7 +66,7 @@ export interface SessionRow {
 
 /** The columns every session query selects (money as text, parsed by {@link toSessionRow}). */
 export const SESSION_COLUMNS = `id, merchant_id, livemode, status, chain, currency, decimals, amount::text, amount_due::text,
-  amount_received::text, fee::text, token_addresses, pay_to, reference, tx_hash, confirmations, required_confirmations,
+  amount_received::text, amount_confirmed::text, fee::text, token_addresses, pay_to, reference, tx_hash, confirmations, required_confirmations,
   metadata, webhook_url, success_url, payment_link_id, created_at, updated_at, expires_at, monitor_until, detected_at,
   confirmed_at, settled_at, expired_at, failed_at, failure_reason`;
 
@@ -74,6 +77,7 @@ export function toSessionRow(raw: Record<string, unknown>): SessionRow {
     amount: BigInt(raw.amount as string),
     amount_due: BigInt(raw.amount_due as string),
     amount_received: BigInt(raw.amount_received as string),
+    amount_confirmed: BigInt(raw.amount_confirmed as string),
     fee: BigInt(raw.fee as string),
   };
 }

@@ -146,7 +146,12 @@ describe('payment links', () => {
 
 async function receivedPayment(key: string, amount: string, received: bigint) {
   const created = await call('POST', '/api/v1/payments', { key, body: payment({ amount }) });
-  await db.store.query(`UPDATE payment_sessions SET status = 'confirmed', amount_received = $2::numeric, tx_hash = $3 WHERE id = $1`, [created.body.id, received.toString(), `0x${'ab'.repeat(32)}`]);
+  // As the engine leaves a payment whose money is all confirmed (refundsConfirmedMoney.test.ts drives the engine).
+  await db.store.query(`UPDATE payment_sessions SET status = 'confirmed', amount_received = $2::numeric, amount_confirmed = $2::numeric, tx_hash = $3 WHERE id = $1`, [
+    created.body.id,
+    received.toString(),
+    `0x${'ab'.repeat(32)}`,
+  ]);
   await db.store.query(
     `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, token_address, from_address, to_address, amount, session_id, match_method)
      VALUES (false, 'base', $1, 0, 100, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', $2, $3, $4::numeric, $5, 'amount')`,
@@ -209,7 +214,7 @@ describe('refunds', () => {
     const refund = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '9' } });
     expect(refund.status).toBe(201);
     // A deep reorg removes the payment after the request: completing would send money never kept.
-    await db.store.query(`UPDATE payment_sessions SET status = 'created', amount_received = 0 WHERE id = $1`, [paymentId]);
+    await db.store.query(`UPDATE payment_sessions SET status = 'created', amount_received = 0, amount_confirmed = 0 WHERE id = $1`, [paymentId]);
     const completed = await call('POST', `/api/v1/refunds/${refund.body.id}/complete`, { key: m.test, body: { txHash: `0x${'cd'.repeat(32)}` } });
     expect(completed.status).toBe(409);
     expect((await call('GET', `/api/v1/refunds/${refund.body.id}`, { key: m.test })).body.status).toBe('requested');

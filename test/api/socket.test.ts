@@ -52,7 +52,7 @@ test('walkthrough of every endpoint over HTTP, both prefixes and both auth heade
   expect(wallet.status).toBe(201);
   expect((await call('GET', '/api/v1/wallets', { key: m.test })).body.data.length).toBe(1);
 
-  await db.store.query(`UPDATE payment_sessions SET status = 'confirmed', amount_received = amount_due WHERE id = $1`, [b.body.id]);
+  await db.store.query(`UPDATE payment_sessions SET status = 'confirmed', amount_received = amount_due, amount_confirmed = amount_due WHERE id = $1`, [b.body.id]);
   const refund = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: b.body.id, amount: '5', address: WALLET } });
   expect(refund.status).toBe(201);
   const other = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: b.body.id, amount: '5', address: WALLET } });

@@ -35,6 +35,8 @@ export async function makeSession(
 /**
  * Moves a session's row as the engine would leave it (status, amounts, confirmations): for the
  * page's views that do not need a chain. The live anvil test drives the real engine instead.
+ * `amountReceived` is what the engine counted; it is all confirmed, except while `created` or
+ * `confirming` (a first payment waiting for its confirmations), when it is all pending.
  */
 export async function setSessionState(
   store: Store,
@@ -45,6 +47,7 @@ export async function setSessionState(
     `UPDATE payment_sessions SET
        status = coalesce($2, status),
        amount_received = coalesce($3::numeric, amount_received),
+       amount_confirmed = CASE WHEN coalesce($2, status) IN ('created', 'confirming') THEN 0 ELSE coalesce($3::numeric, amount_received) END,
        confirmations = coalesce($4, confirmations),
        tx_hash = CASE WHEN $5 THEN $6 ELSE tx_hash END,
        expires_at = CASE WHEN $7::integer IS NULL THEN expires_at ELSE now() + make_interval(secs => $7::integer) END,

@@ -11,7 +11,7 @@ import { loadChains } from '../../src/internal/chains.ts';
 import { makeSession, setSessionState } from './helpers.ts';
 import { prefersJson } from '../../src/checkout/index.ts';
 import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
-import { sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { fakeAddress, sandboxWallet } from '../../src/sandbox/fakes.ts';
 
 const db = useTestDatabase('checkout_json');
 let app: FastifyInstance;
@@ -257,6 +257,33 @@ describe('refund requests from the page', () => {
 
     expect(await post(url, { destination })).toEqual({ status: 409, body: { error: expect.stringContaining('already open') } });
     expect(await post('/checkout/ses_AAAAAAAAAAAAAAAAAAAA/refund', { destination })).toMatchObject({ status: 404 });
+  });
+
+  test('the refund form refuses an address no one can spend from, as a receiving wallet is refused, and records nothing', async () => {
+    const evm = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '7' });
+    await setSessionState(db.store, evm.id, { status: 'confirmed', amountReceived: 7_000_000n, confirmations: 32 });
+    const realUsdc = chains.polygon.tokens.find((t) => t.symbol === 'USDC')!.address;
+    const refused: [string, string][] = [
+      ['0x0000000000000000000000000000000000000000', 'is the zero address (tokens sent there are burned) on polygon'],
+      ['0x000000000000000000000000000000000000dEaD', 'is the 0x…dEaD burn address (tokens sent there are burned) on polygon'],
+      [realUsdc, 'is the USDC token contract itself (tokens sent to it are stuck there) on polygon'],
+      [fakeAddress('polygon'), 'is a sandbox address'],
+    ];
+    for (const [destination, reason] of refused) {
+      const answer = await post(`/checkout/${evm.id}/refund`, { destination });
+      expect(answer).toEqual({ status: 400, body: { error: expect.stringContaining(reason) } });
+      expect(answer.body.error).toMatch(/^destination 0x[0-9a-fA-F]{40} .*: funds sent there cannot be spent; give a wallet you control$/);
+    }
+    const sol = await makeSession(db.store, { merchantId: merchant.id, chain: 'solana', merchantWallet: SOLANA_WALLET, amount: '7' });
+    await setSessionState(db.store, sol.id, { status: 'confirmed', amountReceived: 7_000_000n, confirmations: 32 });
+    for (const [destination, reason] of [
+      ['1nc1nerator11111111111111111111111111111111', 'is the incinerator (tokens sent there are burned), not a wallet'],
+      [SOLANA_USDC_REAL, 'is the USDC mint itself, not a wallet'],
+    ]) {
+      expect(await post(`/checkout/${sol.id}/refund`, { destination })).toEqual({ status: 400, body: { error: expect.stringContaining(`${destination} ${reason} on solana`) } });
+    }
+    const { rows } = await db.store.query('SELECT count(*)::int AS n FROM refunds WHERE session_id = ANY($1)', [[evm.id, sol.id]]);
+    expect(rows[0]?.n).toBe(0);
   });
 
   test('a session gets at most three refund requests in all, so a page cannot flood the merchant', async () => {

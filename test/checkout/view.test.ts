@@ -25,8 +25,13 @@ test('checkoutViewOf maps every status, before and after expiry', () => {
 });
 
 test('amountRemaining never goes below zero on overpayment', () => {
-  expect(amountRemaining({ amountDue: 10n, amountReceived: 4n })).toBe(6n);
-  expect(amountRemaining({ amountDue: 10n, amountReceived: 12n })).toBe(0n);
+  expect(amountRemaining({ amountDue: 10n, amountReceived: 4n, amountPending: 0n })).toBe(6n);
+  expect(amountRemaining({ amountDue: 10n, amountReceived: 12n, amountPending: 0n })).toBe(0n);
+});
+
+test('amountRemaining counts pending money as on its way: the payer is not asked to pay twice', () => {
+  expect(amountRemaining({ amountDue: 10n, amountReceived: 0n, amountPending: 10n })).toBe(0n);
+  expect(amountRemaining({ amountDue: 10n, amountReceived: 4n, amountPending: 3n })).toBe(3n);
 });
 
 test('isSessionId accepts only ses_ and 20 base62 characters', () => {

@@ -110,7 +110,8 @@ describe('payments end to end: API -> anvil -> EVM ingester -> engine -> outbox'
     const s = await createSession(to, '10');
     const hash = await pay(to, BigInt(s.amountDueBaseUnits));
     const seen = await until(s.id, 'confirming');
-    expect(seen).toMatchObject({ txHash: hash, amountReceived: '10' });
+    // Seen but not confirmed: pending, not received (docs/security.md).
+    expect(seen).toMatchObject({ txHash: hash, amountReceived: '0', amountPending: '10' });
     expect(seen.confirmations).toBeGreaterThanOrEqual(1);
     await confirm();
     expect(await until(s.id, 'confirmed')).toMatchObject({ confirmations: expect.any(Number), confirmedAt: expect.any(String) });
@@ -206,6 +207,38 @@ describe('payments end to end: API -> anvil -> EVM ingester -> engine -> outbox'
     await until(second.id, 'confirmed');
     expect(await eventsOf(db.store, first.id)).toEqual(['payment.confirming', 'payment.confirmed']);
     expect(await eventsOf(db.store, second.id)).toEqual(['payment.confirming', 'payment.confirmed']);
+  });
+
+  test('a duplicate payment is pending and not refundable until 32 blocks deep; a deep reorg after its refund was completed flags the refund', async () => {
+    const to = await wallet();
+    const s = await createSession(to, '15');
+    const refund = (body: Record<string, unknown>) => call('POST', '/api/v1/refunds', { key: merchant.live, body: { paymentId: s.id, address: to, ...body } });
+    await pay(to, 15_000_000n);
+    await confirm();
+    await until(s.id, 'confirmed');
+    await pay(to, 15_000_000n); // exactly the due amount again: it pays the confirmed session
+    await waitFor(async () => (await session(s.id)).amountPending === '15', 'the duplicate to be pending');
+    expect(await session(s.id)).toMatchObject({ status: 'confirmed', amountReceived: '15', amountPending: '15' });
+    expect(await refund({ amount: '20' })).toMatchObject({ status: 409, body: { error: expect.stringContaining('15 USDC more has been seen on chain but is not confirmed yet') } });
+
+    await confirm();
+    await waitFor(async () => (await session(s.id)).amountReceived === '30', 'the duplicate to confirm');
+    const requested = await refund({ amount: '20' });
+    expect(requested.status).toBe(201);
+    expect((await call('POST', `/api/v1/refunds/${requested.body.id}/complete`, { key: merchant.live, body: { txHash: `0x${'ab'.repeat(32)}` } })).status).toBe(200);
+
+    // 33 blocks replaced (the duplicate's and the 32 on it), above anvil's finalized block (head - 64).
+    await anvil.reorg(DEPTH + 1);
+    await anvil.mine(1);
+    await waitFor(async () => (await session(s.id)).amountReceived === '15', 'the reorg to remove the duplicate');
+    let flagged: { requiresAttention: boolean; attentionReason: string | null } = { requiresAttention: false, attentionReason: null };
+    await waitFor(async () => {
+      flagged = (await call('GET', `/api/v1/refunds/${requested.body.id}`, { key: merchant.live })).body;
+      return flagged.requiresAttention;
+    }, 'the refund to be flagged');
+    expect(flagged.attentionReason).toContain('it now holds 15 USDC of confirmed money, less than the 20 USDC already refunded');
+    // The first payment is final by now, so the session also settles on what is left.
+    expect((await eventsOf(db.store, s.id)).filter((e) => e.startsWith('refund.'))).toEqual(['refund.requested', 'refund.completed', 'refund.flagged']);
   });
 
   test('an unmatched transfer is listed and attributed by hand through the API', async () => {

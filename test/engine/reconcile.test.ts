@@ -72,6 +72,7 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
       confirmedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       amountDue: '12.5',
       amountReceived: '12.5',
+      amountPending: '0',
       fee: '0.125',
       paymentAddress: wallet,
       confirmations: 32,
@@ -203,7 +204,7 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created' });
     expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.reorged']);
     const { rows } = await db.store.query('SELECT kind, details FROM engine_incidents WHERE session_id = $1', [session.id]);
-    expect(rows).toEqual([{ kind: 'deep_reorg', details: { status: 'confirmed', stored_received: '10000000', received: '0' } }]);
+    expect(rows).toEqual([{ kind: 'deep_reorg', details: { status: 'confirmed', stored_received: '10000000', received: '0', stored_confirmed: '10000000', confirmed: '0' } }]);
   });
 
   test('two sessions for the same amount on one wallet get distinct due amounts and match in either order', async () => {

@@ -25,6 +25,12 @@ const RefundSchema = Type.Object(
     metadata: MetadataSchema,
     txHash: Nullable(Type.String({ description: 'The merchant\'s refund transaction, once completed.' })),
     rejectionReason: Nullable(Type.String()),
+    requiresAttention: Type.Boolean({
+      description:
+        'true once a reorg removed money from the payment and left its completed refunds larger than its confirmed money (a `refund.flagged` event is sent). The merchant refunded money that is no longer there: check the payment. Never cleared.',
+    }),
+    attentionReason: Nullable(Type.String({ description: 'Why the refund requires attention, with the amounts at that moment.' })),
+    flaggedAt: Nullable(Type.String({ format: 'date-time' })),
     livemode: Type.Boolean(),
     createdAt: Type.String({ format: 'date-time' }),
     completedAt: Nullable(Type.String({ format: 'date-time' })),
@@ -40,7 +46,7 @@ const RefundSchema = Type.Object(
 const CreateRefundBody = Type.Object(
   {
     paymentId: Type.String({ minLength: 1, maxLength: 64, description: 'The payment (session) to refund.' }),
-    amount: Type.Optional({ ...AmountSchema, description: 'Decimal text; default: everything not yet refunded or requested.' }),
+    amount: Type.Optional({ ...AmountSchema, description: "Decimal text; default: all the payment's confirmed money (`amountReceived`) not yet refunded or requested." }),
     address: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Refund destination; default: the sender of the payment.' })),
     reason: Type.Optional(Type.String({ maxLength: 500 })),
     metadata: Type.Optional(MetadataSchema),
@@ -52,7 +58,8 @@ const CreateRefundBody = Type.Object(
  * Refunds (Interface B): `POST /refunds` (201, `refund.requested`), `GET /refunds`,
  * `GET /refunds/:id`, `POST /refunds/:id/complete` with `{txHash}` (`refund.completed`),
  * `POST /refunds/:id/reject` with optional `{reason}` (`refund.rejected`). The total of requested
- * and completed refunds never exceeds what the payment received.
+ * and completed refunds never exceeds the payment's confirmed money (`amountReceived`; pending
+ * money counts once it confirms), checked again at completion.
  */
 export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -62,6 +69,8 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface B'],
         summary: 'Request a refund',
+        description:
+          "Bounded by the payment's confirmed money (`amountReceived`) less the refunds requested or completed: 400 when the amount exceeds what was received, 409 when the payment is not confirmed (or underpaid) yet or when only money still pending (`amountPending`) would cover it.",
         body: CreateRefundBody,
         response: { 201: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
       },
@@ -120,7 +129,8 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface B'],
         summary: 'Complete a refund with its transaction hash',
-        description: '409 when the refund is not in state `requested`.',
+        description:
+          "409 when the refund is not in state `requested`, or when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending).",
         params: IdParam('id', 'rfd'),
         body: Type.Object({ txHash: Type.String({ minLength: 1, maxLength: 100, description: 'EVM: 0x + 64 hex; solana: base58 signature.' }) }, { additionalProperties: false }),
         response: { 200: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
