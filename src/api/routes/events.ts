@@ -42,7 +42,7 @@ const AttemptSchema = Type.Object(
   { additionalProperties: false, description: 'One HTTP attempt: the request as sent, the status and the first 2 KiB of the response body, or the network error.' },
 );
 
-const EventIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Event identifier (`evt_…`).' }) }, { additionalProperties: false });
+const EventIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Event identifier (`evt_…`).', 'x-not-found': 'event' }) }, { additionalProperties: false });
 
 function eventView(event: EventRecord) {
   return {

@@ -8,7 +8,7 @@ import type { Currency } from '../../internal/chains.ts';
 import { liveChains, type ChainName } from '../../internal/config.ts';
 import { formatAmount } from '../../internal/money.ts';
 import { HttpError, notFound } from '../../internal/errors.ts';
-import { IdParam, errorResponses } from '../schemas.ts';
+import { errorResponses } from '../schemas.ts';
 import { checkoutUrl } from '../views.ts';
 import { sendMessagePage, wantsPage } from '../../checkout/index.ts';
 
@@ -68,7 +68,9 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
         summary: 'Visit a payment link',
         description:
           'Creates a fresh payment session from the link and redirects (303) to its checkout page. 429 with `Retry-After` while the link has 200 unpaid checkouts open, or while unpaid link checkouts still hold 1,000 due amounts at its price and wallet (each holds one until its late-payment window ends).',
-        params: IdParam('linkId', 'plink'),
+        // Any string: a link pasted with a stray character still reaches the handler, whose 404
+        // is a page for the customer's browser.
+        params: Type.Object({ linkId: Type.String({ minLength: 1, description: 'Payment link identifier (`plink_…`).', 'x-not-found': 'payment link' }) }, { additionalProperties: false }),
         response: { 303: Type.Null({ description: 'Redirect to the new session\'s checkoutUrl (Location header).' }), ...errorResponses(400, 404, 409, 410, 429) },
       },
     },

@@ -37,7 +37,7 @@ export function webhookErrors(...statuses: number[]): Record<number, TSchema> {
 
 const Nullable = (schema: TSchema, description?: string) => Type.Union([schema, Type.Null()], description ? { description } : {});
 
-export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).' }) }, { additionalProperties: false });
+export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).', 'x-not-found': 'webhook endpoint' }) }, { additionalProperties: false });
 
 const EnabledEventsSchema = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }), {
   minItems: 1,
