@@ -4,11 +4,10 @@
 ALTER TABLE idempotency_keys ADD COLUMN merchant_id text REFERENCES merchants (id);
 ALTER TABLE idempotency_keys ADD COLUMN livemode boolean;
 UPDATE idempotency_keys i SET merchant_id = k.merchant_id, livemode = k.livemode FROM api_keys k WHERE k.id = i.api_key_id;
--- Two keys of one account may have used the same Idempotency-Key: one row stays, a finished one
--- (its stored answer is what a retry must get) before a running claim, then the newest.
-DELETE FROM idempotency_keys i USING idempotency_keys better
- WHERE better.merchant_id = i.merchant_id AND better.livemode = i.livemode AND better.idempotency_key = i.idempotency_key
-   AND (better.state = 'done', better.created_at, better.api_key_id) > (i.state = 'done', i.created_at, i.api_key_id);
+-- Two keys of one account may have used the same Idempotency-Key: the newest claim stays.
+DELETE FROM idempotency_keys i USING idempotency_keys newer
+ WHERE newer.merchant_id = i.merchant_id AND newer.livemode = i.livemode AND newer.idempotency_key = i.idempotency_key
+   AND (newer.created_at, newer.api_key_id) > (i.created_at, i.api_key_id);
 ALTER TABLE idempotency_keys ALTER COLUMN merchant_id SET NOT NULL, ALTER COLUMN livemode SET NOT NULL;
 ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey;
 ALTER TABLE idempotency_keys ADD PRIMARY KEY (merchant_id, livemode, idempotency_key);

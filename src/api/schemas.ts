@@ -63,11 +63,24 @@ export const WalletAddressSchema = Type.String({
   description: 'Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.',
 });
 
-/** A path parameter holding a resource id (letters, digits, underscores). */
+/** What each id prefix names, for the 404 of an id that names nothing. */
+const ID_NOUNS: Record<string, string> = { ses: 'payment session', plink: 'payment link', rfd: 'refund', trf: 'transfer', evt: 'event', we: 'webhook endpoint' };
+
+/**
+ * A path parameter holding a resource id (letters, digits, underscores). An id of another shape
+ * names no resource: 404 like an unknown one (spec §7), not 400; `x-not-found` names what was
+ * looked for (see registerValidation).
+ */
 export const IdParam = (name: string, prefix: string) =>
   Type.Object(
     {
-      [name]: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$', description: `Identifier (\`${prefix}_…\`).`, 'x-error': `must be an identifier such as ${prefix}_…` }),
+      [name]: Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[A-Za-z0-9_]+$',
+        description: `Identifier (\`${prefix}_…\`). Any id that names nothing of the caller's, whatever its shape, is a 404.`,
+        'x-not-found': ID_NOUNS[prefix] ?? 'resource',
+      }),
     },
     { additionalProperties: false },
   );

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
-import { badRequest } from '../internal/errors.ts';
+import { badRequest, notFound, type HttpError } from '../internal/errors.ts';
 
 // ajv-formats ships CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -19,6 +19,7 @@ function newAjv(coerceTypes: boolean): Ajv {
   });
   addFormats(ajv);
   ajv.addKeyword({ keyword: 'x-error', schemaType: 'string' });
+  ajv.addKeyword({ keyword: 'x-not-found', schemaType: 'string' });
   return ajv;
 }
 
@@ -78,6 +79,17 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
   }
 }
 
+/**
+ * A path parameter that fails its schema. Path parameters are ids, and an id of the wrong shape
+ * names nothing, exactly like a well-shaped unknown one: 404 (spec §7 lists 404 for an unknown
+ * resource), named with the schema's `x-not-found` ("payment session \"abc-1\" not found").
+ */
+export function unknownIdError(error: ErrorObject): HttpError {
+  const noun = (error.parentSchema as { 'x-not-found'?: string } | undefined)?.['x-not-found'] ?? 'resource';
+  const id = typeof error.data === 'string' ? error.data : '';
+  return notFound(`${noun} ${JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id)} not found`);
+}
+
 /** "must not be empty" / "must be at most 40 characters" / "must have at most 50 fields". */
 function sizeRule(keyword: string, limit: number, wholeBody: boolean): string {
   const unit = keyword.endsWith('Length') ? 'character' : keyword.endsWith('Items') ? 'item' : wholeBody ? 'field' : 'key';
@@ -88,7 +100,8 @@ function sizeRule(keyword: string, limit: number, wholeBody: boolean): string {
 
 /**
  * Installs request validation: ajv with formats, no coercion for bodies, coercion for query and
- * path; unknown fields refused; the first problem becomes a 400 `{"error"}` that names the field.
+ * path; unknown fields refused; the first problem becomes a 400 `{"error"}` that names the field,
+ * except in the path, where an id that fails its schema is a 404 (see {@link unknownIdError}).
  * Bodies must be JSON: any other content type is a 400 (fastify would answer 415).
  */
 export function registerValidation(app: FastifyInstance): void {
@@ -98,7 +111,9 @@ export function registerValidation(app: FastifyInstance): void {
     const validate = (httpPart === 'body' ? strict : coercing).compile(schema);
     return (data: unknown) => (validate(data) ? { value: data } : { error: validate.errors as unknown as Error });
   });
-  app.setSchemaErrorFormatter((errors, dataVar) => badRequest(describeSchemaError(errors[0] as unknown as ErrorObject, dataVar)));
+  app.setSchemaErrorFormatter((errors, dataVar) =>
+    dataVar === 'params' ? unknownIdError(errors[0] as unknown as ErrorObject) : badRequest(describeSchemaError(errors[0] as unknown as ErrorObject, dataVar)),
+  );
   app.addContentTypeParser('*', (request, _payload, done) => {
     done(badRequest(`Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted: send a JSON body with Content-Type: application/json`), undefined);
   });
@@ -106,6 +121,8 @@ export function registerValidation(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     for (const [part, value] of [['body', request.body], ['query', request.query], ['path', request.params]] as const) {
       const found = findNul(value, part);
+      // No id contains NUL: in the path it names nothing (404, as any id of the wrong shape).
+      if (found && part === 'path') throw notFound(`no resource has an id with a NUL character (U+0000) in it`);
       if (found) throw badRequest(`${found} contains a NUL character (U+0000), which is not accepted`);
     }
   });

@@ -27,7 +27,8 @@ export interface CheckoutDeps {
   sandboxPanel?: SandboxPanel;
 }
 
-const SessionParams = Type.Object({ sessionId: Type.String({ minLength: 1, maxLength: 64, description: 'Session id (`ses_…`).' }) });
+// No pattern or size: every id reaches the handler, so a browser gets the not-found page for any of them.
+const SessionParams = Type.Object({ sessionId: Type.String({ minLength: 1, description: 'Session id (`ses_…`).', 'x-not-found': 'checkout session' }) });
 
 /** Views after which nothing on the page changes any more (the live feed ends there). */
 const FINAL_VIEWS = ['paid', 'expired', 'failed'];

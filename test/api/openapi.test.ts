@@ -1,3 +1,8 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -83,5 +88,26 @@ describe('OpenAPI document', () => {
     }
     const initializer = await (await fetch(new URL('./static/swagger-initializer.js', page.url.endsWith('/') ? page.url : `${page.url}/`))).text();
     expect(initializer).toContain('/api/v1/openapi.json');
+  });
+
+  test('passes `redocly lint` with its recommended rules (redocly.yaml): no errors', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-openapi-'));
+    try {
+      const file = path.join(dir, 'openapi.json');
+      fs.writeFileSync(file, await (await fetch(`${url}/api/v1/openapi.json`)).text());
+      const root = path.resolve(import.meta.dirname, '../..');
+      const cli = path.join(root, 'node_modules/@redocly/cli/bin/cli.js');
+      // No telemetry, update check or banner: the lint runs offline. Exit code 1 means errors; the JSON says which.
+      const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', DO_NOT_TRACK: '1', CI: 'true' };
+      const { stdout } = await promisify(execFile)(process.execPath, [cli, 'lint', file, '--config', path.join(root, 'redocly.yaml'), '--format=json'], { env, cwd: dir }).catch(
+        (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
+      );
+      const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as { totals: { errors: number }; problems: { ruleId: string; severity: string; message: string; location: { pointer?: string }[] }[] };
+      const errors = report.problems.filter((problem) => problem.severity === 'error').map((problem) => `${problem.ruleId} at ${problem.location[0]?.pointer}: ${problem.message}`);
+      expect(errors).toEqual([]);
+      expect(report.totals.errors).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterEach, describe, expect, test } from 'vitest';
 import { createDatabase } from '../helpers/db.ts';
-import { migrate, readMigrations } from '../../src/store/migrate.ts';
+import { applyOrder, migrate, readMigrations } from '../../src/store/migrate.ts';
 
 const run = promisify(execFile);
 const cleanups: (() => Promise<void>)[] = [];
@@ -90,5 +90,21 @@ describe('migrate()', () => {
     expect(await migrate({ connectionString, dir })).toEqual([1, 3]);
     fs.writeFileSync(path.join(dir, '002_b.sql'), 'CREATE TABLE b_table (id int);');
     expect(await migrate({ connectionString, dir })).toEqual([2]);
+  });
+
+  test('a migration marked "before NNN" runs just before NNN while NNN is pending, in its own place once NNN is applied', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-migrations-'));
+    cleanups.push(async () => fs.rmSync(dir, { recursive: true }));
+    fs.writeFileSync(path.join(dir, '001_a.sql'), 'SELECT 1;');
+    fs.writeFileSync(path.join(dir, '002_b.sql'), 'SELECT 1;');
+    fs.writeFileSync(path.join(dir, '003_c.sql'), 'SELECT 1;');
+    fs.writeFileSync(path.join(dir, '004_fix_b.sql'), '-- 004: corrects 002.\n-- migrate: before 002\nSELECT 1;');
+    const migrations = readMigrations(dir);
+    expect(migrations.find((migration) => migration.version === 4)?.before).toBe(2);
+    expect(applyOrder(migrations).map((migration) => migration.version)).toEqual([1, 4, 2, 3]);
+    expect(applyOrder(migrations.filter((migration) => migration.version > 2)).map((migration) => migration.version)).toEqual([3, 4]);
+    // Only an earlier migration that is not itself moved can be named.
+    fs.writeFileSync(path.join(dir, '005_bad.sql'), '-- migrate: before 006\nSELECT 1;');
+    expect(() => readMigrations(dir)).toThrow('migration 5_bad.sql says "before 6": that must be an earlier migration that has no "before" itself');
   });
 });

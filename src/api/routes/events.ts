@@ -67,7 +67,7 @@ function attemptView(attempt: AttemptLogRecord, auth: RequestAuth) {
   };
 }
 
-const EventIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Event identifier (`evt_…`).' }) }, { additionalProperties: false });
+const EventIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Event identifier (`evt_…`).', 'x-not-found': 'event' }) }, { additionalProperties: false });
 
 function eventView(event: EventRecord) {
   return {

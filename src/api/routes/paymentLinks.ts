@@ -1,15 +1,14 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { safeUrl } from './webhooks.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
-import { checkSessionTerms, createSession } from '../../engine/sessions.ts';
-import type { Currency } from '../../internal/chains.ts';
-import { liveChains, type ChainName } from '../../internal/config.ts';
+import { checkSessionTerms } from '../../engine/sessions.ts';
+import { liveChains } from '../../internal/config.ts';
 import { formatAmount } from '../../internal/money.ts';
-import { badRequest, HttpError, notFound } from '../../internal/errors.ts';
+import { badRequest, notFound } from '../../internal/errors.ts';
 import { newId } from '../../internal/crypto.ts';
 import {
   AmountSchema,
@@ -26,8 +25,9 @@ import {
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
-import { checkoutUrl } from '../views.ts';
-import { sendMessagePage, wantsPage } from '../../checkout/index.ts';
+import { LINK_COLUMNS, type LinkRow } from './paymentLinkVisits.ts';
+
+export { MAX_LINK_RESERVATIONS_PER_PRICE, MAX_OPEN_SESSIONS_PER_LINK, publicPaymentLinkRoutes } from './paymentLinkVisits.ts';
 
 const PaymentLinkSchema = Type.Object(
   {
@@ -68,28 +68,6 @@ const UpdatePaymentLinkBody = Type.Object(
   { active: Type.Boolean({ description: 'false deactivates the link; true reactivates it.' }) },
   { additionalProperties: false },
 );
-
-interface LinkRow {
-  id: string;
-  livemode: boolean;
-  chain: ChainName;
-  currency: Currency;
-  decimals: number;
-  amount: string;
-  merchant_wallet: string | null;
-  metadata: Record<string, string>;
-  webhook_url: string | null;
-  success_url: string | null;
-  expires_in: number;
-  active: boolean;
-  sessions_created: number;
-  created_at: Date;
-  updated_at: Date;
-  merchant_id: string;
-}
-
-const LINK_COLUMNS = `id, merchant_id, livemode, chain, currency, decimals, amount::text, merchant_wallet, metadata, webhook_url, success_url,
-  expires_in, active, sessions_created, created_at, updated_at`;
 
 /** `${publicUrl}/pay/<linkId>`. */
 export function paymentLinkUrl(publicUrl: string, id: string): string {
@@ -251,94 +229,4 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       return view(rows[0], deps.config.publicUrl);
     },
   );
-}
-
-/**
- * Unpaid, unexpired sessions one payment link may have open at once. 200 concurrent checkouts of
- * one link is a busy shop; it leaves 98% of a price's due-amount offsets to the merchant's other
- * sessions whatever anonymous visitors do.
- */
-export const MAX_OPEN_SESSIONS_PER_LINK = 200;
-
-/**
- * `GET /pay/:linkId` at the root of the public URL, no authentication: creates a fresh session
- * from the link and answers 303 to its checkout page. An inactive link is 410, an unknown one
- * 404. Limited per IP with the payment-creation budget (10 per minute).
- */
-export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.withTypeProvider<TypeBoxTypeProvider>().get(
-    '/pay/:linkId',
-    {
-      config: { auth: 'none', rateLimit: 'create' },
-      schema: {
-        tags: ['Payment links (public)'],
-        summary: 'Visit a payment link',
-        description: 'Creates a fresh payment session from the link and redirects (303) to its checkout page.',
-        params: IdParam('linkId', 'plink'),
-        response: { 303: Type.Null({ description: 'Redirect to the new session\'s checkoutUrl (Location header).' }), ...errorResponses(400, 404, 409, 410, 429) },
-      },
-    },
-    async (request, reply) => {
-      try {
-        return await visit(request.params.linkId!, reply);
-      } catch (error) {
-        // The link is opened by customers in a browser: they get a page that says what happened,
-        // not the API's JSON (which API clients, and anything not naming text/html, still get).
-        if (!(error instanceof HttpError) || !wantsPage(request.headers.accept)) throw error;
-        for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-        return sendMessagePage(reply, { status: error.status, ...customerMessage(error.status), https: deps.config.publicUrl.startsWith('https:') });
-      }
-    },
-  );
-
-  async function visit(linkId: string, reply: FastifyReply) {
-    const session = await deps.store.transaction(async (sql) => {
-      const { rows } = await sql.query<LinkRow>(`SELECT ${LINK_COLUMNS} FROM payment_links WHERE id = $1 FOR UPDATE`, [linkId]);
-      const link = rows[0];
-      if (!link) throw notFound(`payment link ${linkId} not found`);
-      if (!link.active) throw new HttpError(410, 'this payment link is no longer active');
-      // Visitors need no key, and each session reserves a due amount (10,000 offsets per price and
-      // wallet at 6 decimals) until its monitoring window ends: bound the unpaid ones per link so
-      // anonymous visits (or link-preview bots) cannot use up a price for the merchant.
-      const { rows: open } = await sql.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1 AND status = 'created' AND expires_at > now()`,
-        [link.id],
-      );
-      if (open[0]!.n >= MAX_OPEN_SESSIONS_PER_LINK) {
-        throw new HttpError(429, 'too many checkouts of this payment link are open and unpaid; try again in a few minutes', { headers: { 'retry-after': '60' } });
-      }
-      const created = await createSession(sql, {
-        merchantId: link.merchant_id,
-        livemode: link.livemode,
-        amount: formatAmount(BigInt(link.amount), link.decimals),
-        currency: link.currency,
-        chain: link.chain,
-        merchantWallet: link.merchant_wallet ?? undefined,
-        metadata: link.metadata,
-        webhookUrl: link.webhook_url ?? undefined,
-        successUrl: link.success_url ?? undefined,
-        expiresIn: link.expires_in,
-        paymentLinkId: link.id,
-        monitorWindowSeconds: deps.config.monitorWindowSeconds,
-        liveChains: liveChains(deps.config),
-      });
-      await sql.query('UPDATE payment_links SET sessions_created = sessions_created + 1 WHERE id = $1', [link.id]);
-      return created;
-    });
-    return reply.header('cache-control', 'no-store').redirect(checkoutUrl(deps.config.publicUrl, session.id), 303);
-  }
-}
-
-/** What a customer reads when a payment link cannot start a checkout (no operator or merchant details). */
-function customerMessage(status: number): { title: string; text: string } {
-  switch (status) {
-    case 404:
-      return { title: 'Payment link not found', text: 'This payment link is not valid. Check the link you were given, or return to the merchant.' };
-    case 410:
-      return { title: 'Payment link no longer active', text: 'The merchant has turned this payment link off. Return to the merchant for a new one.' };
-    case 429:
-      return { title: 'Too many checkouts open', text: 'Many checkouts of this link are open right now. Please try again in a few minutes.' };
-    default:
-      return { title: 'Payment link unavailable', text: 'This payment link cannot take payments right now. Please contact the merchant.' };
-  }
 }

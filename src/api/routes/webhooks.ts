@@ -35,7 +35,7 @@ import {
 /** Event kinds an endpoint may subscribe to: spec §6.1, the endpoint-disabled notice, and `*`. */
 export const SUBSCRIBABLE_EVENTS = ['*', ...EVENT_TYPES, ENDPOINT_DISABLED_EVENT] as const;
 
-export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).' }) }, { additionalProperties: false });
+export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).', 'x-not-found': 'webhook endpoint' }) }, { additionalProperties: false });
 
 const EnabledEventsSchema = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }), {
   minItems: 1,

@@ -1,0 +1,37 @@
+import { expect, test } from 'vitest';
+import { readMigrations } from '../../src/store/migrate.ts';
+
+/**
+ * Every migration file, pinned by the checksum migrate() records for it (sha256 of its text). A
+ * database that applied a migration refuses to start when the file's checksum changes, so a
+ * landed migration is never edited: a correction is a new file, pinned here when it lands.
+ */
+const PINNED: Record<string, string> = {
+  '001_accounts.sql': 'd25d6aa0abfaaf4a531fd95f3b6adfa9d84f23bf1c467f21e1de5f312eca9876',
+  '002_payments_core.sql': '72716412e25bf09a29d8185c48412f096288c185b82387f01bec0f0cd4e1c300',
+  '003_api.sql': 'ab71b3b09468a69c98c4200213c46e47e0d20eb19f0c77c17d074fb4142d953a',
+  '004_evm_ingest.sql': 'f91b8eec05e1bdd2f9e92b1640e79a2218bf382726cac769969cfd3108b67c9f',
+  '005_engine.sql': '672067c367428dc721c922ee95d6379fe758d68295c331cfaa374e9158f37030',
+  '006_webhook_delivery.sql': 'cfd2b26637d660ce66a02b2ac5bfd1c918de672ed211cc96704ffdebf0749a75',
+  '007_solana_ingest.sql': '23e1238ca765412f6a4676f63b012d8866c3fe5fd83256df34caf1bf540a8a68',
+  '009_sandbox.sql': '19e34592e558d12a79d0e809fb65c2837657dd878d05366c10011e7f5a982651',
+  '010_payment_link_open_sessions.sql': '1287a762d896f9e14cca33b0c64cd4f8f837454d71555712a340ad77d71d21b8',
+  // As first landed (b29aaff); its correction is 012.
+  '011_idempotency_per_account.sql': '76bf1660825fea150089c12cd3cc98246a9f66e72e60f5f871b740d46a908d2a',
+  '012_idempotency_keep_finished_answer.sql': '882ca19bbfc99bd5d6314da483bd24119839b46e5c3fce4b57cb9a7e6a4a1219',
+  '013_wallet_defaults.sql': '543a064d5a9d07dfa019a7f17be2b628dd5a36768e31b6fc45a85182d5be3632',
+  '014_webhook_secrets_per_mode.sql': '76be135ebfc9bfe0a51f0d1f1cb92addf1d4262455605a0dffc169be61912289',
+  '015_confirmed_money.sql': '5fec6b87cf37b2b58f3c46691f06c78b27ad7e30da86196162b06afc98d5b166',
+};
+
+const RULE = 'landed migrations are never edited; add a new file and pin it';
+
+test('every migration file is pinned by its checksum: a landed one never changes, a new one is added to the table', () => {
+  const files = readMigrations().map((migration) => ({ file: `${String(migration.version).padStart(3, '0')}_${migration.name}.sql`, checksum: migration.checksum }));
+  for (const { file, checksum } of files) {
+    expect(PINNED[file], `${file} is not in PINNED (test/store/migrationsPinned.test.ts): ${RULE} (its checksum: ${checksum})`).toBeDefined();
+    expect(checksum, `${file} changed: ${RULE}`).toBe(PINNED[file]);
+  }
+  const present = new Set(files.map(({ file }) => file));
+  for (const file of Object.keys(PINNED)) expect(present.has(file), `${file} is pinned but missing: ${RULE}`).toBe(true);
+});
