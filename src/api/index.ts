@@ -3,6 +3,7 @@ import { badRequest, HttpError } from '../internal/errors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerValidation } from './validation.ts';
+import { findIllFormedText, illFormedTextMessage } from './wellFormed.ts';
 import { registerOpenApi, openApiRoutes } from './openapi.ts';
 import { DEFAULT_RATE_LIMITS, registerIpRateLimit, registerKeyRateLimit } from './rateLimits.ts';
 import { registerIdempotency } from './idempotency.ts';
@@ -31,7 +32,9 @@ export type { ApiDeps };
  * An empty (or whitespace-only) JSON body is therefore taken as no body: body-less actions
  * (DELETE, rotate-secret, redeliver, reject) accept it, and routes that need a body answer that
  * it must be a JSON object. A non-empty body that is not JSON is still a 400. Parsing otherwise
- * stays fastify's own, with its `__proto__` and `constructor` poisoning checks.
+ * stays fastify's own, with its `__proto__` and `constructor` poisoning checks. Every route's JSON
+ * (the checkout's and the sandbox's included) comes through here, so text that is not well-formed
+ * Unicode (a lone surrogate escape) is refused here once, as a 400 naming where it is.
  */
 function registerEmptyJsonBody(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -42,6 +45,8 @@ function registerEmptyJsonBody(app: FastifyInstance): void {
       // fastify's poisoning check refuses valid JSON with the same "not valid JSON" error: when
       // the text does parse, say which keys are refused instead.
       if (error && isJson(body as string)) return done(badRequest('the request body may not use the keys "__proto__" or "constructor.prototype"'), undefined);
+      const illFormed = error ? undefined : findIllFormedText(value);
+      if (illFormed) return done(badRequest(illFormedTextMessage(illFormed)), undefined);
       done(error, value);
     });
   });
