@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { badRequest, HttpError } from '../internal/errors.ts';
+import { connectionsCheckingIntervalMs } from '../internal/httpTimeouts.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerValidation } from './validation.ts';
@@ -115,12 +116,19 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
   const deps: ApiDeps = { ...params, store, startedAt: params.startedAt ?? new Date() };
   const limits = { ...DEFAULT_RATE_LIMITS, ...deps.rateLimits };
+  const timeouts = deps.config.httpTimeouts;
   const app = Fastify({
     loggerInstance: deps.logger.child({ stage: 'api' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A client that trickles or withholds its headers or body is cut off (docs/security.md, "Input
+    // and network hardening"); the headers timeout and its check interval are Node's own options.
+    requestTimeout: timeouts.requestMs,
+    connectionTimeout: timeouts.idleMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    http: { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts) },
     // The client IP of per-IP rate limits: the socket address unless SVC_TRUST_PROXY names the proxies.
     trustProxy: (deps.config.trustProxy ?? false) as FastifyServerOptions['trustProxy'] & boolean,
     // Errors fastify raises before routing (an undecodable URL): the same `{"error"}` shape.

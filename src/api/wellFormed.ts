@@ -21,7 +21,7 @@ export function findIllFormedText(value: unknown): string | undefined {
     const frame = stack.pop()!;
     const current = frame.value;
     if (typeof current === 'string') {
-      if (!current.isWellFormed()) return `${pathOf(frame)} contains`;
+      if (!wellFormed(current)) return `${pathOf(frame)} contains`;
       continue;
     }
     if (current === null || typeof current !== 'object') continue;
@@ -31,7 +31,7 @@ export function findIllFormedText(value: unknown): string | undefined {
     }
     const entries = Object.entries(current);
     for (const [key] of entries) {
-      if (!key.isWellFormed()) return `${pathOf(frame)} has a key that contains`;
+      if (!wellFormed(key)) return `${pathOf(frame)} has a key that contains`;
     }
     for (let index = entries.length - 1; index >= 0; index--) {
       const [key, inner] = entries[index]!;
@@ -47,8 +47,13 @@ function pathOf(frame: { step: string; parent?: { step: string; parent?: unknown
   for (let at: typeof frame | undefined = frame; at; at = at.parent as typeof frame | undefined) steps.push(at.step);
   const path = steps.reverse().join('');
   // Cutting may split a surrogate pair of a (well-formed) key: toWellFormed keeps the message valid.
-  return (path.length > 200 ? `${path.slice(0, 100)}…${path.slice(-100)}` : path).toWellFormed();
+  return asWellFormed(path.length > 200 ? `${path.slice(0, 100)}…${path.slice(-100)}` : path);
 }
+
+// String.prototype.isWellFormed and toWellFormed exist in Node 20; the project's TypeScript lib predates them.
+type Es2024String = { isWellFormed(): boolean; toWellFormed(): string };
+const wellFormed = (text: string): boolean => (text as unknown as Es2024String).isWellFormed();
+const asWellFormed = (text: string): string => (text as unknown as Es2024String).toWellFormed();
 
 /** The 400 message for a place findIllFormedText returned. */
 export function illFormedTextMessage(place: string): string {

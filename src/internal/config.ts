@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
+import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type HttpTimeouts } from './httpTimeouts.ts';
 
 /** The six chain names of the wire contract, in the order the docs list them. */
 export const CHAIN_NAMES = ['polygon', 'solana', 'base', 'bsc', 'arbitrum', 'optimism'] as const;
@@ -51,6 +52,8 @@ export interface Config {
   checkoutFrameAncestors: string[];
   /** Which proxies' X-Forwarded-For to believe for the client IP (per-IP rate limits): false, true, a hop count, or addresses/CIDRs. */
   trustProxy?: boolean | number | string;
+  /** How long the HTTP server waits for slow or idle clients (SVC_HTTP_*_TIMEOUT_MS). */
+  httpTimeouts: HttpTimeouts;
 }
 
 type Env = Record<string, string | undefined>;
@@ -264,6 +267,7 @@ export const VARIABLES = {
     default: '',
     parse: parseOriginList,
   },
+  ...HTTP_TIMEOUT_VARIABLES,
 } satisfies Record<string, Variable<unknown>>;
 
 /** The per-chain RPC variables, documented alongside VARIABLES. */
@@ -324,7 +328,9 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: read(VARIABLES.metricsPort),
     checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
     trustProxy: read(VARIABLES.trustProxy) ?? false,
+    httpTimeouts: readHttpTimeouts(read),
   };
+  if (errors.length === 0) errors.push(...httpTimeoutProblems(config.httpTimeouts, config.apiDbTimeoutMs));
   if (errors.length > 0) throw new ConfigError(errors);
   return config;
 }
