@@ -25,9 +25,7 @@ function hold(port: number, drive: (socket: net.Socket) => void, giveUpMs = 8_00
     const started = Date.now();
     const socket = net.connect(port, '127.0.0.1');
     let received = '';
-    const timer = setInterval(() => {}, 1_000);
     const end = (closed: boolean) => {
-      clearInterval(timer);
       clearTimeout(giveUp);
       resolve({ closed, afterMs: Date.now() - started, received });
     };
