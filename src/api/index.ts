@@ -1,8 +1,10 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { badRequest, HttpError } from '../internal/errors.ts';
+import { connectionsCheckingIntervalMs } from '../internal/httpTimeouts.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerValidation } from './validation.ts';
+import { findIllFormedText, illFormedTextMessage } from './wellFormed.ts';
 import { registerOpenApi, openApiRoutes } from './openapi.ts';
 import { DEFAULT_RATE_LIMITS, registerIpRateLimit, registerKeyRateLimit } from './rateLimits.ts';
 import { registerIdempotency } from './idempotency.ts';
@@ -31,7 +33,9 @@ export type { ApiDeps };
  * An empty (or whitespace-only) JSON body is therefore taken as no body: body-less actions
  * (DELETE, rotate-secret, redeliver, reject) accept it, and routes that need a body answer that
  * it must be a JSON object. A non-empty body that is not JSON is still a 400. Parsing otherwise
- * stays fastify's own, with its `__proto__` and `constructor` poisoning checks.
+ * stays fastify's own, with its `__proto__` and `constructor` poisoning checks. Every route's JSON
+ * (the checkout's and the sandbox's included) comes through here, so text that is not well-formed
+ * Unicode (a lone surrogate escape) is refused here once, as a 400 naming where it is.
  */
 function registerEmptyJsonBody(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -42,6 +46,8 @@ function registerEmptyJsonBody(app: FastifyInstance): void {
       // fastify's poisoning check refuses valid JSON with the same "not valid JSON" error: when
       // the text does parse, say which keys are refused instead.
       if (error && isJson(body as string)) return done(badRequest('the request body may not use the keys "__proto__" or "constructor.prototype"'), undefined);
+      const illFormed = error ? undefined : findIllFormedText(value);
+      if (illFormed) return done(badRequest(illFormedTextMessage(illFormed)), undefined);
       done(error, value);
     });
   });
@@ -110,12 +116,19 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
   const deps: ApiDeps = { ...params, store, startedAt: params.startedAt ?? new Date() };
   const limits = { ...DEFAULT_RATE_LIMITS, ...deps.rateLimits };
+  const timeouts = deps.config.httpTimeouts;
   const app = Fastify({
     loggerInstance: deps.logger.child({ stage: 'api' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A client that trickles or withholds its headers or body is cut off (docs/security.md, "Input
+    // and network hardening"); the headers timeout and its check interval are Node's own options.
+    requestTimeout: timeouts.requestMs,
+    connectionTimeout: timeouts.idleMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    http: { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts) },
     // The client IP of per-IP rate limits: the socket address unless SVC_TRUST_PROXY names the proxies.
     trustProxy: (deps.config.trustProxy ?? false) as FastifyServerOptions['trustProxy'] & boolean,
     // Errors fastify raises before routing (an undecodable URL): the same `{"error"}` shape.

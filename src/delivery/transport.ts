@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici';
-import { assertLiteralHostAllowed, guardedLookup, parseWebhookUrl } from './ssrf.ts';
+import { assertLiteralHostAllowed, guardedLookup, parseWebhookUrl, type GuardParams } from './ssrf.ts';
 
 /** Spec-independent contract with receivers: an attempt that has no full answer in 15 s failed. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
@@ -20,10 +20,10 @@ export type WebhookTransport = (params: { url: string; headers: Record<string, s
  * SSRF guard; redirects are not followed (a 3xx is a failed attempt), the whole exchange is cut
  * at DELIVERY_TIMEOUT_MS, and at most RESPONSE_EXCERPT_BYTES of the body are read.
  */
-export function createHttpTransport(params: { allowPrivate: boolean; timeoutMs?: number }): WebhookTransport & { close(): Promise<void> } {
+export function createHttpTransport(params: GuardParams & { timeoutMs?: number }): WebhookTransport & { close(): Promise<void> } {
   const timeoutMs = params.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   const agent = new Agent({
-    connect: { lookup: guardedLookup({ allowPrivate: params.allowPrivate }) as never, timeout: timeoutMs },
+    connect: { lookup: guardedLookup(params) as never, timeout: timeoutMs },
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     // Receivers are many and mostly idle between events: keep sockets briefly, not forever.

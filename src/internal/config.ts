@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
+import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type HttpTimeouts } from './httpTimeouts.ts';
 
 /** The six chain names of the wire contract, in the order the docs list them. */
 export const CHAIN_NAMES = ['polygon', 'solana', 'base', 'bsc', 'arbitrum', 'optimism'] as const;
@@ -30,8 +31,8 @@ export interface Config {
   rpc: Record<ChainName, ChainRpcConfig>;
   /** Live webhook URLs may resolve to loopback, private or link-local addresses. */
   webhookAllowPrivate: boolean;
-  /** Sandbox (test-key) webhook URLs may: true unless SVC_WEBHOOK_ALLOW_PRIVATE=false. */
-  webhookAllowPrivateSandbox: boolean;
+  /** Sandbox (test-key) webhook URLs: 'loopback' (only) by default, true with SVC_WEBHOOK_ALLOW_PRIVATE=true, false with false. */
+  webhookAllowPrivateSandbox: boolean | 'loopback';
   logLevel: LogLevel;
   /** Folder for local state: the embedded Postgres cluster and the generated secret key. */
   dataDir: string;
@@ -51,6 +52,8 @@ export interface Config {
   checkoutFrameAncestors: string[];
   /** Which proxies' X-Forwarded-For to believe for the client IP (per-IP rate limits): false, true, a hop count, or addresses/CIDRs. */
   trustProxy?: boolean | number | string;
+  /** How long the HTTP server waits for slow or idle clients (SVC_HTTP_*_TIMEOUT_MS). */
+  httpTimeouts: HttpTimeouts;
 }
 
 type Env = Record<string, string | undefined>;
@@ -192,7 +195,7 @@ export const VARIABLES = {
   },
   webhookAllowPrivate: {
     name: 'SVC_WEBHOOK_ALLOW_PRIVATE',
-    doc: 'Webhook URLs that resolve to loopback, private or link-local addresses: "sandbox" (default) allows them for test-key endpoints only, "true" for all, "false" for none',
+    doc: 'Webhook URLs that resolve to non-public addresses: "sandbox" (default) allows loopback only, for test-key endpoints only; "true" allows loopback, private and link-local for all; "false" none',
     default: 'sandbox',
     parse: (raw: string): 'all' | 'sandbox' | 'none' => {
       if (raw.trim().toLowerCase() === 'sandbox') return 'sandbox';
@@ -264,6 +267,7 @@ export const VARIABLES = {
     default: '',
     parse: parseOriginList,
   },
+  ...HTTP_TIMEOUT_VARIABLES,
 } satisfies Record<string, Variable<unknown>>;
 
 /** The per-chain RPC variables, documented alongside VARIABLES. */
@@ -313,7 +317,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: read(VARIABLES.publicUrl) ?? `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`,
     rpc,
     webhookAllowPrivate: privateWebhooks === 'all',
-    webhookAllowPrivateSandbox: privateWebhooks !== 'none',
+    webhookAllowPrivateSandbox: privateWebhooks === 'sandbox' ? 'loopback' : privateWebhooks === 'all',
     logLevel: read(VARIABLES.logLevel) ?? 'info',
     dataDir: read(VARIABLES.dataDir) ?? path.resolve('.data'),
     embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
@@ -324,14 +328,16 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: read(VARIABLES.metricsPort),
     checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
     trustProxy: read(VARIABLES.trustProxy) ?? false,
+    httpTimeouts: readHttpTimeouts(read),
   };
+  if (errors.length === 0) errors.push(...httpTimeoutProblems(config.httpTimeouts, config.apiDbTimeoutMs));
   if (errors.length > 0) throw new ConfigError(errors);
   return config;
 }
 
 /** Chains that have at least one RPC URL and so get a live ingester. */
-/** Whether webhook URLs of this mode may resolve to loopback, private or link-local addresses. */
-export function allowPrivateWebhooks(config: Pick<Config, 'webhookAllowPrivate' | 'webhookAllowPrivateSandbox'>, livemode: boolean): boolean {
+/** Which non-public addresses webhook URLs of this mode may resolve to (see AllowPrivate in src/delivery/ssrf.ts). */
+export function allowPrivateWebhooks(config: Pick<Config, 'webhookAllowPrivate' | 'webhookAllowPrivateSandbox'>, livemode: boolean): boolean | 'loopback' {
   return livemode ? config.webhookAllowPrivate : config.webhookAllowPrivateSandbox;
 }
 

@@ -20,7 +20,7 @@ describe('loadConfig()', () => {
     expect(config.databaseUrl).toBeUndefined();
     expect(config.publicUrl).toBe('http://127.0.0.1:8080');
     expect(config.webhookAllowPrivate).toBe(false);
-    expect(config.webhookAllowPrivateSandbox).toBe(true);
+    expect(config.webhookAllowPrivateSandbox).toBe('loopback');
     expect(config.logLevel).toBe('info');
     expect(config.monitorWindowSeconds).toBe(86400);
     expect(liveChains(config)).toEqual([]);
