@@ -22,6 +22,9 @@ import { startDaemon, ROLES, type Role } from '../daemon.ts';
 import { formatConfigTable } from './configTable.ts';
 import { listenForWebhooks } from './webhooksListen.ts';
 import { setMerchantRateLimits } from '../api/rateLimits.ts';
+import { ingestStatusCommand } from './ingestStatus.ts';
+import { ingestRescanCommand } from './ingestRescan.ts';
+import { webhooksRedeliverCommand } from './webhooksRedeliver.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface Io {
@@ -392,6 +395,10 @@ const commands: Record<string, Command> = {
       return 0;
     },
   },
+
+  'ingest status': ingestStatusCommand({ UsageError, withStore, emit }),
+  'ingest rescan': ingestRescanCommand({ UsageError, withStore, emit }),
+  'webhooks redeliver': webhooksRedeliverCommand({ UsageError, withStore, emit }),
 
   config: {
     summary: 'list the environment variables the daemon reads, with their current values checked',
