@@ -264,6 +264,12 @@ export const VARIABLES = {
     default: '',
     parse: parseOriginList,
   },
+  stateless: {
+    name: 'SVC_STATELESS',
+    doc: 'true: keep no state under SVC_DATA_DIR, so DATABASE_URL and SVC_ENCRYPTION_KEY are required (no embedded Postgres, no generated key). The container image sets it',
+    default: 'false',
+    parse: parseBoolean,
+  },
 } satisfies Record<string, Variable<unknown>>;
 
 /** The per-chain RPC variables, documented alongside VARIABLES. */
@@ -325,6 +331,12 @@ export function loadConfig(env: Env = process.env): Config {
     checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
     trustProxy: read(VARIABLES.trustProxy) ?? false,
   };
+  // A container's file system is thrown away: an embedded cluster or a generated key there would
+  // be lost (and differ per replica), so a stateless process refuses to start without them.
+  if (read(VARIABLES.stateless)) {
+    if (!config.databaseUrl && !errors.some((error) => error.startsWith('DATABASE_URL='))) errors.push('DATABASE_URL is required: SVC_STATELESS=true (the container image) runs no embedded Postgres');
+    if (!config.encryptionKey && !errors.some((error) => error.startsWith('SVC_ENCRYPTION_KEY='))) errors.push('SVC_ENCRYPTION_KEY is required: SVC_STATELESS=true (the container image) generates no key, and every process must use the same one');
+  }
   if (errors.length > 0) throw new ConfigError(errors);
   return config;
 }

@@ -14,9 +14,9 @@ export interface K8sObject {
 const SUPPORTED = new Set(['apiVersion', 'kind', 'resources', 'namespace', 'images', 'patches']);
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition']);
 
-/** Every YAML document of a file, as objects (empty documents dropped). */
+/** Every YAML document of a file, as objects (empty documents dropped; `<<` merge keys applied, as compose does). */
 export function readYamlDocuments(file: string): any[] {
-  const documents = parseAllDocuments(fs.readFileSync(file, 'utf8'));
+  const documents = parseAllDocuments(fs.readFileSync(file, 'utf8'), { merge: true });
   for (const document of documents) if (document.errors.length > 0) throw new Error(`${file}: ${document.errors[0]!.message}`);
   return documents.map((document) => document.toJS()).filter((value) => value !== null && value !== undefined);
 }
