@@ -230,7 +230,7 @@ export const VARIABLES = {
   },
   metricsPort: {
     name: 'SVC_METRICS_PORT',
-    doc: 'Serve Prometheus /metrics on this port too (on HOST); needed for processes started without the api role',
+    doc: 'Serve Prometheus /metrics, with /ready and /health, on this port too (on HOST); needed for processes started without the api role',
     default: undefined,
     parse: parsePort,
   },
