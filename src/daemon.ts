@@ -16,6 +16,7 @@ import { createEngine } from './engine/index.ts';
 import { createSandbox } from './sandbox/index.ts';
 import { loadChains } from './internal/chains.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
+import { createReadiness, healthResponse, readyResponse, registerReadyRoute, type Readiness } from './readiness.ts';
 
 export const ROLES = ['api', 'ingest', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -35,6 +36,10 @@ export interface Daemon {
   bootstrap: BootstrapResult | undefined;
   api: FastifyInstance | undefined;
   boss: PgBoss | undefined;
+  /** What `/ready` answers (API port, and the metrics port when SVC_METRICS_PORT is set). */
+  readiness: Readiness;
+  /** The metrics listener's address (`/metrics`, `/ready`, `/health`) when SVC_METRICS_PORT is set. */
+  metricsUrl: string | undefined;
 }
 
 /**
@@ -45,6 +50,7 @@ export interface Daemon {
 export async function startDaemon(params: { config: Config; logger: Logger; roles: readonly Role[] }): Promise<Daemon> {
   const { config, logger, roles } = params;
   const shutdown = createShutdown({ onError: (name, error) => logger.error({ msg: 'Error while shutting down', part: name, err: error }) });
+  const startedAt = new Date();
   try {
     const database = await connectDatabase(config, logger);
     shutdown.add('database', database.stop);
@@ -89,18 +95,26 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
       shutdown.add('engine-loop', () => engineLoop);
     }
 
+    let ingest: ReturnType<typeof createIngest> | undefined;
     if (roles.includes('ingest')) {
       // onChainChange is called after each ingest commit: the engine reconciles that chain.
-      const ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: (change) => engine.onChainChange(change) });
-      shutdown.add('ingest', () => ingest.stop());
+      ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: (change) => engine.onChainChange(change) });
+      const started = ingest;
+      shutdown.add('ingest', () => started.stop());
       logger.info({ msg: 'Ingest role started', live_chains: ingest.chains });
       const sandboxLoop = sandbox.run(shutdown.signal);
       shutdown.add('sandbox', () => sandboxLoop);
     }
 
+    // Readiness per role (src/readiness.ts); liveness stays /health.
+    const ingestRole = ingest;
+    const readiness = createReadiness({ store, roles, ...(ingestRole ? { ingestStatus: () => ingestRole.status() } : {}) });
+    let metricsUrl: string | undefined;
     if (config.metricsPort !== undefined) {
-      const metricsServer = await serveMetrics({ registry: metrics, host: config.host, port: config.metricsPort });
+      const routes = { '/ready': () => readyResponse(readiness), '/health': () => healthResponse(store, startedAt) };
+      const metricsServer = await serveMetrics({ registry: metrics, host: config.host, port: config.metricsPort, routes });
       shutdown.add('metrics', () => metricsServer.close());
+      metricsUrl = metricsServer.url;
       logger.info({ msg: 'Metrics listening', url: `${metricsServer.url}/metrics` });
     }
 
@@ -108,6 +122,7 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     let url: string | undefined;
     if (roles.includes('api')) {
       api = createApi({ store, logger, metrics, config, box, sandbox });
+      registerReadyRoute(api, readiness);
       url = await api.listen({ port: config.port, host: config.host });
       // With PORT=0 and no SVC_PUBLIC_URL, links must carry the port actually bound.
       if (config.publicUrlIsDefault) config.publicUrl = url;
@@ -116,7 +131,7 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
       logger.info({ msg: 'API listening', url, public_url: config.publicUrl });
     }
 
-    return { store, shutdown, url, bootstrap, api, boss };
+    return { store, shutdown, url, bootstrap, api, boss, readiness, metricsUrl };
   } catch (error) {
     await shutdown.kill('start-up failed');
     throw error;

@@ -25,6 +25,9 @@ import { formatConfigTable } from './configTable.ts';
 import { webhookCommands } from './webhookCommands.ts';
 import { setMerchantRateLimits } from '../api/rateLimits.ts';
 import { canonicalAddress } from '../internal/addresses.ts';
+import { ingestStatusCommand } from './ingestStatus.ts';
+import { ingestRescanCommand } from './ingestRescan.ts';
+import { webhooksRedeliverCommand } from './webhooksRedeliver.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface Io {
@@ -417,6 +420,10 @@ const commands: Record<string, Command> = {
   },
 
   ...webhookCommands({ UsageError, jsonOption, emit, withStore, requireString, waitForSignal }),
+
+  'ingest status': ingestStatusCommand({ UsageError, withStore, emit }),
+  'ingest rescan': ingestRescanCommand({ UsageError, withStore, emit }),
+  'webhooks redeliver': webhooksRedeliverCommand({ UsageError, withStore, emit }),
 
   config: {
     summary: 'list the environment variables the daemon reads, with their current values checked',

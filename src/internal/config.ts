@@ -233,7 +233,7 @@ export const VARIABLES = {
   },
   metricsPort: {
     name: 'SVC_METRICS_PORT',
-    doc: 'Serve Prometheus /metrics on this port too (on HOST); needed for processes started without the api role',
+    doc: 'Serve Prometheus /metrics, with /ready and /health, on this port too (on HOST); needed for processes started without the api role',
     default: undefined,
     parse: parsePort,
   },
@@ -268,6 +268,12 @@ export const VARIABLES = {
     parse: parseOriginList,
   },
   ...HTTP_TIMEOUT_VARIABLES,
+  stateless: {
+    name: 'SVC_STATELESS',
+    doc: 'true: keep no state under SVC_DATA_DIR, so DATABASE_URL and SVC_ENCRYPTION_KEY are required (no embedded Postgres, no generated key). The container image sets it',
+    default: 'false',
+    parse: parseBoolean,
+  },
 } satisfies Record<string, Variable<unknown>>;
 
 /** The per-chain RPC variables, documented alongside VARIABLES. */
@@ -331,6 +337,12 @@ export function loadConfig(env: Env = process.env): Config {
     httpTimeouts: readHttpTimeouts(read),
   };
   if (errors.length === 0) errors.push(...httpTimeoutProblems(config.httpTimeouts, config.apiDbTimeoutMs));
+  // A container's file system is thrown away: an embedded cluster or a generated key there would
+  // be lost (and differ per replica), so a stateless process refuses to start without them.
+  if (read(VARIABLES.stateless)) {
+    if (!config.databaseUrl && !errors.some((error) => error.startsWith('DATABASE_URL='))) errors.push('DATABASE_URL is required: SVC_STATELESS=true (the container image) runs no embedded Postgres');
+    if (!config.encryptionKey && !errors.some((error) => error.startsWith('SVC_ENCRYPTION_KEY='))) errors.push('SVC_ENCRYPTION_KEY is required: SVC_STATELESS=true (the container image) generates no key, and every process must use the same one');
+  }
   if (errors.length > 0) throw new ConfigError(errors);
   return config;
 }

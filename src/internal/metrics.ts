@@ -14,14 +14,27 @@ export function createMetricsRegistry(params: { defaultMetrics?: boolean } = {})
 
 export type { Registry };
 
+/** An extra JSON route of the metrics listener (`/ready`, `/health`): its status code and body. */
+export type MetricsPortRoute = () => Promise<{ status: number; body: unknown }>;
+
 /**
  * A bare `/metrics` listener, for processes that run without the api role (an ingest-only or
  * worker-only process has metrics too). The api role also serves `/metrics` on its own port.
+ * `routes` adds JSON GET routes (the daemon's `/ready` and `/health`), so probes reach every role.
  */
-export async function serveMetrics(params: { registry: Registry; host: string; port: number }): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveMetrics(params: { registry: Registry; host: string; port: number; routes?: Record<string, MetricsPortRoute> }): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(async (request, response) => {
-    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'only GET /metrics is served here' }));
+    const path = request.url?.split('?')[0] ?? '';
+    const route = request.method === 'GET' && params.routes && Object.hasOwn(params.routes, path) ? params.routes[path] : undefined;
+    if (route) {
+      const answer = await route().catch(() => ({ status: 500, body: { error: 'check failed' } }));
+      response.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
+      return;
+    }
+    if (request.method !== 'GET' || path !== '/metrics') {
+      const extra = Object.keys(params.routes ?? {});
+      const error = extra.length === 0 ? 'only GET /metrics is served here' : `only GET ${['/metrics', ...extra].join(', ')} are served here`;
+      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
       return;
     }
     try {

@@ -74,7 +74,7 @@ const ERROR_BACKOFF_MAX_MS = 30_000;
 /** Token accounts synced in parallel per pass; each sync is a few sequential RPC calls. */
 const ACCOUNT_CONCURRENCY = 4;
 /** Advisory lock key (two int4 halves): one active Solana ingester per database (DESIGN.md rule 8). */
-const LOCK_KEY = [0x73766300, 0x736f6c];
+export const LOCK_KEY = [0x73766300, 0x736f6c];
 
 /**
  * Creates the Solana ingester: watches the USDC and USDT token accounts of every solana wallet,
