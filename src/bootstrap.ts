@@ -1,15 +1,13 @@
 import type { Store } from './store/index.ts';
 import type { SecretBox } from './internal/crypto.ts';
 import { countMerchants, createApiKey, createMerchant } from './accounts/index.ts';
+import { BOOTSTRAP_LOCK_KEY } from './store/lockKeys.ts';
 
 export interface BootstrapResult {
   merchantId: string;
   testKey: string;
   webhookSecret: string;
 }
-
-/** Lock key for the first-start check, so two daemons starting at once create one merchant. */
-const BOOTSTRAP_LOCK_KEY = 0x7376632d626f6f74n; // "svc-boot"
 
 /**
  * On the very first start of an empty database, creates a merchant and a sandbox key, so a new

@@ -2,12 +2,10 @@ import pg from 'pg';
 import type { Logger } from '../../internal/logger.ts';
 import { NonRetryableError } from '../../internal/errors.ts';
 import type { Sql } from '../../store/index.ts';
+import { EVM_INGEST_LOCK_CLASS } from '../../store/lockKeys.ts';
 
-/**
- * First key of the ingesters' advisory locks ("svci" in ASCII); the second is the chain id, so
- * each chain has its own leader and nothing else in the database uses these keys.
- */
-export const INGEST_LOCK_CLASS = 0x73766369;
+/** First key of the EVM ingesters' advisory locks; the second is the chain id (store/lockKeys.ts). */
+const INGEST_LOCK_CLASS = EVM_INGEST_LOCK_CLASS;
 
 /** How often the lock connection is pinged, so a dead connection ends the lease within seconds. */
 const HEARTBEAT_MS = 2_000;

@@ -5,6 +5,7 @@ import type { Logger } from '../../internal/logger.ts';
 import type { Registry } from '../../internal/metrics.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
+import { SOLANA_INGEST_LOCK } from '../../store/lockKeys.ts';
 import { Gauge } from 'prom-client';
 import { createIngestMetrics } from '../evm/metrics.ts';
 import { associatedTokenAccounts, loadTokenAccounts, loadWatchedOwners, ownedTokenAccounts, saveTokenAccounts, type WatchedMint } from './accounts.ts';
@@ -74,7 +75,7 @@ const ERROR_BACKOFF_MAX_MS = 30_000;
 /** Token accounts synced in parallel per pass; each sync is a few sequential RPC calls. */
 const ACCOUNT_CONCURRENCY = 4;
 /** Advisory lock key (two int4 halves): one active Solana ingester per database (DESIGN.md rule 8). */
-const LOCK_KEY = [0x73766300, 0x736f6c];
+const LOCK_KEY = [...SOLANA_INGEST_LOCK];
 
 /**
  * Creates the Solana ingester: watches the USDC and USDT token accounts of every solana wallet,
