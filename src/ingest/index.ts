@@ -7,7 +7,7 @@ import { NonRetryableError } from '../internal/errors.ts';
 import { sleep } from '../internal/shutdown.ts';
 import type { Store } from '../store/index.ts';
 import { createEvmIngester, type ChainChange, type OnChainChange } from './evm/ingester.ts';
-import { createLeaderLocks } from './evm/leader.ts';
+import { createLeaderLocks, LeadershipLostError } from './evm/leader.ts';
 import { createIngestMetrics } from './evm/metrics.ts';
 import { createRpc } from './evm/rpc.ts';
 import { createSolanaIngester } from './solana/index.ts';
@@ -121,7 +121,10 @@ export function createIngest(params: {
       } catch (error) {
         if (signal.aborted) break;
         const message = (error as Error).message?.split('\n')[0] ?? String(error);
-        if (error instanceof NonRetryableError && error.name !== 'LeadershipLostError') {
+        if (error instanceof LeadershipLostError) {
+          // No failure: another process leads now, or will once the lock is free.
+          log.warn({ msg: 'Lost the leader lock; standing by', err: error });
+        } else if (error instanceof NonRetryableError) {
           states[name] = { state: 'refused', error: message };
           log.error({ msg: `The ${name} ingester refuses to run: ${message}`, err: error });
           wait = REFUSED_RETRY_MS;

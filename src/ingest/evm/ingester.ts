@@ -9,6 +9,7 @@ import type { Sql, Store } from '../../store/index.ts';
 import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
 import { checkChain } from './checks.ts';
 import { createHeadSignal } from './heads.ts';
+import { LeadershipLostError } from './leader.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { commitRange, loadState, type BlockHeader } from './persist.ts';
 import { createBranchTracker } from './reorg.ts';
@@ -417,8 +418,8 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
             failures = 0;
           } catch (error) {
             if (signal.aborted) break;
-            // Leadership lost (fence) and other certain failures end the run; RPC and database hiccups retry.
-            if (error instanceof NonRetryableError && !(error instanceof RpcRequestRejected)) throw error;
+            // Leadership lost (fence) and certain failures end the run; RPC and database hiccups retry.
+            if (error instanceof LeadershipLostError || error instanceof NonRetryableError) throw error;
             failures += 1;
             const level = error instanceof ChainMovedError ? 'info' : 'warn';
             log[level]({ msg: 'Ingest cycle failed; retrying', consecutive_failures: failures, err: error });

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../../internal/logger.ts';
-import { NonRetryableError } from '../../internal/errors.ts';
+import { BaseError } from '../../internal/errors.ts';
 import type { Sql } from '../../store/index.ts';
 import { EVM_INGEST_LOCK_CLASS } from '../../store/lockKeys.ts';
 
@@ -10,8 +10,12 @@ const INGEST_LOCK_CLASS = EVM_INGEST_LOCK_CLASS;
 /** How often the lock connection is pinged, so a dead connection ends the lease within seconds. */
 const HEARTBEAT_MS = 2_000;
 
-/** Raised inside a commit by a process that no longer holds its chain's lock. */
-export class LeadershipLostError extends NonRetryableError {
+/**
+ * This process does not hold its chain's leader lock (any more): raised inside a commit by the
+ * fence. Its own kind, neither retryable nor a refusal: the work stops, nothing is counted as a
+ * failure, and the process stands by to lead again when the lock is free.
+ */
+export class LeadershipLostError extends BaseError {
   override name = 'LeadershipLostError';
 }
 

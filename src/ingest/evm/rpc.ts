@@ -5,8 +5,13 @@ import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { classifyRpcError, type RpcErrorKind } from './rpcErrors.ts';
 
-/** A JSON-RPC error the node gave for the request itself (kind `range` or `rejected`). */
-export class RpcRequestRejected extends NonRetryableError {
+/**
+ * A JSON-RPC error the node gave for the request itself (kind `range` or `rejected`). The pool
+ * sends it to no other URL (another node would refuse the same request), but it is retryable for
+ * the caller: a refused range is asked for again in smaller ones, and a lagging node's refusal of
+ * a block it has not seen yet passes; the EVM ingester's cycle retries it with backoff.
+ */
+export class RpcRequestRejected extends RetryableError {
   override name = 'RpcRequestRejected';
   readonly kind: RpcErrorKind;
   constructor(message: string, kind: RpcErrorKind, cause: unknown) {

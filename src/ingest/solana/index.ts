@@ -8,6 +8,8 @@ import type { Sql, Store } from '../../store/index.ts';
 import { SOLANA_INGEST_LOCK } from '../../store/lockKeys.ts';
 import { Gauge } from 'prom-client';
 import { createIngestMetrics } from '../evm/metrics.ts';
+import { LeadershipLostError } from '../evm/leader.ts';
+import { RetryableError } from '../../internal/errors.ts';
 import { associatedTokenAccounts, loadTokenAccounts, loadWatchedOwners, ownedTokenAccounts, saveTokenAccounts, type WatchedMint } from './accounts.ts';
 import { createSolanaRpcPool } from './rpc.ts';
 import { loadPendingAccounts, saveChainHead } from './sql.ts';
@@ -223,10 +225,12 @@ export function createSolanaIngester(params: {
     let removed = 0;
     /** Lowest slot of a stored signature not decided yet although finalized by slot: finalized_block stays below it. */
     let undecidedSlot: bigint | null = null;
+    /** Set by the fence: another process leads now, so the pass ends without touching another account. */
+    let lost: LeadershipLostError | undefined;
     const queue = [...selected];
     await Promise.all(
       Array.from({ length: Math.min(ACCOUNT_CONCURRENCY, queue.length) }, async () => {
-        for (let account = queue.shift(); account && !controller.signal.aborted; account = queue.shift()) {
+        for (let account = queue.shift(); account && !controller.signal.aborted && !lost; account = queue.shift()) {
           try {
             let undecidedSince = undecided.get(account.address);
             if (!undecidedSince) undecided.set(account.address, (undecidedSince = new Map()));
@@ -251,6 +255,10 @@ export function createSolanaIngester(params: {
             if (result.transfers > 0) await notify('transfers');
             if (result.removed > 0) await notify('reorg');
           } catch (error) {
+            if (error instanceof LeadershipLostError) {
+              lost = error;
+              break;
+            }
             failed += 1;
             dirty.add(account.address);
             if (!controller.signal.aborted) log.warn({ msg: 'Token account sync failed; retrying next pass', token_account: account.address, err: error });
@@ -259,6 +267,7 @@ export function createSolanaIngester(params: {
       }),
     );
     if (controller.signal.aborted) return;
+    if (lost) throw lost;
     if (transfers > 0) metrics.transfers.inc({ chain: 'solana' }, transfers);
     if (removed > 0) {
       metrics.reorgs.inc({ chain: 'solana' });
@@ -287,7 +296,7 @@ export function createSolanaIngester(params: {
       lastFinalized = settledSlot;
       await notify('finalized');
     }
-    if (failed > 0) throw new Error(`${failed} token account(s) failed to sync`);
+    if (failed > 0) throw new RetryableError(`${failed} token account(s) failed to sync`);
   }
 
   /**
@@ -342,7 +351,7 @@ export function createSolanaIngester(params: {
       `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 2 AND pid = $3 AND granted`,
       [LOCK_KEY[0], LOCK_KEY[1], lockPid ?? -1],
     );
-    if (rowCount !== 1) throw new Error('lost the Solana ingester lock; another process may be ingesting now');
+    if (rowCount !== 1) throw new LeadershipLostError('lost the Solana ingester lock; another process may be ingesting now');
   }
 
   async function acquireLock(): Promise<boolean> {
@@ -439,6 +448,10 @@ export function createSolanaIngester(params: {
           state = { state: 'leader' };
         } catch (error) {
           if (controller.signal.aborted) break;
+          if (error instanceof LeadershipLostError) {
+            log.warn({ msg: 'Lost the Solana ingester lock; standing by', err: error });
+            return;
+          }
           state = { state: 'retrying', error: String((error as Error).message ?? error).split('\n')[0] ?? 'error' };
           log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: backoff });
           await sleep(backoff, controller.signal);
@@ -484,7 +497,7 @@ export function createSolanaIngester(params: {
       state = { state: 'stopped' };
     },
     async syncOnce() {
-      if (lockPid === undefined && !(await acquireLock())) throw new Error('another process holds the Solana ingester lock; it is ingesting now');
+      if (lockPid === undefined && !(await acquireLock())) throw new LeadershipLostError('another process holds the Solana ingester lock; it is ingesting now');
       await pass();
     },
     status: () => ({ ...state }),
