@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { BaseError, NonRetryableError, RetryableError } from '../../src/internal/errors.ts';
-import { LeadershipLostError } from '../../src/ingest/evm/leader.ts';
+import { LeadershipLostError } from '../../src/ingest/leader.ts';
 import { RpcRequestRejected } from '../../src/ingest/rpcPool.ts';
 
 test('a lost leader lock is its own kind: neither a failure to retry nor a refusal to run', () => {

@@ -9,7 +9,7 @@ import type { Sql, Store } from '../../store/index.ts';
 import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
 import { checkChain } from './checks.ts';
 import { createHeadSignal } from './heads.ts';
-import { LeadershipLostError } from './leader.ts';
+import { LeadershipLostError } from '../leader.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { commitRange, loadState, type BlockHeader } from './persist.ts';
 import { createBranchTracker } from './reorg.ts';

@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import type { ChainConfig } from '../../internal/chains.ts';
 import type { ChainRpcConfig } from '../../internal/config.ts';
 import type { Logger } from '../../internal/logger.ts';
@@ -8,7 +7,8 @@ import type { Sql, Store } from '../../store/index.ts';
 import { SOLANA_INGEST_LOCK } from '../../store/lockKeys.ts';
 import { Gauge } from 'prom-client';
 import { createIngestMetrics } from '../evm/metrics.ts';
-import { LeadershipLostError } from '../evm/leader.ts';
+import { createLeaderLocks, LeadershipLostError, type LeaderLocks, type Lease } from '../leader.ts';
+import { superviseChain, type ChainIngestState, type ChainSupervisor, type LeadContext } from '../supervisor.ts';
 import { RetryableError } from '../../internal/errors.ts';
 import { associatedTokenAccounts, loadTokenAccounts, loadWatchedOwners, ownedTokenAccounts, saveTokenAccounts, type WatchedMint } from './accounts.ts';
 import { createSolanaRpcPool } from './rpc.ts';
@@ -30,7 +30,7 @@ export interface SolanaChainChange {
 }
 
 export interface SolanaIngester {
-  /** Starts in the background: stands by until it holds the chain's advisory lock, then ingests. */
+  /** Starts in the background, supervised like every chain (../supervisor.ts): stands by until it holds the chain's leader lock, then ingests. */
   start(): Promise<void>;
   /** Stops the loop, the WebSocket and releases the lock; resolves when everything is closed. */
   stop(): Promise<void>;
@@ -41,7 +41,7 @@ export interface SolanaIngester {
    */
   syncOnce(): Promise<void>;
   /** Where this process stands: waiting for the lock, ingesting, retrying after an error, stopped. */
-  status(): { state: 'standby' } | { state: 'leader' } | { state: 'retrying'; error: string } | { state: 'stopped' };
+  status(): ChainIngestState;
 }
 
 /** Tuning read from chains/solana.json's `ingest` block (see its `why`). */
@@ -66,18 +66,11 @@ const DISCOVER_BACKOFF_MAX_MS = 600_000;
  */
 const RECHECK_DELAY_MS = 500;
 const RECHECK_ATTEMPTS = 5;
-/** A standby process retries the advisory lock this often. */
-const LOCK_RETRY_MS = 5_000;
-
-/** Retry periods a former leader sits out after losing its lock, leaving the lock to the standbys. */
-const LOST_LOCK_BACKOFF_RETRIES = 3;
 /** Backoff after a failed pass: 1 s doubling to 30 s. */
 const ERROR_BACKOFF_MS = 1_000;
 const ERROR_BACKOFF_MAX_MS = 30_000;
 /** Token accounts synced in parallel per pass; each sync is a few sequential RPC calls. */
 const ACCOUNT_CONCURRENCY = 4;
-/** Advisory lock key (two int4 halves): one active Solana ingester per database (DESIGN.md rule 8). */
-const LOCK_KEY = [...SOLANA_INGEST_LOCK];
 
 /**
  * Creates the Solana ingester: watches the USDC and USDT token accounts of every solana wallet,
@@ -96,7 +89,13 @@ export function createSolanaIngester(params: {
   pollIntervalMs?: number;
   sweepIntervalMs?: number;
   discoverIntervalMs?: number;
-  lockRetryMs?: number;
+  /** How often a standby tries the lock (default: the supervisor's). */
+  standbyPollMs?: number;
+  /**
+   * This process's leader locks, shared with its other chains (createIngest passes them); without,
+   * the ingester opens its own lock connection with the store's settings.
+   */
+  locks?: LeaderLocks;
   /** See ORPHAN_GRACE_MS in syncTokenAccount.ts. */
   orphanGraceMs?: number;
 }): SolanaIngester {
@@ -124,9 +123,13 @@ export function createSolanaIngester(params: {
 
   const controller = new AbortController();
   const rpc = createSolanaRpcPool({ urls: params.rpc.http, logger: log, metrics, signal: controller.signal });
+  const locks = params.locks ?? createLeaderLocks({ connection: params.store.pool.options, logger: log });
   let watcher: SolanaWatcher | undefined;
-  let loop: Promise<void> | undefined;
-  let lockClient: pg.PoolClient | undefined;
+  let supervisor: ChainSupervisor | undefined;
+  /** The lease a one-off `syncOnce()` took (the supervisor's own is in its loop). */
+  let onceLease: Lease | undefined;
+  /** The lease the supervised loop leads under, while it does. */
+  let leading: Lease | undefined;
   const dirty = new Set<string>();
   let wake: (() => void) | undefined;
   /** Owners whose associated token accounts are saved (derived, no RPC). */
@@ -143,9 +146,8 @@ export function createSolanaIngester(params: {
   const undecided = new Map<string, Map<string, number>>();
   let lastSweep = 0;
   let lastFinalized = -1n;
-  let state: ReturnType<SolanaIngester['status']> = { state: 'stopped' };
 
-  function signal() {
+  function wakeUp() {
     wake?.();
   }
 
@@ -163,7 +165,7 @@ export function createSolanaIngester(params: {
    * (some providers disable or throttle it) is logged once per failure streak, counted in
    * rpc_errors_total by the pool, and retried on its own back-off: it never fails the pass.
    */
-  async function discover(confirmedSlot: bigint) {
+  async function discover(confirmedSlot: bigint, signal: AbortSignal) {
     const owners = await loadWatchedOwners(params.store);
     const floorSlot = confirmedSlot - BigInt(tuning.backfillSlots);
     const floor = floorSlot > 0n ? floorSlot : 0n;
@@ -183,7 +185,7 @@ export function createSolanaIngester(params: {
           added += await saveTokenAccounts(params.store, await ownedTokenAccounts(rpc, owner, mints), floor);
           knownOwners.add(owner);
         } catch (error) {
-          if (controller.signal.aborted) throw error;
+          if (signal.aborted) throw error;
           // Every URL refused it (the pool already retried): the rest would too; try again later.
           const retryMs = Math.min(DISCOVER_BACKOFF_MAX_MS, DISCOVER_BACKOFF_MS * 2 ** discoveryFailures);
           if (discoveryFailures === 0) log.warn({ msg: 'Token account discovery failed; known accounts are still ingested, discovery retries on its own back-off', owner, retry_in_ms: retryMs, err: error });
@@ -203,14 +205,15 @@ export function createSolanaIngester(params: {
     if (added > 0) log.info({ msg: 'Watching new token accounts', added, owners: owners.length });
   }
 
-  async function pass() {
+  /** One pass over the token accounts, as the leader: `fence` runs inside every commit, `signal` ends the pass early. */
+  async function pass(run: { fence: (sql: Sql) => Promise<void>; signal: AbortSignal }) {
     const finalizedSlot = BigInt(await rpc.call('getSlot', (client) => client.getSlot({ commitment: 'finalized' })));
     const confirmedSlot = BigInt(await rpc.call('getSlot', (client) => client.getSlot({ commitment: 'confirmed' })));
     metrics.headBlock.set({ chain: 'solana' }, Number(confirmedSlot));
     if (confirmedSlot > headSlot) headSlot = confirmedSlot;
     metrics.finalizedBlock.set({ chain: 'solana' }, Number(finalizedSlot));
     metrics.lastHeadAt.set('solana', Date.now());
-    await discover(confirmedSlot);
+    await discover(confirmedSlot, run.signal);
 
     const accounts = await loadTokenAccounts(params.store);
     watcher?.watch(accounts.map((account) => account.address));
@@ -230,7 +233,7 @@ export function createSolanaIngester(params: {
     const queue = [...selected];
     await Promise.all(
       Array.from({ length: Math.min(ACCOUNT_CONCURRENCY, queue.length) }, async () => {
-        for (let account = queue.shift(); account && !controller.signal.aborted && !lost; account = queue.shift()) {
+        for (let account = queue.shift(); account && !run.signal.aborted && !lost; account = queue.shift()) {
           try {
             let undecidedSince = undecided.get(account.address);
             if (!undecidedSince) undecided.set(account.address, (undecidedSince = new Map()));
@@ -242,8 +245,8 @@ export function createSolanaIngester(params: {
               mints: mintSet,
               tokenPrograms,
               pageSize: tuning.signaturePageSize,
-              signal: controller.signal,
-              fence,
+              signal: run.signal,
+              fence: run.fence,
               undecidedSince,
               ...(params.orphanGraceMs !== undefined ? { orphanGraceMs: params.orphanGraceMs } : {}),
             });
@@ -261,12 +264,12 @@ export function createSolanaIngester(params: {
             }
             failed += 1;
             dirty.add(account.address);
-            if (!controller.signal.aborted) log.warn({ msg: 'Token account sync failed; retrying next pass', token_account: account.address, err: error });
+            if (!run.signal.aborted) log.warn({ msg: 'Token account sync failed; retrying next pass', token_account: account.address, err: error });
           }
         }
       }),
     );
-    if (controller.signal.aborted) return;
+    if (run.signal.aborted) return;
     if (lost) throw lost;
     if (transfers > 0) metrics.transfers.inc({ chain: 'solana' }, transfers);
     if (removed > 0) {
@@ -316,110 +319,44 @@ export function createSolanaIngester(params: {
     next.timer = setTimeout(() => {
       next.timer = undefined;
       dirty.add(account);
-      signal();
+      wakeUp();
     }, RECHECK_DELAY_MS);
     next.timer.unref?.();
     rechecks.set(account, next);
   }
 
-  /** Sleeps up to `ms`, waking early on a notification or on stop (also when already stopped). */
-  async function waitForWork(ms: number) {
-    if (controller.signal.aborted) return;
+  /** Sleeps up to `ms`, waking early on a notification or when `signal` aborts (also when it already has). */
+  async function waitForWork(ms: number, signal: AbortSignal) {
+    if (signal.aborted) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       wake = done;
-      controller.signal.addEventListener('abort', done, { once: true });
+      signal.addEventListener('abort', done, { once: true });
       function done() {
         clearTimeout(timer);
         wake = undefined;
-        controller.signal.removeEventListener('abort', done);
+        signal.removeEventListener('abort', done);
         resolve();
       }
     });
   }
 
-  /** The backend that holds the ingester lock, for {@link fence}. */
-  let lockPid: number | undefined;
-
   /**
-   * Inside every ingest transaction: proceed only while this process's lock session still holds
-   * the lock, so a leader that lost it (its connection broke, another process took over) cannot
-   * write a single row more, even mid-pass.
+   * Ingests while this process leads (the supervisor took the lock): passes until `signal` aborts
+   * (stop, or the lease is lost). A failed pass is retried here with backoff; the fence's
+   * {@link LeadershipLostError} ends the run, and the supervisor stands by again.
    */
-  async function fence(sql: Sql): Promise<void> {
-    const { rowCount } = await sql.query(
-      `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 2 AND pid = $3 AND granted`,
-      [LOCK_KEY[0], LOCK_KEY[1], lockPid ?? -1],
-    );
-    if (rowCount !== 1) throw new LeadershipLostError('lost the Solana ingester lock; another process may be ingesting now');
-  }
-
-  async function acquireLock(): Promise<boolean> {
-    const client = await params.store.pool.connect();
-    try {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', LOCK_KEY);
-      if (rows[0]?.locked) {
-        lockClient = client;
-        lockPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-        // A dead lock connection means Postgres dropped the lock: the next ping sees it.
-        client.on('error', (error) => log.error({ msg: 'The Solana ingester lock connection failed', err: error }));
-        return true;
-      }
-      client.release();
-      return false;
-    } catch (error) {
-      client.release();
-      throw error;
-    }
-  }
-
-  /** True while the lock's connection answers: a session advisory lock lives exactly as long as its session. */
-  async function stillLeading(): Promise<boolean> {
-    try {
-      await lockClient?.query('SELECT 1');
-      return lockClient !== undefined;
-    } catch {
-      return false;
-    }
-  }
-
-  async function releaseLock(how: { broken: boolean }) {
-    const client = lockClient;
-    lockClient = undefined;
-    if (!client) return;
-    if (!how.broken) await client.query('SELECT pg_advisory_unlock($1, $2)', LOCK_KEY).catch(() => {});
-    client.release(how.broken);
-  }
-
-  async function standBy(): Promise<void> {
-    const lockRetryMs = params.lockRetryMs ?? LOCK_RETRY_MS;
-    let logged = false;
-    state = { state: 'standby' };
-    while (!controller.signal.aborted) {
-      try {
-        if (await acquireLock()) return;
-      } catch (error) {
-        log.warn({ msg: 'Could not take the Solana ingester lock', err: error });
-      }
-      if (!logged) log.info({ msg: 'Another process ingests solana; standing by' });
-      logged = true;
-      await sleep(lockRetryMs, controller.signal);
-    }
-  }
-
-  /** Ingests until stopped or until the lock is lost (then the caller stands by again). */
-  async function lead(): Promise<void> {
-    metrics.leader.set({ chain: 'solana' }, 1);
-    state = { state: 'leader' };
+  async function lead({ lease, signal, retrying, healthy }: LeadContext): Promise<void> {
     log.info({ msg: 'Solana ingester active', rpc_endpoints: rpc.endpoints, websocket: params.rpc.ws.length > 0 });
+    leading = lease;
     if (params.rpc.ws.length > 0) {
       watcher = createSolanaWatcher({
         urls: params.rpc.ws,
         logger: log,
-        signal: controller.signal,
+        signal,
         onAccountChange: (account) => {
           dirty.add(account);
-          signal();
+          wakeUp();
         },
         onSlot: (slot) => {
           // slotSubscribe reports *processed* slots: they show the node is alive and feed the lag,
@@ -431,75 +368,65 @@ export function createSolanaIngester(params: {
         // Up: subscriptions may have been missing while it was down, so sweep now; down: poll.
         onConnectionChange: (connected) => {
           if (connected) lastSweep = 0;
-          signal();
+          wakeUp();
         },
       });
     }
     let backoff = ERROR_BACKOFF_MS;
     try {
-      while (!controller.signal.aborted) {
-        if (!(await stillLeading())) {
-          log.warn({ msg: 'Lost the Solana ingester lock; standing by' });
-          return;
-        }
+      while (!signal.aborted) {
         try {
-          await pass();
+          await pass({ fence: lease.fence, signal });
           backoff = ERROR_BACKOFF_MS;
-          state = { state: 'leader' };
+          healthy();
         } catch (error) {
-          if (controller.signal.aborted) break;
-          if (error instanceof LeadershipLostError) {
-            log.warn({ msg: 'Lost the Solana ingester lock; standing by', err: error });
-            return;
-          }
-          state = { state: 'retrying', error: String((error as Error).message ?? error).split('\n')[0] ?? 'error' };
+          if (signal.aborted) break;
+          if (error instanceof LeadershipLostError) throw error;
+          retrying(error);
           log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: backoff });
-          await sleep(backoff, controller.signal);
+          await sleep(backoff, signal);
           backoff = Math.min(ERROR_BACKOFF_MAX_MS, backoff * 2);
           continue;
         }
         if (dirty.size > 0) continue;
         // Pending signatures need their finalization checked about as often as the poll.
-        await waitForWork(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs);
+        await waitForWork(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs, signal);
       }
     } finally {
+      leading = undefined;
       for (const entry of rechecks.values()) if (entry.timer) clearTimeout(entry.timer);
       rechecks.clear();
       watcher?.stop();
       watcher = undefined;
-      metrics.leader.set({ chain: 'solana' }, 0);
-    }
-  }
-
-  async function run() {
-    while (!controller.signal.aborted) {
-      await standBy();
-      if (controller.signal.aborted) return;
-      await lead();
-      await releaseLock({ broken: !controller.signal.aborted });
-      // A process that just lost its lock (its database connection broke) is the likeliest to be
-      // unhealthy: it waits a few retry periods, so a healthy standby takes over first.
-      state = { state: 'standby' };
-      await sleep(LOST_LOCK_BACKOFF_RETRIES * (params.lockRetryMs ?? LOCK_RETRY_MS), controller.signal);
     }
   }
 
   return {
     async start() {
-      loop ??= run().catch((error) => log.error({ msg: 'Solana ingester stopped on an error', err: error }));
+      supervisor ??= superviseChain({
+        chain: 'solana',
+        lockKey: SOLANA_INGEST_LOCK,
+        locks,
+        logger: log,
+        metrics,
+        signal: controller.signal,
+        standbyPollMs: params.standbyPollMs,
+        lead,
+      });
     },
     async stop() {
       controller.abort();
       watcher?.stop();
-      await loop;
-      await releaseLock({ broken: false });
-      metrics.leader.set({ chain: 'solana' }, 0);
-      state = { state: 'stopped' };
+      await supervisor?.done;
+      await onceLease?.release();
+      onceLease = undefined;
+      if (!params.locks) await locks.close();
     },
     async syncOnce() {
-      if (lockPid === undefined && !(await acquireLock())) throw new LeadershipLostError('another process holds the Solana ingester lock; it is ingesting now');
-      await pass();
+      const lease = leading ?? (onceLease ??= await locks.tryAcquire(SOLANA_INGEST_LOCK, 'solana'));
+      if (!lease) throw new LeadershipLostError('another process holds the Solana ingester lock; it is ingesting now');
+      await pass({ fence: lease.fence, signal: controller.signal });
     },
-    status: () => ({ ...state }),
+    status: () => supervisor?.status() ?? { state: 'stopped' },
   };
 }

@@ -1,19 +1,17 @@
 import pg from 'pg';
-import type { Logger } from '../../internal/logger.ts';
-import { BaseError } from '../../internal/errors.ts';
-import type { Sql } from '../../store/index.ts';
-import { EVM_INGEST_LOCK_CLASS } from '../../store/lockKeys.ts';
-
-/** First key of the EVM ingesters' advisory locks; the second is the chain id (store/lockKeys.ts). */
-const INGEST_LOCK_CLASS = EVM_INGEST_LOCK_CLASS;
+import type { Logger } from '../internal/logger.ts';
+import { BaseError } from '../internal/errors.ts';
+import type { Sql } from '../store/index.ts';
+import type { LockPair } from '../store/lockKeys.ts';
 
 /** How often the lock connection is pinged, so a dead connection ends the lease within seconds. */
 const HEARTBEAT_MS = 2_000;
 
 /**
  * This process does not hold its chain's leader lock (any more): raised inside a commit by the
- * fence. Its own kind, neither retryable nor a refusal: the work stops, nothing is counted as a
- * failure, and the process stands by to lead again when the lock is free.
+ * fence, or by a one-off pass when another process leads. Its own kind, neither retryable nor a
+ * refusal: the work stops, nothing is counted as a failure, and the process stands by to lead
+ * again when the lock is free.
  */
 export class LeadershipLostError extends BaseError {
   override name = 'LeadershipLostError';
@@ -28,28 +26,31 @@ export interface Lease {
 }
 
 /**
- * Per-chain leader election over Postgres session advisory locks, on one dedicated connection
- * per process (not the pool's, whose clients are shared). The holder keeps the lock as long as
- * its connection lives: when the process dies, Postgres drops the session and the lock with it,
- * and a standby's next `tryAcquire` (every couple of seconds) wins it.
+ * Per-chain leader election over Postgres session advisory locks (keys: store/lockKeys.ts), on
+ * one dedicated connection per process (not the pool's, whose clients are shared), for every
+ * chain this process ingests. The holder keeps the lock as long as its connection lives: when
+ * the process dies, Postgres drops the session and the lock with it, and a standby's next
+ * `tryAcquire` (every couple of seconds) wins it.
  */
 export interface LeaderLocks {
-  tryAcquire(key: number): Promise<Lease | undefined>;
+  /** Takes `key` for `chain` (named in logs and errors) when it is free; undefined when another session, or this process already, holds it. */
+  tryAcquire(key: LockPair, chain: string): Promise<Lease | undefined>;
   close(): Promise<void>;
 }
 
-/** Creates this process's leader locks; the connection opens on the first `tryAcquire`. */
-export function createLeaderLocks(params: { connectionString: string; logger: Logger }): LeaderLocks {
+/** Creates this process's leader locks; the connection (`connection`: the database's client settings) opens on the first `tryAcquire`. */
+export function createLeaderLocks(params: { connection: pg.ClientConfig; logger: Logger }): LeaderLocks {
   let client: pg.Client | undefined;
   let connecting: Promise<pg.Client> | undefined;
   let lost = new AbortController();
   let pid = 0;
   let heartbeat: NodeJS.Timeout | undefined;
-  const held = new Set<number>();
+  /** Chains whose lock this process holds, by key. */
+  const held = new Map<string, string>();
 
   function drop(reason: string) {
     if (!client) return;
-    params.logger.warn({ msg: 'Leader lock connection lost; leases end', reason, held: [...held] });
+    params.logger.warn({ msg: 'Leader lock connection lost; leases end', reason, held: [...held.values()] });
     client.end().catch(() => {});
     client = undefined;
     connecting = undefined;
@@ -61,7 +62,7 @@ export function createLeaderLocks(params: { connectionString: string; logger: Lo
   async function connection(): Promise<pg.Client> {
     if (client) return client;
     connecting ??= (async () => {
-      const next = new pg.Client({ connectionString: params.connectionString, application_name: 'svc-ingest-leader' });
+      const next = new pg.Client({ ...params.connection, application_name: 'svc-ingest-leader' });
       next.on('error', (error) => drop(error.message));
       next.on('end', () => drop('connection ended'));
       await next.connect();
@@ -82,26 +83,29 @@ export function createLeaderLocks(params: { connectionString: string; logger: Lo
   }
 
   return {
-    async tryAcquire(key) {
+    async tryAcquire(key, chain) {
+      const id = key.join(':');
+      if (held.has(id)) return undefined;
       const conn = await connection();
-      const { rows } = await conn.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [INGEST_LOCK_CLASS, key]);
+      const { rows } = await conn.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [key[0], key[1]]);
       if (!rows[0]?.ok) return undefined;
-      held.add(key);
+      held.set(id, chain);
       const signal = lost.signal;
       const holderPid = pid;
       return {
         lost: signal,
+        // The one fence of every ingest commit: this session still holds exactly this lock.
         async fence(sql) {
           const check = await sql.query(
             `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid
                AND objsubid = 2 AND pid = $3 AND granted`,
-            [INGEST_LOCK_CLASS, key, holderPid],
+            [key[0], key[1], holderPid],
           );
-          if (check.rowCount !== 1 || signal.aborted) throw new LeadershipLostError(`lost the ingest lock ${key}; another process may be the leader now`);
+          if (check.rowCount !== 1 || signal.aborted) throw new LeadershipLostError(`lost the ${chain} ingest lock; another process may be the leader now`);
         },
         async release() {
-          if (!held.delete(key) || signal.aborted || client !== conn) return;
-          await conn.query('SELECT pg_advisory_unlock($1, $2)', [INGEST_LOCK_CLASS, key]).catch(() => {});
+          if (!held.delete(id) || signal.aborted || client !== conn) return;
+          await conn.query('SELECT pg_advisory_unlock($1, $2)', [key[0], key[1]]).catch(() => {});
         },
       };
     },
