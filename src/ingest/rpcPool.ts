@@ -1,5 +1,6 @@
 import type { Logger } from '../internal/logger.ts';
 import { NonRetryableError, RetryableError } from '../internal/errors.ts';
+import { backoffDelay, type BackoffRule } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
 import type { IngestMetrics } from './evm/metrics.ts';
 import type { RpcErrorKind } from './rpcErrors.ts';
@@ -48,10 +49,9 @@ export interface EndpointPool<C> {
 /** Per-request timeout. 10 s is viem's default and well above a healthy provider's p99. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /** A failed URL rests 1 s, doubling per consecutive failure up to 60 s, then gets tried again. */
-const COOLDOWN_BASE_MS = 1_000;
-const COOLDOWN_MAX_MS = 60_000;
-/** When every URL failed, the next round of the same call waits 0.25 s, doubling per round. */
-const ROUND_BACKOFF_MS = 250;
+const COOLDOWN: BackoffRule = { initialMs: 1_000, maxMs: 60_000 };
+/** When every URL failed, the next round of the same call waits 0.25 s, doubling per round (8 s after the sixth). */
+const ROUND_BACKOFF: BackoffRule = { initialMs: 250, maxMs: 8_000 };
 /**
  * Adaptive rate (multiplicative back-off, as TCP does): a 429 makes the minimum spacing between
  * requests to that URL 1.5 times longer (from 20 ms, up to 5 s); each success shortens it by
@@ -149,7 +149,7 @@ export function createEndpointPool<C>(params: {
       return;
     }
     endpoint.failures += 1;
-    endpoint.restUntil = Date.now() + Math.min(COOLDOWN_MAX_MS, COOLDOWN_BASE_MS * 2 ** (endpoint.failures - 1));
+    endpoint.restUntil = Date.now() + backoffDelay(endpoint.failures, COOLDOWN);
     log.warn({
       msg: 'RPC endpoint failed; trying the next one',
       chain,
@@ -187,7 +187,7 @@ export function createEndpointPool<C>(params: {
           lastError = result.error;
           failed(endpoint, method, result.error, result.sentAt);
         }
-        await sleep(ROUND_BACKOFF_MS * 2 ** round, params.signal);
+        await sleep(backoffDelay(round + 1, ROUND_BACKOFF), params.signal);
       }
       throw new RetryableError(`${chain}: ${method} failed on every RPC URL`, { cause: lastError });
     },

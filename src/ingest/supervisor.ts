@@ -1,5 +1,6 @@
 import type { Logger } from '../internal/logger.ts';
 import { NonRetryableError } from '../internal/errors.ts';
+import { createBackoff, type BackoffRule } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
 import type { LockPair } from '../store/lockKeys.ts';
 import type { IngestMetrics } from './evm/metrics.ts';
@@ -45,8 +46,7 @@ const LOST_LEASE_SIT_OUT_POLLS = 3;
  */
 const REFUSED_RETRY_MS = 60_000;
 /** After any other failure: 1 s doubling to 30 s. */
-const RESTART_BACKOFF_BASE_MS = 1_000;
-const RESTART_BACKOFF_MAX_MS = 30_000;
+const RESTART_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 
 const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0] ?? 'error';
 
@@ -73,7 +73,7 @@ export function superviseChain(params: {
   let state: ChainIngestState = { state: 'standby' };
 
   async function loop() {
-    let failures = 0;
+    const restarts = createBackoff(RESTART_BACKOFF);
     let standbyLogged = false;
     while (!signal.aborted) {
       let lease: Lease | undefined;
@@ -118,10 +118,9 @@ export function superviseChain(params: {
           log.error({ msg: `The ${chain} ingester refuses to run: ${message}`, err: error });
           wait = REFUSED_RETRY_MS;
         } else {
-          failures += 1;
+          wait = restarts.failed();
           next = { state: 'retrying', error: message };
-          log.warn({ msg: 'Ingester stopped on an error; restarting', consecutive_failures: failures, err: error });
-          wait = Math.min(RESTART_BACKOFF_MAX_MS, RESTART_BACKOFF_BASE_MS * 2 ** (failures - 1));
+          log.warn({ msg: 'Ingester stopped on an error; restarting', consecutive_failures: restarts.failures, err: error });
         }
       } finally {
         metrics.leader.set({ chain }, 0);

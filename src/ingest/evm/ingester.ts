@@ -4,6 +4,7 @@ import type { ChainConfig } from '../../internal/chains.ts';
 import type { ChainName } from '../../internal/config.ts';
 import type { Logger } from '../../internal/logger.ts';
 import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
+import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
 import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
@@ -74,8 +75,7 @@ const HEADER_CONCURRENCY = 8;
 /** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
 const pollInterval = (blockTimeMs: number) => Math.min(5_000, Math.max(250, blockTimeMs));
 /** Back-off after a failed cycle: 1 s doubling to 30 s (pg-boss's worker uses the same shape). */
-const ERROR_BACKOFF_BASE_MS = 1_000;
-const ERROR_BACKOFF_MAX_MS = 30_000;
+const ERROR_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 
 interface RpcBlock {
   number: string;
@@ -409,24 +409,24 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       metrics.processedBlock.set(labels, Number(processed));
       const heads = createHeadSignal({ chain: name, wsUrls: params.wsUrls, logger: log, signal });
       const pollMs = params.pollMs ?? pollInterval(chain.blockTimeMs);
-      let failures = 0;
+      const failures = createBackoff(ERROR_BACKOFF);
       try {
         while (!signal.aborted) {
           let caughtUp = false;
           try {
             caughtUp = await cycle();
-            failures = 0;
+            failures.succeeded();
           } catch (error) {
             if (signal.aborted) break;
             // Leadership lost (fence) and certain failures end the run; RPC and database hiccups retry.
             if (error instanceof LeadershipLostError || error instanceof NonRetryableError) throw error;
-            failures += 1;
+            const wait = failures.failed();
             const level = error instanceof ChainMovedError ? 'info' : 'warn';
-            log[level]({ msg: 'Ingest cycle failed; retrying', consecutive_failures: failures, err: error });
+            log[level]({ msg: 'Ingest cycle failed; retrying', consecutive_failures: failures.failures, err: error });
             // The chain moving or a range being re-planned retries at once, a few times; anything
             // that keeps failing backs off (a provider refusing even one block must not spin).
-            const immediate = error instanceof ChainMovedError && failures <= 5;
-            await sleep(immediate ? 0 : Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** (failures - 1)), signal);
+            const immediate = error instanceof ChainMovedError && failures.failures <= 5;
+            await sleep(immediate ? 0 : wait, signal);
             continue;
           }
           // With a live newHeads subscription the timer is only a safety net.

@@ -2,6 +2,7 @@ import type { ChainConfig } from '../../internal/chains.ts';
 import type { ChainRpcConfig } from '../../internal/config.ts';
 import type { Logger } from '../../internal/logger.ts';
 import type { Registry } from '../../internal/metrics.ts';
+import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
 import { SOLANA_INGEST_LOCK } from '../../store/lockKeys.ts';
@@ -57,8 +58,7 @@ const WS_SWEEP_INTERVAL_MS = 30_000;
 /** New wallets are picked up this often, and their non-associated token accounts rediscovered. */
 const DISCOVER_INTERVAL_MS = 60_000;
 /** After a failed getTokenAccountsByOwner, discovery alone waits 5 s, doubling to 10 minutes, while ingestion goes on. */
-const DISCOVER_BACKOFF_MS = 5_000;
-const DISCOVER_BACKOFF_MAX_MS = 600_000;
+const DISCOVER_BACKOFF: BackoffRule = { initialMs: 5_000, maxMs: 600_000 };
 /**
  * With WebSocket up, a woken account whose new transaction was not served yet (the notification
  * often beats the node's transaction-status index) is synced again after this long, up to
@@ -67,8 +67,7 @@ const DISCOVER_BACKOFF_MAX_MS = 600_000;
 const RECHECK_DELAY_MS = 500;
 const RECHECK_ATTEMPTS = 5;
 /** Backoff after a failed pass: 1 s doubling to 30 s. */
-const ERROR_BACKOFF_MS = 1_000;
-const ERROR_BACKOFF_MAX_MS = 30_000;
+const ERROR_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 /** Token accounts synced in parallel per pass; each sync is a few sequential RPC calls. */
 const ACCOUNT_CONCURRENCY = 4;
 
@@ -138,7 +137,7 @@ export function createSolanaIngester(params: {
   const knownOwners = new Set<string>();
   let lastDiscovery = 0;
   /** Discovery's own back-off: a failing getTokenAccountsByOwner must not stop ingestion. */
-  let discoveryFailures = 0;
+  const discoveryFailures = createBackoff(DISCOVER_BACKOFF);
   let discoveryRetryAt = 0;
   /** Woken token accounts waiting for a re-check, and how many were done. */
   const rechecks = new Map<string, { attempts: number; timer: NodeJS.Timeout | undefined }>();
@@ -187,17 +186,16 @@ export function createSolanaIngester(params: {
         } catch (error) {
           if (signal.aborted) throw error;
           // Every URL refused it (the pool already retried): the rest would too; try again later.
-          const retryMs = Math.min(DISCOVER_BACKOFF_MAX_MS, DISCOVER_BACKOFF_MS * 2 ** discoveryFailures);
-          if (discoveryFailures === 0) log.warn({ msg: 'Token account discovery failed; known accounts are still ingested, discovery retries on its own back-off', owner, retry_in_ms: retryMs, err: error });
-          discoveryFailures += 1;
+          const retryMs = discoveryFailures.failed();
+          if (discoveryFailures.failures === 1) log.warn({ msg: 'Token account discovery failed; known accounts are still ingested, discovery retries on its own back-off', owner, retry_in_ms: retryMs, err: error });
           discoveryRetryAt = Date.now() + retryMs;
           failed = true;
           break;
         }
       }
       if (!failed) {
-        if (discoveryFailures > 0) log.info({ msg: 'Token account discovery works again', failures: discoveryFailures });
-        discoveryFailures = 0;
+        if (discoveryFailures.failures > 0) log.info({ msg: 'Token account discovery works again', failures: discoveryFailures.failures });
+        discoveryFailures.succeeded();
         discoveryRetryAt = 0;
         if (due) lastDiscovery = Date.now();
       }
@@ -372,20 +370,20 @@ export function createSolanaIngester(params: {
         },
       });
     }
-    let backoff = ERROR_BACKOFF_MS;
+    const failures = createBackoff(ERROR_BACKOFF);
     try {
       while (!signal.aborted) {
         try {
           await pass({ fence: lease.fence, signal });
-          backoff = ERROR_BACKOFF_MS;
+          failures.succeeded();
           healthy();
         } catch (error) {
           if (signal.aborted) break;
           if (error instanceof LeadershipLostError) throw error;
+          const wait = failures.failed();
           retrying(error);
-          log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: backoff });
-          await sleep(backoff, signal);
-          backoff = Math.min(ERROR_BACKOFF_MAX_MS, backoff * 2);
+          log.warn({ msg: 'Solana ingest pass failed', err: error, retry_in_ms: wait });
+          await sleep(wait, signal);
           continue;
         }
         if (dirty.size > 0) continue;
