@@ -6,7 +6,7 @@ import type { Logger } from '../internal/logger.ts';
 import type { Store } from '../store/index.ts';
 import { ingestLockKey } from '../store/lockKeys.ts';
 import { createEvmIngester, type ChainChange, type OnChainChange } from './evm/ingester.ts';
-import { createIngestMetrics } from './evm/metrics.ts';
+import { createIngestMetrics } from './metrics.ts';
 import { createRpc } from './evm/rpc.ts';
 import { createLeaderLocks } from './leader.ts';
 import { createSolanaIngester } from './solana/index.ts';

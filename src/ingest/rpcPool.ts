@@ -2,7 +2,7 @@ import type { Logger } from '../internal/logger.ts';
 import { NonRetryableError, RetryableError } from '../internal/errors.ts';
 import { backoffDelay, type BackoffRule } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
-import type { IngestMetrics } from './evm/metrics.ts';
+import type { IngestMetrics } from './metrics.ts';
 import type { RpcErrorKind } from './rpcErrors.ts';
 
 export type { RpcErrorKind };

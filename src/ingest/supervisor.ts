@@ -3,7 +3,7 @@ import { NonRetryableError } from '../internal/errors.ts';
 import { createBackoff, type BackoffRule } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
 import type { LockPair } from '../store/lockKeys.ts';
-import type { IngestMetrics } from './evm/metrics.ts';
+import type { IngestMetrics } from './metrics.ts';
 import { LeadershipLostError, type LeaderLocks, type Lease } from './leader.ts';
 
 /** Where a chain's ingester stands in this process (read by `Ingest.status()`). */

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { afterAll, expect, test } from 'vitest';
 import { RetryableError } from '../../src/internal/errors.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { createIngestMetrics } from '../../src/ingest/evm/metrics.ts';
+import { createIngestMetrics } from '../../src/ingest/metrics.ts';
 import { createRpc } from '../../src/ingest/evm/rpc.ts';
 import { RpcRequestRejected } from '../../src/ingest/rpcPool.ts';
 import { captureLogger, metricValue } from './evm/setup.ts';

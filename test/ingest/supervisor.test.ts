@@ -2,7 +2,7 @@ import { afterAll, afterEach, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { NonRetryableError, RetryableError } from '../../src/internal/errors.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { createIngestMetrics } from '../../src/ingest/evm/metrics.ts';
+import { createIngestMetrics } from '../../src/ingest/metrics.ts';
 import { createLeaderLocks, LeadershipLostError, type LeaderLocks } from '../../src/ingest/leader.ts';
 import { superviseChain, type ChainSupervisor, type LeadContext } from '../../src/ingest/supervisor.ts';
 import type { LockPair } from '../../src/store/lockKeys.ts';

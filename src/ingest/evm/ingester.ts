@@ -11,7 +11,7 @@ import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
 import { checkChain } from './checks.ts';
 import { createHeadSignal } from './heads.ts';
 import { LeadershipLostError } from '../leader.ts';
-import type { IngestMetrics } from './metrics.ts';
+import type { IngestMetrics } from '../metrics.ts';
 import { commitRange, loadState, type BlockHeader } from './persist.ts';
 import { createBranchTracker } from './reorg.ts';
 import { RpcRequestRejected, type Rpc } from './rpc.ts';

@@ -1,6 +1,6 @@
 import { http, webSocket, type Transport } from 'viem';
 import type { Logger } from '../../internal/logger.ts';
-import type { IngestMetrics } from './metrics.ts';
+import type { IngestMetrics } from '../metrics.ts';
 import { classifyRpcError } from '../rpcErrors.ts';
 import { createEndpointPool, DEFAULT_TIMEOUT_MS } from '../rpcPool.ts';
 

@@ -6,8 +6,7 @@ import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.t
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
 import { SOLANA_INGEST_LOCK } from '../../store/lockKeys.ts';
-import { Gauge } from 'prom-client';
-import { createIngestMetrics } from '../evm/metrics.ts';
+import { createIngestMetrics, createSolanaLagGauge } from '../metrics.ts';
 import { createLeaderLocks, LeadershipLostError, type LeaderLocks, type Lease } from '../leader.ts';
 import { superviseChain, type ChainIngestState, type ChainSupervisor, type LeadContext } from '../supervisor.ts';
 import { RetryableError } from '../../internal/errors.ts';
@@ -100,13 +99,7 @@ export function createSolanaIngester(params: {
 }): SolanaIngester {
   const log = params.logger.child({ stage: 'ingest', chain: 'solana' });
   const metrics = createIngestMetrics(params.metrics);
-  const lagSlots =
-    (params.metrics.getSingleMetric('svc_ingest_solana_lag_slots') as Gauge | undefined) ??
-    new Gauge({
-      name: 'svc_ingest_solana_lag_slots',
-      help: 'Slots between the newest slot seen (processed, over WebSocket; else confirmed) and the confirmed slot at the start of the last completed ingest pass; at rest with WebSocket about the 1-3 slot processed-to-confirmed gap',
-      registers: [params.metrics],
-    });
+  const lagSlots = createSolanaLagGauge(params.metrics);
   let headSlot = 0n;
   let passSlot: bigint | undefined;
   const updateLag = () => {

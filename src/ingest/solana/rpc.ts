@@ -1,6 +1,6 @@
 import { createSolanaRpc, type Rpc, type SolanaRpcApi } from '@solana/kit';
 import type { Logger } from '../../internal/logger.ts';
-import type { IngestMetrics } from '../evm/metrics.ts';
+import type { IngestMetrics } from '../metrics.ts';
 import { classifySolanaRpcError } from '../rpcErrors.ts';
 import { createEndpointPool } from '../rpcPool.ts';
 
