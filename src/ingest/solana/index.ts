@@ -1,34 +1,32 @@
 import type { ChainConfig } from '../../internal/chains.ts';
 import type { ChainRpcConfig } from '../../internal/config.ts';
+import { RetryableError } from '../../internal/errors.ts';
+import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.ts';
 import type { Logger } from '../../internal/logger.ts';
 import type { Registry } from '../../internal/metrics.ts';
-import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
 import { SOLANA_INGEST_LOCK } from '../../store/lockKeys.ts';
-import { createIngestMetrics, createSolanaLagGauge } from '../metrics.ts';
+import type { ChainChange } from '../changes.ts';
 import { createLeaderLocks, LeadershipLostError, type LeaderLocks, type Lease } from '../leader.ts';
+import { createIngestMetrics, createSolanaLagGauge } from '../metrics.ts';
 import { superviseChain, type ChainIngestState, type ChainSupervisor, type LeadContext } from '../supervisor.ts';
-import { RetryableError } from '../../internal/errors.ts';
-import { associatedTokenAccounts, loadTokenAccounts, loadWatchedOwners, ownedTokenAccounts, saveTokenAccounts, type WatchedMint } from './accounts.ts';
+import { loadTokenAccounts, type WatchedMint } from './accounts.ts';
+import { createDiscovery, DISCOVER_INTERVAL_MS } from './discovery.ts';
 import { createSolanaRpcPool } from './rpc.ts';
 import { loadPendingAccounts, saveChainHead } from './sql.ts';
 import { createSolanaWatcher, type SolanaWatcher } from './subscriptions.ts';
 import { syncTokenAccount } from './syncTokenAccount.ts';
+import { createWakeups } from './wakeups.ts';
 
 export { parseTokenCredits, type RpcTransaction, type TokenCredit } from './parse.ts';
 
-/**
- * What changed, told to the engine after each commit, in the EVM ingesters' vocabulary:
- * `transfers` (new or restored rows), `reorg` (transactions that vanished before finalization had
- * their transfers removed), `head` (the confirmed slot moved), `finalized` (the finalized slot moved).
- */
-export interface SolanaChainChange {
+/** A {@link ChainChange} of solana: `head` is the confirmed slot, `finalized` the finalized slot. */
+export interface SolanaChainChange extends ChainChange {
   chain: 'solana';
-  livemode: true;
-  kind: 'transfers' | 'reorg' | 'head' | 'finalized';
 }
 
+/** One process's Solana ingester (see {@link createSolanaIngester}). */
 export interface SolanaIngester {
   /** Starts in the background, supervised like every chain (../supervisor.ts): stands by until it holds the chain's leader lock, then ingests. */
   start(): Promise<void>;
@@ -54,17 +52,6 @@ interface SolanaIngestTuning {
 const POLL_INTERVAL_MS = 2_000;
 /** With WebSocket up, notifications drive the passes; a full sweep still runs this often in case one was missed. */
 const WS_SWEEP_INTERVAL_MS = 30_000;
-/** New wallets are picked up this often, and their non-associated token accounts rediscovered. */
-const DISCOVER_INTERVAL_MS = 60_000;
-/** After a failed getTokenAccountsByOwner, discovery alone waits 5 s, doubling to 10 minutes, while ingestion goes on. */
-const DISCOVER_BACKOFF: BackoffRule = { initialMs: 5_000, maxMs: 600_000 };
-/**
- * With WebSocket up, a woken account whose new transaction was not served yet (the notification
- * often beats the node's transaction-status index) is synced again after this long, up to
- * RECHECK_ATTEMPTS times, instead of waiting for the next sweep.
- */
-const RECHECK_DELAY_MS = 500;
-const RECHECK_ATTEMPTS = 5;
 /** Backoff after a failed pass: 1 s doubling to 30 s. */
 const ERROR_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 /** Token accounts synced in parallel per pass; each sync is a few sequential RPC calls. */
@@ -111,7 +98,6 @@ export function createSolanaIngester(params: {
   const tokenPrograms = new Set(mints.map((mint) => mint.tokenProgram));
   const pollMs = params.pollIntervalMs ?? POLL_INTERVAL_MS;
   const sweepMs = params.sweepIntervalMs ?? WS_SWEEP_INTERVAL_MS;
-  const discoverMs = params.discoverIntervalMs ?? DISCOVER_INTERVAL_MS;
 
   const controller = new AbortController();
   const rpc = createSolanaRpcPool({ urls: params.rpc.http, logger: log, metrics, signal: controller.signal });
@@ -122,26 +108,12 @@ export function createSolanaIngester(params: {
   let onceLease: Lease | undefined;
   /** The lease the supervised loop leads under, while it does. */
   let leading: Lease | undefined;
-  const dirty = new Set<string>();
-  let wake: (() => void) | undefined;
-  /** Owners whose associated token accounts are saved (derived, no RPC). */
-  const derivedOwners = new Set<string>();
-  /** Owners whose other token accounts were listed (getTokenAccountsByOwner) at least once. */
-  const knownOwners = new Set<string>();
-  let lastDiscovery = 0;
-  /** Discovery's own back-off: a failing getTokenAccountsByOwner must not stop ingestion. */
-  const discoveryFailures = createBackoff(DISCOVER_BACKOFF);
-  let discoveryRetryAt = 0;
-  /** Woken token accounts waiting for a re-check, and how many were done. */
-  const rechecks = new Map<string, { attempts: number; timer: NodeJS.Timeout | undefined }>();
+  const wakeups = createWakeups();
+  const discovery = createDiscovery({ store: params.store, rpc, mints, backfillSlots: tuning.backfillSlots, discoverMs: params.discoverIntervalMs ?? DISCOVER_INTERVAL_MS, logger: log });
   /** Per token account: when each of its undecided signatures was first seen undecided. */
   const undecided = new Map<string, Map<string, number>>();
   let lastSweep = 0;
   let lastFinalized = -1n;
-
-  function wakeUp() {
-    wake?.();
-  }
 
   async function notify(kind: SolanaChainChange['kind']) {
     try {
@@ -149,51 +121,6 @@ export function createSolanaIngester(params: {
     } catch (error) {
       log.error({ msg: 'onChainChange failed', kind, err: error });
     }
-  }
-
-  /**
-   * Watches new wallets' associated token accounts at once (derived: no RPC), then lists their
-   * other token accounts, and everyone's every `discoverMs`. A failing getTokenAccountsByOwner
-   * (some providers disable or throttle it) is logged once per failure streak, counted in
-   * rpc_errors_total by the pool, and retried on its own back-off: it never fails the pass.
-   */
-  async function discover(confirmedSlot: bigint, signal: AbortSignal) {
-    const owners = await loadWatchedOwners(params.store);
-    const floorSlot = confirmedSlot - BigInt(tuning.backfillSlots);
-    const floor = floorSlot > 0n ? floorSlot : 0n;
-    let added = 0;
-    const fresh = owners.filter((owner) => !derivedOwners.has(owner));
-    if (fresh.length > 0) {
-      const derived = (await Promise.all(fresh.map((owner) => associatedTokenAccounts(owner, mints)))).flat();
-      added += await saveTokenAccounts(params.store, derived, floor);
-      for (const owner of fresh) derivedOwners.add(owner);
-    }
-    const due = Date.now() - lastDiscovery >= discoverMs;
-    const targets = due ? owners : owners.filter((owner) => !knownOwners.has(owner));
-    if (targets.length > 0 && Date.now() >= discoveryRetryAt) {
-      let failed = false;
-      for (const owner of targets) {
-        try {
-          added += await saveTokenAccounts(params.store, await ownedTokenAccounts(rpc, owner, mints), floor);
-          knownOwners.add(owner);
-        } catch (error) {
-          if (signal.aborted) throw error;
-          // Every URL refused it (the pool already retried): the rest would too; try again later.
-          const retryMs = discoveryFailures.failed();
-          if (discoveryFailures.failures === 1) log.warn({ msg: 'Token account discovery failed; known accounts are still ingested, discovery retries on its own back-off', owner, retry_in_ms: retryMs, err: error });
-          discoveryRetryAt = Date.now() + retryMs;
-          failed = true;
-          break;
-        }
-      }
-      if (!failed) {
-        if (discoveryFailures.failures > 0) log.info({ msg: 'Token account discovery works again', failures: discoveryFailures.failures });
-        discoveryFailures.succeeded();
-        discoveryRetryAt = 0;
-        if (due) lastDiscovery = Date.now();
-      }
-    }
-    if (added > 0) log.info({ msg: 'Watching new token accounts', added, owners: owners.length });
   }
 
   /** One pass over the token accounts, as the leader: `fence` runs inside every commit, `signal` ends the pass early. */
@@ -204,14 +131,13 @@ export function createSolanaIngester(params: {
     if (confirmedSlot > headSlot) headSlot = confirmedSlot;
     metrics.finalizedBlock.set({ chain: 'solana' }, Number(finalizedSlot));
     metrics.lastHeadAt.set('solana', Date.now());
-    await discover(confirmedSlot, run.signal);
+    await discovery.run(confirmedSlot, run.signal);
 
     const accounts = await loadTokenAccounts(params.store);
     watcher?.watch(accounts.map((account) => account.address));
     const fullSweep = !watcher?.connected || Date.now() - lastSweep >= sweepMs;
     const pending = await loadPendingAccounts(params.store);
-    const woken = new Set(dirty);
-    dirty.clear();
+    const woken = wakeups.take();
     const selected = fullSweep ? accounts : accounts.filter((account) => pending.has(account.address) || woken.has(account.address));
 
     let failed = 0;
@@ -242,7 +168,11 @@ export function createSolanaIngester(params: {
               ...(params.orphanGraceMs !== undefined ? { orphanGraceMs: params.orphanGraceMs } : {}),
             });
             if (undecidedSince.size === 0) undecided.delete(account.address);
-            scheduleRecheck(account.address, woken.has(account.address) || rechecks.has(account.address), result.recorded === 0 || result.unstored > 0);
+            wakeups.recheck(account.address, {
+              woken: woken.has(account.address) || wakeups.rechecking(account.address),
+              unfinished: result.recorded === 0 || result.unstored > 0,
+              enabled: !!watcher?.connected && !controller.signal.aborted,
+            });
             if (result.undecidedSlot !== null && (undecidedSlot === null || result.undecidedSlot < undecidedSlot)) undecidedSlot = result.undecidedSlot;
             transfers += result.transfers;
             removed += result.removed;
@@ -254,7 +184,7 @@ export function createSolanaIngester(params: {
               break;
             }
             failed += 1;
-            dirty.add(account.address);
+            wakeups.mark(account.address);
             if (!run.signal.aborted) log.warn({ msg: 'Token account sync failed; retrying next pass', token_account: account.address, err: error });
           }
         }
@@ -294,45 +224,6 @@ export function createSolanaIngester(params: {
   }
 
   /**
-   * A woken account that came back with nothing new, or with listed signatures not stored yet, is
-   * synced again in RECHECK_DELAY_MS, at most RECHECK_ATTEMPTS times per wake-up. Only with the
-   * WebSocket up: polling and sweeps sync every account anyway.
-   */
-  function scheduleRecheck(account: string, woken: boolean, unfinished: boolean) {
-    const entry = rechecks.get(account);
-    if (!woken || !unfinished || !watcher?.connected || controller.signal.aborted || (entry?.attempts ?? 0) >= RECHECK_ATTEMPTS) {
-      if (entry?.timer) clearTimeout(entry.timer);
-      rechecks.delete(account);
-      return;
-    }
-    if (entry?.timer) return;
-    const next = { attempts: (entry?.attempts ?? 0) + 1, timer: undefined as NodeJS.Timeout | undefined };
-    next.timer = setTimeout(() => {
-      next.timer = undefined;
-      dirty.add(account);
-      wakeUp();
-    }, RECHECK_DELAY_MS);
-    next.timer.unref?.();
-    rechecks.set(account, next);
-  }
-
-  /** Sleeps up to `ms`, waking early on a notification or when `signal` aborts (also when it already has). */
-  async function waitForWork(ms: number, signal: AbortSignal) {
-    if (signal.aborted) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      wake = done;
-      signal.addEventListener('abort', done, { once: true });
-      function done() {
-        clearTimeout(timer);
-        wake = undefined;
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-    });
-  }
-
-  /**
    * Ingests while this process leads (the supervisor took the lock): passes until `signal` aborts
    * (stop, or the lease is lost). A failed pass is retried here with backoff; the fence's
    * {@link LeadershipLostError} ends the run, and the supervisor stands by again.
@@ -345,10 +236,7 @@ export function createSolanaIngester(params: {
         urls: params.rpc.ws,
         logger: log,
         signal,
-        onAccountChange: (account) => {
-          dirty.add(account);
-          wakeUp();
-        },
+        onAccountChange: (account) => wakeups.notify(account),
         onSlot: (slot) => {
           // slotSubscribe reports *processed* slots: they show the node is alive and feed the lag,
           // but the head gauge stays the confirmed slot each pass reads, so it never moves back.
@@ -359,7 +247,7 @@ export function createSolanaIngester(params: {
         // Up: subscriptions may have been missing while it was down, so sweep now; down: poll.
         onConnectionChange: (connected) => {
           if (connected) lastSweep = 0;
-          wakeUp();
+          wakeups.wake();
         },
       });
     }
@@ -379,14 +267,13 @@ export function createSolanaIngester(params: {
           await sleep(wait, signal);
           continue;
         }
-        if (dirty.size > 0) continue;
+        if (wakeups.pending) continue;
         // Pending signatures need their finalization checked about as often as the poll.
-        await waitForWork(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs, signal);
+        await wakeups.wait(watcher?.connected ? Math.min(sweepMs, pollMs * 2) : pollMs, signal);
       }
     } finally {
       leading = undefined;
-      for (const entry of rechecks.values()) if (entry.timer) clearTimeout(entry.timer);
-      rechecks.clear();
+      wakeups.clear();
       watcher?.stop();
       watcher = undefined;
     }
