@@ -27,7 +27,7 @@ import { createStore } from '../src/store/index.ts';
 import { createSecretBox } from '../src/internal/crypto.ts';
 import { addWallet, createMerchant } from '../src/accounts/index.ts';
 import { createEvmIngester } from '../src/ingest/evm/ingester.ts';
-import { createIngestMetrics } from '../src/ingest/evm/metrics.ts';
+import { createIngestMetrics } from '../src/ingest/metrics.ts';
 import { createRpc } from '../src/ingest/evm/rpc.ts';
 import { TRANSFER_TOPIC } from '../src/ingest/evm/transfers.ts';
 

@@ -1,6 +1,7 @@
 import type { Store } from './store/index.ts';
 import type { SecretBox } from './internal/crypto.ts';
 import { countMerchants, createApiKey, createMerchant } from './accounts/index.ts';
+import { BOOTSTRAP_LOCK_KEY } from './store/lockKeys.ts';
 
 export interface BootstrapResult {
   merchantId: string;
@@ -13,9 +14,6 @@ export interface BootstrapResult {
    */
   sandboxWebhookSecret: string;
 }
-
-/** Lock key for the first-start check, so two daemons starting at once create one merchant. */
-const BOOTSTRAP_LOCK_KEY = 0x7376632d626f6f74n; // "svc-boot"
 
 /**
  * On the very first start of an empty database, creates a merchant and a sandbox key, so a new

@@ -1,7 +1,6 @@
 import { CHAIN_NAMES, liveChains, type ChainName } from '../internal/config.ts';
 import { loadChains } from '../internal/chains.ts';
-import { INGEST_LOCK_CLASS } from '../ingest/evm/leader.ts';
-import { LOCK_KEY as SOLANA_LOCK_KEY } from '../ingest/solana/index.ts';
+import { EVM_INGEST_LOCK_CLASS as INGEST_LOCK_CLASS, SOLANA_INGEST_LOCK as SOLANA_LOCK_KEY } from '../store/lockKeys.ts';
 import type { Sql } from '../store/index.ts';
 import { jsonOption, type CliKit, type OperatorCommand } from './operatorKit.ts';
 

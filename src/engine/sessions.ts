@@ -1,4 +1,5 @@
 import type { Sql } from '../store/index.ts';
+import { dueAmountLockText } from '../store/lockKeys.ts';
 import type { ChainName } from '../internal/config.ts';
 import { loadChains, currencyDecimals, tokensFor, type ChainConfig, type Currency } from '../internal/chains.ts';
 import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
@@ -237,8 +238,7 @@ export async function lockDueAmounts(
 
 /** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */
 export function dueLockKeys(params: { chain: ChainName; currency: Currency; payTo: string; bucket: bigint }): string[] {
-  const base = `due:${params.chain}:${params.currency}:${params.payTo}`;
-  return [`${base}:${params.bucket}`, `${base}:${params.bucket + 1n}`];
+  return [dueAmountLockText(params), dueAmountLockText({ ...params, bucket: params.bucket + 1n })];
 }
 
 /** A fresh Solana Pay reference: a random 32-byte public key in base58. */

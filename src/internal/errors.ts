@@ -1,7 +1,10 @@
 /**
  * One error base for the whole daemon (after viem's `BaseError`): a short message for people,
  * optional details, the cause chain, and a class that tells workers whether to retry and the
- * HTTP layer which status to answer. Nobody decides anything from an error's text.
+ * HTTP layer which status to answer. Nobody decides anything from an error's text, name or code:
+ * callers test the class. Most errors are a {@link RetryableError} or a {@link NonRetryableError};
+ * a kind that is neither extends this base directly and says in its own doc what to do (the
+ * ingesters' `LeadershipLostError`: stop and stand by, which is no failure at all).
  */
 export class BaseError extends Error {
   override name = 'BaseError';

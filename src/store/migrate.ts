@@ -4,14 +4,10 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { sha256Hex } from '../internal/crypto.ts';
 import { NonRetryableError } from '../internal/errors.ts';
+import { MIGRATION_LOCK_KEY } from './lockKeys.ts';
 
 export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
 
-/**
- * Key of the session-level advisory lock that serialises migrations across processes. Any
- * constant works as long as nothing else uses it; this one is "svc-migr" in ASCII.
- */
-const MIGRATION_LOCK_KEY = 0x7376632d6d696772n;
 
 export interface Migration {
   version: number;

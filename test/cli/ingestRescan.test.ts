@@ -8,7 +8,8 @@ import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { main, type Io } from '../../src/cli/main.ts';
 import { loadChains } from '../../src/internal/chains.ts';
-import { createLeaderLocks } from '../../src/ingest/evm/leader.ts';
+import { createLeaderLocks } from '../../src/ingest/leader.ts';
+import { EVM_INGEST_LOCK_CLASS } from '../../src/store/lockKeys.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { merchantWithWallets, processedBlock, startIngest, transfers, waitFor, waitProcessed } from '../ingest/evm/setup.ts';
 
@@ -156,11 +157,11 @@ describe('svc ingest status', () => {
     await db.store.query(
       "INSERT INTO chain_heads (livemode, chain, head_block, processed_block, finalized_block, head_seen_at) VALUES (true, 'base', 1000, 990, 950, now() - interval '5 seconds')",
     );
-    const locks = createLeaderLocks({ connectionString: db.connectionString, logger: createLogger({ level: 'silent' }) });
+    const locks = createLeaderLocks({ connection: { connectionString: db.connectionString }, logger: createLogger({ level: 'silent' }) });
     const solanaLock = new pg.Client({ connectionString: db.connectionString, application_name: 'svc-test-solana' });
     await solanaLock.connect();
     try {
-      const lease = await locks.tryAcquire(8453);
+      const lease = await locks.tryAcquire([EVM_INGEST_LOCK_CLASS, 8453], 'base');
       expect(lease).toBeDefined();
       await solanaLock.query('SELECT pg_advisory_lock($1, $2)', [0x73766300, 0x736f6c]);
       const { rows } = await db.store.query<{ pid: number }>("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = 8453 AND granted");

@@ -28,7 +28,7 @@ test('every svc_engine_* and svc_delivery_* series the payments dashboard and th
 
 test('the compose stack’s Grafana provisioning parses, points at its Prometheus and loads every dashboard, and each dashboard queries only series the daemon exports', async () => {
   const { parse } = await import('yaml');
-  const { createIngestMetrics } = await import('../../src/ingest/evm/metrics.ts');
+  const { createIngestMetrics } = await import('../../src/ingest/metrics.ts');
   const registry = createMetricsRegistry();
   createEngineMetrics(registry);
   createDeliveryMetrics(registry);

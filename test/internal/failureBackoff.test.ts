@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, test } from 'vitest';
-import { createFailureBackoff } from '../../src/internal/failureBackoff.ts';
+import { backoffDelay, createBackoff, createFailureBackoff } from '../../src/internal/failureBackoff.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { sleep } from '../../src/internal/shutdown.ts';
 import { createStore } from '../../src/store/index.ts';
@@ -18,6 +18,18 @@ function capture() {
   });
   return { lines, logger: createLogger({ level: 'info', destination }) };
 }
+
+describe('backoffDelay and createBackoff', () => {
+  test('waits start at initialMs and double per consecutive failure up to maxMs; a success starts over', () => {
+    expect([1, 2, 3, 4, 5, 6, 7].map((failures) => backoffDelay(failures, { initialMs: 1_000, maxMs: 30_000 }))).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+    const backoff = createBackoff({ initialMs: 250, maxMs: 1_000 });
+    expect([backoff.failed(), backoff.failed(), backoff.failed(), backoff.failed()]).toEqual([250, 500, 1_000, 1_000]);
+    expect(backoff.failures).toBe(4);
+    backoff.succeeded();
+    expect(backoff.failures).toBe(0);
+    expect(backoff.failed()).toBe(250);
+  });
+});
 
 describe('createFailureBackoff', () => {
   test('waits double up to the cap; one error line per outage, one info line with the count on recovery', async () => {

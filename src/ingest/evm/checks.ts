@@ -2,7 +2,7 @@ import { hexToBigInt } from 'viem';
 import type { ChainConfig } from '../../internal/chains.ts';
 import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
 import type { Logger } from '../../internal/logger.ts';
-import type { Rpc } from './rpc.ts';
+import { RpcRequestRejected, type Rpc } from './rpc.ts';
 
 /** `decimals()` selector. */
 const DECIMALS_CALL = '0x313ce567';
@@ -35,7 +35,13 @@ export async function checkChain(params: { rpc: Rpc; chain: ChainConfig; logger:
   if (answered === 0) throw new RetryableError(`${chain.name}: no RPC URL answered eth_chainId`);
 
   for (const token of chain.tokens) {
-    const result = await rpc.request<string>('eth_call', [{ to: token.address, data: DECIMALS_CALL }, 'latest']);
+    const result = await rpc.request<string>('eth_call', [{ to: token.address, data: DECIMALS_CALL }, 'latest']).catch((error) => {
+      // A node that refuses the call itself (a revert: no decimals() there) refuses it every time.
+      if (error instanceof RpcRequestRejected) {
+        throw new NonRetryableError(`${chain.name}: token ${token.symbol} at ${token.address}: decimals() rejected by the node; the ${chain.name} ingester refuses to start`, { cause: error });
+      }
+      throw error;
+    });
     if (!result || result === '0x') {
       throw new NonRetryableError(
         `${chain.name}: token ${token.symbol} at ${token.address} has no decimals() on this chain (no contract there?); the ${chain.name} ingester refuses to start`,

@@ -1,5 +1,6 @@
 import { webSocket } from 'viem';
 import type { Logger } from '../../internal/logger.ts';
+import { backoffDelay, type BackoffRule } from '../../internal/failureBackoff.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import { endpointLabel } from './rpc.ts';
 
@@ -16,8 +17,7 @@ export interface HeadSignal {
 }
 
 /** Reconnect backoff after a WebSocket failure: 1 s doubling to 30 s, as viem and most SDKs do. */
-const RECONNECT_BASE_MS = 1_000;
-const RECONNECT_MAX_MS = 30_000;
+const RECONNECT_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 
 /** Creates the wake-up source of one chain's ingester (see {@link HeadSignal}). */
 export function createHeadSignal(params: { chain: string; wsUrls: string[]; logger: Logger; signal: AbortSignal }): HeadSignal {
@@ -69,7 +69,7 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
       if (params.signal.aborted) break;
       failures += 1;
       index += 1;
-      await sleep(Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** (failures - 1)), params.signal);
+      await sleep(backoffDelay(failures, RECONNECT_BACKOFF), params.signal);
     }
   }
   if (params.wsUrls.length > 0) void subscribeLoop();

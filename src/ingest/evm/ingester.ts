@@ -1,30 +1,21 @@
 import pLimit from 'p-limit';
-import { numberToHex } from 'viem';
 import type { ChainConfig } from '../../internal/chains.ts';
-import type { ChainName } from '../../internal/config.ts';
 import type { Logger } from '../../internal/logger.ts';
 import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
+import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
-import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
+import type { ChainChange, OnChainChange } from '../changes.ts';
 import { checkChain } from './checks.ts';
+import { ChainMovedError, createRangeFetcher, type FetchedRange } from './fetch.ts';
 import { createHeadSignal } from './heads.ts';
-import type { IngestMetrics } from './metrics.ts';
-import { commitRange, loadState, type BlockHeader } from './persist.ts';
+import { LeadershipLostError } from '../leader.ts';
+import type { IngestMetrics } from '../metrics.ts';
+import { commitRange, loadState } from './persist.ts';
 import { createBranchTracker } from './reorg.ts';
 import { RpcRequestRejected, type Rpc } from './rpc.ts';
-import { fetchTransferLogs, parseTransfers, TRANSFER_TOPIC, type ObservedTransfer } from './transfers.ts';
 import { createWatchedWallets } from './watched.ts';
 
-/** What changed on a chain; the engine re-reads the tables, so a lost call only delays it. */
-export interface ChainChange {
-  chain: ChainName;
-  livemode: true;
-  kind: 'transfers' | 'reorg' | 'head' | 'finalized';
-}
-
-/** Called after each commit; errors are logged, never thrown into the ingester. */
-export type OnChainChange = (change: ChainChange) => void | Promise<void>;
 
 /** Real dependencies of one chain's ingester; tests and the benchmark pass their own. */
 export interface EvmIngesterParams {
@@ -66,45 +57,10 @@ const DEFAULT_CONCURRENCY = 4;
 const TAG_REFRESH_MS = 2_000;
 /** Successful ranges after which a refused range size may be tried again. */
 const RANGE_CEILING_TTL = 100;
-/** Ranges up to this many unfinalized blocks read headers first and skip `eth_getLogs` when the blooms rule them out. */
-const BLOOM_RANGE_BLOCKS = 16;
-/** Headers fetched at once for the unfinalized part of a range. */
-const HEADER_CONCURRENCY = 8;
 /** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
 const pollInterval = (blockTimeMs: number) => Math.min(5_000, Math.max(250, blockTimeMs));
 /** Back-off after a failed cycle: 1 s doubling to 30 s (pg-boss's worker uses the same shape). */
-const ERROR_BACKOFF_BASE_MS = 1_000;
-const ERROR_BACKOFF_MAX_MS = 30_000;
-
-interface RpcBlock {
-  number: string;
-  hash: string;
-  parentHash: string;
-  timestamp: string;
-  logsBloom: `0x${string}`;
-}
-
-const toHeader = (block: RpcBlock): BlockHeader => ({
-  number: BigInt(block.number),
-  hash: block.hash.toLowerCase(),
-  parentHash: block.parentHash.toLowerCase(),
-  timestamp: BigInt(block.timestamp),
-  logsBloom: block.logsBloom,
-});
-
-/** A range's data, fetched ahead of its commit. */
-interface FetchedRange {
-  from: bigint;
-  to: bigint;
-  headers: BlockHeader[];
-  transfers: ObservedTransfer[];
-  fetchMs?: number;
-}
-
-/** Thrown when a range's headers and logs disagree (the chain moved while we read): the cycle restarts. */
-class ChainMovedError extends RetryableError {
-  override name = 'ChainMovedError';
-}
+const ERROR_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 
 /**
  * One chain's ingester. Its invariant, kept across crashes because it only moves in one
@@ -128,10 +84,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   const labels = { chain: name };
   const confirmedDepth = BigInt(chain.confirmations.confirmed as number);
   const logsConfig = chain.logs ?? { initialRange: 2_000, maxRange: 10_000, backfillBlocks: 1_800 };
-  const tokens = chain.tokens.map((token) => token.address.toLowerCase());
-  const tokenCanonical = new Map(chain.tokens.map((token) => [token.address.toLowerCase(), token.address]));
   const watched = createWatchedWallets({ chain: name });
-  const bloomFilter = { topic: bloomBits(TRANSFER_TOPIC), tokens: tokens.map((token) => bloomBits(token as `0x${string}`)) };
   const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
 
   let rangeSize = BigInt(logsConfig.initialRange);
@@ -156,10 +109,18 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     }
   };
 
-  async function getHeader(tag: bigint | 'latest' | 'safe' | 'finalized'): Promise<BlockHeader | null> {
-    const block = await rpc.request<RpcBlock | null>('eth_getBlockByNumber', [typeof tag === 'bigint' ? numberToHex(tag) : tag, false]);
-    return block ? toHeader(block) : null;
-  }
+  const fetcher = createRangeFetcher({
+    chain,
+    rpc,
+    watched,
+    onRangeRefused(size) {
+      const next = size / 2n > 0n ? size / 2n : 1n;
+      if (next < rangeSize) rangeSize = next;
+      rangeCeiling = size;
+      rangeSuccesses = 0;
+    },
+  });
+  const getHeader = fetcher.getHeader;
 
   /** `safe`/`finalized` tags; a node without them (pre-merge style) gets head minus the confirmation depth. */
   async function getTagNumber(tag: 'safe' | 'finalized', latest: bigint): Promise<bigint> {
@@ -171,97 +132,6 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     }
     const fallback = latest - confirmedDepth * (tag === 'finalized' ? 2n : 1n);
     return fallback < 0n ? 0n : fallback;
-  }
-
-  async function fetchRange(from: bigint, to: bigint, fin: bigint): Promise<FetchedRange> {
-    const started = performance.now();
-    const range = await fetchRangeData(from, to, fin);
-    range.fetchMs = Math.round(performance.now() - started);
-    return range;
-  }
-
-  async function fetchHeaders(from: bigint, to: bigint): Promise<BlockHeader[]> {
-    if (to < from) return [];
-    const limit = pLimit(HEADER_CONCURRENCY);
-    const numbers: bigint[] = [];
-    for (let n = from; n <= to; n++) numbers.push(n);
-    const fetched = await Promise.all(numbers.map((n) => limit(() => getHeader(n))));
-    return fetched.map((header) => {
-      if (!header) throw new ChainMovedError(`${name}: a block below the head is missing (the node is behind or the chain shrank)`);
-      return header;
-    });
-  }
-
-  /**
-   * One range's headers (unfinalized part) and transfers. At the head (a short, wholly
-   * unfinalized range) headers come first so a `logsBloom` that rules the range out saves the
-   * `eth_getLogs`; while catching up the logs come first, so a range the provider refuses costs
-   * one request. Either way every log must carry its block's header hash, or the range is re-read.
-   */
-  async function fetchRangeData(from: bigint, to: bigint, fin: bigint): Promise<FetchedRange> {
-    const firstUnfinalized = from > fin ? from : fin + 1n;
-    const atHead = from >= firstUnfinalized && to - from < BigInt(BLOOM_RANGE_BLOCKS);
-    let headers: BlockHeader[] = [];
-    if (atHead || watched.size === 0) {
-      headers = await fetchHeaders(firstUnfinalized, to);
-      if (watched.size === 0) return { from, to, headers, transfers: [] };
-      const recipients = watched.bloom();
-      if (!headers.some((header) => blockMayHaveTransfers(header.logsBloom, { ...bloomFilter, recipients }))) {
-        return { from, to, headers, transfers: [] };
-      }
-    }
-    const logs = await fetchTransferLogs({
-      rpc,
-      from,
-      to,
-      tokens,
-      watched,
-      split: false,
-      onRangeError: (size) => {
-        const next = size / 2n > 0n ? size / 2n : 1n;
-        if (next < rangeSize) rangeSize = next;
-        rangeCeiling = size;
-        rangeSuccesses = 0;
-      },
-    }).catch((error) => {
-      // Re-plan with the halved size rather than split here: commits stay small and pipelined.
-      if (error instanceof RpcRequestRejected && error.kind === 'range') throw new ChainMovedError(`${name}: range of ${to - from + 1n} blocks refused; shrinking`, { cause: error });
-      throw error;
-    });
-    if (!atHead) headers = await fetchHeaders(firstUnfinalized, to);
-    const hashes = new Map(headers.map((header) => [header.number, header.hash]));
-    for (const entry of logs) {
-      const expected = hashes.get(BigInt(entry.blockNumber));
-      if (expected && expected !== entry.blockHash.toLowerCase()) {
-        throw new ChainMovedError(`${name}: logs of block ${BigInt(entry.blockNumber)} come from another branch than its header`);
-      }
-    }
-    const transfers = parseTransfers(logs, { tokens: tokenCanonical, watched });
-    await fillBlockTimes(transfers, headers);
-    return { from, to, headers, transfers };
-  }
-
-  /**
-   * Gives every transfer its block's time, which decides "paid before expiry" and the monitoring
-   * window. Logs carry `blockTimestamp` only on some providers; otherwise the range's headers
-   * have it, and blocks outside them (finalized history) are read once each, only those that hold
-   * a watched transfer. Without this, a payment ingested after an outage would be judged by when
-   * it was ingested, not when it was paid.
-   */
-  async function fillBlockTimes(transfers: ObservedTransfer[], headers: BlockHeader[]): Promise<void> {
-    const times = new Map(headers.map((header) => [header.number, new Date(Number(header.timestamp) * 1000)]));
-    const missing = [...new Set(transfers.filter((t) => !t.blockTime && !times.has(t.blockNumber)).map((t) => t.blockNumber))];
-    const limit = pLimit(HEADER_CONCURRENCY);
-    await Promise.all(
-      missing.map((number) =>
-        limit(async () => {
-          const header = await getHeader(number);
-          if (!header) throw new ChainMovedError(`${name}: block ${number} of a transfer is missing (the node is behind or the chain shrank)`);
-          times.set(number, new Date(Number(header.timestamp) * 1000));
-        }),
-      ),
-    );
-    for (const transfer of transfers) transfer.blockTime ??= times.get(transfer.blockNumber) ?? null;
   }
 
   /** Stored unfinalized blocks and reorg handling (reorg.ts). */
@@ -359,7 +229,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     }
     const limit = pLimit(concurrency);
     const fin = finalized;
-    const pending = ranges.map(([from, to]) => limit(() => fetchRange(from, to, fin)));
+    const pending = ranges.map(([from, to]) => limit(() => fetcher.fetchRange(from, to, fin)));
     pending.forEach((promise) => promise.catch(() => {}));
     let full = true;
     for (const [index, promise] of pending.entries()) {
@@ -408,24 +278,24 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       metrics.processedBlock.set(labels, Number(processed));
       const heads = createHeadSignal({ chain: name, wsUrls: params.wsUrls, logger: log, signal });
       const pollMs = params.pollMs ?? pollInterval(chain.blockTimeMs);
-      let failures = 0;
+      const failures = createBackoff(ERROR_BACKOFF);
       try {
         while (!signal.aborted) {
           let caughtUp = false;
           try {
             caughtUp = await cycle();
-            failures = 0;
+            failures.succeeded();
           } catch (error) {
             if (signal.aborted) break;
-            // Leadership lost (fence) and other certain failures end the run; RPC and database hiccups retry.
-            if (error instanceof NonRetryableError && !(error instanceof RpcRequestRejected)) throw error;
-            failures += 1;
+            // Leadership lost (fence) and certain failures end the run; RPC and database hiccups retry.
+            if (error instanceof LeadershipLostError || error instanceof NonRetryableError) throw error;
+            const wait = failures.failed();
             const level = error instanceof ChainMovedError ? 'info' : 'warn';
-            log[level]({ msg: 'Ingest cycle failed; retrying', consecutive_failures: failures, err: error });
+            log[level]({ msg: 'Ingest cycle failed; retrying', consecutive_failures: failures.failures, err: error });
             // The chain moving or a range being re-planned retries at once, a few times; anything
             // that keeps failing backs off (a provider refusing even one block must not spin).
-            const immediate = error instanceof ChainMovedError && failures <= 5;
-            await sleep(immediate ? 0 : Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** (failures - 1)), signal);
+            const immediate = error instanceof ChainMovedError && failures.failures <= 5;
+            await sleep(immediate ? 0 : wait, signal);
             continue;
           }
           // With a live newHeads subscription the timer is only a safety net.

@@ -1,5 +1,5 @@
 import type { Logger } from '../../internal/logger.ts';
-import type { IngestMetrics } from './metrics.ts';
+import type { IngestMetrics } from '../metrics.ts';
 import type { BlockHeader, RangeCommit } from './persist.ts';
 
 /**

@@ -1,5 +1,6 @@
 import { address, createSolanaRpcSubscriptions } from '@solana/kit';
 import type { Logger } from '../../internal/logger.ts';
+import { backoffDelay, type BackoffRule } from '../../internal/failureBackoff.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import { endpointLabel } from './rpc.ts';
 
@@ -18,8 +19,7 @@ export interface SolanaWatcher {
 }
 
 /** Reconnect backoff after a dropped socket: 1 s doubling to 30 s, so a dead URL is not hammered. */
-const RECONNECT_BASE_MS = 1_000;
-const RECONNECT_MAX_MS = 30_000;
+const RECONNECT_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 
 export function createSolanaWatcher(params: {
   urls: string[];
@@ -56,7 +56,7 @@ export function createSolanaWatcher(params: {
     failures += 1;
     params.logger.warn({ msg: 'Solana WebSocket lost; polling until it is back', endpoint: endpointLabel(params.urls[urlIndex]!, urlIndex), error: String((error as Error)?.message ?? error).split('\n')[0] });
     urlIndex = (urlIndex + 1) % params.urls.length;
-    void connect(Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** (failures - 1)));
+    void connect(backoffDelay(failures, RECONNECT_BACKOFF));
   }
 
   async function connect(delayMs: number) {

@@ -69,7 +69,7 @@ export const ORPHAN_GRACE_MS = 8_000;
  *    has every older listed signature stored and finalized.
  */
 export async function syncTokenAccount(params: {
-  /** Throws inside each transaction when this process no longer holds the ingester lock (see index.ts). */
+  /** Throws a LeadershipLostError inside each transaction when this process no longer holds the ingester lock (the lease fence, ../leader.ts). */
   fence?: (sql: Sql) => Promise<void>;
   store: Store;
   rpc: SolanaRpcPool;

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { describe, expect, test } from 'vitest';
 import { createBranchTracker } from '../../../src/ingest/evm/reorg.ts';
-import { createIngestMetrics } from '../../../src/ingest/evm/metrics.ts';
+import { createIngestMetrics } from '../../../src/ingest/metrics.ts';
 import type { BlockHeader } from '../../../src/ingest/evm/persist.ts';
 import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
 

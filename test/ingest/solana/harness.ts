@@ -40,7 +40,7 @@ export function startIngester(params: { store: Store; rpc: SolanaTestRpc; websoc
     pollIntervalMs: 50,
     sweepIntervalMs: 5_000,
     discoverIntervalMs: 200,
-    lockRetryMs: 100,
+    standbyPollMs: 100,
   });
   return { ingester, changes, registry };
 }

@@ -13,7 +13,7 @@ const ingester = createSolanaIngester({
   chain: loadChains().solana,
   rpc: { http: [process.env.SVC_SOLANA_RPC_URL!], ws: [] },
   pollIntervalMs: 50,
-  lockRetryMs: 100,
+  standbyPollMs: 100,
 });
 await ingester.start();
 process.on('SIGTERM', () => {

@@ -5,7 +5,7 @@ import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
 import { createLogger } from '../../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
-import { createIngestMetrics } from '../../../src/ingest/evm/metrics.ts';
+import { createIngestMetrics } from '../../../src/ingest/metrics.ts';
 import { createSolanaRpcPool, type SolanaRpcPool } from '../../../src/ingest/solana/rpc.ts';
 import { syncTokenAccount } from '../../../src/ingest/solana/syncTokenAccount.ts';
 import { discoverTokenAccounts, loadTokenAccounts, saveTokenAccounts } from '../../../src/ingest/solana/accounts.ts';

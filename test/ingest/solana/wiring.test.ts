@@ -36,7 +36,7 @@ async function paidAndStored(amount: bigint): Promise<string> {
 describe('solana ingester wiring', () => {
   test('two processes on one database: one ingests, the other stands by and takes over when the first stops', async () => {
     const make = () =>
-      createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, lockRetryMs: 50 });
+      createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, standbyPollMs: 50 });
     const first = make();
     const second = make();
     try {
@@ -59,7 +59,7 @@ describe('solana ingester wiring', () => {
 
   test('an ingester whose lock connection dies stops ingesting and stands by; the other takes over', async () => {
     const make = () =>
-      createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, lockRetryMs: 50 });
+      createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, standbyPollMs: 50 });
     const first = make();
     const second = make();
     try {
@@ -116,7 +116,7 @@ describe('solana ingester over WebSocket', () => {
       // Polls and sweeps a minute apart: only a notification can make this test pass in time.
       pollIntervalMs: 60_000,
       sweepIntervalMs: 60_000,
-      lockRetryMs: 50,
+      standbyPollMs: 50,
     });
     await ingester.start();
     try {

@@ -1,6 +1,10 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-/** Every ingest metric, labelled by chain; created once per registry and shared by the chains' ingesters. */
+/**
+ * Every ingest metric, labelled by chain; created once per registry and shared by every chain's
+ * ingester, its RPC pool and its supervisor. The names and labels are what `dashboards/` and the
+ * alert rules query (test/ingest/dashboards.test.ts): renaming one breaks them.
+ */
 export interface IngestMetrics {
   headBlock: Gauge<'chain'>;
   processedBlock: Gauge<'chain'>;
@@ -76,4 +80,21 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
   });
   cache.set(registry, metrics);
   return metrics;
+}
+
+const solanaLag = new WeakMap<Registry, Gauge>();
+
+/**
+ * `svc_ingest_solana_lag_slots`, registered only by a Solana ingester (an EVM-only daemon does not
+ * export it): slots between the newest slot seen and the slot the last completed pass started at.
+ */
+export function createSolanaLagGauge(registry: Registry): Gauge {
+  let gauge = solanaLag.get(registry) ?? (registry.getSingleMetric('svc_ingest_solana_lag_slots') as Gauge | undefined);
+  gauge ??= new Gauge({
+    name: 'svc_ingest_solana_lag_slots',
+    help: 'Slots between the newest slot seen (processed, over WebSocket; else confirmed) and the confirmed slot at the start of the last completed ingest pass; at rest with WebSocket about the 1-3 slot processed-to-confirmed gap',
+    registers: [registry],
+  });
+  solanaLag.set(registry, gauge);
+  return gauge;
 }

@@ -8,8 +8,13 @@ import {
   WebSocketRequestError,
   SocketClosedError,
 } from 'viem';
+import { isSolanaError, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR } from '@solana/kit';
 
 /**
+ * The one place that reads a failed RPC call's status numbers, codes and messages (EVM through
+ * viem, Solana through @solana/kit) and says what it means; everything else decides from the
+ * kind it returns.
+ *
  * What a failed JSON-RPC call means for the caller:
  * - `range`: an `eth_getLogs` range or response too big for the provider: split the range.
  * - `rate`: the provider throttles us (HTTP 429 or a rate message): slow down, try another URL.
@@ -47,7 +52,7 @@ function find<T>(error: unknown, type: abstract new (...args: never[]) => T): T 
   return undefined;
 }
 
-/** Sorts a failed RPC call into one of the kinds above; `method` matters for `range`. */
+/** Sorts a failed EVM JSON-RPC call (viem) into one of the kinds above; `method` matters for `range`. */
 export function classifyRpcError(error: unknown, method: string): RpcErrorKind {
   const text = messagesOf(error);
   if (find(error, ResponseBodyTooLargeError)) return method === 'eth_getLogs' ? 'range' : 'endpoint';
@@ -69,5 +74,21 @@ export function classifyRpcError(error: unknown, method: string): RpcErrorKind {
     return 'rejected';
   }
   if (method === 'eth_getLogs' && RANGE_MESSAGE.test(text)) return 'range';
+  return 'endpoint';
+}
+
+/**
+ * Sorts a failed Solana JSON-RPC call (@solana/kit) by the same rules, as far as they apply: an
+ * HTTP 429 or a rate message is `rate`; anything else, a JSON-RPC error included, is `endpoint`
+ * (Solana nodes behind one URL disagree about recent slots, so another URL may well answer what
+ * this one refused; `range` and `rejected` are EVM `eth_getLogs` and request errors).
+ */
+export function classifySolanaRpcError(error: unknown): RpcErrorKind {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 8; depth++) {
+    if (isSolanaError(current, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR) && current.context.statusCode === 429) return 'rate';
+    current = (current as { cause?: unknown }).cause;
+  }
+  if (RATE_MESSAGE.test(messagesOf(error))) return 'rate';
   return 'endpoint';
 }

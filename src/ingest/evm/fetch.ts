@@ -1,0 +1,151 @@
+import pLimit from 'p-limit';
+import { numberToHex } from 'viem';
+import type { ChainConfig } from '../../internal/chains.ts';
+import { RetryableError } from '../../internal/errors.ts';
+import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
+import type { BlockHeader } from './persist.ts';
+import { RpcRequestRejected, type Rpc } from './rpc.ts';
+import { fetchTransferLogs, parseTransfers, TRANSFER_TOPIC, type ObservedTransfer } from './transfers.ts';
+import type { WatchedWallets } from './watched.ts';
+
+/** Ranges up to this many unfinalized blocks read headers first and skip `eth_getLogs` when the blooms rule them out. */
+const BLOOM_RANGE_BLOCKS = 16;
+/** Headers fetched at once for the unfinalized part of a range. */
+const HEADER_CONCURRENCY = 8;
+
+interface RpcBlock {
+  number: string;
+  hash: string;
+  parentHash: string;
+  timestamp: string;
+  logsBloom: `0x${string}`;
+}
+
+const toHeader = (block: RpcBlock): BlockHeader => ({
+  number: BigInt(block.number),
+  hash: block.hash.toLowerCase(),
+  parentHash: block.parentHash.toLowerCase(),
+  timestamp: BigInt(block.timestamp),
+  logsBloom: block.logsBloom,
+});
+
+/** A range's data, fetched ahead of its commit. */
+export interface FetchedRange {
+  from: bigint;
+  to: bigint;
+  headers: BlockHeader[];
+  transfers: ObservedTransfer[];
+  fetchMs?: number;
+}
+
+/** Thrown when a range's headers and logs disagree (the chain moved while we read): the cycle restarts. */
+export class ChainMovedError extends RetryableError {
+  override name = 'ChainMovedError';
+}
+
+/** Reads one EVM chain's blocks for its ingester (see {@link createRangeFetcher}). */
+export interface RangeFetcher {
+  /** The node's header at a number or tag, or null when it has none. */
+  getHeader(tag: bigint | 'latest' | 'safe' | 'finalized'): Promise<BlockHeader | null>;
+  /** The headers of the unfinalized part of [from, to] (`fin`: the finalized block) and the transfers into watched wallets in it. */
+  fetchRange(from: bigint, to: bigint, fin: bigint): Promise<FetchedRange>;
+}
+
+/**
+ * The fetching half of an EVM ingester: headers, `eth_getLogs` and block times over the chain's
+ * RPC pool. `onRangeRefused(size)` tells the ingester a provider refused a range of `size`
+ * blocks, so it plans smaller ones; the range is then thrown as a {@link ChainMovedError}.
+ */
+export function createRangeFetcher(params: { chain: ChainConfig; rpc: Rpc; watched: WatchedWallets; onRangeRefused(size: bigint): void }): RangeFetcher {
+  const { rpc, watched } = params;
+  const name = params.chain.name;
+  const tokens = params.chain.tokens.map((token) => token.address.toLowerCase());
+  const tokenCanonical = new Map(params.chain.tokens.map((token) => [token.address.toLowerCase(), token.address]));
+  const bloomFilter = { topic: bloomBits(TRANSFER_TOPIC), tokens: tokens.map((token) => bloomBits(token as `0x${string}`)) };
+
+  async function getHeader(tag: bigint | 'latest' | 'safe' | 'finalized'): Promise<BlockHeader | null> {
+    const block = await rpc.request<RpcBlock | null>('eth_getBlockByNumber', [typeof tag === 'bigint' ? numberToHex(tag) : tag, false]);
+    return block ? toHeader(block) : null;
+  }
+
+  async function fetchHeaders(from: bigint, to: bigint): Promise<BlockHeader[]> {
+    if (to < from) return [];
+    const limit = pLimit(HEADER_CONCURRENCY);
+    const numbers: bigint[] = [];
+    for (let n = from; n <= to; n++) numbers.push(n);
+    const fetched = await Promise.all(numbers.map((n) => limit(() => getHeader(n))));
+    return fetched.map((header) => {
+      if (!header) throw new ChainMovedError(`${name}: a block below the head is missing (the node is behind or the chain shrank)`);
+      return header;
+    });
+  }
+
+  /**
+   * One range's headers (unfinalized part) and transfers. At the head (a short, wholly
+   * unfinalized range) headers come first so a `logsBloom` that rules the range out saves the
+   * `eth_getLogs`; while catching up the logs come first, so a range the provider refuses costs
+   * one request. Either way every log must carry its block's header hash, or the range is re-read.
+   */
+  async function fetchRangeData(from: bigint, to: bigint, fin: bigint): Promise<FetchedRange> {
+    const firstUnfinalized = from > fin ? from : fin + 1n;
+    const atHead = from >= firstUnfinalized && to - from < BigInt(BLOOM_RANGE_BLOCKS);
+    let headers: BlockHeader[] = [];
+    if (atHead || watched.size === 0) {
+      headers = await fetchHeaders(firstUnfinalized, to);
+      if (watched.size === 0) return { from, to, headers, transfers: [] };
+      const recipients = watched.bloom();
+      if (!headers.some((header) => blockMayHaveTransfers(header.logsBloom, { ...bloomFilter, recipients }))) {
+        return { from, to, headers, transfers: [] };
+      }
+    }
+    const logs = await fetchTransferLogs({ rpc, from, to, tokens, watched, split: false, onRangeError: params.onRangeRefused }).catch((error) => {
+      // Re-plan with the halved size rather than split here: commits stay small and pipelined.
+      if (error instanceof RpcRequestRejected && error.kind === 'range') throw new ChainMovedError(`${name}: range of ${to - from + 1n} blocks refused; shrinking`, { cause: error });
+      throw error;
+    });
+    if (!atHead) headers = await fetchHeaders(firstUnfinalized, to);
+    const hashes = new Map(headers.map((header) => [header.number, header.hash]));
+    for (const entry of logs) {
+      const expected = hashes.get(BigInt(entry.blockNumber));
+      if (expected && expected !== entry.blockHash.toLowerCase()) {
+        throw new ChainMovedError(`${name}: logs of block ${BigInt(entry.blockNumber)} come from another branch than its header`);
+      }
+    }
+    const transfers = parseTransfers(logs, { tokens: tokenCanonical, watched });
+    await fillBlockTimes(transfers, headers);
+    return { from, to, headers, transfers };
+  }
+
+  /**
+   * Gives every transfer its block's time, which decides "paid before expiry" and the monitoring
+   * window. Logs carry `blockTimestamp` only on some providers; otherwise the range's headers
+   * have it, and blocks outside them (finalized history) are read once each, only those that hold
+   * a watched transfer. Without this, a payment ingested after an outage would be judged by when
+   * it was ingested, not when it was paid.
+   */
+  async function fillBlockTimes(transfers: ObservedTransfer[], headers: BlockHeader[]): Promise<void> {
+    const times = new Map(headers.map((header) => [header.number, new Date(Number(header.timestamp) * 1000)]));
+    const missing = [...new Set(transfers.filter((t) => !t.blockTime && !times.has(t.blockNumber)).map((t) => t.blockNumber))];
+    const limit = pLimit(HEADER_CONCURRENCY);
+    await Promise.all(
+      missing.map((number) =>
+        limit(async () => {
+          const header = await getHeader(number);
+          if (!header) throw new ChainMovedError(`${name}: block ${number} of a transfer is missing (the node is behind or the chain shrank)`);
+          times.set(number, new Date(Number(header.timestamp) * 1000));
+        }),
+      ),
+    );
+    for (const transfer of transfers) transfer.blockTime ??= times.get(transfer.blockNumber) ?? null;
+  }
+
+  return {
+    getHeader,
+    async fetchRange(from, to, fin) {
+      const started = performance.now();
+      const range = await fetchRangeData(from, to, fin);
+      range.fetchMs = Math.round(performance.now() - started);
+      return range;
+    },
+  };
+}
