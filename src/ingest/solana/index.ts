@@ -73,7 +73,7 @@ const ERROR_BACKOFF_MS = 1_000;
 const ERROR_BACKOFF_MAX_MS = 30_000;
 /** Token accounts synced in parallel per pass; each sync is a few sequential RPC calls. */
 const ACCOUNT_CONCURRENCY = 4;
-/** Advisory lock key (two int4 halves): one active Solana ingester per database (DESIGN.md rule 8). */
+/** Advisory lock key (two int4 halves): one active Solana ingester per database (docs/architecture.md rule 8). */
 export const LOCK_KEY = [0x73766300, 0x736f6c];
 
 /**
