@@ -45,7 +45,7 @@ export interface Daemon {
 /**
  * Starts the daemon's roles in one process: `api` (HTTP), `ingest` (chain watchers) and
  * `worker` (engine and webhook jobs). Any subset can run per process; several processes can
- * share one database (see DESIGN.md, rule 8).
+ * share one database (see docs/architecture.md, rule 8).
  */
 export async function startDaemon(params: { config: Config; logger: Logger; roles: readonly Role[] }): Promise<Daemon> {
   const { config, logger, roles } = params;

@@ -35,7 +35,7 @@ export interface EventEnvelope {
 
 /**
  * Writes one event to the outbox on `sql`, which must be the transaction that makes the state
- * change the event reports (DESIGN.md rule 5): both commit, or neither does.
+ * change the event reports (docs/architecture.md rule 5): both commit, or neither does.
  * @returns the stored envelope.
  */
 export async function appendEvent(

@@ -1,8 +1,8 @@
 /**
- * A reference model of the engine for the property test: the documented rules (README "Payment
- * lifecycle" and "Matching") written as plainly as possible over in-memory data, with no SQL,
- * no locks and no batching. One merchant, one wallet, one token, tolerance 0, reorgs shallower
- * than the confirmation depth.
+ * A reference model of the engine for the property test: the documented rules
+ * (docs/payment-lifecycle.md, "Transitions" and "Matching") written as plainly as possible over
+ * in-memory data, with no SQL, no locks and no batching. One merchant, one wallet, one token,
+ * tolerance 0, reorgs shallower than the confirmation depth.
  */
 
 export const REQUIRED = 32;
