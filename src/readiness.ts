@@ -18,7 +18,7 @@ export interface ReadyReport {
    * `current`: every migration file of this release is applied and the database has none this
    * release does not know. `pending`: files not applied yet (a restored older backup, or the
    * migrations of this release have not run). `ahead`: the database carries migrations of a
-   * newer release (an old process during an upgrade must not serve; README "Upgrading").
+   * newer release (an old process during an upgrade must not serve; docs/operating.md, "Upgrade").
    */
   migrations: { status: 'current' | 'pending' | 'ahead' | 'unknown'; pending: number[]; unknown: number[] };
   /** Ingest role only: each chain's state in this process (leader, standby, retrying, refused, stopped). */

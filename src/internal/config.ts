@@ -170,7 +170,7 @@ function oneOf<T extends string>(values: readonly T[]) {
 }
 
 /**
- * Every variable the daemon reads, with its documentation. The README's configuration table
+ * Every variable the daemon reads, with its documentation. The configuration table in docs/configuration.md
  * is this list; `svc config` prints it.
  */
 export const VARIABLES = {

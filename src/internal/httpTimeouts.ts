@@ -21,7 +21,7 @@ function parseMs(raw: string): number {
   return Number(raw);
 }
 
-/** The variables, spread into config.ts's VARIABLES (so the README table and `svc config` list them). */
+/** The variables, spread into config.ts's VARIABLES (so docs/configuration.md's table and `svc config` list them). */
 export const HTTP_TIMEOUT_VARIABLES = {
   httpHeadersTimeoutMs: {
     name: 'SVC_HTTP_HEADERS_TIMEOUT_MS',
