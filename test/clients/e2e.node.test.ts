@@ -1,0 +1,45 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, expect, test } from 'vitest';
+import { useDaemon } from './daemon.ts';
+
+const run = promisify(execFile);
+const daemon = useDaemon('clients_e2e_node');
+const installDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-client-node-'));
+afterAll(() => fs.rmSync(installDir, { recursive: true, force: true }));
+
+/**
+ * @svc/gateway as a merchant gets it: built with tsc from clients/node, its package.json beside
+ * dist/, in a node_modules of its own (what `npm install @svc/gateway` leaves).
+ */
+async function installBuiltPackage(): Promise<string> {
+  const packageDir = path.join(installDir, 'node_modules/@svc/gateway');
+  // Emit only: the types are checked by the repository's `npm run typecheck`.
+  await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'clients/node/tsconfig.json', '--outDir', path.join(packageDir, 'dist'), '--noCheck']);
+  fs.copyFileSync('clients/node/package.json', path.join(packageDir, 'package.json'));
+  fs.copyFileSync('clients/node/examples/quickstart.mjs', path.join(installDir, 'quickstart.mjs'));
+  return installDir;
+}
+
+test('the Node quick start against a real daemon: create a sandbox session, list it, pay it, receive its webhooks and verify them with the built package', async () => {
+  const dir = await installBuiltPackage();
+  expect(fs.existsSync(path.join(dir, 'node_modules/@svc/gateway/dist/index.d.ts'))).toBe(true);
+  const { stdout } = await run(process.execPath, ['quickstart.mjs'], { cwd: dir, env: { ...process.env, SVC_API_KEY: daemon.testKey, SVC_BASE_URL: daemon.baseUrl }, timeout: 40_000 });
+  const sessionId = /^created (ses_\w+): pay 25(?:\.\d+)? USDC on base to 0x/m.exec(stdout)?.[1];
+  expect(sessionId, stdout).toBeDefined();
+  expect(stdout).toContain(`listed ${sessionId} status=pending`);
+  expect(stdout).toMatch(/^paid 25(?:\.\d+)? in the sandbox, tx 0x[0-9a-f]{64}$/m);
+  // The deliveries carried two signatures (the rotation's overlap), and the new secret verified them.
+  expect(stdout).toMatch(new RegExp(`^✓ payment\\.confirming evt_\\w+ ${sessionId} status=confirming signature verified$`, 'm'));
+  expect(stdout).toMatch(new RegExp(`^✓ payment\\.confirmed evt_\\w+ ${sessionId} status=confirmed signature verified$`, 'm'));
+  expect(stdout).not.toContain('✗');
+});
+
+test('the daemon serves the OpenAPI document the clients were generated from', async () => {
+  const served = (await (await fetch(`${daemon.baseUrl}/openapi.json`)).json()) as { paths: unknown; servers: unknown };
+  const snapshot = JSON.parse(fs.readFileSync('clients/openapi.json', 'utf8')) as { paths: unknown; servers: unknown };
+  expect({ ...served, servers: undefined }).toEqual({ ...snapshot, servers: undefined });
+});
