@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, expect, test } from 'vitest';
 import { useDaemon } from './daemon.ts';
+import { AuthenticationError, BadRequestError, createGatewayClient, NotFoundError } from '../../clients/node/src/index.ts';
 
 const run = promisify(execFile);
 const daemon = useDaemon('clients_e2e_node');
@@ -42,4 +43,24 @@ test('the daemon serves the OpenAPI document the clients were generated from', a
   const served = (await (await fetch(`${daemon.baseUrl}/openapi.json`)).json()) as { paths: unknown; servers: unknown };
   const snapshot = JSON.parse(fs.readFileSync('clients/openapi.json', 'utf8')) as { paths: unknown; servers: unknown };
   expect({ ...served, servers: undefined }).toEqual({ ...snapshot, servers: undefined });
+});
+
+test('against the real daemon: both key headers, pages walked with startingAfter, idempotent replays, and typed errors with the daemon\'s messages', async () => {
+  const bearer = createGatewayClient({ apiKey: daemon.testKey, baseUrl: daemon.baseUrl });
+  const apiKey = createGatewayClient({ apiKey: daemon.testKey, baseUrl: daemon.baseUrl, authHeader: 'x-api-key' });
+  const created = [];
+  for (const amount of ['1', '2', '3']) created.push(await apiKey.payments.create({ amount, currency: 'USDT', chain: 'polygon' }));
+  const replayed = await bearer.payments.create({ amount: '1', currency: 'USDT', chain: 'polygon' }, { idempotencyKey: 'e2e-order-1' });
+  expect(await bearer.payments.create({ amount: '1', currency: 'USDT', chain: 'polygon' }, { idempotencyKey: 'e2e-order-1' })).toEqual(replayed);
+
+  const walked: string[] = [];
+  for await (const payment of bearer.payments.list({ limit: 2, currency: 'USDT' })) walked.push(payment.id);
+  expect(walked).toEqual([replayed.id, ...created.map((payment) => payment.id).reverse()]);
+  expect((await apiKey.payments.list({ limit: 2, currency: 'USDT' })).hasMore).toBe(true);
+
+  await expect(bearer.payments.retrieve('ses_doesNotExist000000')).rejects.toBeInstanceOf(NotFoundError);
+  await expect(bearer.payments.create({ amount: '-1', currency: 'USDT', chain: 'polygon' })).rejects.toSatisfy(
+    (error) => error instanceof BadRequestError && error.status === 400 && /amount/.test(error.message) && error.requestId === undefined,
+  );
+  await expect(createGatewayClient({ apiKey: 'svc_test_wrong', baseUrl: daemon.baseUrl }).status.retrieve()).rejects.toBeInstanceOf(AuthenticationError);
 });
