@@ -1,0 +1,1 @@
+"""Files generated from the gateway's OpenAPI document (clients/scripts/regenerate.ts)."""

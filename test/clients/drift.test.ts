@@ -1,0 +1,10 @@
+import { expect, test } from 'vitest';
+import { differences, everything } from '../../clients/scripts/regenerate.ts';
+
+// The clients cannot drift from the daemon: the OpenAPI snapshot, the webhook vectors and every
+// generated file are derived afresh from the daemon's code and must equal what is committed.
+test('clients/openapi.json, clients/webhook-vectors.json and every generated client file are what regenerate.ts makes from the daemon', async () => {
+  const files = await everything();
+  expect(files.size).toBeGreaterThanOrEqual(6);
+  expect(differences(files), 'out of date: run `npx tsx clients/scripts/regenerate.ts` and commit the result').toEqual([]);
+});

@@ -1,0 +1,23 @@
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { expect, test } from 'vitest';
+import { useDaemon } from './daemon.ts';
+
+const run = promisify(execFile);
+const daemon = useDaemon('clients_e2e_python');
+
+test('the Python quick start against a real daemon: create a sandbox session, list it, pay it, receive its webhooks on a Python receiver and verify them with svc_gateway', async () => {
+  const { stdout } = await run('python3', ['clients/python/examples/quickstart.py'], {
+    env: { ...process.env, PYTHONPATH: path.resolve('clients/python'), PYTHONDONTWRITEBYTECODE: '1', PYTHONIOENCODING: 'utf-8', SVC_API_KEY: daemon.testKey, SVC_BASE_URL: daemon.baseUrl },
+    timeout: 40_000,
+  });
+  const sessionId = /^created (ses_\w+): pay 25(?:\.\d+)? USDC on base to 0x/m.exec(stdout)?.[1];
+  expect(sessionId, stdout).toBeDefined();
+  expect(stdout).toContain(`listed ${sessionId} status=pending`);
+  expect(stdout).toMatch(/^paid 25(?:\.\d+)? in the sandbox, tx 0x[0-9a-f]{64}$/m);
+  // The deliveries carried two signatures (the rotation's overlap), and the new secret verified them.
+  expect(stdout).toMatch(new RegExp(`^✓ payment\\.confirming evt_\\w+ ${sessionId} status=confirming signature verified$`, 'm'));
+  expect(stdout).toMatch(new RegExp(`^✓ payment\\.confirmed evt_\\w+ ${sessionId} status=confirmed signature verified$`, 'm'));
+  expect(stdout).not.toContain('✗');
+});
