@@ -39,7 +39,7 @@ export interface Io {
 }
 
 /** A mistake in how the command was called: print the message and the command's help. */
-class UsageError extends Error {}
+class UsageError extends NonRetryableError {}
 
 interface OptionSpec {
   type: 'string' | 'boolean';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { RetryableError } from '../internal/errors.ts';
+import { NonRetryableError, RetryableError } from '../internal/errors.ts';
 
 /**
  * Postgres numeric(78,0) comes back as text; money is parsed into bigint by the code that
@@ -60,7 +60,7 @@ export class DatabaseTimeoutError extends RetryableError {
  * be learned: the change may or may not be in the database. Not retryable as such (a retry
  * without an Idempotency-Key could apply it twice): the HTTP layer says so instead of a 503.
  */
-export class CommitOutcomeUnknownError extends Error {
+export class CommitOutcomeUnknownError extends NonRetryableError {
   override name = 'CommitOutcomeUnknownError';
   readonly code = 'SVC_COMMIT_UNKNOWN';
 }
