@@ -10,8 +10,7 @@ import {
   UnavailableError,
   UnprocessableError,
 } from '../internal/errors.ts';
-import { CommitOutcomeUnknownError } from '../store/index.ts';
-import { isDatabaseUnavailable } from './unavailable.ts';
+import { CommitOutcomeUnknownError, isDatabaseUnavailable } from '../store/index.ts';
 
 /** What the HTTP layer sends for an error: its status, extra headers and the `{"error"}` body. */
 export interface ErrorAnswer {

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Sql, Store } from '../store/index.ts';
+import { isDatabaseUnavailable, type Sql, type Store } from '../store/index.ts';
 import { RateLimitedError } from '../internal/errors.ts';
-import { isDatabaseUnavailable } from './unavailable.ts';
 
 /**
  * Which budget a route spends: `create` (payment creation: POST /sessions, /payments,
