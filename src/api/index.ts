@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { badRequest, notFound } from '../internal/errors.ts';
 import { connectionsCheckingIntervalMs } from '../internal/httpTimeouts.ts';
+import { answerClientError } from '../internal/httpClientErrors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerValidation } from './validation.ts';
@@ -129,6 +130,8 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     connectionTimeout: timeouts.idleMs,
     keepAliveTimeout: timeouts.keepAliveMs,
     http: { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts) },
+    // A request cut off by those timeouts, or one that is not HTTP, gets the same `{"error"}` shape.
+    clientErrorHandler: answerClientError,
     // The client IP of per-IP rate limits: the socket address unless SVC_TRUST_PROXY names the proxies.
     trustProxy: (deps.config.trustProxy ?? false) as FastifyServerOptions['trustProxy'] & boolean,
     // Errors fastify raises before routing (an undecodable URL): the same `{"error"}` shape.
