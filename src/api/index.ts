@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { badRequest, notFound } from '../internal/errors.ts';
-import { connectionsCheckingIntervalMs } from '../internal/httpTimeouts.ts';
+import { nodeServerTimeouts } from '../internal/httpTimeouts.ts';
 import { answerClientError } from '../internal/httpClientErrors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
@@ -129,7 +129,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     requestTimeout: timeouts.requestMs,
     connectionTimeout: timeouts.idleMs,
     keepAliveTimeout: timeouts.keepAliveMs,
-    http: { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts) },
+    http: nodeServerTimeouts(timeouts),
     // A request cut off by those timeouts, or one that is not HTTP, gets the same `{"error"}` shape.
     clientErrorHandler: answerClientError,
     // The client IP of per-IP rate limits: the socket address unless SVC_TRUST_PROXY names the proxies.
