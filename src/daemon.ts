@@ -112,7 +112,7 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     let metricsUrl: string | undefined;
     if (config.metricsPort !== undefined) {
       const routes = { '/ready': () => readyResponse(readiness), '/health': () => healthResponse(store, startedAt) };
-      const metricsServer = await serveMetrics({ registry: metrics, host: config.host, port: config.metricsPort, routes });
+      const metricsServer = await serveMetrics({ registry: metrics, host: config.host, port: config.metricsPort, routes, timeouts: config.httpTimeouts });
       shutdown.add('metrics', () => metricsServer.close());
       metricsUrl = metricsServer.url;
       logger.info({ msg: 'Metrics listening', url: `${metricsServer.url}/metrics` });

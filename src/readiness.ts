@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { readMigrations } from './store/migrate.ts';
-import type { Store } from './store/index.ts';
+import { isUndefinedTable, type Store } from './store/index.ts';
 import type { ChainIngestState } from './ingest/index.ts';
 
 /**
@@ -60,7 +60,7 @@ export function createReadiness(params: { store: Store; roles: readonly string[]
         if (migrations.unknown.length > 0) reasons.push(`the database has migrations this release does not know: ${migrations.unknown.join(', ')} (a newer release migrated it)`);
       } catch (error) {
         // A database without schema_migrations yet (42P01) answers, but nothing is migrated.
-        if ((error as { code?: string }).code === '42P01') {
+        if (isUndefinedTable(error)) {
           migrations.status = 'pending';
           migrations.pending = files;
           reasons.push('migrations not applied: the database has no schema_migrations table (run svc migrate)');

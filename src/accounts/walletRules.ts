@@ -39,7 +39,7 @@ async function linksOn(sql: Sql, params: { merchantId: string; chain: ChainName;
  * were created with, and removing the wallet would stop the ingesters from seeing those payments.
  * Removing the default wallet leaves the chain without a default; no other wallet takes its place.
  * Run it in a transaction (the row lock keeps a session from starting to use the wallet meanwhile).
- * @throws {HttpError} 404 unknown wallet, 409 wallet in use.
+ * @throws {NotFoundError} unknown wallet; {ConflictError} wallet in use.
  */
 export async function removeWallet(sql: Sql, params: { merchantId: string; walletId: string }): Promise<Wallet> {
   // FOR UPDATE waits for session creations holding the row (FOR KEY SHARE); the checks below then see their sessions.

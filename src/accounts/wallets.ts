@@ -98,7 +98,7 @@ export async function getWallet(sql: Sql, params: { merchantId: string; walletId
  * name no `merchantWallet` pay. The previous default, if any, stops being it in the same
  * transaction (the database allows one default per merchant and chain). Run it in a transaction:
  * the two updates must commit together.
- * @throws {HttpError} 404 unknown wallet, 409 unverified wallet.
+ * @throws {NotFoundError} unknown wallet; {ConflictError} unverified wallet.
  */
 export async function setDefaultWallet(sql: Sql, params: { merchantId: string; walletId: string }): Promise<Wallet> {
   const { rows } = await sql.query<WalletRow>(`SELECT ${COLUMNS} FROM wallets WHERE id = $1 AND merchant_id = $2 FOR UPDATE`, [params.walletId, params.merchantId]);

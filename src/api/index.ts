@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
-import { badRequest, HttpError } from '../internal/errors.ts';
-import { connectionsCheckingIntervalMs } from '../internal/httpTimeouts.ts';
+import { badRequest, notFound } from '../internal/errors.ts';
+import { nodeServerTimeouts } from '../internal/httpTimeouts.ts';
+import { answerClientError } from '../internal/httpClientErrors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerValidation } from './validation.ts';
@@ -8,7 +9,7 @@ import { findIllFormedText, illFormedTextMessage } from './wellFormed.ts';
 import { registerOpenApi, openApiRoutes } from './openapi.ts';
 import { DEFAULT_RATE_LIMITS, registerIpRateLimit, registerKeyRateLimit } from './rateLimits.ts';
 import { registerIdempotency } from './idempotency.ts';
-import { isDatabaseUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable.ts';
+import { errorAnswer, frameworkErrorAnswer } from './httpErrors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 import { feeRoutes } from './routes/fees.ts';
@@ -128,43 +129,27 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     requestTimeout: timeouts.requestMs,
     connectionTimeout: timeouts.idleMs,
     keepAliveTimeout: timeouts.keepAliveMs,
-    http: { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts) },
+    http: nodeServerTimeouts(timeouts),
+    // A request cut off by those timeouts, or one that is not HTTP, gets the same `{"error"}` shape.
+    clientErrorHandler: answerClientError,
     // The client IP of per-IP rate limits: the socket address unless SVC_TRUST_PROXY names the proxies.
     trustProxy: (deps.config.trustProxy ?? false) as FastifyServerOptions['trustProxy'] & boolean,
     // Errors fastify raises before routing (an undecodable URL): the same `{"error"}` shape.
     frameworkErrors: (error, _request, reply) => {
-      const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
-      (reply as FastifyReply).status(status).send({ error: error.message });
+      const answer = frameworkErrorAnswer(error);
+      (reply as FastifyReply).status(answer.status).send(answer.body);
     },
   });
 
+  // Every error a route, hook or parser throws is answered from its class (src/api/httpErrors.ts).
   app.setErrorHandler((error, request, reply) => {
-    if (error instanceof HttpError) {
-      return reply.status(error.status).headers(error.headers).send({ error: error.shortMessage });
-    }
-    const status = (error as { statusCode?: number }).statusCode;
-    const code = (error as { code?: string }).code;
-    // The issue asks for 400 (not 413/415) for oversized bodies and wrong content types.
-    if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(400).send({ error: `request body is larger than ${BODY_LIMIT_BYTES} bytes` });
-    if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') return reply.status(400).send({ error: (error as Error).message });
-    if (status && status >= 400 && status < 500) {
-      return reply.status(status).send({ error: (error as Error).message });
-    }
-    if ((error as { code?: string }).code === 'SVC_COMMIT_UNKNOWN') {
-      // Not a 503: a retry without an Idempotency-Key could apply the change a second time.
-      request.log.error({ msg: 'Commit outcome unknown', err: error, method: request.method, url: request.url });
-      return reply.status(500).send({
-        error: 'the database did not confirm this change in time: it may have been applied. Retry with the same Idempotency-Key (which returns the first answer if it was), or read the resource before retrying',
-      });
-    }
-    if (isDatabaseUnavailable(error)) {
-      request.log.warn({ msg: 'Database unavailable', err: error, method: request.method, url: request.url });
-      return reply.status(503).header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).send({ error: 'the service is temporarily unavailable (database unreachable); retry later' });
-    }
-    request.log.error({ msg: 'Unhandled error in request', err: error, method: request.method, url: request.url });
-    return reply.status(500).send({ error: 'internal server error' });
+    const answer = errorAnswer(error, { bodyLimitBytes: BODY_LIMIT_BYTES });
+    if (answer.log) request.log[answer.log.level]({ msg: answer.log.msg, err: error, method: request.method, url: request.url });
+    return reply.status(answer.status).headers(answer.headers).send(answer.body);
   });
-  app.setNotFoundHandler((request, reply) => reply.status(404).send({ error: `no route for ${request.method} ${request.url.split('?')[0]}` }));
+  app.setNotFoundHandler(async (request) => {
+    throw notFound(`no route for ${request.method} ${request.url.split('?')[0]}`);
+  });
 
   registerValidation(app);
   registerEmptyJsonBody(app);

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Sql, Store } from '../store/index.ts';
-import { HttpError } from '../internal/errors.ts';
-import { isDatabaseUnavailable } from './unavailable.ts';
+import { isDatabaseUnavailable, type Sql, type Store } from '../store/index.ts';
+import { RateLimitedError } from '../internal/errors.ts';
 
 /**
  * Which budget a route spends: `create` (payment creation: POST /sessions, /payments,
@@ -80,14 +79,10 @@ function setHeaders(reply: FastifyReply, result: Hit): void {
   reply.header('RateLimit-Reset', String(result.resetSeconds));
 }
 
-function refuse(result: Hit, what: string): HttpError {
-  return new HttpError(429, `rate limit exceeded: ${result.limit} ${what} per minute; retry in ${result.resetSeconds} s`, {
-    headers: {
-      'Retry-After': String(result.resetSeconds),
-      'RateLimit-Limit': String(result.limit),
-      'RateLimit-Remaining': '0',
-      'RateLimit-Reset': String(result.resetSeconds),
-    },
+function refuse(result: Hit, what: string): RateLimitedError {
+  return new RateLimitedError(`rate limit exceeded: ${result.limit} ${what} per minute; retry in ${result.resetSeconds} s`, {
+    retryAfterSeconds: result.resetSeconds,
+    limit: result.limit,
   });
 }
 

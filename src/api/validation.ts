@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
-import { badRequest, notFound, type HttpError } from '../internal/errors.ts';
+import { badRequest, notFound, type NotFoundError } from '../internal/errors.ts';
 
 // ajv-formats ships CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -84,7 +84,7 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
  * names nothing, exactly like a well-shaped unknown one: 404 (spec §7 lists 404 for an unknown
  * resource), named with the schema's `x-not-found` ("payment session \"abc-1\" not found").
  */
-export function unknownIdError(error: ErrorObject): HttpError {
+export function unknownIdError(error: ErrorObject): NotFoundError {
   const noun = (error.parentSchema as { 'x-not-found'?: string } | undefined)?.['x-not-found'] ?? 'resource';
   const id = typeof error.data === 'string' ? error.data : '';
   return notFound(`${noun} ${JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id)} not found`);

@@ -1,7 +1,7 @@
 import type { Store } from '../store/index.ts';
 import { loadChains } from '../internal/chains.ts';
 import { canonicalAddress } from '../internal/addresses.ts';
-import { badRequest, conflict, HttpError, notFound } from '../internal/errors.ts';
+import { badRequest, conflict, notFound, RateLimitedError } from '../internal/errors.ts';
 import { formatAmount } from '../internal/money.ts';
 import { checkReceivingWallet } from '../engine/sessions.ts';
 import { requestRefund } from '../api/refunds.ts';
@@ -68,7 +68,7 @@ export async function requestRefundFromCheckout(store: Store, sessionId: string,
     const { rows: previous } = await sql.query<{ status: string }>('SELECT status FROM refunds WHERE session_id = $1', [sessionId]);
     if (previous.some((row) => row.status === 'requested')) throw conflict('a refund request for this payment is already open; the merchant will answer it');
     if (previous.length >= MAX_REFUND_REQUESTS_PER_SESSION) {
-      throw new HttpError(429, `at most ${MAX_REFUND_REQUESTS_PER_SESSION} refund requests can be made for one payment; contact the merchant`);
+      throw new RateLimitedError(`at most ${MAX_REFUND_REQUESTS_PER_SESSION} refund requests can be made for one payment; contact the merchant`);
     }
 
     const metadata: Record<string, string> = { requestedBy: 'customer', source: 'checkout' };

@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts';
 import { createLogger, type Logger } from '../internal/logger.ts';
-import { ConfigError, HttpError, NonRetryableError } from '../internal/errors.ts';
+import { NonRetryableError } from '../internal/errors.ts';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../internal/crypto.ts';
 import { connectDatabase } from '../store/connect.ts';
 import { migrate } from '../store/migrate.ts';
@@ -39,7 +39,7 @@ export interface Io {
 }
 
 /** A mistake in how the command was called: print the message and the command's help. */
-class UsageError extends Error {}
+class UsageError extends NonRetryableError {}
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -512,7 +512,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       if (!json) io.err(`\n${helpFor(name, command)}\n`);
       return 2;
     }
-    if (error instanceof ConfigError || error instanceof HttpError || error instanceof NonRetryableError) {
+    if (error instanceof NonRetryableError) {
       reportError(io, json, error.message);
       return 1;
     }

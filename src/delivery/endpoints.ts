@@ -2,6 +2,7 @@ import type { Sql } from '../store/index.ts';
 import type { SecretBox } from '../internal/crypto.ts';
 import { newId } from '../internal/crypto.ts';
 import { newWebhookSecret } from './secrets.ts';
+import { ConflictError } from '../internal/errors.ts';
 
 /** A webhook endpoint registered with POST /webhooks, as the API shows it (never its secret). */
 export interface WebhookEndpoint {
@@ -65,7 +66,7 @@ export interface Owner {
 export const MAX_ENDPOINTS_PER_MODE = 16;
 
 /** Refused registration: the owner already has MAX_ENDPOINTS_PER_MODE endpoints in this mode. */
-export class TooManyEndpointsError extends Error {
+export class TooManyEndpointsError extends ConflictError {
   override name = 'TooManyEndpointsError';
   constructor(livemode: boolean) {
     super(`this account already has ${MAX_ENDPOINTS_PER_MODE} ${livemode ? 'live' : 'sandbox'} webhook endpoints, the most allowed: delete one first`);

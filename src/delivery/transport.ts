@@ -1,5 +1,6 @@
 import { Agent, request } from 'undici';
-import { assertLiteralHostAllowed, guardedLookup, parseWebhookUrl, type GuardParams } from './ssrf.ts';
+import { findCause } from '../internal/errors.ts';
+import { assertLiteralHostAllowed, guardedLookup, parseWebhookUrl, UnsafeWebhookUrlError, type GuardParams } from './ssrf.ts';
 
 /** Spec-independent contract with receivers: an attempt that has no full answer in 15 s failed. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
@@ -42,12 +43,19 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
       const bodyExcerpt = await readExcerpt(response.body);
       return { ok: true, status: response.statusCode, headers: response.headers, bodyExcerpt };
     } catch (error) {
-      const unsafe = (error as Error).name === 'UnsafeWebhookUrlError' || (error as { cause?: Error }).cause?.name === 'UnsafeWebhookUrlError';
       const message = signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error);
-      return { ok: false, error: message, unsafe };
+      return { ok: false, error: message, unsafe: isUnsafeUrlFailure(error) };
     }
   };
   return Object.assign(send, { close: () => agent.close() });
+}
+
+/**
+ * Whether a failed attempt was the SSRF guard refusing the address (the guard's error, or undici's
+ * connect error caused by it): such an attempt is not retried like a network error.
+ */
+export function isUnsafeUrlFailure(error: unknown): boolean {
+  return findCause(error, UnsafeWebhookUrlError) !== undefined;
 }
 
 function describe(error: unknown): string {

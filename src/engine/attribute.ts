@@ -74,8 +74,8 @@ export async function listUnmatchedTransfers(
  * Then the session is evaluated at once in the same transaction, so the response shows its new
  * state and the events are in the outbox. Manual attribution ignores the monitoring window: the
  * merchant decides.
- * @throws {HttpError} 404 unknown transfer or session, 409 already attributed / removed / settled,
- * 400 chain, wallet or token mismatch. Nothing is written on any error.
+ * @throws {NotFoundError} unknown transfer or session; {ConflictError} already attributed / removed / settled,
+ * {InvalidRequestError} chain, wallet or token mismatch. Nothing is written on any error.
  */
 export async function attributeTransfer(
   store: Store,

@@ -1,3 +1,4 @@
+import { NonRetryableError } from '../internal/errors.ts';
 import type { EventType } from './outbox.ts';
 
 /** The payment session states of spec §3. */
@@ -67,7 +68,7 @@ export const TRANSITIONS: readonly Transition[] = [
 ];
 
 /** A transition that `TRANSITIONS` does not list. Always a bug in the engine, never bad input. */
-export class IllegalTransitionError extends Error {
+export class IllegalTransitionError extends NonRetryableError {
   override name = 'IllegalTransitionError';
 }
 

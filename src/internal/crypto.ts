@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isFileExistsError } from './errors.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -81,7 +82,7 @@ export function loadOrCreateEncryptionKey(params: { configured: Buffer | undefin
   try {
     fs.writeFileSync(file, randomBytes(32).toString('hex') + '\n', { flag: 'wx', mode: 0o600 });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    if (!isFileExistsError(error)) throw error;
   }
   for (let attempt = 0; attempt < 50; attempt++) {
     const text = fs.readFileSync(file, 'utf8').trim();

@@ -83,3 +83,8 @@ export function httpTimeoutProblems(timeouts: HttpTimeouts, apiDbTimeoutMs: numb
 export function connectionsCheckingIntervalMs(timeouts: HttpTimeouts): number {
   return Math.max(50, Math.min(1_000, Math.floor(timeouts.headersMs / 10)));
 }
+
+/** Node's `http.Server` options for `timeouts`: the headers and request limits, and how often Node checks them. */
+export function nodeServerTimeouts(timeouts: HttpTimeouts): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
+  return { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts) };
+}

@@ -3,8 +3,10 @@
  * two functions are the only place the two meet; nothing here touches a JS number.
  */
 
+import { NonRetryableError } from './errors.ts';
+
 /** Why an amount text was refused, said so the client can fix it. */
-export class AmountError extends Error {
+export class AmountError extends NonRetryableError {
   override name = 'AmountError';
 }
 

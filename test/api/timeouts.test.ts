@@ -50,6 +50,13 @@ function trickle(socket: net.Socket, text: string, everyMs: number): void {
   }, everyMs);
 }
 
+/** A raw answer's status line and JSON body. */
+function parseRaw(received: string): { statusLine: string; headers: string; body: unknown } {
+  const [head = '', body = ''] = received.split('\r\n\r\n');
+  const [statusLine = '', ...headers] = head.split('\r\n');
+  return { statusLine, headers: headers.join('\n').toLowerCase(), body: JSON.parse(body) };
+}
+
 const SHORT = { SVC_HTTP_HEADERS_TIMEOUT_MS: '600', SVC_HTTP_REQUEST_TIMEOUT_MS: '1200', SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS: '500' };
 
 describe('slow clients', () => {
@@ -58,7 +65,12 @@ describe('slow clients', () => {
     // 200 bytes at one per 100 ms would take 20 s; bytes keep coming, so only the headers timeout ends it.
     const result = await hold(port, (socket) => trickle(socket, `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: ${'a'.repeat(160)}\r\n\r\n`, 100));
     expect(result.closed).toBe(true);
-    expect(result.received).toMatch(/^HTTP\/1\.1 408 /);
+    // The `{"error"}` shape of every other error answer, not fastify's {"error","message","statusCode"}.
+    const answer = parseRaw(result.received);
+    expect(answer.statusLine).toBe('HTTP/1.1 408 Request Timeout');
+    expect(answer.headers).toContain('content-type: application/json');
+    expect(answer.headers).toContain('connection: close');
+    expect(answer.body).toEqual({ error: 'the request was not received in time' });
     expect(result.afterMs).toBeGreaterThanOrEqual(500);
     expect(result.afterMs).toBeLessThan(2_000);
   });
@@ -80,6 +92,7 @@ describe('slow clients', () => {
     });
     expect(result.closed).toBe(true);
     expect(result.received).toMatch(/^HTTP\/1\.1 408 /);
+    expect(parseRaw(result.received).body).toEqual({ error: 'the request was not received in time' });
     expect(result.afterMs).toBeGreaterThanOrEqual(1_100);
     expect(result.afterMs).toBeLessThan(3_000);
   });
@@ -106,6 +119,22 @@ describe('slow clients', () => {
     const port = await listen(SHORT);
     const answer = await fetch(`http://127.0.0.1:${port}/api/v1/health`);
     expect(answer.status).toBe(200);
+  });
+});
+
+describe('requests Node refuses before routing', () => {
+  test('bytes that are not HTTP get a 400 {"error"} and the connection is closed', async () => {
+    const port = await listen(SHORT);
+    const result = await hold(port, (socket) => socket.write('HELLO THERE\r\n\r\n'));
+    expect(result.closed).toBe(true);
+    expect(parseRaw(result.received)).toMatchObject({ statusLine: 'HTTP/1.1 400 Bad Request', body: { error: 'the request is not valid HTTP' } });
+  });
+
+  test('headers over Node\'s size limit get a 431 {"error"}', async () => {
+    const port = await listen(SHORT);
+    const result = await hold(port, (socket) => socket.write(`GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
+    expect(result.closed).toBe(true);
+    expect(parseRaw(result.received)).toMatchObject({ statusLine: 'HTTP/1.1 431 Request Header Fields Too Large', body: { error: 'the request headers are too large' } });
   });
 });
 

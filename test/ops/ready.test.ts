@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -162,5 +163,20 @@ describe('/ready', () => {
     expect(await other.json()).toEqual({ error: 'only GET /metrics, /ready, /health are served here' });
     const openapi = (await (await fetch(`${api.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(openapi.paths)).not.toContain('/ready');
+  });
+
+  test('the metrics port cuts slow clients off with the API\'s timeouts (SVC_HTTP_*), not Node\'s defaults', async () => {
+    const quick = await daemon(['worker'], { SVC_HTTP_IDLE_TIMEOUT_MS: '600', SVC_API_DB_TIMEOUT_MS: '500' });
+    const { hostname, port } = new URL(quick.metricsUrl!);
+    const started = Date.now();
+    // A connection that sends nothing is destroyed at the idle timeout (Node's own would wait 60 s for its headers).
+    const closedAfterMs = await new Promise<number>((resolve) => {
+      const socket = net.connect(Number(port), hostname);
+      socket.on('error', () => {});
+      socket.on('close', () => resolve(Date.now() - started));
+      setTimeout(() => socket.destroy(), 8_000);
+    });
+    expect(closedAfterMs).toBeGreaterThanOrEqual(500);
+    expect(closedAfterMs).toBeLessThan(3_000);
   });
 });

@@ -7,7 +7,8 @@ import { checkSessionTerms, createSession, dueOffsetBound, lockDueAmounts, type 
 import type { Currency } from '../../internal/chains.ts';
 import { liveChains, type ChainName } from '../../internal/config.ts';
 import { formatAmount } from '../../internal/money.ts';
-import { HttpError, notFound } from '../../internal/errors.ts';
+import { GoneError, notFound, RateLimitedError } from '../../internal/errors.ts';
+import { refusalAnswer } from '../httpErrors.ts';
 import { errorResponses } from '../schemas.ts';
 import { checkoutUrl } from '../views.ts';
 import { sendMessagePage, wantsPage } from '../../checkout/index.ts';
@@ -80,9 +81,10 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
       } catch (error) {
         // The link is opened by customers in a browser: they get a page that says what happened,
         // not the API's JSON (which API clients, and anything not naming text/html, still get).
-        if (!(error instanceof HttpError) || !wantsPage(request.headers.accept)) throw error;
-        for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-        return sendMessagePage(reply, { status: error.status, ...customerMessage(error.status), https: deps.config.publicUrl.startsWith('https:') });
+        const answer = refusalAnswer(error);
+        if (!answer || !wantsPage(request.headers.accept)) throw error;
+        reply.headers(answer.headers);
+        return sendMessagePage(reply, { status: answer.status, ...customerMessage(answer.status), https: deps.config.publicUrl.startsWith('https:') });
       }
     },
   );
@@ -92,13 +94,13 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
       const { rows } = await sql.query<LinkRow>(`SELECT ${LINK_COLUMNS} FROM payment_links WHERE id = $1 FOR UPDATE`, [linkId]);
       const link = rows[0];
       if (!link) throw notFound(`payment link ${linkId} not found`);
-      if (!link.active) throw new HttpError(410, 'this payment link is no longer active');
+      if (!link.active) throw new GoneError('this payment link is no longer active');
       const { rows: open } = await sql.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1 AND status = 'created' AND expires_at > now()`,
         [link.id],
       );
       if (open[0]!.n >= MAX_OPEN_SESSIONS_PER_LINK) {
-        throw new HttpError(429, 'too many checkouts of this payment link are open and unpaid; try again in a few minutes', { headers: { 'retry-after': '60' } });
+        throw new RateLimitedError('too many checkouts of this payment link are open and unpaid; try again in a few minutes', { retryAfterSeconds: 60 });
       }
       const params: CreateSessionParams = {
         merchantId: link.merchant_id,
@@ -145,10 +147,9 @@ async function checkLinkReservations(sql: Sql, params: CreateSessionParams): Pro
     [params.chain, params.currency, payTo, amount.toString(), dueOffsetBound(decimals).toString(), MAX_LINK_RESERVATIONS_PER_PRICE],
   );
   if (rows[0]!.n >= MAX_LINK_RESERVATIONS_PER_PRICE) {
-    throw new HttpError(
-      429,
+    throw new RateLimitedError(
       `unpaid checkouts from payment links hold ${MAX_LINK_RESERVATIONS_PER_PRICE} due amounts at this price and wallet until their late-payment windows end; try again later (Retry-After) or use another link amount`,
-      { headers: { 'retry-after': String(Math.max(1, rows[0]!.seconds ?? 60)) } },
+      { retryAfterSeconds: Math.max(1, rows[0]!.seconds ?? 60) },
     );
   }
 }

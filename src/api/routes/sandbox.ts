@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
-import { forbidden, HttpError } from '../../internal/errors.ts';
+import { forbidden, UnavailableError } from '../../internal/errors.ts';
 import { formatAmount } from '../../internal/money.ts';
 import { getSession } from '../../engine/sessions.ts';
 import { SANDBOX_OUTCOMES } from '../../sandbox/index.ts';
@@ -53,7 +53,7 @@ export function sandboxRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const auth = authOf(request);
       if (auth.livemode) throw forbidden('sandbox endpoints need a test key (svc_test_… or svc_sk_…); live sessions are paid on-chain');
-      if (!deps.sandbox) throw new HttpError(503, 'the sandbox is not running in this process');
+      if (!deps.sandbox) throw new UnavailableError('the sandbox is not running in this process');
       const { sessionId } = request.params as { sessionId: string };
       const body = request.body;
       const result = await deps.sandbox.pay({ merchantId: auth.merchantId, sessionId, outcome: body.outcome ?? 'exact', amount: body.amount, store: deps.store });
