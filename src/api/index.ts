@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { badRequest, notFound } from '../internal/errors.ts';
 import { nodeServerTimeouts } from '../internal/httpTimeouts.ts';
@@ -122,6 +123,11 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
     loggerInstance: deps.logger.child({ stage: 'api' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
+    // Every answer carries `X-Request-Id` (Stripe's Request-Id): the id the request's log lines
+    // carry, which a client library puts into its errors. Never taken from the client, so a log
+    // search for it finds this request only.
+    requestIdHeader: false,
+    genReqId: () => `req_${randomBytes(12).toString('base64url')}`,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // A client that trickles or withholds its headers or body is cut off (docs/security.md, "Input
@@ -142,6 +148,10 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   });
 
   // Every error a route, hook or parser throws is answered from its class (src/api/httpErrors.ts).
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
   app.setErrorHandler((error, request, reply) => {
     const answer = errorAnswer(error, { bodyLimitBytes: BODY_LIMIT_BYTES });
     if (answer.log) request.log[answer.log.level]({ msg: answer.log.msg, err: error, method: request.method, url: request.url });
