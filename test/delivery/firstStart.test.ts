@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, buildApi } from '../api/harness.ts';
 import { bootstrapFirstMerchant } from '../../src/bootstrap.ts';
-import { listenForWebhooks } from '../../src/cli/webhooksListen.ts';
+import { listenForWebhooks } from '../../src/cli/commands/webhooksListen.ts';
 import { verifyWebhook } from '../../src/index.ts';
 import { confirmSession, createFakeClock, delivery, insertSession } from './fixtures.ts';
 import { startReceiver } from './receiver.ts';
