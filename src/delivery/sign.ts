@@ -1,4 +1,4 @@
-import { computeSignature, WEBHOOK_HEADERS } from '../webhooks/verify.ts';
+import { computeSignature, WEBHOOK_HEADERS } from '../receiver/verify.ts';
 import { randomBase62 } from '../internal/crypto.ts';
 
 /** Sent with every delivery so receivers can tell our requests apart in their logs. */

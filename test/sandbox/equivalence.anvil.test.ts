@@ -16,7 +16,7 @@ import { loadChains } from '../../src/internal/chains.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { verifyWebhook } from '../../src/receiver/verify.ts';
 
 /**
  * The sandbox through the HTTP API with webhooks, its isolation from live data, and the claim

@@ -1,7 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * The receiver side of spec §6.3, for merchants' backends. It depends on nothing but
+ * The receiver side of spec §6.3: what a merchant's backend runs on each delivery (exported from
+ * the package as `verifyWebhook`); the sending side is `src/delivery/`. It depends on nothing but
  * `node:crypto`, so it can be copied into a receiver as it is.
  */
 
