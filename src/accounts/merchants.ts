@@ -16,9 +16,6 @@ interface MerchantRow {
 
 const toMerchant = (row: MerchantRow): Merchant => ({ id: row.id, name: row.name, createdAt: row.created_at });
 
-/** Re-exported: callers made webhook secrets from here before they moved to src/delivery. */
-export { newWebhookSecret };
-
 /**
  * Creates a merchant with its two webhook signing secrets for per-session `webhookUrl`
  * deliveries: one signs live events, the other sandbox events, so a sandbox delivery never

@@ -39,7 +39,7 @@ export interface ChainIngestStatus {
 }
 
 /** The session holding each chain's ingest advisory lock in this database, by chain. */
-export async function ingestLeaders(sql: Sql): Promise<Map<ChainName, IngestLeader>> {
+async function ingestLeaders(sql: Sql): Promise<Map<ChainName, IngestLeader>> {
   const chains = loadChains();
   const byKey = new Map<string, ChainName>();
   for (const name of CHAIN_NAMES) {

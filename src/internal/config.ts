@@ -7,7 +7,7 @@ import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type Htt
 export const CHAIN_NAMES = ['polygon', 'solana', 'base', 'bsc', 'arbitrum', 'optimism'] as const;
 export type ChainName = (typeof CHAIN_NAMES)[number];
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** RPC endpoints of one chain; empty lists mean the chain runs sandbox-only. */

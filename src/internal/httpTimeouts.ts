@@ -50,7 +50,7 @@ export const HTTP_TIMEOUT_VARIABLES = {
 };
 
 /** Defaults, for callers that build a Config by hand. */
-export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 120_000, keepAliveMs: 72_000 };
+const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 120_000, keepAliveMs: 72_000 };
 
 type Read = <T>(variable: { name: string; doc: string; default: string | undefined; parse: (raw: string) => T }) => T | undefined;
 
