@@ -10,7 +10,7 @@ import { main, type Io } from '../../src/cli/main.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { createLeaderLocks } from '../../src/ingest/evm/leader.ts';
 import { createLogger } from '../../src/internal/logger.ts';
-import { merchantWithWallets, processedBlock, startIngest, transfers, waitFor, waitProcessed } from '../ingest/evm/setup.ts';
+import { merchantWithWallets, processedBlock, startIngest, transfers, waitFor, waitProcessed } from '../helpers/evmIngest.ts';
 
 /**
  * `svc ingest rescan` and `svc ingest status` against real Postgres; the EVM rescan end to end

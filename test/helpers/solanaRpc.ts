@@ -29,7 +29,7 @@ import {
   getTransferInstruction,
 } from '@solana-program/token';
 import { loadChains } from '../../src/internal/chains.ts';
-import { createLedger, decodeBase64, encodeAccountInfo, type Ledger, type LedgerEntry } from './solana-rpc-ledger.ts';
+import { createLedger, decodeBase64, encodeAccountInfo, type Ledger, type LedgerEntry } from './solanaRpcLedger.ts';
 
 /**
  * A local Solana JSON-RPC + WebSocket server backed by litesvm (the real SPL token program), with
