@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { getAddress, numberToHex, pad, type Address } from 'viem';
 import { startAnvil } from '../test/helpers/anvil.ts';
-import { mintMany } from '../test/ingest/evm/batchMinter.ts';
+import { mintMany } from '../test/helpers/batchMinter.ts';
 import { loadChains } from '../src/internal/chains.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { createMetricsRegistry } from '../src/internal/metrics.ts';

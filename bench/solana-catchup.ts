@@ -23,7 +23,7 @@ import { createMetricsRegistry } from '../src/internal/metrics.ts';
 import { startEmbeddedPostgres } from '../src/store/embedded.ts';
 import { createStore } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
-import { startSolanaRpc } from '../test/helpers/solana-rpc.ts';
+import { startSolanaRpc } from '../test/helpers/solanaRpc.ts';
 
 const { values } = parseArgs({ options: { payments: { type: 'string', default: '2000' }, wallets: { type: 'string', default: '4' } } });
 const PAYMENTS = Number(values.payments);

@@ -22,10 +22,10 @@ export const ROLES = ['api', 'ingest', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
 /** pg-boss keeps its tables in this schema, apart from ours. */
-export const PG_BOSS_SCHEMA = 'pgboss';
+const PG_BOSS_SCHEMA = 'pgboss';
 
 /** The pg-boss queue of the hourly retention pass (store/retention.ts). */
-export const RETENTION_QUEUE = 'maintenance.retention';
+const RETENTION_QUEUE = 'maintenance.retention';
 
 export interface Daemon {
   store: Store;

@@ -9,5 +9,5 @@ export {
   WebhookVerificationError,
   WEBHOOK_HEADERS,
   DEFAULT_TOLERANCE_SECONDS,
-} from './webhooks/verify.ts';
-export type { NonceCache, VerifyOptions, WebhookEvent, WebhookVerificationReason, HeaderBag } from './webhooks/verify.ts';
+} from './receiver/verify.ts';
+export type { NonceCache, VerifyOptions, WebhookEvent, WebhookVerificationReason, HeaderBag } from './receiver/verify.ts';

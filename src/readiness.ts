@@ -7,7 +7,7 @@ import type { ChainIngestState } from './ingest/index.ts';
  * How long `/ready` waits for a connection and for its one query. Probes time out after a few
  * seconds; a healthy database answers in milliseconds (the same bound as `/health`).
  */
-export const READY_DB_LIMITS = { connectMs: 1_000, queryMs: 1_000 } as const;
+const READY_DB_LIMITS = { connectMs: 1_000, queryMs: 1_000 } as const;
 
 /** What `/ready` answers, on the API port and on the metrics port. */
 export interface ReadyReport {

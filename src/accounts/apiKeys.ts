@@ -13,7 +13,7 @@ export type Scope = (typeof SCOPES)[number];
  * `svc_sk_` / `svc_sk_live_` style on request; every prefix is accepted by both interfaces.
  * Order matters when parsing: `svc_sk_live_` must be tried before `svc_sk_`.
  */
-export const KEY_PREFIXES = [
+const KEY_PREFIXES = [
   { prefix: 'svc_sk_live_', livemode: true, style: 'sk' },
   { prefix: 'svc_live_', livemode: true, style: 'plain' },
   { prefix: 'svc_test_', livemode: false, style: 'plain' },

@@ -16,9 +16,6 @@ interface MerchantRow {
 
 const toMerchant = (row: MerchantRow): Merchant => ({ id: row.id, name: row.name, createdAt: row.created_at });
 
-/** Re-exported: callers made webhook secrets from here before they moved to src/delivery. */
-export { newWebhookSecret };
-
 /**
  * Creates a merchant with its two webhook signing secrets for per-session `webhookUrl`
  * deliveries: one signs live events, the other sandbox events, so a sandbox delivery never
@@ -54,4 +51,35 @@ export async function listMerchants(sql: Sql): Promise<Merchant[]> {
 export async function countMerchants(sql: Sql): Promise<number> {
   const { rows } = await sql.query<{ count: bigint }>('SELECT count(*) AS count FROM merchants');
   return Number(rows[0]!.count);
+}
+
+/** A merchant's operator-set payment settings and per-key rate limits (`null`: the default). */
+export interface MerchantSettings {
+  id: string;
+  acceptBridgedTokens: boolean;
+  paymentToleranceBps: number;
+  createPerMinute: number | null;
+  readPerMinute: number | null;
+  writePerMinute: number | null;
+}
+
+/**
+ * Sets what the operator decides for a merchant (`svc merchants update`): whether bridged tokens
+ * (USDC.e, …) count where a chain lists them, and the payment tolerance in basis points of the due
+ * amount. An omitted field keeps its value.
+ */
+export async function setMerchantPaymentSettings(sql: Sql, merchantId: string, settings: { acceptBridgedTokens?: boolean; paymentToleranceBps?: number }): Promise<void> {
+  if (settings.acceptBridgedTokens !== undefined) await sql.query('UPDATE merchants SET accept_bridged_tokens = $2 WHERE id = $1', [merchantId, settings.acceptBridgedTokens]);
+  if (settings.paymentToleranceBps !== undefined) await sql.query('UPDATE merchants SET payment_tolerance_bps = $2 WHERE id = $1', [merchantId, settings.paymentToleranceBps]);
+}
+
+/** A merchant's settings as `svc merchants update` prints them, or undefined when it does not exist. */
+export async function getMerchantSettings(sql: Sql, merchantId: string): Promise<MerchantSettings | undefined> {
+  const { rows } = await sql.query<MerchantSettings>(
+    `SELECT m.id, m.accept_bridged_tokens AS "acceptBridgedTokens", m.payment_tolerance_bps AS "paymentToleranceBps",
+            l.create_per_minute AS "createPerMinute", l.read_per_minute AS "readPerMinute", l.write_per_minute AS "writePerMinute"
+       FROM merchants m LEFT JOIN merchant_rate_limits l ON l.merchant_id = m.id WHERE m.id = $1`,
+    [merchantId],
+  );
+  return rows[0];
 }

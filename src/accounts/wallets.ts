@@ -191,7 +191,7 @@ export async function verifyWalletChallenge(
  * wallets are not supported); on solana an ed25519 signature of the UTF-8 message, base58 or
  * base64 (wallet adapters' `signMessage` bytes, encoded).
  */
-export async function checkSignature(chain: ChainName, address: string, message: string, signature: string): Promise<boolean> {
+async function checkSignature(chain: ChainName, address: string, message: string, signature: string): Promise<boolean> {
   if (chain !== 'solana') {
     if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return false;
     return verifyMessage({ address: address as `0x${string}`, message, signature: signature as `0x${string}` }).catch(() => false);

@@ -31,7 +31,7 @@ declare module 'fastify' {
  * The key comes as `Authorization: Bearer <key>` (Interface A) or `X-API-Key: <key>`
  * (Interface B); both are accepted on every route. When both are sent they must agree.
  */
-export function presentedKey(request: FastifyRequest): string | undefined {
+function presentedKey(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   const bearer = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
   const apiKeyHeader = request.headers['x-api-key'];

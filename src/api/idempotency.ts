@@ -4,10 +4,10 @@ import { badRequest, conflict, unprocessable } from '../internal/errors.ts';
 import { sha256Hex } from '../internal/crypto.ts';
 
 /** The header that carries the key (Stripe's name; the spec leaves it open). */
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
+const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 /** Longest accepted key: the issue's 255 characters (Stripe allows 255 too). */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 /** Keys are kept 24 hours after first use, as Stripe does; a retry after that creates anew. */
 const RETENTION_SECONDS = 24 * 3600;
@@ -28,7 +28,7 @@ declare module 'fastify' {
 }
 
 /** JSON with object keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same request. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     return `{${Object.keys(value)
@@ -40,7 +40,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** What identifies "the same request": method, path without the `/api/v1` or `/v1` prefix, body. */
-export function requestFingerprint(request: FastifyRequest): string {
+function requestFingerprint(request: FastifyRequest): string {
   const path = request.url.split('?')[0]!.replace(/^\/(api\/)?v1(?=\/)/, '');
   return sha256Hex(`${request.method} ${path}\n${canonicalJson(request.body ?? null)}`);
 }
@@ -64,7 +64,7 @@ type Claim =
  * concurrent claimer win across every process sharing the database; the others see `running`,
  * the stored response (`replay`) or a different fingerprint (`mismatch`).
  */
-export async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: string; fingerprint: string }): Promise<Claim> {
+async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: string; fingerprint: string }): Promise<Claim> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const claimed = await sql.query(
       `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)

@@ -55,7 +55,7 @@ export function registerOpenApi(app: FastifyInstance): void {
  * A stable operationId for client generators when a route names none: method and path in
  * camel case, `GET /api/v1/payments/:id` -> `getPaymentsById`.
  */
-export function operationIdOf(method: string, url: string): string {
+function operationIdOf(method: string, url: string): string {
   const words = url
     .replace(/^\/(api\/)?v1\//, '/')
     .split('/')

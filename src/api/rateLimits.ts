@@ -87,7 +87,7 @@ function refuse(result: Hit, what: string): RateLimitedError {
 }
 
 /** The class of a route: its `config.rateLimit`, else `read` for GET/HEAD and `write` otherwise. */
-export function rateLimitClassOf(request: FastifyRequest): RateLimitClass {
+function rateLimitClassOf(request: FastifyRequest): RateLimitClass {
   return request.routeOptions.config?.rateLimit ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
 }
 

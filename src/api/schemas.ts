@@ -10,7 +10,7 @@ import { AMOUNT_LIMITS, EXPIRES_IN } from '../engine/sessions.ts';
  */
 
 /** Metadata limits, as Stripe's: 50 keys, keys up to 40 characters, values up to 500. */
-export const METADATA_LIMITS = { keys: 50, keyLength: 40, valueLength: 500 } as const;
+const METADATA_LIMITS = { keys: 50, keyLength: 40, valueLength: 500 } as const;
 
 /** One of the six chains of the spec. */
 export const ChainSchema = Type.Unsafe<ChainName>({
@@ -86,7 +86,7 @@ export const IdParam = (name: string, prefix: string) =>
   );
 
 /** `{"error": "..."}`, spec §7. */
-export const ErrorSchema = Type.Object(
+const ErrorSchema = Type.Object(
   { error: Type.String({ description: 'What is wrong, for people.' }) },
   { additionalProperties: false, description: 'Every error has this shape.' },
 );
@@ -96,7 +96,7 @@ const NullableDateTime = (description: string) => Type.Union([Type.String({ form
 const Nullable = (schema: TSchema, description: string) => Type.Union([schema, Type.Null()], { description });
 
 /** A token accepted for a session. */
-export const TokenSchema = Type.Object({
+const TokenSchema = Type.Object({
   symbol: Type.String(),
   address: Type.String({ description: 'Token contract (EVM) or mint (solana).' }),
 });

@@ -29,7 +29,7 @@ interface PlannedDelivery {
 }
 
 /** True when an endpoint subscribed to `type` (`*` subscribes to every kind). */
-export function endpointWants(enabledEvents: readonly string[], type: string): boolean {
+function endpointWants(enabledEvents: readonly string[], type: string): boolean {
   return enabledEvents.includes('*') || enabledEvents.includes(type);
 }
 

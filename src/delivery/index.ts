@@ -21,11 +21,11 @@ export * from './endpoints.ts';
 export * from './log.ts';
 export * from './replay.ts';
 export * from './secrets.ts';
-export { checkWebhookUrl, isPrivateAddress, parseWebhookUrl, UnsafeWebhookUrlError } from './ssrf.ts';
-export { RETRY_DELAYS_MS, MAX_ATTEMPTS, JITTER_RATIO, retryDelayMs, parseRetryAfter } from './schedule.ts';
+export { checkWebhookUrl, UnsafeWebhookUrlError } from './ssrf.ts';
+export { RETRY_DELAYS_MS, MAX_ATTEMPTS, retryDelayMs } from './schedule.ts';
 export { DISABLE_AFTER_FAILING_MS, ENDPOINT_DISABLED_EVENT } from './record.ts';
-export { createHttpTransport, DELIVERY_TIMEOUT_MS, RESPONSE_EXCERPT_BYTES, type WebhookTransport, type TransportResult } from './transport.ts';
-export { systemClock, LEASE_MS, type Clock, type ClaimedDelivery } from './types.ts';
+export { createHttpTransport, RESPONSE_EXCERPT_BYTES, type WebhookTransport, type TransportResult } from './transport.ts';
+export { LEASE_MS, type Clock, type ClaimedDelivery } from './types.ts';
 
 /** Deliveries in flight at once per process: enough to hide receivers' latency, few enough for a 2-core host and a 10-connection pool. */
 const DEFAULT_CONCURRENCY = 32;

@@ -22,10 +22,10 @@ export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
  * ±10 % of each delay, so endpoints that failed together (an outage) are not all retried in the
  * same second when they come back.
  */
-export const JITTER_RATIO = 0.1;
+const JITTER_RATIO = 0.1;
 
 /** A receiver's Retry-After is obeyed up to the schedule's longest wait, never longer. */
-export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 
 /**
  * The wait after failed attempt number `attempt` (1-based), or `undefined` when it was the last.

@@ -1,8 +1,8 @@
-import { computeSignature, WEBHOOK_HEADERS } from '../webhooks/verify.ts';
+import { computeSignature, WEBHOOK_HEADERS } from '../receiver/verify.ts';
 import { randomBase62 } from '../internal/crypto.ts';
 
 /** Sent with every delivery so receivers can tell our requests apart in their logs. */
-export const USER_AGENT = 'svc-gateway-webhooks/1';
+const USER_AGENT = 'svc-gateway-webhooks/1';
 
 /**
  * The headers of one attempt (spec §6.3): a fresh timestamp and nonce every time, so a receiver

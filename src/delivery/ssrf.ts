@@ -101,13 +101,8 @@ export class UnsafeWebhookUrlError extends NonRetryableError {
   override name = 'UnsafeWebhookUrlError';
 }
 
-/** True for an IP address that is not public: loopback, private, link-local, reserved, or an IPv6 form of one. */
-export function isPrivateAddress(address: string): boolean {
-  return addressKind(address) !== 'public';
-}
-
 /** Whether a webhook may connect to `address` under `allowPrivate`. */
-export function isAllowedAddress(address: string, allowPrivate: AllowPrivate): boolean {
+function isAllowedAddress(address: string, allowPrivate: AllowPrivate): boolean {
   if (allowPrivate === true) return true;
   const kind = addressKind(address);
   return kind === 'public' || (allowPrivate === 'loopback' && kind === 'loopback');

@@ -5,7 +5,7 @@ import { CHAIN_NAMES, type ChainName } from './config.ts';
 import { canonicalAddress } from './addresses.ts';
 import { NonRetryableError } from './errors.ts';
 
-export const CHAINS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../chains');
+const CHAINS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../chains');
 
 export const CURRENCIES = ['USDT', 'USDC'] as const;
 export type Currency = (typeof CURRENCIES)[number];

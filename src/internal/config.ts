@@ -1,13 +1,25 @@
 import path from 'node:path';
-import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
+import {
+  oneOf,
+  parseBoolean,
+  parseDatabaseUrl,
+  parseEncryptionKey,
+  parseHttpUrl,
+  parseOriginList,
+  parsePort,
+  parseSeconds,
+  parseTrustProxy,
+  parseUrlList,
+  type Variable,
+} from './configValues.ts';
 import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type HttpTimeouts } from './httpTimeouts.ts';
 
 /** The six chain names of the wire contract, in the order the docs list them. */
 export const CHAIN_NAMES = ['polygon', 'solana', 'base', 'bsc', 'arbitrum', 'optimism'] as const;
 export type ChainName = (typeof CHAIN_NAMES)[number];
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** RPC endpoints of one chain; empty lists mean the chain runs sandbox-only. */
@@ -57,117 +69,6 @@ export interface Config {
 }
 
 type Env = Record<string, string | undefined>;
-
-/** One environment variable: its name, its documentation and how its text becomes a value. */
-interface Variable<T> {
-  name: string;
-  doc: string;
-  default: string | undefined;
-  parse: (raw: string) => T;
-}
-
-const problems = {
-  port: 'must be an integer from 0 to 65535 (0 picks a free port)',
-  boolean: 'must be one of true, false, 1, 0, yes, no',
-};
-
-function parsePort(raw: string): number {
-  if (!/^\d+$/.test(raw)) throw new Error(problems.port);
-  const port = Number(raw);
-  if (port > 65535) throw new Error(problems.port);
-  return port;
-}
-
-function parseHttpUrl(raw: string, protocols = ['http:', 'https:']): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new Error(`must be an absolute ${protocols.map((p) => p.slice(0, -1)).join('/')} URL`);
-  }
-  if (!protocols.includes(url.protocol)) {
-    throw new Error(`must use ${protocols.join(' or ')}, not ${url.protocol}`);
-  }
-  return raw.replace(/\/+$/, '');
-}
-
-function parseUrlList(protocols: string[]) {
-  return (raw: string): string[] =>
-    raw
-      .split(',')
-      .map((part) => part.trim())
-      .filter((part) => part.length > 0)
-      .map((part) => parseHttpUrl(part, protocols));
-}
-
-function parseSeconds(raw: string): number {
-  if (!/^\d+$/.test(raw) || Number(raw) > 365 * 86400) throw new Error('must be a whole number of seconds from 0 to 31536000');
-  return Number(raw);
-}
-
-function parseTrustProxy(raw: string): boolean | number | string {
-  const value = raw.trim();
-  if (/^\d+$/.test(value)) return Number(value);
-  if (['true', 'false', 'yes', 'no'].includes(value.toLowerCase())) return parseBoolean(value);
-  const parts = value.split(',').map((part) => part.trim());
-  for (const part of parts) {
-    const [address, bits] = part.split('/');
-    if (!isIP(address ?? '') || (bits !== undefined && !/^\d{1,3}$/.test(bits))) throw new Error('must be true, false, a hop count, or comma-separated IP addresses or CIDRs');
-  }
-  return parts.join(',');
-}
-
-function parseBoolean(raw: string): boolean {
-  const value = raw.trim().toLowerCase();
-  if (['true', '1', 'yes'].includes(value)) return true;
-  if (['false', '0', 'no', ''].includes(value)) return false;
-  throw new Error(problems.boolean);
-}
-
-function parseEncryptionKey(raw: string): Buffer {
-  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-  if (key.length !== 32) throw new Error('must be 32 bytes, as 64 hex characters or base64');
-  return key;
-}
-
-function parseDatabaseUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new Error('must be a postgres:// connection URL');
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new Error('must be a postgres:// connection URL');
-  }
-  return raw;
-}
-
-/** Web origins (scheme, host, optional port; no path), as a CSP `frame-ancestors` list takes them. */
-function parseOriginList(raw: string): string[] {
-  return raw
-    .split(/[\s,]+/)
-    .filter((part) => part.length > 0)
-    .map((part) => {
-      let url: URL;
-      try {
-        url = new URL(part);
-      } catch {
-        throw new Error(`${JSON.stringify(part)} is not an origin such as https://shop.example`);
-      }
-      if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== part.replace(/\/$/, '')) {
-        throw new Error(`${JSON.stringify(part)} is not an origin such as https://shop.example (scheme and host only, no path)`);
-      }
-      return url.origin;
-    });
-}
-
-function oneOf<T extends string>(values: readonly T[]) {
-  return (raw: string): T => {
-    if ((values as readonly string[]).includes(raw)) return raw as T;
-    throw new Error(`must be one of ${values.join(', ')}`);
-  };
-}
 
 /**
  * Every variable the daemon reads, with its documentation. The configuration table in docs/configuration.md

@@ -27,7 +27,7 @@ export interface Sandbox {
  * retrying every block (250 ms) would add load and a log line each time, while 30 s still
  * resumes sandbox payments soon after the database is back.
  */
-export const TICK_BACKOFF = { initialMs: 250, maxMs: 30_000 } as const;
+const TICK_BACKOFF = { initialMs: 250, maxMs: 30_000 } as const;
 
 /**
  * The sandbox (spec §1, §5): sessions made with test keys are paid on simulated chains that feed

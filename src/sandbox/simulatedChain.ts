@@ -18,7 +18,7 @@ const SOLANA_FINALITY_DEPTH = 32;
  * How far below the head a simulated block counts as finalized: twice the chain's confirmation
  * depth on EVM chains, so `confirmed` comes first and `settled` visibly later, as on mainnet.
  */
-export function finalityDepth(chain: ChainConfig): number {
+function finalityDepth(chain: ChainConfig): number {
   return typeof chain.confirmations.confirmed === 'number' ? chain.confirmations.confirmed * 2 : SOLANA_FINALITY_DEPTH;
 }
 

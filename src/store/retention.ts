@@ -5,7 +5,7 @@ import type { Sql } from './index.ts';
  * webhook attempts about 30 days; idempotency keys live at least 24 h (their own `expires_at`);
  * wallet challenges expire after ten minutes and are kept a day for support questions.
  */
-export const RETENTION = {
+const RETENTION = {
   webhookAttemptsDays: 30,
   walletChallengesDays: 1,
   /**

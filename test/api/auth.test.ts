@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { revokeApiKey, listApiKeys } from '../../src/accounts/index.ts';
-import { newMerchant, WALLET, useApi } from './harness.ts';
+import { newMerchant, WALLET, useApi } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_auth');
 const api = useApi(db);

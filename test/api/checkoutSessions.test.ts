@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, WALLET, useApi } from './harness.ts';
+import { newMerchant, WALLET, useApi } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_checkout_sessions');
 const { call } = useApi(db);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, newMerchant } from './harness.ts';
+import { buildApi, newMerchant } from '../helpers/api.ts';
 
 /**
  * A COMMIT slower than the HTTP layer's statement limit (a deferred trigger standing in for an

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, newMerchant } from './harness.ts';
+import { buildApi, newMerchant } from '../helpers/api.ts';
 
 // Many clients send Content-Type: application/json on every request; an empty body with it is no body.
 const db = useTestDatabase('empty_json_body');

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { createStore, DatabaseTimeoutError, type Store } from '../../src/store/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startFreezableProxy, type FreezableProxy } from '../helpers/freezableProxy.ts';
-import { buildApi, newMerchant } from './harness.ts';
+import { buildApi, newMerchant } from '../helpers/api.ts';
 
 // A real Postgres behind a TCP proxy that can freeze every byte: a frozen database host or a
 // network partition, where nothing is refused and nothing answers.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import type { InjectOptions } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, newMerchant, WALLET } from './harness.ts';
+import { buildApi, newMerchant, WALLET } from '../helpers/api.ts';
 
 /**
  * Property: whatever arrives (malformed bodies, headers, paths), the API answers with a status
@@ -146,7 +146,7 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
 
 describe('edge values found in review', () => {
   test('out-of-range transfer ids and year-0 dates are 4xx, not 500', async () => {
-    const { buildApi: build, newMerchant: merchant } = await import('./harness.ts');
+    const { buildApi: build, newMerchant: merchant } = await import('../helpers/api.ts');
     const app = build(db.store);
     await app.ready();
     try {

@@ -25,7 +25,7 @@ import { TooManyEndpointsError } from '../../src/delivery/endpoints.ts';
 import { setDefaultWallet } from '../../src/accounts/wallets.ts';
 import { newId } from '../../src/internal/crypto.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { bearer, buildApi, newMerchant } from './harness.ts';
+import { bearer, buildApi, newMerchant } from '../helpers/api.ts';
 
 const answer = (error: unknown) => errorAnswer(error, { bodyLimitBytes: BODY_LIMIT_BYTES });
 

@@ -3,8 +3,8 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
 import { dueLockKeys } from '../../src/engine/sessions.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
-import { buildApi, createClient, newMerchant, WALLET } from './harness.ts';
-import { createOpenApiChecker } from './openapiCheck.ts';
+import { buildApi, createClient, newMerchant, WALLET } from '../helpers/api.ts';
+import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 
 const db = useTestDatabase('api_idempotency');
 // Two API processes' worth of state: two fastify apps, each with its own pool, on one database.

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { EVERY_CHAIN_LIVE, newMerchant, WALLET, useApi } from './harness.ts';
+import { EVERY_CHAIN_LIVE, newMerchant, WALLET, useApi } from '../helpers/api.ts';
 
 /** Idempotency keys belong to the account and mode (Stripe's scope), not to one API key. */
 const db = useTestDatabase('api_idempotency_scope');

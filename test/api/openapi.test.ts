@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi } from './harness.ts';
+import { buildApi } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_openapi');
 let app: ReturnType<typeof buildApi>;

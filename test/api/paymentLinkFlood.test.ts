@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { MAX_LINK_RESERVATIONS_PER_PRICE } from '../../src/api/routes/paymentLinks.ts';
 import { dueOffsetBound } from '../../src/engine/sessions.ts';
-import { newMerchant, useApi, WALLET, type Answer } from './harness.ts';
+import { newMerchant, useApi, WALLET, type Answer } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_link_flood');
 const api = useApi(db);

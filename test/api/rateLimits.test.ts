@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
 import { setMerchantRateLimits } from '../../src/api/rateLimits.ts';
-import { buildApi, newMerchant, WALLET } from './harness.ts';
+import { buildApi, newMerchant, WALLET } from '../helpers/api.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 
 const db = useTestDatabase('api_rate_limits');

@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi, WALLET } from './harness.ts';
+import { newMerchant, useApi, WALLET } from '../helpers/api.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { eventsOf, insertTransfer, newEvmWallet, removeAbove, setHead } from '../engine/fixtures.ts';
+import { eventsOf, insertTransfer, newEvmWallet, removeAbove, setHead } from '../helpers/engine.ts';
 
 /**
  * Refunds count only confirmed money (docs/security.md): sessions through the real API, transfers

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, newMerchant } from './harness.ts';
+import { buildApi, newMerchant } from '../helpers/api.ts';
 
 // Every answer names its request (X-Request-Id, as Stripe's Request-Id): client libraries put it
 // into their errors, and the request's log lines carry the same id.

@@ -4,8 +4,8 @@ import { addWallet } from '../../src/accounts/index.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { CHAIN_NAMES } from '../../src/internal/config.ts';
-import { buildApi, createClient, newMerchant, SOLANA_WALLET } from './harness.ts';
-import { createOpenApiChecker } from './openapiCheck.ts';
+import { buildApi, createClient, newMerchant, SOLANA_WALLET } from '../helpers/api.ts';
+import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 
 /**
  * Session creation must never set a payer up to lose money: no live session on a chain nobody

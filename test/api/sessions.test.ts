@@ -3,7 +3,7 @@ import { getBase58Encoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
-import { newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from './harness.ts';
+import { newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_sessions');
 const api = useApi(db);

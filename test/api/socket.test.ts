@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, createSocketClient, newMerchant, payer, PUBLIC_URL, WALLET } from './harness.ts';
-import { createOpenApiChecker, type OpenApiChecker } from './openapiCheck.ts';
+import { buildApi, createSocketClient, newMerchant, payer, PUBLIC_URL, WALLET } from '../helpers/api.ts';
+import { createOpenApiChecker, type OpenApiChecker } from '../helpers/openapiCheck.ts';
 
 /** Every endpoint of both interfaces once over a real socket, each answer checked against the OpenAPI document. */
 const db = useTestDatabase('api_socket');

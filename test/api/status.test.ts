@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, createClient, newMerchant } from './harness.ts';
-import { createOpenApiChecker } from './openapiCheck.ts';
+import { buildApi, createClient, newMerchant } from '../helpers/api.ts';
+import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 import { CHAIN_NAMES } from '../../src/internal/config.ts';
 import { SANDBOX_GENESIS_MS } from '../../src/sandbox/simulatedChain.ts';
 

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi } from './harness.ts';
+import { buildApi } from '../helpers/api.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { ConfigError } from '../../src/internal/errors.ts';
 

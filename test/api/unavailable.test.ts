@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createStore } from '../../src/store/index.ts';
-import { buildApi } from './harness.ts';
+import { buildApi } from '../helpers/api.ts';
 
 // Nothing listens on port 1: every query fails with ECONNREFUSED, as when the database is down.
 const store = createStore({ connectionString: 'postgres://svc:svc@127.0.0.1:1/svc', max: 2 });

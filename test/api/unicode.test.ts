@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi, WALLET } from './harness.ts';
+import { newMerchant, useApi, WALLET } from '../helpers/api.ts';
 
 // Text that is not well-formed Unicode (a lone UTF-16 surrogate, which JSON can spell as "\ud800")
 // is refused where the body is parsed, before any route sees it: Postgres cannot store it, and

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi } from './harness.ts';
+import { newMerchant, useApi } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_unknown_ids');
 const api = useApi(db);

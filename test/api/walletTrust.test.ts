@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet, MAX_UNVERIFIED_WALLETS } from '../../src/accounts/index.ts';
-import { newMerchant, WALLET, useApi } from './harness.ts';
+import { newMerchant, WALLET, useApi } from '../helpers/api.ts';
 
 /**
  * Receiving wallets decide where live money goes: only a live key with the write scope manages

@@ -4,7 +4,7 @@ import type { Browser } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
-import { newMerchant, WALLET } from '../api/harness.ts';
+import { newMerchant, WALLET } from '../helpers/api.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
 import { createIngest, type Ingest } from '../../src/ingest/index.ts';
@@ -12,8 +12,8 @@ import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { formatAmount } from '../../src/internal/money.ts';
-import { makeSession } from './helpers.ts';
-import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS, waitText } from './browser.ts';
+import { makeSession } from '../helpers/checkoutSessions.ts';
+import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS, waitText } from '../helpers/browser.ts';
 
 /**
  * The whole path, nothing simulated: a customer's page in Chromium, a payment on anvil (chain id

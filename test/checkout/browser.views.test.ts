@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, WALLET, SOLANA_WALLET } from '../api/harness.ts';
-import { makeSession, setSessionState } from './helpers.ts';
-import { collectPageProblems, decodeQr, waitText, waitTextContains, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS } from './browser.ts';
+import { newMerchant, WALLET, SOLANA_WALLET } from '../helpers/api.ts';
+import { makeSession, setSessionState } from '../helpers/checkoutSessions.ts';
+import { collectPageProblems, decodeQr, waitText, waitTextContains, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS } from '../helpers/browser.ts';
 
 const db = useTestDatabase('checkout_browser');
 let browser: Browser;

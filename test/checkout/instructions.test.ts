@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, buildApi, GENEROUS_LIMITS, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from '../api/harness.ts';
+import { box, buildApi, GENEROUS_LIMITS, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from '../helpers/api.ts';
 import { createApi } from '../../src/api/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { createOpenApiChecker, type OpenApiChecker } from '../api/openapiCheck.ts';
+import { createOpenApiChecker, type OpenApiChecker } from '../helpers/openapiCheck.ts';
 import { loadChains } from '../../src/internal/chains.ts';
-import { makeSession, setSessionState } from './helpers.ts';
+import { makeSession, setSessionState } from '../helpers/checkoutSessions.ts';
 import { prefersJson } from '../../src/checkout/index.ts';
 import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
 import { fakeAddress, sandboxWallet } from '../../src/sandbox/fakes.ts';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, WALLET } from '../api/harness.ts';
-import { makeSession, setSessionState } from './helpers.ts';
-import { startCheckoutServer } from './browser.ts';
+import { newMerchant, WALLET } from '../helpers/api.ts';
+import { makeSession, setSessionState } from '../helpers/checkoutSessions.ts';
+import { startCheckoutServer } from '../helpers/browser.ts';
 
 const db = useTestDatabase('checkout_feed');
 let server: { app: FastifyInstance; url: string };

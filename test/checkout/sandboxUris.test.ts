@@ -3,8 +3,8 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
-import { buildApi, createClient, newMerchant, SOLANA_WALLET } from '../api/harness.ts';
-import { createOpenApiChecker } from '../api/openapiCheck.ts';
+import { buildApi, createClient, newMerchant, SOLANA_WALLET } from '../helpers/api.ts';
+import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 
 /**
  * A sandbox session's wallet link, QR code and JSON instructions must not be payable with real

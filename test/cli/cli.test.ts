@@ -9,8 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import { createEndpoint } from '../../src/delivery/index.ts';
 import { verifyWebhook } from '../../src/index.ts';
-import { confirmSession, createFakeClock, delivery, insertSession } from '../delivery/fixtures.ts';
-import { startReceiver, type Received } from '../delivery/receiver.ts';
+import { confirmSession, createFakeClock, delivery, insertSession } from '../helpers/delivery.ts';
+import { startReceiver, type Received } from '../helpers/webhookReceiver.ts';
 
 const db = useTestDatabase('cli');
 

@@ -11,7 +11,7 @@ import { loadChains } from '../../src/internal/chains.ts';
 import { createLeaderLocks } from '../../src/ingest/leader.ts';
 import { EVM_INGEST_LOCK_CLASS } from '../../src/store/lockKeys.ts';
 import { createLogger } from '../../src/internal/logger.ts';
-import { merchantWithWallets, processedBlock, startIngest, transfers, waitFor, waitProcessed } from '../ingest/evm/setup.ts';
+import { merchantWithWallets, processedBlock, startIngest, transfers, waitFor, waitProcessed } from '../helpers/evmIngest.ts';
 
 /**
  * `svc ingest rescan` and `svc ingest status` against real Postgres; the EVM rescan end to end

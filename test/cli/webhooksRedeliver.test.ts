@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, merchant } from '../delivery/fixtures.ts';
+import { box, merchant } from '../helpers/delivery.ts';
 import { main, type Io } from '../../src/cli/main.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
 import { createEndpoint, updateEndpoint } from '../../src/delivery/endpoints.ts';

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, createClient, GENEROUS_LIMITS, newMerchant } from '../api/harness.ts';
-import { createOpenApiChecker } from '../api/openapiCheck.ts';
+import { box, createClient, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 import { createApi } from '../../src/api/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
 import { verifyWebhook } from '../../src/index.ts';
-import { createFakeClock, delivery as createWorker, insertSession, logger } from './fixtures.ts';
-import { startReceiver } from './receiver.ts';
+import { createFakeClock, delivery as createWorker, insertSession, logger } from '../helpers/delivery.ts';
+import { startReceiver } from '../helpers/webhookReceiver.ts';
 
 const db = useTestDatabase('delivery_api');
 

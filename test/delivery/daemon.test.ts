@@ -7,8 +7,8 @@ import { startDaemon } from '../../src/daemon.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
 import { verifyWebhook } from '../../src/index.ts';
-import { logger } from './fixtures.ts';
-import { startReceiver } from './receiver.ts';
+import { logger } from '../helpers/delivery.ts';
+import { startReceiver } from '../helpers/webhookReceiver.ts';
 
 const db = useTestDatabase('delivery_daemon');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-delivery-'));

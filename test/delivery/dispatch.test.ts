@@ -4,8 +4,8 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { createMemoryNonceCache, verifyWebhook } from '../../src/index.ts';
 import { createEndpoint, createHttpTransport } from '../../src/delivery/index.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
-import { box, confirmSession, createFakeClock, delivery, insertSession, merchant } from './fixtures.ts';
-import { startReceiver } from './receiver.ts';
+import { box, confirmSession, createFakeClock, delivery, insertSession, merchant } from '../helpers/delivery.ts';
+import { startReceiver } from '../helpers/webhookReceiver.ts';
 
 const db = useTestDatabase('delivery_dispatch');
 let receiver: Awaited<ReturnType<typeof startReceiver>>;

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, buildApi } from '../api/harness.ts';
+import { box, buildApi } from '../helpers/api.ts';
 import { bootstrapFirstMerchant } from '../../src/bootstrap.ts';
-import { listenForWebhooks } from '../../src/cli/webhooksListen.ts';
+import { listenForWebhooks } from '../../src/cli/commands/webhooksListen.ts';
 import { verifyWebhook } from '../../src/index.ts';
-import { confirmSession, createFakeClock, delivery, insertSession } from './fixtures.ts';
-import { startReceiver } from './receiver.ts';
+import { confirmSession, createFakeClock, delivery, insertSession } from '../helpers/delivery.ts';
+import { startReceiver } from '../helpers/webhookReceiver.ts';
 
 // The README's quick start with per-mode secrets: the first start prints a test key and the
 // sandbox secret; `svc webhooks listen` with that key verifies sandbox deliveries.

@@ -4,8 +4,8 @@ import { verifyWebhook } from '../../src/index.ts';
 import { claimDueDeliveries } from '../../src/delivery/claim.ts';
 import { createEndpoint, DISABLE_AFTER_FAILING_MS, LEASE_MS, MAX_ATTEMPTS, RETRY_DELAYS_MS, retryDelayMs } from '../../src/delivery/index.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
-import { box, createFakeClock, delivery, merchant } from './fixtures.ts';
-import { startReceiver, type Reply } from './receiver.ts';
+import { box, createFakeClock, delivery, merchant } from '../helpers/delivery.ts';
+import { startReceiver, type Reply } from '../helpers/webhookReceiver.ts';
 
 const db = useTestDatabase('delivery_retries');
 

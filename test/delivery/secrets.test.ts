@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, useApi } from '../api/harness.ts';
+import { box, useApi } from '../helpers/api.ts';
 import { createApiKey, createMerchant } from '../../src/accounts/index.ts';
 import { verifyWebhook } from '../../src/index.ts';
 import { MAX_ROTATION_OVERLAP_SECONDS } from '../../src/delivery/index.ts';
-import { confirmSession, createFakeClock, delivery, insertSession } from './fixtures.ts';
-import { startReceiver, type Received } from './receiver.ts';
+import { confirmSession, createFakeClock, delivery, insertSession } from '../helpers/delivery.ts';
+import { startReceiver, type Received } from '../helpers/webhookReceiver.ts';
 
 // Webhook signing secrets per mode, their rotation with an overlap, and what the API shows of
 // a signed request (issue 13).

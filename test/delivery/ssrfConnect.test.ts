@@ -6,9 +6,9 @@ import { checkWebhookUrl, createEndpoint, createHttpTransport } from '../../src/
 import type { AllowPrivate } from '../../src/delivery/ssrf.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { box, delivery, insertSession, merchant } from './fixtures.ts';
-import { startReceiver } from './receiver.ts';
-import { EMBEDDED_FORMS, INTERNAL_FORMS, LOOPBACK_FORMS, urlHost } from './ssrfForms.ts';
+import { box, delivery, insertSession, merchant } from '../helpers/delivery.ts';
+import { startReceiver } from '../helpers/webhookReceiver.ts';
+import { EMBEDDED_FORMS, INTERNAL_FORMS, LOOPBACK_FORMS, urlHost } from '../helpers/ssrfForms.ts';
 
 // The SSRF guard at connection time: DNS is resolved again for every connection, so a name that
 // was public at registration and points inside now is refused before any byte is sent. Names

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi, WALLET } from '../api/harness.ts';
-import { canonical, EMBEDDED_FORMS, INTERNAL_FORMS, LOOPBACK_FORMS, urlHost } from './ssrfForms.ts';
+import { newMerchant, useApi, WALLET } from '../helpers/api.ts';
+import { canonical, EMBEDDED_FORMS, INTERNAL_FORMS, LOOPBACK_FORMS, urlHost } from '../helpers/ssrfForms.ts';
 
 // The SSRF guard at registration, through the API with the default SVC_WEBHOOK_ALLOW_PRIVATE
 // (sandbox): live webhooks reach public addresses only, sandbox (test-key) ones loopback too.

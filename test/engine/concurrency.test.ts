@@ -4,7 +4,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { createStore } from '../../src/store/index.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, setHead } from './fixtures.ts';
+import { expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, setHead } from '../helpers/engine.ts';
 
 const db = useTestDatabase('engine_concurrency');
 const logger = pino({ level: 'silent' });

@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi } from '../api/harness.ts';
+import { newMerchant, useApi } from '../helpers/api.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { insertTransfer, newEvmWallet, setHead, statusOf } from './fixtures.ts';
+import { insertTransfer, newEvmWallet, setHead, statusOf } from '../helpers/engine.ts';
 
 /** One merchant must never see, be matched or claim money sent to another merchant's wallet. */
 const db = useTestDatabase('engine_cross_merchant');

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Address } from 'viem';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
-import { buildApi, createClient, newMerchant as newApiMerchant } from '../api/harness.ts';
+import { buildApi, createClient, newMerchant as newApiMerchant } from '../helpers/api.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
 import { createIngest, type Ingest } from '../../src/ingest/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { eventsOf, newEvmWallet } from './fixtures.ts';
+import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
 
 /**
  * End to end on a real chain: sessions through the real API, payments as ERC-20 transfers on

@@ -4,8 +4,8 @@ import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { insertTransfer, newEvmWallet, newMerchant, newSession, setHead } from './fixtures.ts';
-import { reconcileModel, type Model } from './model.ts';
+import { insertTransfer, newEvmWallet, newMerchant, newSession, setHead } from '../helpers/engine.ts';
+import { reconcileModel, type Model } from '../helpers/engineModel.ts';
 
 const db = useTestDatabase('engine_property');
 const logger = pino({ level: 'silent' });

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createEngine, merchantFees } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf } from './fixtures.ts';
+import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf } from '../helpers/engine.ts';
 
 const db = useTestDatabase('engine_reconcile');
 const logger = pino({ level: 'silent' });

@@ -5,7 +5,7 @@ import { getBase58Decoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { eventsOf, insertTransfer, newMerchant, newSession, setHead, statusOf } from './fixtures.ts';
+import { eventsOf, insertTransfer, newMerchant, newSession, setHead, statusOf } from '../helpers/engine.ts';
 
 const db = useTestDatabase('engine_solana');
 const engine = () => createEngine({ store: db.store, logger: pino({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });

@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant as newApiMerchant, useApi } from '../api/harness.ts';
+import { newMerchant as newApiMerchant, useApi } from '../helpers/api.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { sandboxWallet } from '../../src/sandbox/fakes.ts';
-import { eventsOf, insertTransfer, newEvmWallet, setHead, statusOf } from './fixtures.ts';
+import { eventsOf, insertTransfer, newEvmWallet, setHead, statusOf } from '../helpers/engine.ts';
 
 const db = useTestDatabase('engine_transfers_api');
 const { call } = useApi(db);

@@ -5,7 +5,7 @@ import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createIngestMetrics } from '../../src/ingest/metrics.ts';
 import { createRpc } from '../../src/ingest/evm/rpc.ts';
 import { RpcRequestRejected } from '../../src/ingest/rpcPool.ts';
-import { captureLogger, metricValue } from './evm/setup.ts';
+import { captureLogger, metricValue } from '../helpers/evmIngest.ts';
 
 /** A JSON-RPC server on localhost whose every answer `reply` decides; `hits` counts requests. */
 async function server(reply: (body: { id: number; method: string }) => { status: number; body: unknown }) {

@@ -6,7 +6,7 @@ import { createIngestMetrics } from '../../src/ingest/metrics.ts';
 import { createLeaderLocks, LeadershipLostError, type LeaderLocks } from '../../src/ingest/leader.ts';
 import { superviseChain, type ChainSupervisor, type LeadContext } from '../../src/ingest/supervisor.ts';
 import type { LockPair } from '../../src/store/lockKeys.ts';
-import { captureLogger, metricValue, waitFor } from './evm/setup.ts';
+import { captureLogger, metricValue, waitFor } from '../helpers/evmIngest.ts';
 
 const db = useTestDatabase('ingest_supervisor');
 const KEY: LockPair = [0x73766369, 999_001];

@@ -6,7 +6,7 @@ import { sleep } from '../../src/internal/shutdown.ts';
 import { createStore } from '../../src/store/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startFreezableProxy } from '../helpers/freezableProxy.ts';
-import { delivery } from '../delivery/fixtures.ts';
+import { delivery } from '../helpers/delivery.ts';
 
 function capture() {
   const lines: { level: string; msg: string; failed_attempts?: number; retry_in_ms?: number }[] = [];

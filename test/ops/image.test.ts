@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { distIsCurrent } from '../../bin/freshness.js';
 import { freePort } from '../helpers/anvil.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { readYamlDocuments } from './kustomize.ts';
+import { readYamlDocuments } from '../helpers/kustomize.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { ConfigError } from '../../src/internal/errors.ts';
 

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { stringify } from 'yaml';
 import { CHAIN_NAMES, VARIABLES, rpcVariableNames } from '../../src/internal/config.ts';
 import { ALERTS_FILE, PROMETHEUS_RULE_FILE, ROOT, renderPrometheusRule } from '../../scripts/prometheus-rule.ts';
-import { readYamlDocuments, renderKustomization, type K8sObject } from './kustomize.ts';
+import { readYamlDocuments, renderKustomization, type K8sObject } from '../helpers/kustomize.ts';
 
 /**
  * The Kubernetes manifests (deploy/kubernetes), rendered per overlay as `kubectl apply -k` would,

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Address } from 'viem';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
-import { box, GENEROUS_LIMITS, newMerchant } from '../api/harness.ts';
-import { eventsOf, newEvmWallet } from '../engine/fixtures.ts';
+import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createApi } from '../../src/api/index.ts';
 import { createDelivery } from '../../src/delivery/index.ts';
@@ -16,7 +16,7 @@ import { loadChains } from '../../src/internal/chains.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { verifyWebhook } from '../../src/receiver/verify.ts';
 
 /**
  * The sandbox through the HTTP API with webhooks, its isolation from live data, and the claim

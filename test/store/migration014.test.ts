@@ -9,8 +9,8 @@ import { createStore } from '../../src/store/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import { rotateMerchantSecret } from '../../src/delivery/index.ts';
 import { verifyWebhook } from '../../src/index.ts';
-import { confirmSession, createFakeClock, delivery, insertSession } from '../delivery/fixtures.ts';
-import { startReceiver } from '../delivery/receiver.ts';
+import { confirmSession, createFakeClock, delivery, insertSession } from '../helpers/delivery.ts';
+import { startReceiver } from '../helpers/webhookReceiver.ts';
 
 /**
  * Migration 014 on a database from before it (migrated up to 013 first), holding a merchant whose

@@ -6,8 +6,8 @@ import { getAddress, type Address } from 'viem';
 import { startAnvil, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
-import { mintMany } from './batchMinter.ts';
-import { merchantWithWallets, processedBlock, waitProcessed } from './setup.ts';
+import { mintMany } from '../../helpers/batchMinter.ts';
+import { merchantWithWallets, processedBlock, waitProcessed } from '../../helpers/evmIngest.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const db = useTestDatabase('ingest_crash');
@@ -41,7 +41,7 @@ let anvil: Anvil;
 
 /** Spawns the ingest process (one node process: SIGKILL hits the ingester itself, not a wrapper). */
 function spawnIngester(): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(here, 'ingestProcess.ts')], {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(here, '../../helpers/evmIngestProcess.ts')], {
     env: { ...process.env, DATABASE_URL: db.connectionString, SVC_POLYGON_RPC_URL: anvil.rpcUrl, INGEST_RANGE: '3,6', LOG_LEVEL: 'error' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

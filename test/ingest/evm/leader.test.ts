@@ -6,7 +6,7 @@ import { getAddress, type Address } from 'viem';
 import { startAnvil, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
-import { merchantWithWallets, startIngest, transfers, waitFor, waitProcessed } from './setup.ts';
+import { merchantWithWallets, startIngest, transfers, waitFor, waitProcessed } from '../../helpers/evmIngest.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const svc = path.resolve(here, '../../../bin/svc.js');

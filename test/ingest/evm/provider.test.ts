@@ -5,8 +5,8 @@ import { startAnvil, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
 import { TOPIC_FILTER_LIMIT } from '../../../src/ingest/evm/transfers.ts';
-import { mintMany } from './batchMinter.ts';
-import { merchantWithWallets, metricValue, startIngest, transfers, waitProcessed } from './setup.ts';
+import { mintMany } from '../../helpers/batchMinter.ts';
+import { merchantWithWallets, metricValue, startIngest, transfers, waitProcessed } from '../../helpers/evmIngest.ts';
 
 const db = useTestDatabase('ingest_provider');
 const chain = 'arbitrum' as const;

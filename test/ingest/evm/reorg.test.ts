@@ -4,7 +4,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, tokenAbi, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
-import { merchantWithWallets, metricValue, startIngest, transfers, waitFor, waitProcessed } from './setup.ts';
+import { merchantWithWallets, metricValue, startIngest, transfers, waitFor, waitProcessed } from '../../helpers/evmIngest.ts';
 
 const db = useTestDatabase('ingest_reorg');
 const chain = 'polygon' as const;

@@ -3,7 +3,7 @@ import { getAddress, type Address } from 'viem';
 import { freePort, startAnvil, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
-import { merchantWithWallets, metricValue, startIngest, transfers, waitFor, waitProcessed } from './setup.ts';
+import { merchantWithWallets, metricValue, startIngest, transfers, waitFor, waitProcessed } from '../../helpers/evmIngest.ts';
 
 const db = useTestDatabase('ingest_startup');
 const chains = loadChains();

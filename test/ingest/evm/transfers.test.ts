@@ -4,7 +4,7 @@ import { startAnvil, type Anvil } from '../../helpers/anvil.ts';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
 import { addWallet } from '../../../src/accounts/index.ts';
-import { merchantWithWallets, metricValue, startIngest, transfers, waitFor, waitProcessed } from './setup.ts';
+import { merchantWithWallets, metricValue, startIngest, transfers, waitFor, waitProcessed } from '../../helpers/evmIngest.ts';
 
 const db = useTestDatabase('ingest_transfers');
 const chains = loadChains();

@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
-import { createSolanaMerchant, waitFor } from './harness.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
+import { createSolanaMerchant, waitFor } from '../../helpers/solanaIngest.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const db = useTestDatabase('solana_crash');
@@ -16,7 +16,7 @@ let wallets: KeyPairSigner[];
 const expected = new Map<string, bigint>();
 
 function spawnIngester(): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(here, 'ingestProcess.ts')], {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(here, '../../helpers/solanaIngestProcess.ts')], {
     env: { ...process.env, DATABASE_URL: db.connectionString, SVC_SOLANA_RPC_URL: rpc.url, LOG_LEVEL: 'error' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -3,8 +3,8 @@ import { generateKeyPairSigner } from '@solana/kit';
 import { TOKEN_PROGRAM_ADDRESS, getInitializeAccount3Instruction, getTransferCheckedInstruction } from '@solana-program/token';
 import { getCreateAccountInstruction } from '@solana-program/system';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
-import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
+import { chainHead, createSolanaMerchant, startIngester, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
 import type { KeyPairSigner } from '@solana/kit';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
 

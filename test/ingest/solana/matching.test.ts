@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { address, type KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
 import { createSession } from '../../../src/engine/sessions.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from './harness.ts';
+import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
 
 // The real ingester feeding the real engine: what a session on solana goes through.
 const db = useTestDatabase('solana_matching');

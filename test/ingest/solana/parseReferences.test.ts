@@ -8,7 +8,7 @@ import {
   getTransferCheckedInstruction,
   getTransferInstruction,
 } from '@solana-program/token';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import { parseTokenCredits, type RpcTransaction } from '../../../src/ingest/solana/parse.ts';
 
 // parseTokenCredits on real transactions: each is run by the litesvm-backed test RPC (the real

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AccountRole, address, generateKeyPairSigner, type Address, type Instruction, type KeyPairSigner } from '@solana/kit';
 import { getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction } from '@solana-program/token';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
 import { createSession } from '../../../src/engine/sessions.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor, type TransferRow } from './harness.ts';
+import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor, type TransferRow } from '../../helpers/solanaIngest.ts';
 
 // Review findings 5 and 6: a Solana Pay reference the paying transaction carries on another
 // instruction than the transfer, and a failed first payment into the ATA it was creating. The

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateKeyPairSigner, type Address, type KeyPairSigner } from '@solana/kit';
 import { TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import { createLogger } from '../../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
 import { createIngestMetrics } from '../../../src/ingest/metrics.ts';
 import { createSolanaRpcPool, type SolanaRpcPool } from '../../../src/ingest/solana/rpc.ts';
 import { syncTokenAccount } from '../../../src/ingest/solana/syncTokenAccount.ts';
 import { discoverTokenAccounts, loadTokenAccounts, saveTokenAccounts } from '../../../src/ingest/solana/accounts.ts';
-import { transfersOf } from './harness.ts';
+import { transfersOf } from '../../helpers/solanaIngest.ts';
 
 // RPC pools whose answers come from nodes at different roots (a load balancer, a failover): the
 // node that answers getSlot(finalized) may be ahead of the one that lists signatures.

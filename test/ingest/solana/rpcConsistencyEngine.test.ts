@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { address, type KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
 import { createSession } from '../../../src/engine/sessions.ts';
 import { addWallet } from '../../../src/accounts/wallets.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { chainHead, createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from './harness.ts';
+import { chainHead, createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
 
 const db = useTestDatabase('solana_rpc_consistency_engine');
 let rpc: SolanaTestRpc;

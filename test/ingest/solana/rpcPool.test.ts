@@ -1,10 +1,10 @@
 import http from 'node:http';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
 import { createIngestMetrics } from '../../../src/ingest/metrics.ts';
 import { createSolanaRpcPool } from '../../../src/ingest/solana/rpc.ts';
-import { captureLogger, metricValue } from '../evm/setup.ts';
+import { captureLogger, metricValue } from '../../helpers/evmIngest.ts';
 
 let rpc: SolanaTestRpc;
 let throttled: http.Server;

@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { createSolanaMerchant, startIngester, transfersOf, waitFor } from './harness.ts';
+import { createSolanaMerchant, startIngester, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
 
 // A node whose transaction-status index trails its account updates: the account notification
 // arrives, the signature is listed, but getTransaction answers null the first time it is asked.

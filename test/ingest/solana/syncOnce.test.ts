@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
-import { createSolanaMerchant, startIngester, transfersOf } from './harness.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
+import { createSolanaMerchant, startIngester, transfersOf } from '../../helpers/solanaIngest.ts';
 
 /**
  * `syncOnce()` without `start()` (what bench/solana-catchup.ts does): every commit checks the

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import { createIngest } from '../../../src/ingest/index.ts';
 import { createSolanaIngester } from '../../../src/ingest/solana/index.ts';
 import { loadChains } from '../../../src/internal/chains.ts';
 import { loadConfig } from '../../../src/internal/config.ts';
 import { createLogger } from '../../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
-import { createSolanaMerchant, transfersOf, waitFor } from './harness.ts';
+import { createSolanaMerchant, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
 
 const db = useTestDatabase('solana_wiring');
 let rpc: SolanaTestRpc;

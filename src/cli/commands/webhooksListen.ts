@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhook, WebhookVerificationError } from '../webhooks/verify.ts';
+import { verifyWebhook, WebhookVerificationError } from '../../receiver/verify.ts';
 
 /** The largest delivery body the listener reads; events are a few KiB. */
 const MAX_BODY_BYTES = 1024 * 1024;

@@ -1,7 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * The receiver side of spec §6.3, for merchants' backends. It depends on nothing but
+ * The receiver side of spec §6.3: what a merchant's backend runs on each delivery (exported from
+ * the package as `verifyWebhook`); the sending side is `src/delivery/`. It depends on nothing but
  * `node:crypto`, so it can be copied into a receiver as it is.
  */
 
@@ -85,7 +86,7 @@ export interface VerifyOptions {
  * Most signatures one X-Service-Signature may carry. The gateway sends one, or two during a
  * secret rotation's overlap; a few more leave room, and the bound keeps a hostile header cheap.
  */
-export const MAX_SIGNATURES = 8;
+const MAX_SIGNATURES = 8;
 
 /** The envelope of spec §6.2 as this service sends it. */
 export interface WebhookEvent {
@@ -117,7 +118,7 @@ export function computeSignature(secret: string, timestamp: string | number, non
  * comma-separated (newest secret first) while a rotated secret still signs; undefined when the
  * value is not of that form.
  */
-export function parseSignatureHeader(value: string): string[] | undefined {
+function parseSignatureHeader(value: string): string[] | undefined {
   const parts = value.split(',').map((part) => part.trim());
   if (parts.length > MAX_SIGNATURES || !parts.every((part) => /^sha256=[0-9a-f]{64}$/.test(part))) return undefined;
   return parts;

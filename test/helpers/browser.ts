@@ -11,8 +11,8 @@ import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import type { Store } from '../../src/store/index.ts';
-import { box, GENEROUS_LIMITS } from '../api/harness.ts';
-import { freePort } from '../helpers/anvil.ts';
+import { box, GENEROUS_LIMITS } from './api.ts';
+import { freePort } from './anvil.ts';
 
 /** jsqr's CommonJS default export, typed as called. */
 type JsQr = (data: Uint8ClampedArray, width: number, height: number) => { data: string } | null;

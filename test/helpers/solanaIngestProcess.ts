@@ -1,9 +1,9 @@
 // The Solana ingester alone in a process, for the crash test: SIGKILL hits the ingester itself.
-import { createSolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { loadChains } from '../../../src/internal/chains.ts';
-import { createLogger } from '../../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
-import { createStore } from '../../../src/store/index.ts';
+import { createSolanaIngester } from '../../src/ingest/solana/index.ts';
+import { loadChains } from '../../src/internal/chains.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { createStore } from '../../src/store/index.ts';
 
 const store = createStore({ connectionString: process.env.DATABASE_URL!, max: 6 });
 const ingester = createSolanaIngester({

@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { KeyPairSigner } from '@solana/kit';
-import { createMerchant } from '../../../src/accounts/merchants.ts';
-import { addWallet } from '../../../src/accounts/wallets.ts';
-import { createSecretBox } from '../../../src/internal/crypto.ts';
-import { loadChains } from '../../../src/internal/chains.ts';
-import { createLogger } from '../../../src/internal/logger.ts';
-import { createMetricsRegistry, type Registry } from '../../../src/internal/metrics.ts';
-import type { Store } from '../../../src/store/index.ts';
-import { createSolanaIngester, type SolanaChainChange, type SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { createEngine, type Engine } from '../../../src/engine/index.ts';
-import type { SolanaTestRpc } from '../../helpers/solana-rpc.ts';
+import { createMerchant } from '../../src/accounts/merchants.ts';
+import { addWallet } from '../../src/accounts/wallets.ts';
+import { createSecretBox } from '../../src/internal/crypto.ts';
+import { loadChains } from '../../src/internal/chains.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry, type Registry } from '../../src/internal/metrics.ts';
+import type { Store } from '../../src/store/index.ts';
+import { createSolanaIngester, type SolanaChainChange, type SolanaIngester } from '../../src/ingest/solana/index.ts';
+import { createEngine, type Engine } from '../../src/engine/index.ts';
+import type { SolanaTestRpc } from './solanaRpc.ts';
 
 /** A merchant with one verified solana wallet, its default (a real keypair, so tests can also spend from it). */
 export async function createSolanaMerchant(store: Store, rpc: SolanaTestRpc): Promise<{ merchantId: string; wallet: KeyPairSigner }> {

@@ -4,12 +4,12 @@
  * INGEST_RANGE=a,b overrides the chain's eth_getLogs initial and max range, so a small backfill
  * still commits many checkpoints.
  */
-import { createIngest } from '../../../src/ingest/index.ts';
-import { loadChains } from '../../../src/internal/chains.ts';
-import { loadConfig } from '../../../src/internal/config.ts';
-import { createLogger } from '../../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
-import { createStore } from '../../../src/store/index.ts';
+import { createIngest } from '../../src/ingest/index.ts';
+import { loadChains } from '../../src/internal/chains.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { createStore } from '../../src/store/index.ts';
 
 const connectionString = process.env.DATABASE_URL!;
 const config = loadConfig(process.env);

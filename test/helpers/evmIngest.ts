@@ -1,13 +1,13 @@
 import { Writable } from 'node:stream';
 import type { Address } from 'viem';
-import { createMetricsRegistry } from '../../../src/internal/metrics.ts';
-import { createLogger } from '../../../src/internal/logger.ts';
-import { loadConfig, type ChainName } from '../../../src/internal/config.ts';
-import { createSecretBox } from '../../../src/internal/crypto.ts';
-import { addWallet, createMerchant } from '../../../src/accounts/index.ts';
-import { createIngest, type ChainChange, type Ingest } from '../../../src/ingest/index.ts';
-import type { Store } from '../../../src/store/index.ts';
-import type { TestDatabase } from '../../helpers/db.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { loadConfig, type ChainName } from '../../src/internal/config.ts';
+import { createSecretBox } from '../../src/internal/crypto.ts';
+import { addWallet, createMerchant } from '../../src/accounts/index.ts';
+import { createIngest, type ChainChange, type Ingest } from '../../src/ingest/index.ts';
+import type { Store } from '../../src/store/index.ts';
+import type { TestDatabase } from './db.ts';
 
 /** Log lines an ingest under test wrote, parsed. */
 export interface CapturedLogs {

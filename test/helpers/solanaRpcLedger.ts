@@ -3,7 +3,6 @@ import {
   getBase58Decoder,
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
-  getTransactionDecoder,
   lamports,
   type Address,
   type Transaction,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { Address } from 'viem';
-import type { Anvil } from '../../helpers/anvil.ts';
+import type { Anvil } from './anvil.ts';
 
 const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -34,7 +34,7 @@ export function batchMinterCode(): `0x${string}` {
   const solc = require('solc');
   const input = {
     language: 'Solidity',
-    sources: { 'BatchMinter.sol': { content: fs.readFileSync(path.join(here, 'BatchMinter.sol'), 'utf8') } },
+    sources: { 'BatchMinter.sol': { content: fs.readFileSync(path.join(here, '../contracts/BatchMinter.sol'), 'utf8') } },
     settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { '*': { '*': ['evm.deployedBytecode.object'] } } },
   };
   const output = JSON.parse(solc.compile(JSON.stringify(input)));

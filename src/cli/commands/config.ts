@@ -1,7 +1,9 @@
-import { CHAIN_NAMES, loadConfig, rpcVariableNames, VARIABLES } from '../internal/config.ts';
-import { ConfigError } from '../internal/errors.ts';
+import { CHAIN_NAMES, loadConfig, rpcVariableNames, VARIABLES } from '../../internal/config.ts';
+import { ConfigError } from '../../internal/errors.ts';
+import { emit, jsonOption, type Command } from '../command.ts';
 
-export interface ConfigRow {
+/** One environment variable as `svc config` lists it. */
+interface ConfigRow {
   variable: string;
   default: string | null;
   set: boolean;
@@ -9,7 +11,7 @@ export interface ConfigRow {
 }
 
 /** Every variable with its documentation and whether it is set, plus any validation problems. */
-export function formatConfigTable(env: Record<string, string | undefined>): { rows: ConfigRow[]; text: string; ok: boolean } {
+function formatConfigTable(env: Record<string, string | undefined>): { rows: ConfigRow[]; text: string; ok: boolean } {
   const rows: ConfigRow[] = Object.values(VARIABLES).map((variable) => ({
     variable: variable.name,
     default: variable.default ?? null,
@@ -37,3 +39,15 @@ export function formatConfigTable(env: Record<string, string | undefined>): { ro
   ].join('\n');
   return { rows, text, ok: problems.length === 0 };
 }
+
+/** `svc config`: every variable the daemon reads, whether it is set here, and what is wrong with the set. Exit 1 on a problem. */
+export const config: Command = {
+  summary: 'list the environment variables the daemon reads, with their current values checked',
+  usage: 'svc config [--json]',
+  options: { ...jsonOption },
+  async run({ io, json }) {
+    const table = formatConfigTable(io.env);
+    emit(io, json, table.rows, table.text);
+    return table.ok ? 0 : 1;
+  },
+};

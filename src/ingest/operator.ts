@@ -2,10 +2,91 @@ import type pg from 'pg';
 import { CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts';
 import { loadChains } from '../internal/chains.ts';
 import { NonRetryableError } from '../internal/errors.ts';
+import type { Sql, Store } from '../store/index.ts';
 import { EVM_INGEST_LOCK_CLASS as INGEST_LOCK_CLASS, SOLANA_INGEST_LOCK as SOLANA_LOCK_KEY } from '../store/lockKeys.ts';
-import type { Store } from '../store/index.ts';
-import { ingestLeaders } from './ingestStatus.ts';
-import { jsonOption, required, type CliKit, type OperatorCommand } from './operatorKit.ts';
+
+// What operators ask of ingest from outside the daemon (`svc ingest status`, `svc ingest rescan`):
+// which process leads each chain and how far its checkpoint trails the head (from the advisory
+// locks and chain_heads), and moving a checkpoint back so the next leader reads a range again.
+// They run in the CLI's own process, never in an ingester.
+
+/** The database session holding a chain's ingest lock: the leader. */
+export interface IngestLeader {
+  pid: number;
+  /** The leader process's address as the database sees it (`null` over a Unix socket). */
+  clientAddress: string | null;
+  applicationName: string;
+  /** When the lock's session connected: the leader took the lock at or after this time. */
+  connectedAt: Date;
+}
+
+/** One chain's ingest as the database shows it. */
+export interface ChainIngestStatus {
+  chain: ChainName;
+  /** An RPC URL is set for the chain in this command's environment. */
+  configuredHere: boolean;
+  leader: IngestLeader | null;
+  headBlock: string | null;
+  processedBlock: string | null;
+  finalizedBlock: string | null;
+  /** head - processed: blocks (slots on solana) the checkpoint trails the head by. */
+  behindBlocks: string | null;
+  /** Seconds since the leader last saw a new head (chain_heads.head_seen_at). */
+  headSeenSecondsAgo: number | null;
+  /** Solana: the watched token accounts and the oldest cursor slot among them. */
+  solana?: { tokenAccounts: number; oldestCursorSlot: string | null };
+}
+
+/** The session holding each chain's ingest advisory lock in this database, by chain. */
+async function ingestLeaders(sql: Sql): Promise<Map<ChainName, IngestLeader>> {
+  const chains = loadChains();
+  const byKey = new Map<string, ChainName>();
+  for (const name of CHAIN_NAMES) {
+    const chain = chains[name];
+    if (chain?.kind === 'evm') byKey.set(`${INGEST_LOCK_CLASS}:${chain.chainId}`, name);
+  }
+  byKey.set(`${SOLANA_LOCK_KEY[0]}:${SOLANA_LOCK_KEY[1]}`, 'solana');
+  const { rows } = await sql.query<{ classid: string; objid: string; pid: number; client_addr: string | null; application_name: string; backend_start: Date }>(
+    `SELECT l.classid::bigint::text AS classid, l.objid::bigint::text AS objid, a.pid, host(a.client_addr) AS client_addr, a.application_name, a.backend_start
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND l.classid::bigint IN ($1, $2)`,
+    [INGEST_LOCK_CLASS, SOLANA_LOCK_KEY[0]],
+  );
+  const leaders = new Map<ChainName, IngestLeader>();
+  for (const row of rows) {
+    const chain = byKey.get(`${row.classid}:${row.objid}`);
+    if (chain) leaders.set(chain, { pid: row.pid, clientAddress: row.client_addr, applicationName: row.application_name, connectedAt: row.backend_start });
+  }
+  return leaders;
+}
+
+/** Every chain that has a leader, a checkpoint or an RPC URL here, with its leader and lag. */
+export async function ingestStatus(sql: Sql, configured: ChainName[]): Promise<ChainIngestStatus[]> {
+  const leaders = await ingestLeaders(sql);
+  const { rows: heads } = await sql.query<{ chain: ChainName; head_block: bigint | null; processed_block: bigint | null; finalized_block: bigint | null; seen: number | null }>(
+    `SELECT chain, head_block, processed_block, finalized_block, extract(epoch FROM now() - head_seen_at)::float8 AS seen
+       FROM chain_heads WHERE livemode`,
+  );
+  const { rows: accounts } = await sql.query<{ n: number; oldest: bigint | null }>('SELECT count(*)::int AS n, min(cursor_slot) AS oldest FROM solana_token_accounts');
+  const text = (value: bigint | null | undefined) => (value === null || value === undefined ? null : value.toString());
+  return CHAIN_NAMES.filter((chain) => configured.includes(chain) || leaders.has(chain) || heads.some((row) => row.chain === chain)).map((chain) => {
+    const head = heads.find((row) => row.chain === chain);
+    const behind = head?.head_block != null && head.processed_block != null ? head.head_block - head.processed_block : null;
+    return {
+      chain,
+      configuredHere: configured.includes(chain),
+      leader: leaders.get(chain) ?? null,
+      headBlock: text(head?.head_block),
+      processedBlock: text(head?.processed_block),
+      finalizedBlock: text(head?.finalized_block),
+      behindBlocks: behind === null ? null : (behind < 0n ? 0n : behind).toString(),
+      headSeenSecondsAgo: head?.seen == null ? null : Math.round(head.seen),
+      ...(chain === 'solana' ? { solana: { tokenAccounts: accounts[0]?.n ?? 0, oldestCursorSlot: text(accounts[0]?.oldest) } } : {}),
+    };
+  });
+}
 
 /** What a rescan changed. */
 export type RescanResult =
@@ -137,26 +218,3 @@ async function rescanSolana(client: pg.PoolClient, from: bigint): Promise<Rescan
   };
 }
 
-/** `svc ingest rescan --chain C --from-block N`. */
-export function ingestRescanCommand(kit: CliKit): OperatorCommand {
-  return {
-    summary: 'read a chain again from a block (a slot on solana), e.g. after restoring a backup; run with the ingest role stopped',
-    usage: 'svc ingest rescan --chain CHAIN --from-block N [--json]',
-    options: {
-      chain: { type: 'string', description: `the chain (${CHAIN_NAMES.join(', ')})` },
-      'from-block': { type: 'string', description: 'first block (solana: slot) to read again; its transfers already stored stay as they are' },
-      ...jsonOption,
-    },
-    async run({ values, io, json }) {
-      const chain = required(kit, values, 'chain') as ChainName;
-      if (!CHAIN_NAMES.includes(chain)) throw new kit.UsageError(`--chain must be one of ${CHAIN_NAMES.join(', ')}`);
-      const fromText = required(kit, values, 'from-block');
-      if (!/^\d{1,19}$/.test(fromText)) throw new kit.UsageError('--from-block must be a whole block (or slot) number');
-      return kit.withStore(io, async (store, { config }) => {
-        const result = await rescan(store, config, chain, BigInt(fromText));
-        kit.emit(io, json, result, `${chain}: ${result.changed ? 'rescan scheduled' : 'no change'}: ${result.note}`);
-        return 0;
-      });
-    },
-  };
-}

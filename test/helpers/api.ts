@@ -10,7 +10,7 @@ import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import type { Store } from '../../src/store/index.ts';
-import type { TestDatabase } from '../helpers/db.ts';
+import type { TestDatabase } from './db.ts';
 import { createOpenApiChecker } from './openapiCheck.ts';
 
 /** The public URL the test APIs build links with. */

@@ -1,0 +1,44 @@
+import { loadConfig } from '../../internal/config.ts';
+import { createLogger } from '../../internal/logger.ts';
+import { startDaemon, ROLES, type Role } from '../../daemon.ts';
+import { emit, jsonOption, UsageError, waitForSignal, type Command } from '../command.ts';
+
+/** `svc start`: the daemon in the foreground, printing a ready line (and the first start's credentials). */
+export const start: Command = {
+  summary: 'run the daemon (API, ingesters and workers) until SIGINT/SIGTERM',
+  usage: 'svc start [--role api,ingest,worker] [--json]',
+  options: {
+    role: { type: 'string', description: `comma-separated roles to run in this process (${ROLES.join(', ')}); default all` },
+    ...jsonOption,
+  },
+  async run({ values, io, json }) {
+    const roles = (typeof values.role === 'string' ? values.role.split(',').map((role) => role.trim()) : [...ROLES]) as Role[];
+    const unknown = roles.filter((role) => !ROLES.includes(role));
+    if (unknown.length > 0 || roles.length === 0) throw new UsageError(`--role must be a comma-separated list of ${ROLES.join(', ')}`);
+    const config = loadConfig(io.env);
+    const logger = createLogger({ level: config.logLevel });
+    // Listen for SIGINT/SIGTERM before starting anything: a signal during start-up (or in the
+    // instant after the ready line) then shuts down cleanly instead of killing the process.
+    const stopRequested = io.stopSignal ?? waitForSignal();
+    const daemon = await startDaemon({ config, logger, roles });
+    const ready = { status: 'running', roles, url: daemon.url ?? null, publicUrl: config.publicUrl, bootstrap: daemon.bootstrap ?? null };
+    const lines = [`svc gateway is running (roles: ${roles.join(', ')})`];
+    if (daemon.url) lines.push(`  API:    ${daemon.url}/api/v1  (health: ${daemon.url}/api/v1/health)`);
+    if (daemon.bootstrap) {
+      lines.push(
+        '',
+        'First start: created a merchant and a sandbox API key. They are shown only this once:',
+        `  merchant:          ${daemon.bootstrap.merchantId}`,
+        `  test API key:      ${daemon.bootstrap.testKey}`,
+        `  webhook secret:    ${daemon.bootstrap.sandboxWebhookSecret}  (signs sandbox session webhookUrls)`,
+        '',
+        `  curl -H "Authorization: Bearer ${daemon.bootstrap.testKey}" ${daemon.url ?? config.publicUrl}/api/v1/health`,
+      );
+    }
+    emit(io, json, ready, lines.join('\n'));
+    const reason = await stopRequested;
+    logger.info({ msg: 'Shutting down', reason });
+    await daemon.shutdown.kill(reason);
+    return 0;
+  },
+};
