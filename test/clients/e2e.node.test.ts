@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, expect, test } from 'vitest';
-import { useDaemon } from './daemon.ts';
+import { useDaemon } from '../helpers/clientDaemon.ts';
 import { AuthenticationError, BadRequestError, createGatewayClient, NotFoundError } from '../../clients/node/src/index.ts';
 
 const run = promisify(execFile);

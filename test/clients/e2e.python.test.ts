@@ -2,7 +2,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect, test } from 'vitest';
-import { useDaemon } from './daemon.ts';
+import { useDaemon } from '../helpers/clientDaemon.ts';
 
 const run = promisify(execFile);
 const daemon = useDaemon('clients_e2e_python');

@@ -21,7 +21,7 @@ import {
   type RetryEvent,
 } from '../../clients/node/src/index.ts';
 import { buildModel } from '../../clients/scripts/model.ts';
-import { startScriptedServer, type Script, type Seen } from './scriptedServer.ts';
+import { startScriptedServer, type Script, type Seen } from '../helpers/scriptedServer.ts';
 
 const servers: { close(): Promise<void> }[] = [];
 afterEach(async () => {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { useTestDatabase } from '../helpers/db.ts';
+import { useTestDatabase } from './db.ts';
 import { startDaemon, type Daemon } from '../../src/daemon.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
