@@ -84,7 +84,7 @@ async function main() {
       `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_time, token_address, to_address, amount)
        SELECT true, 'polygon', '0x' || md5(random()::text) || md5(random()::text), 0, 1000 - (n % 20), now(), $1, pay_to, amount_due
          FROM unnest($2::text[], $3::numeric[]) WITH ORDINALITY AS p (pay_to, amount_due, n)`,
-      [USDC, paid.map((s) => s.pay_to), paid.map((s) => s.amount_due.toString())],
+      [USDC, paid.map((s) => s.payTo), paid.map((s) => s.amountDue.toString())],
     );
     const matched = await timed(`match ${paid.length} transfers -> confirming`, paid.length, 'transfers', () => engine.reconcile({ chain: 'polygon', livemode: true }));
     if (matched.matched !== paid.length) throw new Error(`matched ${matched.matched} of ${paid.length}`);

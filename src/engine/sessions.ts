@@ -9,6 +9,7 @@ import { getBase58Decoder } from '@solana/kit';
 import { randomBytes } from 'node:crypto';
 import { sandboxWallet } from '../sandbox/fakes.ts';
 import { registerInlineWallet } from '../accounts/walletRules.ts';
+import { SESSION_COLUMNS, toSession, type Session } from '../payments/session.ts';
 
 /** Session lifetime bounds in seconds: one minute to seven days (Stripe Checkout allows 30 min..24 h; payments by bank-free wallets need less, invoices more). */
 export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
@@ -25,62 +26,6 @@ export const AMOUNT_LIMITS = { min: '0.01', max: '1000000' } as const;
  * records 32, the depth after which a block is `finalized` (31+ confirmed blocks on top).
  */
 export const SOLANA_FINALIZED_DEPTH = 32;
-
-/** One row of payment_sessions as the API reads it. Money columns are bigint base units. */
-export interface SessionRow {
-  id: string;
-  merchant_id: string;
-  livemode: boolean;
-  status: string;
-  chain: ChainName;
-  currency: Currency;
-  decimals: number;
-  amount: bigint;
-  amount_due: bigint;
-  /** Every counted transfer, confirmed or not (the engine's total). */
-  amount_received: bigint;
-  /** The part of `amount_received` that meets the chain's confirmation rule (the API's `amountReceived`). */
-  amount_confirmed: bigint;
-  fee: bigint;
-  token_addresses: string[];
-  pay_to: string;
-  reference: string | null;
-  tx_hash: string | null;
-  confirmations: number;
-  required_confirmations: number;
-  metadata: Record<string, string>;
-  webhook_url: string | null;
-  success_url: string | null;
-  payment_link_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-  expires_at: Date;
-  monitor_until: Date;
-  detected_at: Date | null;
-  confirmed_at: Date | null;
-  settled_at: Date | null;
-  expired_at: Date | null;
-  failed_at: Date | null;
-  failure_reason: string | null;
-}
-
-/** The columns every session query selects (money as text, parsed by {@link toSessionRow}). */
-export const SESSION_COLUMNS = `id, merchant_id, livemode, status, chain, currency, decimals, amount::text, amount_due::text,
-  amount_received::text, amount_confirmed::text, fee::text, token_addresses, pay_to, reference, tx_hash, confirmations, required_confirmations,
-  metadata, webhook_url, success_url, payment_link_id, created_at, updated_at, expires_at, monitor_until, detected_at,
-  confirmed_at, settled_at, expired_at, failed_at, failure_reason`;
-
-/** Turns a raw row (numeric columns as text) into a SessionRow with bigint money. */
-export function toSessionRow(raw: Record<string, unknown>): SessionRow {
-  return {
-    ...(raw as unknown as SessionRow),
-    amount: BigInt(raw.amount as string),
-    amount_due: BigInt(raw.amount_due as string),
-    amount_received: BigInt(raw.amount_received as string),
-    amount_confirmed: BigInt(raw.amount_confirmed as string),
-    fee: BigInt(raw.fee as string),
-  };
-}
 
 /** What a merchant asks for; text exactly as it came over the wire (validated here). */
 export interface CreateSessionParams extends SessionTerms {
@@ -327,7 +272,7 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
  * merchant's verified wallet, a new inline wallet beyond the merchant's cap of unverified ones, or
  * when no unique due amount is left.
  */
-export async function createSession(sql: Sql, params: CreateSessionParams): Promise<SessionRow> {
+export async function createSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
   const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens } = await checkSessionTerms(sql, params);
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
   // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
@@ -340,7 +285,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
 
   const { rows } = await sql.query(
-    `INSERT INTO payment_sessions (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
+    `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
        token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
        expires_at, monitor_until)
      VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
@@ -368,15 +313,15 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
       params.monitorWindowSeconds,
     ],
   );
-  return toSessionRow(rows[0]!);
+  return toSession(rows[0]!);
 }
 
 /** One session of the caller's merchant and mode, or undefined (another merchant's is "not found"). */
-export async function getSession(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<SessionRow | undefined> {
-  const { rows } = await sql.query(`SELECT ${SESSION_COLUMNS} FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = $3`, [
+export async function getSession(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<Session | undefined> {
+  const { rows } = await sql.query(`SELECT ${SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1 AND s.merchant_id = $2 AND s.livemode = $3`, [
     params.id,
     params.merchantId,
     params.livemode,
   ]);
-  return rows[0] && toSessionRow(rows[0]);
+  return rows[0] && toSession(rows[0]);
 }

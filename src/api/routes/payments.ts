@@ -4,7 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { createSessionHandler } from '../createSessionHandler.ts';
-import { getSession, SESSION_COLUMNS, toSessionRow } from '../../engine/sessions.ts';
+import { getSession } from '../../engine/sessions.ts';
+import { SESSION_COLUMNS, toSession } from '../../payments/session.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { ChainSchema, CreatePaymentBody, CurrencySchema, IdParam, ListSchema, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
 import { paymentViewB } from '../views.ts';
@@ -99,7 +100,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         if (!cursor) throw badRequest(`startingAfter ${JSON.stringify(query.startingAfter)} is not a payment of this account`);
       }
       const { rows } = await deps.store.query(
-        `SELECT ${SESSION_COLUMNS} FROM payment_sessions
+        `SELECT ${SESSION_COLUMNS} FROM payment_sessions s
          WHERE merchant_id = $1 AND livemode = $2
            AND ($3::text[] IS NULL OR status = ANY($3))
            AND ($4::text IS NULL OR chain = $4)
@@ -111,7 +112,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
          LIMIT $9`,
         [auth.merchantId, auth.livemode, statuses, query.chain ?? null, query.currency ?? null, timeFilter(query.createdGte, 'createdGte'), timeFilter(query.createdLt, 'createdLt'), query.startingAfter ?? null, limit + 1],
       );
-      const page = rows.slice(0, limit).map((raw) => paymentViewB(toSessionRow(raw), deps.config.publicUrl));
+      const page = rows.slice(0, limit).map((raw) => paymentViewB(toSession(raw), deps.config.publicUrl));
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
     },

@@ -104,7 +104,7 @@ describe('finding 5: a reference the transaction carries on another instruction'
       await createAta(first.wallet.address),
       await createAta(second.wallet.address),
       await transferChecked(first.wallet.address, 11_000_000n, [reference]),
-      await transferChecked(second.wallet.address, BigInt(secondSession.amount_due)),
+      await transferChecked(second.wallet.address, BigInt(secondSession.amountDue)),
     ]);
     expect(paid.meta.err).toBeNull();
     await stored(paid.signature, 2);
