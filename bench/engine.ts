@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { createMerchant } from '../src/accounts/index.ts';
 import { createEngine } from '../src/engine/index.ts';
-import { createSession } from '../src/engine/sessions.ts';
+import { createSession } from '../src/payments/sessions.ts';
 import { canonicalAddress } from '../src/internal/addresses.ts';
 import { createSecretBox } from '../src/internal/crypto.ts';
 import { createLogger } from '../src/internal/logger.ts';

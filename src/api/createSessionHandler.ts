@@ -3,7 +3,7 @@ import type { ApiDeps } from './deps.ts';
 import { authOf } from './auth.ts';
 import { saveIdempotentResponse } from './idempotency.ts';
 import { safeUrl } from './routes/webhooks.ts';
-import { createSession, type CreateSessionParams } from '../engine/sessions.ts';
+import { createSession, type CreateSessionParams } from '../payments/sessions.ts';
 import type { Session } from '../payments/session.ts';
 import { liveChains } from '../internal/config.ts';
 

@@ -3,7 +3,7 @@ import { loadChains } from '../internal/chains.ts';
 import { canonicalAddress } from '../internal/addresses.ts';
 import { badRequest, conflict, HttpError, notFound } from '../internal/errors.ts';
 import { formatAmount } from '../internal/money.ts';
-import { checkReceivingWallet } from '../engine/sessions.ts';
+import { checkReceivingWallet } from '../payments/terms.ts';
 import { requestRefund } from '../api/refunds.ts';
 import { loadCheckoutSession } from './view.ts';
 import { refundable } from './instructions.ts';

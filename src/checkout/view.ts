@@ -1,5 +1,6 @@
 import type { Sql } from '../store/index.ts';
-import { sessionColumns, toSession, type Session } from '../payments/session.ts';
+import type { Session } from '../payments/session.ts';
+import { getSessionsWithMerchant } from '../payments/sessions.ts';
 
 /**
  * What the payer sees of a session: the status that the page shows (a refinement of the
@@ -69,15 +70,7 @@ export async function loadCheckoutSession(sql: Sql, id: string): Promise<Checkou
 export async function loadCheckoutSessions(sql: Sql, ids: string[]): Promise<Map<string, CheckoutSession>> {
   const wanted = ids.filter(isSessionId);
   if (wanted.length === 0) return new Map();
-  const { rows } = await sql.query<Record<string, unknown>>(
-    `SELECT ${sessionColumns(CHECKOUT_FIELDS)}, m.name AS "merchantName", now() AS now
-     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-     WHERE s.id = ANY($1::text[])`,
-    [wanted],
-  );
-  return new Map(
-    rows.map((row) => [row.id as string, { ...toSession<(typeof CHECKOUT_FIELDS)[number]>(row), merchantName: row.merchantName as string, now: row.now as Date }]),
-  );
+  return getSessionsWithMerchant(sql, wanted, CHECKOUT_FIELDS);
 }
 
 /** What is left to pay: the due amount less what arrived, confirmed or pending, never below zero. */

@@ -6,7 +6,8 @@ import { nextStep, type SessionFacts } from './decide.ts';
 import { paymentEventData, type PaymentView } from './eventData.ts';
 import { flagRefundsBeyondConfirmed } from './refunds.ts';
 import type { PaymentStatus, TransitionCause } from './stateMachine.ts';
-import { SESSION_COLUMNS, toSession, type Session } from '../payments/session.ts';
+import { toSession, type Session } from '../payments/session.ts';
+import * as sessionSql from '../payments/sessionSql.ts';
 
 /** Steps one session may take in one evaluation; the longest real path is 3 (confirming -> reorg -> created -> expired). */
 const MAX_STEPS = 6;
@@ -67,14 +68,7 @@ export async function evaluateSessions(
   const filter = params.sessionIds ? 's.id = ANY($3::text[])' : CANDIDATES;
   const values: unknown[] = [livemode, chain.name];
   if (params.sessionIds) values.push(params.sessionIds);
-  const { rows } = await sql.query(
-    `SELECT ${SESSION_COLUMNS}, s.expires_at <= now() AS past_expiry, m.payment_tolerance_bps
-       FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-      WHERE s.livemode = $1 AND s.chain = $2 AND (${filter})
-      ORDER BY s.id
-      FOR UPDATE OF s`,
-    values,
-  );
+  const { rows } = await sql.query(sessionSql.lockSessionsToEvaluate(filter), values);
   const sessions: EvaluatedSession[] = rows.map((row) => ({ session: toSession(row), pastExpiry: row.past_expiry as boolean, toleranceBps: row.payment_tolerance_bps as number }));
   if (sessions.length === 0) return [];
 
@@ -229,11 +223,7 @@ async function evaluateOne(
     view.txHash === row.txHash;
   if (unchanged) return changes;
   const { rowCount } = await sql.query(
-    `UPDATE payment_sessions
-        SET status = $3, amount_received = $4, reported_received = $5, confirmations = $6, tx_hash = $7,
-            detected_at = $8, confirmed_at = $9, settled_at = $10, expired_at = $11, failed_at = $12,
-            failure_reason = $13, amount_confirmed = $14, updated_at = now()
-      WHERE id = $1 AND status = $2`,
+    sessionSql.saveEvaluation(),
     [
       row.id,
       row.status,

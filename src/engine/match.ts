@@ -1,6 +1,7 @@
 import type { Sql } from '../store/index.ts';
 import { covers } from './decide.ts';
 import { sessionColumns, toSession, type Session } from '../payments/session.ts';
+import * as sessionSql from '../payments/sessionSql.ts';
 
 /**
  * How far a transfer's block time may precede its session's creation and still pay it: chain
@@ -105,10 +106,7 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]): Promise<{
   const references = [...new Set(transfers.flatMap((transfer) => transfer.reference_keys))];
   const byReference = new Map<string, Candidate[]>();
   if (references.length > 0) {
-    const { rows } = await sql.query(
-      `SELECT ${CANDIDATE_COLUMNS}, s.reference FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id WHERE s.reference = ANY($1::text[])`,
-      [references],
-    );
+    const { rows } = await sql.query(sessionSql.selectSessionsByReference(CANDIDATE_COLUMNS), [references]);
     for (const row of rows.map((row) => ({ ...parseCandidate(row), reference: row.reference as string })).sort(byAge)) {
       const list = byReference.get(row.reference);
       if (list) list.push(row);
@@ -118,9 +116,7 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]): Promise<{
   const first = transfers[0]!;
   const times = transfers.map((transfer) => transfer.paid_at.getTime());
   const { rows } = await sql.query(
-    `SELECT ${CANDIDATE_COLUMNS} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-      WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[])
-        AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)`,
+    sessionSql.selectSessionsOnWallets(CANDIDATE_COLUMNS),
     [first.livemode, first.chain, [...new Set(transfers.map((transfer) => transfer.to_address))], new Date(Math.min(...times)), new Date(Math.max(...times)), CLOCK_SKEW_SECONDS],
   );
   const byWallet = new Map<string, WalletSessions>();

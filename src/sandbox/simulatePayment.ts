@@ -1,8 +1,8 @@
 import type { Store, Sql } from '../store/index.ts';
 import type { ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
-import { newSolanaReference } from '../engine/sessions.ts';
-import { SESSION_COLUMNS, toSession, type Session } from '../payments/session.ts';
+import { ensureReference, expireSooner, lockSession } from '../payments/sessions.ts';
+import type { Session } from '../payments/session.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { parseAmount, AmountError } from '../internal/money.ts';
 import { fakeAddress, fakeBlockHash, fakeTxHash } from './fakes.ts';
@@ -36,40 +36,16 @@ export interface SimulatedPayment {
 const OPEN_STATUSES = ['created', 'pending', 'confirming'];
 
 async function lockSandboxSession(sql: Sql, merchantId: string, sessionId: string): Promise<Session> {
-  const { rows } = await sql.query(`SELECT ${SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1 AND s.merchant_id = $2 AND s.livemode = false FOR UPDATE`, [
-    sessionId,
-    merchantId,
-  ]);
-  if (!rows[0]) throw notFound(`sandbox session ${sessionId} not found`);
-  return toSession(rows[0]);
-}
-
-/** Moves the session's expiry to `now() + offsetSeconds` when that is sooner (never later). */
-export async function forceExpiry(sql: Sql, sessionId: string, offsetSeconds: number): Promise<void> {
-  await sql.query(
-    `UPDATE payment_sessions SET expires_at = LEAST(expires_at, now() + make_interval(secs => $2)), updated_at = now() WHERE id = $1`,
-    [sessionId, offsetSeconds],
-  );
-}
-
-/**
- * The reference the simulated payer includes. Solana sessions have one already (Solana Pay); other
- * sandbox sessions get one on their first simulated payment. The engine then matches the payment
- * by reference, its exact path, so an under- or overpayment reaches its session however many
- * sandbox sessions share the merchant's fake wallet (amount matching alone could not tell them
- * apart, on a real chain either).
- */
-async function sessionReference(sql: Sql, session: Pick<Session, 'id' | 'reference'>): Promise<string> {
-  if (session.reference) return session.reference;
-  const { rows } = await sql.query<{ reference: string }>(
-    'UPDATE payment_sessions SET reference = coalesce(reference, $2) WHERE id = $1 RETURNING reference',
-    [session.id, newSolanaReference()],
-  );
-  return rows[0]!.reference;
+  const session = await lockSession(sql, { merchantId, livemode: false, id: sessionId });
+  if (!session) throw notFound(`sandbox session ${sessionId} not found`);
+  return session;
 }
 
 async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, session: Pick<Session, 'id' | 'reference' | 'tokenAddresses' | 'payTo'>, amount: bigint): Promise<{ txHash: string; blockNumber: bigint }> {
-  const reference = await sessionReference(sql, session);
+  // The simulated payer names the session by reference, the engine's exact path: an under- or
+  // overpayment then reaches its session however many sandbox sessions share the merchant's fake
+  // wallet (amount matching alone could not tell them apart, on a real chain either).
+  const reference = await ensureReference(sql, session);
   const head = simulatedHead(chain, blockMs, Date.now());
   await storeSimulatedHead(sql, chain.name, head);
   const txHash = fakeTxHash(chain.name);
@@ -139,7 +115,7 @@ export async function simulatePayment(params: {
   if (outcome === 'expired' || outcome === 'late') {
     await store.transaction(async (sql) => {
       await lockSandboxSession(sql, params.merchantId, params.sessionId);
-      await forceExpiry(sql, session.id, -0.001);
+      await expireSooner(sql, session.id, -0.001);
     });
     await run();
     if (outcome === 'expired') return { outcome, txHash: null, amount: 0n, blockNumber: null };

@@ -1,4 +1,4 @@
-import { createSession } from '../../src/engine/sessions.ts';
+import { createSession } from '../../src/payments/sessions.ts';
 import type { Session } from '../../src/payments/session.ts';
 import type { ChainName } from '../../src/internal/config.ts';
 import type { Currency } from '../../src/internal/chains.ts';

@@ -4,7 +4,7 @@ import { createSecretBox } from '../../src/internal/crypto.ts';
 import { canonicalAddress } from '../../src/internal/addresses.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import type { ChainName } from '../../src/internal/config.ts';
-import { createSession } from '../../src/engine/sessions.ts';
+import { createSession } from '../../src/payments/sessions.ts';
 import type { Session } from '../../src/payments/session.ts';
 import type { Store, Sql } from '../../src/store/index.ts';
 

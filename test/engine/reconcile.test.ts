@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
-import { createEngine, merchantFees } from '../../src/engine/index.ts';
+import { createEngine } from '../../src/engine/index.ts';
+import { merchantFees } from '../../src/payments/sessions.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf } from './fixtures.ts';
 

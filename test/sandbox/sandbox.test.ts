@@ -7,7 +7,7 @@ import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { createEngine } from '../../src/engine/index.ts';
-import { createSession } from '../../src/engine/sessions.ts';
+import { createSession } from '../../src/payments/sessions.ts';
 import { createSandbox, type SandboxOutcome } from '../../src/sandbox/index.ts';
 import type { ChainName } from '../../src/internal/config.ts';
 

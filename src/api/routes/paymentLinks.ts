@@ -5,7 +5,7 @@ import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { safeUrl } from './webhooks.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
-import { checkSessionTerms } from '../../engine/sessions.ts';
+import { checkSessionTerms } from '../../payments/terms.ts';
 import { liveChains } from '../../internal/config.ts';
 import { formatAmount } from '../../internal/money.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';

@@ -3,7 +3,7 @@ import { address, type KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
-import { createSession } from '../../../src/engine/sessions.ts';
+import { createSession } from '../../../src/payments/sessions.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
 import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from './harness.ts';
 

@@ -4,7 +4,7 @@ import { getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstru
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solana-rpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
-import { createSession } from '../../../src/engine/sessions.ts';
+import { createSession } from '../../../src/payments/sessions.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
 import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor, type TransferRow } from './harness.ts';
 

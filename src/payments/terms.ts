@@ -4,12 +4,12 @@ import { loadChains, currencyDecimals, tokensFor, type ChainConfig, type Currenc
 import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
 import { AmountError, parseAmount } from '../internal/money.ts';
 import { badRequest, conflict } from '../internal/errors.ts';
-import { newId } from '../internal/crypto.ts';
-import { getBase58Decoder } from '@solana/kit';
-import { randomBytes } from 'node:crypto';
 import { sandboxWallet } from '../sandbox/fakes.ts';
-import { registerInlineWallet } from '../accounts/walletRules.ts';
-import { SESSION_COLUMNS, toSession, type Session } from '../payments/session.ts';
+
+/**
+ * A session's terms, checked before anything is written: the same checks for `POST /sessions`
+ * (and the other create routes), `POST /payment-links` and each `/pay/{link}` visit.
+ */
 
 /** Session lifetime bounds in seconds: one minute to seven days (Stripe Checkout allows 30 min..24 h; payments by bank-free wallets need less, invoices more). */
 export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
@@ -26,16 +26,6 @@ export const AMOUNT_LIMITS = { min: '0.01', max: '1000000' } as const;
  * records 32, the depth after which a block is `finalized` (31+ confirmed blocks on top).
  */
 export const SOLANA_FINALIZED_DEPTH = 32;
-
-/** What a merchant asks for; text exactly as it came over the wire (validated here). */
-export interface CreateSessionParams extends SessionTerms {
-  metadata?: Record<string, string> | undefined;
-  webhookUrl?: string | undefined;
-  successUrl?: string | undefined;
-  paymentLinkId?: string | undefined;
-  /** From config.monitorWindowSeconds. */
-  monitorWindowSeconds: number;
-}
 
 /** The decimals of `currency` on `chain`, or a 400 when the pair is not offered. */
 export function decimalsFor(chain: ChainConfig, currency: Currency): number {
@@ -70,15 +60,6 @@ export function requiredConfirmations(chain: ChainConfig): number {
 /** The flat 1% fee in base units, rounded half up. */
 export function feeFor(amount: bigint): bigint {
   return (amount + 50n) / 100n;
-}
-
-/**
- * Largest offset added to make a due amount unique: below one cent (10^(decimals-2) base
- * units), so the payer never pays a visible cent more than asked. At 6 decimals that is 10,000
- * concurrent sessions for the same amount on one wallet and chain.
- */
-export function dueOffsetBound(decimals: number): bigint {
-  return 10n ** BigInt(Math.max(decimals - 2, 0));
 }
 
 /**
@@ -123,72 +104,6 @@ async function resolvePayTo(sql: Sql, params: { merchantId: string; chain: Chain
     );
   }
   return rows[0].address;
-}
-
-/**
- * Picks the due amount: `amount + k` for the smallest k >= 0 that no session reserving the same
- * (chain, currency, pay_to) holds while its monitoring window is open. Must run in the
- * transaction that inserts the session, after {@link lockDueAmounts} for the same amount.
- * Reservations span both modes: a sandbox and a live session never ask for the same amount of the
- * same token on the same address (sandbox sessions pay to fake addresses, but sessions created
- * before that rule, or a live session given a sandbox address, could share one), so a real
- * transfer can only ever fit one of them.
- */
-export async function pickDueAmount(
-  sql: Sql,
-  params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
-): Promise<bigint> {
-  const bound = dueOffsetBound(params.decimals);
-  // `livemode IN (false, true)` is "either mode", written so that the payment_sessions_match index
-  // (livemode, chain, pay_to, amount_due, …) is still used: one index range per mode.
-  const { rows } = await sql.query<{ amount_due: string }>(
-    `SELECT DISTINCT amount_due::text FROM payment_sessions
-     WHERE livemode IN (false, true) AND chain = $1 AND currency = $2 AND pay_to = $3
-       AND amount_due >= $4::numeric AND amount_due < $4::numeric + $5::numeric AND monitor_until > now()
-     ORDER BY 1`,
-    [params.chain, params.currency, params.payTo, params.amount.toString(), bound.toString()],
-  );
-  const taken = rows.map((row) => BigInt(row.amount_due)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  let candidate = params.amount;
-  for (const due of taken) {
-    if (due === candidate) candidate++;
-    else if (due > candidate) break;
-  }
-  if (candidate - params.amount >= bound) {
-    throw conflict(
-      `too many open sessions ask for ${params.currency} amount ${params.amount} base units on ${params.chain} to wallet ${params.payTo}; wait for some to expire or vary the amount`,
-    );
-  }
-  return candidate;
-}
-
-/**
- * Serialises due-amount picks that could collide, until the transaction ends. A pick for
- * `amount` looks at [amount, amount + bound); two such ranges overlap only when the amounts are
- * less than `bound` apart. Cutting the amount line into buckets of `bound` and locking buckets
- * b and b+1 (b = amount / bound, always in that order, so no deadlock) makes any two
- * overlapping picks share a lock, while different prices on one wallet are created in parallel
- * (a single lock per wallet made a busy merchant's creations queue behind each other).
- */
-export async function lockDueAmounts(
-  sql: Sql,
-  params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
-): Promise<void> {
-  const bucket = params.amount / dueOffsetBound(params.decimals);
-  for (const key of dueLockKeys({ ...params, bucket })) {
-    await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [key]);
-  }
-}
-
-/** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */
-export function dueLockKeys(params: { chain: ChainName; currency: Currency; payTo: string; bucket: bigint }): string[] {
-  const base = `due:${params.chain}:${params.currency}:${params.payTo}`;
-  return [`${base}:${params.bucket}`, `${base}:${params.bucket + 1n}`];
-}
-
-/** A fresh Solana Pay reference: a random 32-byte public key in base58. */
-export function newSolanaReference(): string {
-  return getBase58Decoder().decode(randomBytes(32));
 }
 
 /** What a session (or a payment link, which makes sessions) asks for, before anything is written. */
@@ -264,64 +179,3 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
   return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens };
 }
 
-/**
- * Creates a payment session in status `created` (Interface B shows it as `pending`), on `sql`,
- * which must be a transaction (the due-amount lock lasts until it ends). Validates what the
- * schemas cannot, with {@link checkSessionTerms}.
- * @throws {HttpError} 400 for bad input; 409 for a live session on an unwatched chain, another
- * merchant's verified wallet, a new inline wallet beyond the merchant's cap of unverified ones, or
- * when no unique due amount is left.
- */
-export async function createSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
-  const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens } = await checkSessionTerms(sql, params);
-  // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
-  // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
-  if (params.livemode && merchantWallet !== undefined) {
-    await registerInlineWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
-  }
-
-  const tuple = { chain: params.chain, currency: params.currency, payTo };
-  await lockDueAmounts(sql, { ...tuple, amount, decimals });
-  const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
-
-  const { rows } = await sql.query(
-    `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
-       token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
-       expires_at, monitor_until)
-     VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
-       now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19))
-     RETURNING ${SESSION_COLUMNS}`,
-    [
-      newId('ses'),
-      params.merchantId,
-      params.livemode,
-      params.chain,
-      params.currency,
-      decimals,
-      amount.toString(),
-      amountDue.toString(),
-      feeFor(amount).toString(),
-      tokens,
-      payTo,
-      params.chain === 'solana' ? newSolanaReference() : null,
-      requiredConfirmations(chain),
-      params.metadata ?? {},
-      params.webhookUrl ?? null,
-      params.successUrl ?? null,
-      params.paymentLinkId ?? null,
-      expiresIn,
-      params.monitorWindowSeconds,
-    ],
-  );
-  return toSession(rows[0]!);
-}
-
-/** One session of the caller's merchant and mode, or undefined (another merchant's is "not found"). */
-export async function getSession(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<Session | undefined> {
-  const { rows } = await sql.query(`SELECT ${SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1 AND s.merchant_id = $2 AND s.livemode = $3`, [
-    params.id,
-    params.merchantId,
-    params.livemode,
-  ]);
-  return rows[0] && toSession(rows[0]);
-}
