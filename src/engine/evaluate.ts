@@ -4,7 +4,7 @@ import { appendEvent, type EventType } from './outbox.ts';
 import { confirmationsOf, isConfirmed, isSettled, readChainHead, type ChainHead } from './confirmations.ts';
 import { nextStep, type SessionFacts } from './decide.ts';
 import { paymentEventData, type PaymentView } from './eventData.ts';
-import { flagRefundsBeyondConfirmed } from './refunds.ts';
+import { flagRefundsBeyondConfirmed } from '../payments/refunds.ts';
 import type { PaymentStatus, TransitionCause } from './stateMachine.ts';
 import { toSession, type Session } from '../payments/session.ts';
 import * as sessionSql from '../payments/sessionSql.ts';
