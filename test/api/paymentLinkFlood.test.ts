@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { MAX_LINK_RESERVATIONS_PER_PRICE } from '../../src/api/routes/paymentLinks.ts';
+import { MAX_LINK_RESERVATIONS_PER_PRICE } from '../../src/payments/links.ts';
 import { dueOffsetBound } from '../../src/payments/dueAmounts.ts';
 import { newMerchant, useApi, WALLET, type Answer } from './harness.ts';
 
