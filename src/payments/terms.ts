@@ -4,7 +4,7 @@ import { loadChains, currencyDecimals, tokensFor, type ChainConfig, type Currenc
 import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
 import { AmountError, parseAmount } from '../internal/money.ts';
 import { badRequest, conflict } from '../internal/errors.ts';
-import { sandboxWallet } from '../sandbox/fakes.ts';
+import { sandboxWallet } from '../internal/sandboxIds.ts';
 
 /**
  * A session's terms, checked before anything is written: the same checks for `POST /sessions`

@@ -5,7 +5,7 @@ import { ensureReference, expireSooner, lockSession } from '../payments/sessions
 import type { Session } from '../payments/session.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { parseAmount, AmountError } from '../internal/money.ts';
-import { fakeAddress, fakeBlockHash, fakeTxHash } from './fakes.ts';
+import { fakeAddress, fakeBlockHash, fakeTxHash } from '../internal/sandboxIds.ts';
 import { simulatedHead, storeSimulatedHead } from './simulatedChain.ts';
 
 /**

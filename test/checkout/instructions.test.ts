@@ -11,7 +11,7 @@ import { loadChains } from '../../src/internal/chains.ts';
 import { makeSession, setSessionState } from './helpers.ts';
 import { prefersJson } from '../../src/checkout/index.ts';
 import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
-import { fakeAddress, sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { fakeAddress, sandboxWallet } from '../../src/internal/sandboxIds.ts';
 
 const db = useTestDatabase('checkout_json');
 let app: FastifyInstance;
