@@ -17,7 +17,7 @@ export const CHECKOUT_VIEWS = ['awaiting', 'detected', 'underpaid', 'paid', 'exp
 export type CheckoutView = (typeof CHECKOUT_VIEWS)[number];
 
 /** The session fields the checkout reads. */
-export const CHECKOUT_FIELDS = [
+const CHECKOUT_FIELDS = [
   'id',
   'merchantId',
   'livemode',

@@ -19,7 +19,7 @@ import * as refundSql from './refundSql.ts';
  */
 
 /** A transaction hash in canonical form: 0x + 64 lower-case hex on EVM, a base58 64-byte signature on solana. */
-export function canonicalTxHash(chain: ChainName, text: string): string | undefined {
+function canonicalTxHash(chain: ChainName, text: string): string | undefined {
   if (chain !== 'solana') return /^0x[0-9a-fA-F]{64}$/.test(text) ? text.toLowerCase() : undefined;
   try {
     return /^[1-9A-HJ-NP-Za-km-z]{64,90}$/.test(text) && base58Bytes(text).length === 64 ? text : undefined;
@@ -50,7 +50,7 @@ export async function listRefunds(
  * by confirmed money (`amount_confirmed`, the API's `amountReceived`), never by money that is only
  * seen: a second payment to a confirmed session is pending until it confirms.
  */
-export const REFUNDABLE_STATUSES: readonly Session['status'][] = ['confirmed', 'settled', 'pending', 'failed'];
+const REFUNDABLE_STATUSES: readonly Session['status'][] = ['confirmed', 'settled', 'pending', 'failed'];
 
 /** What a refund request reads of its payment. */
 const REQUEST_FIELDS = ['chain', 'currency', 'decimals', 'status', 'amountReceived', 'amountPending'] as const satisfies readonly (keyof Session)[];

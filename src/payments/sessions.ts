@@ -21,7 +21,7 @@ export interface CreateSessionParams extends SessionTerms {
 }
 
 /** A fresh Solana Pay reference: a random 32-byte public key in base58. */
-export function newSolanaReference(): string {
+function newSolanaReference(): string {
   return getBase58Decoder().decode(randomBytes(32));
 }
 

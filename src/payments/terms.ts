@@ -25,10 +25,10 @@ export const AMOUNT_LIMITS = { min: '0.01', max: '1000000' } as const;
  * Solana has no block depth rule in chains/solana.json (it uses commitment levels); a session
  * records 32, the depth after which a block is `finalized` (31+ confirmed blocks on top).
  */
-export const SOLANA_FINALIZED_DEPTH = 32;
+const SOLANA_FINALIZED_DEPTH = 32;
 
 /** The decimals of `currency` on `chain`, or a 400 when the pair is not offered. */
-export function decimalsFor(chain: ChainConfig, currency: Currency): number {
+function decimalsFor(chain: ChainConfig, currency: Currency): number {
   const decimals = currencyDecimals(chain, currency);
   if (decimals === undefined) throw badRequest(`${currency} is not offered on ${chain.name}`);
   return decimals;
@@ -38,7 +38,7 @@ export function decimalsFor(chain: ChainConfig, currency: Currency): number {
  * Parses a requested amount for `decimals`: positive decimal text, no more decimals than the
  * token has, within {@link AMOUNT_LIMITS}. Every refusal is a 400 that says why.
  */
-export function parseRequestedAmount(text: string, decimals: number, field = 'amount'): bigint {
+function parseRequestedAmount(text: string, decimals: number, field = 'amount'): bigint {
   let units: bigint;
   try {
     units = parseAmount(text, decimals);
