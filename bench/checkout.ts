@@ -13,7 +13,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createMerchant } from '../src/accounts/index.ts';
-import { createSession } from '../src/engine/sessions.ts';
+import { createSession } from '../src/payments/sessions.ts';
 import { benchApi, percentile } from './lib.ts';
 
 const { values } = parseArgs({

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { createMerchant } from '../src/accounts/index.ts';
 import { createEngine } from '../src/engine/index.ts';
-import { createSession } from '../src/engine/sessions.ts';
+import { createSession } from '../src/payments/sessions.ts';
 import { canonicalAddress } from '../src/internal/addresses.ts';
 import { createSecretBox } from '../src/internal/crypto.ts';
 import { createLogger } from '../src/internal/logger.ts';
@@ -84,7 +84,7 @@ async function main() {
       `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_time, token_address, to_address, amount)
        SELECT true, 'polygon', '0x' || md5(random()::text) || md5(random()::text), 0, 1000 - (n % 20), now(), $1, pay_to, amount_due
          FROM unnest($2::text[], $3::numeric[]) WITH ORDINALITY AS p (pay_to, amount_due, n)`,
-      [USDC, paid.map((s) => s.pay_to), paid.map((s) => s.amount_due.toString())],
+      [USDC, paid.map((s) => s.payTo), paid.map((s) => s.amountDue.toString())],
     );
     const matched = await timed(`match ${paid.length} transfers -> confirming`, paid.length, 'transfers', () => engine.reconcile({ chain: 'polygon', livemode: true }));
     if (matched.matched !== paid.length) throw new Error(`matched ${matched.matched} of ${paid.length}`);

@@ -3,7 +3,8 @@ import type { ApiDeps } from './deps.ts';
 import { authOf } from './auth.ts';
 import { saveIdempotentResponse } from './idempotency.ts';
 import { safeUrl } from './routes/webhooks.ts';
-import { createSession, type CreateSessionParams, type SessionRow } from '../engine/sessions.ts';
+import { createSession, type CreateSessionParams } from '../payments/sessions.ts';
+import type { Session } from '../payments/session.ts';
 import { liveChains } from '../internal/config.ts';
 
 /** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
@@ -15,7 +16,7 @@ export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | '
  * (a live one only on a chain an ingester watches),
  * store the idempotent answer in the same transaction, and answer 201 in the interface's view.
  */
-export function createSessionHandler<View>(deps: ApiDeps, view: (row: SessionRow, publicUrl: string) => View) {
+export function createSessionHandler<View>(deps: ApiDeps, view: (session: Session, publicUrl: string) => View) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const auth = authOf(request);
     const body = request.body as CreateSessionBodyFields;

@@ -1,7 +1,7 @@
 import { Type, type TSchema, type Static } from 'typebox';
 import { CHAIN_NAMES, type ChainName } from '../internal/config.ts';
 import { CURRENCIES, type Currency } from '../internal/chains.ts';
-import { AMOUNT_LIMITS, EXPIRES_IN } from '../engine/sessions.ts';
+import { AMOUNT_LIMITS, EXPIRES_IN } from '../payments/terms.ts';
 
 /**
  * The request and response schemas of both interfaces. The same objects validate requests
@@ -56,7 +56,7 @@ export const ExpiresInSchema = Type.Integer({
   description: `Session lifetime in seconds, ${EXPIRES_IN.min} to ${EXPIRES_IN.max} (7 days); default ${EXPIRES_IN.default}.`,
 });
 
-/** A receiving wallet; the chain-specific check happens in checkSessionTerms (engine/sessions.ts). */
+/** A receiving wallet; the chain-specific check happens in checkSessionTerms (payments/terms.ts). */
 export const WalletAddressSchema = Type.String({
   minLength: 1,
   maxLength: 100,

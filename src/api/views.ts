@@ -1,4 +1,4 @@
-import type { SessionRow } from '../engine/sessions.ts';
+import { payerReference, type Session } from '../payments/session.ts';
 import { formatAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
 
@@ -15,12 +15,41 @@ export function checkoutUrl(publicUrl: string, sessionId: string): string {
   return `${publicUrl}/checkout/${sessionId}`;
 }
 
-function tokensOf(row: SessionRow): { symbol: string; address: string }[] {
+function tokensOf(row: Pick<Session, 'chain' | 'currency' | 'tokenAddresses'>): { symbol: string; address: string }[] {
   const chain = loadChains()[row.chain];
-  return row.token_addresses.map((address) => ({ symbol: chain.tokens.find((token) => token.address === address)?.symbol ?? row.currency, address }));
+  return row.tokenAddresses.map((address) => ({ symbol: chain.tokens.find((token) => token.address === address)?.symbol ?? row.currency, address }));
 }
 
-function sessionFields(row: SessionRow, publicUrl: string) {
+/** What both interfaces read of a session. */
+export type SessionViewFields = Pick<
+  Session,
+  | 'id'
+  | 'livemode'
+  | 'status'
+  | 'chain'
+  | 'currency'
+  | 'decimals'
+  | 'amount'
+  | 'amountDue'
+  | 'amountReceived'
+  | 'amountPending'
+  | 'fee'
+  | 'tokenAddresses'
+  | 'payTo'
+  | 'reference'
+  | 'txHash'
+  | 'confirmations'
+  | 'requiredConfirmations'
+  | 'metadata'
+  | 'webhookUrl'
+  | 'successUrl'
+  | 'paymentLinkId'
+  | 'createdAt'
+  | 'expiresAt'
+  | 'confirmedAt'
+>;
+
+function sessionFields(row: SessionViewFields, publicUrl: string) {
   const amount = formatAmount(row.amount, row.decimals);
   return {
     id: row.id,
@@ -29,40 +58,37 @@ function sessionFields(row: SessionRow, publicUrl: string) {
     currency: row.currency,
     chain: row.chain,
     checkoutUrl: checkoutUrl(publicUrl, row.id),
-    paymentAddress: row.pay_to,
-    merchantWallet: row.pay_to,
-    amountDue: formatAmount(row.amount_due, row.decimals),
-    amountDueBaseUnits: row.amount_due.toString(),
-    // Confirmed money only; the rest of what the engine counted is pending (docs/security.md).
-    amountReceived: formatAmount(row.amount_confirmed, row.decimals),
-    amountPending: formatAmount(row.amount_received > row.amount_confirmed ? row.amount_received - row.amount_confirmed : 0n, row.decimals),
+    paymentAddress: row.payTo,
+    merchantWallet: row.payTo,
+    amountDue: formatAmount(row.amountDue, row.decimals),
+    amountDueBaseUnits: row.amountDue.toString(),
+    amountReceived: formatAmount(row.amountReceived, row.decimals),
+    amountPending: formatAmount(row.amountPending, row.decimals),
     decimals: row.decimals,
     tokens: tokensOf(row),
     fee: formatAmount(row.fee, row.decimals),
     feeBaseUnits: row.fee.toString(),
-    // Solana Pay only: on EVM chains the sandbox keeps a reference on the session to route its
-    // simulated payments exactly, which payers must not be asked for.
-    reference: row.chain === 'solana' ? row.reference : null,
-    txHash: row.tx_hash,
+    reference: payerReference(row),
+    txHash: row.txHash,
     confirmations: row.confirmations,
-    requiredConfirmations: row.required_confirmations,
+    requiredConfirmations: row.requiredConfirmations,
     metadata: row.metadata,
-    webhookUrl: row.webhook_url,
-    successUrl: row.success_url,
-    paymentLinkId: row.payment_link_id,
+    webhookUrl: row.webhookUrl,
+    successUrl: row.successUrl,
+    paymentLinkId: row.paymentLinkId,
     livemode: row.livemode,
-    createdAt: row.created_at.toISOString(),
-    expiresAt: row.expires_at.toISOString(),
-    confirmedAt: row.confirmed_at?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+    expiresAt: row.expiresAt.toISOString(),
+    confirmedAt: row.confirmedAt?.toISOString() ?? null,
   };
 }
 
 /** A session as Interface A shows it (spec §2.1 plus the payer's fields). */
-export function sessionViewA(row: SessionRow, publicUrl: string) {
+export function sessionViewA(row: SessionViewFields, publicUrl: string) {
   return { ...sessionFields(row, publicUrl), status: row.status };
 }
 
 /** The same session as Interface B shows it (spec §2.2 plus the same extra fields). */
-export function paymentViewB(row: SessionRow, publicUrl: string) {
+export function paymentViewB(row: SessionViewFields, publicUrl: string) {
   return { ...sessionFields(row, publicUrl), status: statusB(row.status) };
 }

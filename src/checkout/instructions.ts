@@ -4,6 +4,7 @@ import { formatAmount } from '../internal/money.ts';
 import { instructionChainId, sandboxToken, sessionPaymentUri } from './uris.ts';
 import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutView } from './view.ts';
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
+import { payerReference } from '../payments/session.ts';
 
 /** Names people know the chains by, for the page and the instructions. */
 export const CHAIN_DISPLAY_NAMES: Record<ChainName, string> = {
@@ -51,7 +52,7 @@ function paymentUri(chain: ChainConfig, session: CheckoutSession, token: string,
     recipient: session.payTo,
     baseUnits,
     amount: formatAmount(baseUnits, session.decimals),
-    reference: session.reference,
+    reference: payerReference(session),
     label: session.merchantName,
     message: `Payment ${session.id}`,
   });
@@ -102,7 +103,7 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     token: primary,
     acceptedTokens: tokens,
     recipient: session.payTo,
-    reference: session.reference,
+    reference: payerReference(session),
     amount: decimal(session.amount),
     amountBaseUnits: session.amount.toString(),
     amountDue: decimal(session.amountDue),

@@ -3,8 +3,9 @@ import { loadChains } from '../internal/chains.ts';
 import { canonicalAddress } from '../internal/addresses.ts';
 import { badRequest, conflict, notFound, RateLimitedError } from '../internal/errors.ts';
 import { formatAmount } from '../internal/money.ts';
-import { checkReceivingWallet } from '../engine/sessions.ts';
-import { requestRefund } from '../api/refunds.ts';
+import { checkReceivingWallet } from '../payments/terms.ts';
+import { refundStatesOf, requestRefund } from '../payments/refunds.ts';
+import { getSessionById } from '../payments/sessions.ts';
 import { loadCheckoutSession } from './view.ts';
 import { refundable } from './instructions.ts';
 
@@ -39,7 +40,7 @@ export interface RefundRequestResult {
 /**
  * Records a payer's refund request for a session (non-custodial: the merchant decides and sends
  * the refund from its own wallet) and the `refund.requested` event for the merchant, in one
- * transaction, through the API's `requestRefund` (one refund model, one event shape). The
+ * transaction, through the domain's `requestRefund` (one refund model, one event shape). The
  * amount is all the session's confirmed money not yet refunded (money still pending confirmation
  * is not refundable). Refused with a 4xx that changes nothing when the session has no confirmed
  * money or is still open, the destination is not an address on the session's chain, is one no
@@ -50,8 +51,8 @@ export interface RefundRequestResult {
 export async function requestRefundFromCheckout(store: Store, sessionId: string, input: RefundRequestInput): Promise<RefundRequestResult> {
   return store.transaction(async (sql) => {
     // Lock the session so two concurrent requests cannot both pass the "one open request" check.
-    const { rows: locked } = await sql.query('SELECT id FROM payment_sessions WHERE id = $1 FOR UPDATE', [sessionId]);
-    const session = locked[0] ? await loadCheckoutSession(sql, sessionId) : undefined;
+    const locked = await getSessionById(sql, { id: sessionId, fields: ['id'], forUpdate: true });
+    const session = locked ? await loadCheckoutSession(sql, sessionId) : undefined;
     if (!session) throw notFound(`no checkout session ${sessionId}`);
     if (!refundable(session)) {
       throw conflict(
@@ -65,8 +66,8 @@ export async function requestRefundFromCheckout(store: Store, sessionId: string,
     // The same check as a receiving wallet's: a refund sent where no one holds the key is lost.
     const destination = checkReceivingWallet(loadChains()[session.chain], text, 'destination');
 
-    const { rows: previous } = await sql.query<{ status: string }>('SELECT status FROM refunds WHERE session_id = $1', [sessionId]);
-    if (previous.some((row) => row.status === 'requested')) throw conflict('a refund request for this payment is already open; the merchant will answer it');
+    const previous = await refundStatesOf(sql, sessionId);
+    if (previous.includes('requested')) throw conflict('a refund request for this payment is already open; the merchant will answer it');
     if (previous.length >= MAX_REFUND_REQUESTS_PER_SESSION) {
       throw new RateLimitedError(`at most ${MAX_REFUND_REQUESTS_PER_SESSION} refund requests can be made for one payment; contact the merchant`);
     }
@@ -90,8 +91,8 @@ export async function requestRefundFromCheckout(store: Store, sessionId: string,
       amountBaseUnits: refund.amount.toString(),
       currency: session.currency,
       chain: session.chain,
-      destination: refund.to_address,
-      createdAt: refund.created_at.toISOString(),
+      destination: refund.toAddress,
+      createdAt: refund.createdAt.toISOString(),
     };
   });
 }

@@ -1,5 +1,5 @@
 import type { ChainName } from '../internal/config.ts';
-import { fakeAddress } from '../sandbox/fakes.ts';
+import { fakeAddress } from '../internal/sandboxIds.ts';
 
 /**
  * Wallet deep links. Each carries everything a wallet needs to pay without typing: the token,

@@ -1,6 +1,6 @@
 import type { Sql } from '../store/index.ts';
-import type { ChainName } from '../internal/config.ts';
-import type { Currency } from '../internal/chains.ts';
+import type { Session } from '../payments/session.ts';
+import { getSessionsWithMerchant } from '../payments/sessions.ts';
 
 /**
  * What the payer sees of a session: the status that the page shows (a refinement of the
@@ -16,35 +16,37 @@ import type { Currency } from '../internal/chains.ts';
 export const CHECKOUT_VIEWS = ['awaiting', 'detected', 'underpaid', 'paid', 'expired', 'failed'] as const;
 export type CheckoutView = (typeof CHECKOUT_VIEWS)[number];
 
-/** One session as the checkout reads it: money in bigint base units. */
-export interface CheckoutSession {
-  id: string;
-  merchantId: string;
-  merchantName: string;
-  livemode: boolean;
-  status: string;
-  chain: ChainName;
-  currency: Currency;
-  decimals: number;
-  amount: bigint;
-  amountDue: bigint;
-  /** Confirmed money (the API's `amountReceived`): all a refund may count. */
-  amountReceived: bigint;
-  /** Seen on chain, not confirmed yet: on its way, so not asked for again, but not refundable. */
-  amountPending: bigint;
-  tokenAddresses: string[];
-  payTo: string;
-  reference: string | null;
-  txHash: string | null;
-  confirmations: number;
-  requiredConfirmations: number;
-  successUrl: string | null;
-  createdAt: Date;
-  expiresAt: Date;
-  confirmedAt: Date | null;
-  /** The database's clock when the row was read, so expiry agrees with the engine's. */
-  now: Date;
-}
+/** The session fields the checkout reads. */
+const CHECKOUT_FIELDS = [
+  'id',
+  'merchantId',
+  'livemode',
+  'status',
+  'chain',
+  'currency',
+  'decimals',
+  'amount',
+  'amountDue',
+  'amountReceived',
+  'amountPending',
+  'tokenAddresses',
+  'payTo',
+  'reference',
+  'txHash',
+  'confirmations',
+  'requiredConfirmations',
+  'successUrl',
+  'createdAt',
+  'expiresAt',
+  'confirmedAt',
+] as const satisfies readonly (keyof Session)[];
+
+/**
+ * One session as the checkout reads it, with its merchant's name and the database's clock when
+ * the row was read (so expiry agrees with the engine's). `amountReceived` is confirmed money, all
+ * a refund may count; `amountPending` is on its way, so not asked for again, but not refundable.
+ */
+export type CheckoutSession = Pick<Session, (typeof CHECKOUT_FIELDS)[number]> & { merchantName: string; now: Date };
 
 /** Session ids are `ses_` and 20 base62 characters (see newId); anything else cannot exist. */
 const SESSION_ID = /^ses_[0-9A-Za-z]{20}$/;
@@ -68,51 +70,11 @@ export async function loadCheckoutSession(sql: Sql, id: string): Promise<Checkou
 export async function loadCheckoutSessions(sql: Sql, ids: string[]): Promise<Map<string, CheckoutSession>> {
   const wanted = ids.filter(isSessionId);
   if (wanted.length === 0) return new Map();
-  const { rows } = await sql.query<Record<string, unknown>>(
-    `SELECT s.id, s.merchant_id, m.name AS merchant_name, s.livemode, s.status, s.chain, s.currency, s.decimals,
-       s.amount::text, s.amount_due::text, s.amount_received::text, s.amount_confirmed::text, s.token_addresses, s.pay_to, s.reference, s.tx_hash,
-       s.confirmations, s.required_confirmations, s.success_url, s.created_at, s.expires_at, s.confirmed_at, now() AS now
-     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-     WHERE s.id = ANY($1::text[])`,
-    [wanted],
-  );
-  return new Map(rows.map((row) => [row.id as string, toCheckoutSession(row)]));
+  return getSessionsWithMerchant(sql, wanted, CHECKOUT_FIELDS);
 }
-
-function toCheckoutSession(row: Record<string, unknown>): CheckoutSession {
-  return {
-    id: row.id as string,
-    merchantId: row.merchant_id as string,
-    merchantName: row.merchant_name as string,
-    livemode: row.livemode as boolean,
-    status: row.status as string,
-    chain: row.chain as ChainName,
-    currency: row.currency as Currency,
-    decimals: Number(row.decimals),
-    amount: BigInt(row.amount as string),
-    amountDue: BigInt(row.amount_due as string),
-    amountReceived: BigInt(row.amount_confirmed as string),
-    amountPending: pendingOf(BigInt(row.amount_received as string), BigInt(row.amount_confirmed as string)),
-    tokenAddresses: row.token_addresses as string[],
-    payTo: row.pay_to as string,
-    // Solana Pay only (the sandbox's EVM routing key is not the payer's business; see api/views.ts).
-    reference: row.chain === 'solana' ? ((row.reference as string | null) ?? null) : null,
-    txHash: (row.tx_hash as string | null) ?? null,
-    confirmations: Number(row.confirmations),
-    requiredConfirmations: Number(row.required_confirmations),
-    successUrl: (row.success_url as string | null) ?? null,
-    createdAt: row.created_at as Date,
-    expiresAt: row.expires_at as Date,
-    confirmedAt: (row.confirmed_at as Date | null) ?? null,
-    now: row.now as Date,
-  };
-}
-
-/** The engine's counted total less its confirmed part, never below zero. */
-const pendingOf = (counted: bigint, confirmed: bigint): bigint => (counted > confirmed ? counted - confirmed : 0n);
 
 /** What is left to pay: the due amount less what arrived, confirmed or pending, never below zero. */
-export function amountRemaining(session: Pick<CheckoutSession, 'amountDue' | 'amountReceived' | 'amountPending'>): bigint {
+export function amountRemaining(session: Pick<Session, 'amountDue' | 'amountReceived' | 'amountPending'>): bigint {
   const left = session.amountDue - session.amountReceived - session.amountPending;
   return left > 0n ? left : 0n;
 }

@@ -4,6 +4,7 @@ import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
+import { getSessionById, lockSession } from '../payments/sessions.ts';
 
 /** A stored transfer as the merchant sees it. */
 export interface TransferRow {
@@ -97,15 +98,11 @@ export async function attributeTransfer(
     if (transfer.status !== 'observed') throw conflict(`transfer ${publicId} is ${transfer.status === 'removed' ? 'no longer on chain (removed by a reorg)' : 'a failed transaction'} and cannot pay a session`);
     if (transfer.session_id) throw conflict(`transfer ${publicId} is already attributed to session ${transfer.session_id}`);
 
-    const { rows: sessions } = await sql.query<{ id: string; chain: string; pay_to: string; token_addresses: string[]; status: string }>(
-      'SELECT id, chain, pay_to, token_addresses, status FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = $3 FOR UPDATE',
-      [params.sessionId, params.merchantId, params.livemode],
-    );
-    const session = sessions[0];
+    const session = await lockSession(sql, { merchantId: params.merchantId, livemode: params.livemode, id: params.sessionId });
     if (!session) throw notFound(`session ${params.sessionId} not found`);
     if (session.chain !== chain) throw badRequest(`transfer ${publicId} is on ${chain} but session ${session.id} is on ${session.chain}`);
-    if (session.pay_to !== transfer.to_address) throw badRequest(`transfer ${publicId} went to ${transfer.to_address}, not to the session's wallet ${session.pay_to}`);
-    if (!session.token_addresses.includes(transfer.token_address)) {
+    if (session.payTo !== transfer.to_address) throw badRequest(`transfer ${publicId} went to ${transfer.to_address}, not to the session's wallet ${session.payTo}`);
+    if (!session.tokenAddresses.includes(transfer.token_address)) {
       throw badRequest(`transfer ${publicId} is in token ${transfer.token_address}, which session ${session.id} does not accept`);
     }
     if (session.status === 'settled') throw conflict(`session ${session.id} is settled; it cannot take more payments`);
@@ -116,7 +113,7 @@ export async function attributeTransfer(
     );
     const changes = await evaluateSessions(sql, { livemode: params.livemode, chain: chains[chain], sessionIds: [session.id] });
     const { rows: after } = await sql.query<TransferRow>(`SELECT ${TRANSFER_COLUMNS} FROM transfers t WHERE t.id = $1`, [params.transferId]);
-    const { rows: status } = await sql.query<{ status: string }>('SELECT status FROM payment_sessions WHERE id = $1', [session.id]);
-    return { transfer: after[0]!, changes, sessionStatus: status[0]!.status };
+    const { status } = (await getSessionById(sql, { id: session.id, fields: ['status'] }))!;
+    return { transfer: after[0]!, changes, sessionStatus: status };
   });
 }

@@ -4,40 +4,19 @@ import { appendEvent, type EventType } from './outbox.ts';
 import { confirmationsOf, isConfirmed, isSettled, readChainHead, type ChainHead } from './confirmations.ts';
 import { nextStep, type SessionFacts } from './decide.ts';
 import { paymentEventData, type PaymentView } from './eventData.ts';
-import { flagRefundsBeyondConfirmed } from './refunds.ts';
+import { flagRefundsBeyondConfirmed } from '../payments/refunds.ts';
 import type { PaymentStatus, TransitionCause } from './stateMachine.ts';
+import { toSession, type Session } from '../payments/session.ts';
+import * as sessionSql from '../payments/sessionSql.ts';
 
 /** Steps one session may take in one evaluation; the longest real path is 3 (confirming -> reorg -> created -> expired). */
 const MAX_STEPS = 6;
 
-interface SessionRow {
-  id: string;
-  merchant_id: string;
-  livemode: boolean;
-  status: PaymentStatus;
-  chain: string;
-  currency: string;
-  decimals: number;
-  amount: string;
-  amount_due: string;
-  amount_received: string;
-  amount_confirmed: string;
-  reported_received: string;
-  fee: string;
-  pay_to: string;
-  tx_hash: string | null;
-  confirmations: number;
-  required_confirmations: number;
-  metadata: Record<string, string>;
-  expires_at: Date;
-  detected_at: Date | null;
-  confirmed_at: Date | null;
-  settled_at: Date | null;
-  expired_at: Date | null;
-  failed_at: Date | null;
-  failure_reason: string | null;
-  past_expiry: boolean;
-  payment_tolerance_bps: number;
+/** A session as evaluation reads it, with its merchant's tolerance and whether it is past expiry on the database's clock. */
+interface EvaluatedSession {
+  session: Session;
+  pastExpiry: boolean;
+  toleranceBps: number;
 }
 
 interface CountedTransfer {
@@ -89,17 +68,8 @@ export async function evaluateSessions(
   const filter = params.sessionIds ? 's.id = ANY($3::text[])' : CANDIDATES;
   const values: unknown[] = [livemode, chain.name];
   if (params.sessionIds) values.push(params.sessionIds);
-  const { rows: sessions } = await sql.query<SessionRow>(
-    `SELECT s.id, s.merchant_id, s.livemode, s.status, s.chain, s.currency, s.decimals, s.amount, s.amount_due,
-            s.amount_received, s.amount_confirmed, s.reported_received, s.fee, s.pay_to, s.tx_hash, s.confirmations, s.required_confirmations,
-            s.metadata, s.expires_at, s.detected_at, s.confirmed_at, s.settled_at, s.expired_at, s.failed_at,
-            s.failure_reason, s.expires_at <= now() AS past_expiry, m.payment_tolerance_bps
-       FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-      WHERE s.livemode = $1 AND s.chain = $2 AND (${filter})
-      ORDER BY s.id
-      FOR UPDATE OF s`,
-    values,
-  );
+  const { rows } = await sql.query(sessionSql.lockSessionsToEvaluate(filter), values);
+  const sessions: EvaluatedSession[] = rows.map((row) => ({ session: toSession(row), pastExpiry: row.past_expiry as boolean, toleranceBps: row.payment_tolerance_bps as number }));
   if (sessions.length === 0) return [];
 
   const head = await readChainHead(sql, { livemode, chain: chain.name });
@@ -107,7 +77,7 @@ export async function evaluateSessions(
     `SELECT session_id, tx_hash, block_number, amount, coalesce(block_time, observed_at) AS paid_at
        FROM transfers WHERE session_id = ANY($1::text[]) AND status = 'observed'
       ORDER BY block_number, log_index, id`,
-    [sessions.map((s) => s.id)],
+    [sessions.map(({ session }) => session.id)],
   );
   const bySession = new Map<string, CountedTransfer[]>();
   for (const transfer of transfers) {
@@ -119,17 +89,17 @@ export async function evaluateSessions(
   const now = clock[0]!.now;
 
   const changes: Change[] = [];
-  for (const row of sessions) {
-    changes.push(...(await evaluateOne(sql, { row, counted: bySession.get(row.id) ?? [], head, chain, now, onIncident: params.onIncident })));
+  for (const evaluated of sessions) {
+    changes.push(...(await evaluateOne(sql, { ...evaluated, counted: bySession.get(evaluated.session.id) ?? [], head, chain, now, onIncident: params.onIncident })));
   }
   return changes;
 }
 
 async function evaluateOne(
   sql: Sql,
-  params: { row: SessionRow; counted: CountedTransfer[]; head: ChainHead; chain: ChainConfig; now: Date; onIncident?: Incident },
+  params: EvaluatedSession & { counted: CountedTransfer[]; head: ChainHead; chain: ChainConfig; now: Date; onIncident?: Incident },
 ): Promise<Change[]> {
-  const { row, counted, head, chain, now } = params;
+  const { session: row, counted, head, chain, now } = params;
   let received = 0n;
   let confirmedReceived = 0n;
   let unconfirmedCount = 0;
@@ -137,7 +107,7 @@ async function evaluateOne(
   for (const transfer of counted) {
     const amount = BigInt(transfer.amount);
     received += amount;
-    if (isConfirmed(chain, head, transfer.block_number, row.required_confirmations)) confirmedReceived += amount;
+    if (isConfirmed(chain, head, transfer.block_number, row.requiredConfirmations)) confirmedReceived += amount;
     else unconfirmedCount += 1;
   }
   if (counted.length > 0) confirmations = Math.min(...counted.map((t) => confirmationsOf(head, t.block_number)));
@@ -150,39 +120,39 @@ async function evaluateOne(
     chain: row.chain,
     currency: row.currency,
     decimals: row.decimals,
-    amount: BigInt(row.amount),
-    amountDue: BigInt(row.amount_due),
+    amount: row.amount,
+    amountDue: row.amountDue,
     // Confirmed money only; what is counted but not confirmed yet is pending (docs/security.md).
     amountReceived: confirmedReceived,
     amountPending: received - confirmedReceived,
-    fee: BigInt(row.fee),
-    payTo: row.pay_to,
+    fee: row.fee,
+    payTo: row.payTo,
     // The newest counted transfer: none once a reorg removed them all (spec: null until one is seen).
     txHash: newest?.tx_hash ?? null,
     confirmations,
-    confirmedAt: row.confirmed_at,
-    expiresAt: row.expires_at,
-    failureReason: row.failure_reason,
+    confirmedAt: row.confirmedAt,
+    expiresAt: row.expiresAt,
+    failureReason: row.failureReason,
     metadata: row.metadata,
   };
-  const stamps = { detected_at: row.detected_at, confirmed_at: row.confirmed_at, settled_at: row.settled_at, expired_at: row.expired_at, failed_at: row.failed_at };
+  const stamps = { detected_at: row.detectedAt, confirmed_at: row.confirmedAt, settled_at: row.settledAt, expired_at: row.expiredAt, failed_at: row.failedAt };
   const facts: SessionFacts = {
     status: row.status,
     amountDue: view.amountDue,
-    toleranceBps: row.payment_tolerance_bps,
-    storedReceived: BigInt(row.amount_received),
-    reportedReceived: BigInt(row.reported_received),
+    toleranceBps: params.toleranceBps,
+    storedReceived: row.amountCounted,
+    reportedReceived: row.amountReported,
     received,
     confirmedReceived,
     unconfirmedCount,
     allSettled: counted.length > 0 && counted.every((t) => isSettled(head, t.block_number)),
-    pastExpiry: row.past_expiry,
-    expiredBefore: row.expired_at !== null,
-    failedBefore: row.failed_at !== null,
-    paidAfterExpiry: newest !== undefined && newest.paid_at > row.expires_at,
+    pastExpiry: params.pastExpiry,
+    expiredBefore: row.expiredAt !== null,
+    failedBefore: row.failedAt !== null,
+    paidAfterExpiry: newest !== undefined && newest.paid_at > row.expiresAt,
   };
 
-  const storedConfirmed = BigInt(row.amount_confirmed);
+  const storedConfirmed = row.amountReceived;
   const removed = facts.received < facts.storedReceived;
   const details = { status: row.status, stored_received: String(facts.storedReceived), received: String(received), stored_confirmed: String(storedConfirmed), confirmed: String(confirmedReceived) };
   // Confirmed money went away: a reorg deeper than the confirmation rule. Recorded, never hidden.
@@ -212,7 +182,7 @@ async function evaluateOne(
     const step = nextStep(facts);
     if (!step) break;
     if (step.kind === 'notice') {
-      await appendEvent(sql, { merchantId: row.merchant_id, livemode: row.livemode, type: step.event, sessionId: row.id, data: paymentEventData(view) });
+      await appendEvent(sql, { merchantId: row.merchantId, livemode: row.livemode, type: step.event, sessionId: row.id, data: paymentEventData(view) });
       facts.reportedReceived = facts.confirmedReceived;
       changes.push({ sessionId: row.id, from: facts.status, to: facts.status, cause: 'notice', events: [step.event] });
       continue;
@@ -236,7 +206,7 @@ async function evaluateOne(
       view.failureReason = 'underpaid';
     }
     for (const event of step.events) {
-      await appendEvent(sql, { merchantId: row.merchant_id, livemode: row.livemode, type: event, sessionId: row.id, data: paymentEventData(view) });
+      await appendEvent(sql, { merchantId: row.merchantId, livemode: row.livemode, type: event, sessionId: row.id, data: paymentEventData(view) });
     }
     changes.push({ sessionId: row.id, from: facts.status, to: transition.to, cause: transition.cause, events: step.events });
     facts.status = transition.to;
@@ -247,17 +217,13 @@ async function evaluateOne(
 
   const unchanged =
     changes.length === 0 &&
-    received === BigInt(row.amount_received) &&
+    received === row.amountCounted &&
     confirmedReceived === storedConfirmed &&
     confirmations === row.confirmations &&
-    view.txHash === row.tx_hash;
+    view.txHash === row.txHash;
   if (unchanged) return changes;
   const { rowCount } = await sql.query(
-    `UPDATE payment_sessions
-        SET status = $3, amount_received = $4, reported_received = $5, confirmations = $6, tx_hash = $7,
-            detected_at = $8, confirmed_at = $9, settled_at = $10, expired_at = $11, failed_at = $12,
-            failure_reason = $13, amount_confirmed = $14, updated_at = now()
-      WHERE id = $1 AND status = $2`,
+    sessionSql.saveEvaluation(),
     [
       row.id,
       row.status,

@@ -1,29 +1,28 @@
 import { formatAmount } from '../internal/money.ts';
-import type { PaymentStatus } from './stateMachine.ts';
+import type { Session } from '../payments/session.ts';
 
-/** The session fields that payment events carry (camelCase view of a payment_sessions row). */
-export interface PaymentView {
-  id: string;
-  livemode: boolean;
-  status: PaymentStatus;
-  chain: string;
-  currency: string;
-  decimals: number;
-  amount: bigint;
-  amountDue: bigint;
-  /** Confirmed money: counted transfers that meet the chain's confirmation rule. */
-  amountReceived: bigint;
-  /** Counted transfers seen on chain that do not meet the confirmation rule yet. */
-  amountPending: bigint;
-  fee: bigint;
-  payTo: string;
-  txHash: string | null;
-  confirmations: number;
-  confirmedAt: Date | null;
-  expiresAt: Date;
-  failureReason: string | null;
-  metadata: Record<string, string>;
-}
+/** The session fields that payment events carry. */
+export type PaymentView = Pick<
+  Session,
+  | 'id'
+  | 'livemode'
+  | 'status'
+  | 'chain'
+  | 'currency'
+  | 'decimals'
+  | 'amount'
+  | 'amountDue'
+  | 'amountReceived'
+  | 'amountPending'
+  | 'fee'
+  | 'payTo'
+  | 'txHash'
+  | 'confirmations'
+  | 'confirmedAt'
+  | 'expiresAt'
+  | 'failureReason'
+  | 'metadata'
+>;
 
 /**
  * The `data` of every payment event, defined once (spec §6.2: id, amount, currency, chain,

@@ -10,7 +10,6 @@ import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 
 export type { Change } from './evaluate.ts';
-export { merchantFees } from './fees.ts';
 export { lockChain } from './lock.ts';
 export { attributeTransfer, listUnmatchedTransfers, parseTransferId, transferPublicId, type TransferRow } from './attribute.ts';
 export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from './stateMachine.ts';

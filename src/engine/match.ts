@@ -1,6 +1,7 @@
 import type { Sql } from '../store/index.ts';
 import { covers } from './decide.ts';
-import type { PaymentStatus } from './stateMachine.ts';
+import { sessionColumns, toSession, type Session } from '../payments/session.ts';
+import * as sessionSql from '../payments/sessionSql.ts';
 
 /**
  * How far a transfer's block time may precede its session's creation and still pay it: chain
@@ -28,35 +29,30 @@ export interface TransferToMatch {
   paid_at: Date;
 }
 
-/** A session as matching sees it; amounts parsed to bigint once per batch. */
-export interface Candidate {
-  id: string;
-  merchant_id: string;
-  status: PaymentStatus;
-  amount_due: bigint;
+/** The session fields matching reads. */
+const CANDIDATE_FIELDS = ['id', 'merchantId', 'status', 'amountDue', 'tokenAddresses', 'payTo', 'livemode', 'chain', 'createdAt', 'monitorUntil'] as const satisfies readonly (keyof Session)[];
+
+/** A session as matching sees it, with its merchant's payment tolerance; amounts parsed to bigint once per batch. */
+export type Candidate = Pick<Session, (typeof CANDIDATE_FIELDS)[number]> & {
   /** What its counted transfers sum to (plus, during a batch, what the batch attributed to it). */
   received: bigint;
-  token_addresses: string[];
-  pay_to: string;
-  livemode: boolean;
-  chain: string;
-  created_at: Date;
-  monitor_until: Date;
-  payment_tolerance_bps: number;
-}
+  toleranceBps: number;
+};
 
 /** How matching attributed a transfer (`manual` is the API's attribution). */
 export type MatchMethod = 'reference' | 'amount';
 
-const CANDIDATE_COLUMNS = `s.id, s.merchant_id, s.status, s.amount_due::text AS amount_due, s.token_addresses, s.pay_to, s.livemode, s.chain, s.created_at, s.monitor_until,
-  m.payment_tolerance_bps,
+const CANDIDATE_COLUMNS = `${sessionColumns(CANDIDATE_FIELDS)}, m.payment_tolerance_bps AS "toleranceBps",
   (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed')::text AS received`;
 
-type CandidateRow = Omit<Candidate, 'amount_due' | 'received'> & { amount_due: string; received: string };
-const parseCandidate = (row: CandidateRow): Candidate => ({ ...row, amount_due: BigInt(row.amount_due), received: BigInt(row.received) });
+const parseCandidate = (row: Record<string, unknown>): Candidate => ({
+  ...toSession<(typeof CANDIDATE_FIELDS)[number]>(row),
+  toleranceBps: row.toleranceBps as number,
+  received: BigInt(row.received as string),
+});
 
 function inWindow(candidate: Candidate, paidAt: Date): boolean {
-  return paidAt.getTime() >= candidate.created_at.getTime() - CLOCK_SKEW_SECONDS * 1000 && paidAt <= candidate.monitor_until;
+  return paidAt.getTime() >= candidate.createdAt.getTime() - CLOCK_SKEW_SECONDS * 1000 && paidAt <= candidate.monitorUntil;
 }
 
 /**
@@ -74,22 +70,22 @@ function inWindow(candidate: Candidate, paidAt: Date): boolean {
 export function chooseSession(transfer: TransferToMatch, candidates: Candidate[]): Candidate | undefined {
   const amount = BigInt(transfer.amount);
   const eligible = candidates.filter((c) => inWindow(c, transfer.paid_at));
-  const unpaid = eligible.filter((c) => c.status !== 'settled' && c.status !== 'confirmed' && c.received < c.amount_due);
-  const exact = eligible.filter((c) => c.amount_due === amount);
+  const unpaid = eligible.filter((c) => c.status !== 'settled' && c.status !== 'confirmed' && c.received < c.amountDue);
+  const exact = eligible.filter((c) => c.amountDue === amount);
   if (exact.length > 0) return exact.find((c) => unpaid.includes(c)) ?? exact[0];
-  const topUp = unpaid.find((c) => c.received > 0n && c.amount_due - c.received === amount);
+  const topUp = unpaid.find((c) => c.received > 0n && c.amountDue - c.received === amount);
   if (topUp) return topUp;
-  const tolerated = unpaid.filter((c) => c.received === 0n && amount < c.amount_due && covers(amount, c.amount_due, c.payment_tolerance_bps));
+  const tolerated = unpaid.filter((c) => c.received === 0n && amount < c.amountDue && covers(amount, c.amountDue, c.toleranceBps));
   if (tolerated.length === 1) return tolerated[0];
   if (unpaid.length === 1) {
-    const missing = unpaid[0]!.amount_due - unpaid[0]!.received;
+    const missing = unpaid[0]!.amountDue - unpaid[0]!.received;
     if (amount <= missing * SOLE_CANDIDATE_MAX_FACTOR) return unpaid[0];
   }
   return undefined;
 }
 
 /** Oldest first, as the rules' ties want: (created_at, id). */
-const byAge = (a: Candidate, b: Candidate) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byAge = (a: Candidate, b: Candidate) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /**
  * The sessions a batch of transfers can pay, read once for the whole batch: the sessions their
@@ -110,11 +106,8 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]): Promise<{
   const references = [...new Set(transfers.flatMap((transfer) => transfer.reference_keys))];
   const byReference = new Map<string, Candidate[]>();
   if (references.length > 0) {
-    const { rows } = await sql.query<CandidateRow & { reference: string }>(
-      `SELECT ${CANDIDATE_COLUMNS}, s.reference FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id WHERE s.reference = ANY($1::text[])`,
-      [references],
-    );
-    for (const row of rows.map((row) => ({ ...parseCandidate(row), reference: row.reference })).sort(byAge)) {
+    const { rows } = await sql.query(sessionSql.selectSessionsByReference(CANDIDATE_COLUMNS), [references]);
+    for (const row of rows.map((row) => ({ ...parseCandidate(row), reference: row.reference as string })).sort(byAge)) {
       const list = byReference.get(row.reference);
       if (list) list.push(row);
       else byReference.set(row.reference, [row]);
@@ -122,21 +115,19 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]): Promise<{
   }
   const first = transfers[0]!;
   const times = transfers.map((transfer) => transfer.paid_at.getTime());
-  const { rows } = await sql.query<CandidateRow>(
-    `SELECT ${CANDIDATE_COLUMNS} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-      WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[])
-        AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)`,
+  const { rows } = await sql.query(
+    sessionSql.selectSessionsOnWallets(CANDIDATE_COLUMNS),
     [first.livemode, first.chain, [...new Set(transfers.map((transfer) => transfer.to_address))], new Date(Math.min(...times)), new Date(Math.max(...times)), CLOCK_SKEW_SECONDS],
   );
   const byWallet = new Map<string, WalletSessions>();
   for (const row of rows.map(parseCandidate).sort(byAge)) {
-    let wallet = byWallet.get(row.pay_to);
-    if (!wallet) byWallet.set(row.pay_to, (wallet = { all: [], byDue: new Map(), merchants: new Set() }));
+    let wallet = byWallet.get(row.payTo);
+    if (!wallet) byWallet.set(row.payTo, (wallet = { all: [], byDue: new Map(), merchants: new Set() }));
     wallet.all.push(row);
-    wallet.merchants.add(row.merchant_id);
-    const sameDue = wallet.byDue.get(row.amount_due);
+    wallet.merchants.add(row.merchantId);
+    const sameDue = wallet.byDue.get(row.amountDue);
     if (sameDue) sameDue.push(row);
-    else wallet.byDue.set(row.amount_due, [row]);
+    else wallet.byDue.set(row.amountDue, [row]);
   }
   return { byReference, byWallet };
 }
@@ -163,9 +154,9 @@ function decide(
       const fits =
         named.livemode === transfer.livemode &&
         named.chain === transfer.chain &&
-        named.pay_to === transfer.to_address &&
-        named.token_addresses.includes(transfer.token_address) &&
-        transfer.paid_at <= named.monitor_until;
+        named.payTo === transfer.to_address &&
+        named.tokenAddresses.includes(transfer.token_address) &&
+        transfer.paid_at <= named.monitorUntil;
       return fits ? { sessionId: named.id, method: 'reference' } : undefined;
     }
   }
@@ -173,7 +164,7 @@ function decide(
   if (!wallet) return undefined;
   const inPlay = (list: Candidate[]) =>
     list
-      .filter((candidate) => candidate.token_addresses.includes(transfer.token_address) && inWindow(candidate, transfer.paid_at))
+      .filter((candidate) => candidate.tokenAddresses.includes(transfer.token_address) && inWindow(candidate, transfer.paid_at))
       .map((candidate) => {
         const attributed = pending.get(candidate.id);
         return attributed === undefined ? candidate : { ...candidate, received: candidate.received + attributed };
@@ -187,7 +178,7 @@ function decide(
   const sessions = inPlay(wallet.all);
   // Two merchants' sessions on one address: the amount cannot say whose money it is, and guessing
   // would hand one merchant's payment to another. It stays unmatched for a verified owner to claim.
-  if (new Set(sessions.map((candidate) => candidate.merchant_id)).size > 1) return undefined;
+  if (new Set(sessions.map((candidate) => candidate.merchantId)).size > 1) return undefined;
   const chosen = chooseSession(transfer, sessions);
   return chosen && { sessionId: chosen.id, method: 'amount' };
 }

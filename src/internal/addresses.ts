@@ -31,7 +31,7 @@ export function base58Bytes(text: string): Uint8Array {
  * ERC-20 mints come from and burns go) and the conventional `0x…dEaD` burn address. Keys are
  * lower case.
  */
-/** The prefix of every fake EVM value the sandbox makes (kept in step with src/sandbox/fakes.ts). */
+/** The prefix of every fake EVM value the sandbox makes (kept in step with src/internal/sandboxIds.ts). */
 export const SANDBOX_EVM_PREFIX = '0x5a4db0c5';
 
 const EVM_BURN_ADDRESSES: Record<string, string> = {
@@ -74,7 +74,7 @@ export function unreceivableReason(
   const lower = canonical.toLowerCase();
   const burn = EVM_BURN_ADDRESSES[lower];
   if (burn) return `is ${burn}`;
-  // The sandbox's fake EVM values all start so ("SANDBOX" in hex-speak, src/sandbox/fakes.ts): a
+  // The sandbox's fake EVM values all start so ("SANDBOX" in hex-speak, src/internal/sandboxIds.ts): a
   // merchant pasting one from a test response would give a wallet nobody holds the key of. A real
   // address starts so by chance once in four billion.
   if (lower.startsWith(SANDBOX_EVM_PREFIX)) return `is a sandbox address (${SANDBOX_EVM_PREFIX}…, from a test response), which nobody controls`;

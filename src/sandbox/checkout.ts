@@ -3,6 +3,7 @@ import type { PaymentInstructions, SandboxPanel } from '../checkout/index.ts';
 import type { Store } from '../store/index.ts';
 import { escapeHtml } from '../checkout/qr.ts';
 import { badRequest, notFound } from '../internal/errors.ts';
+import { sandboxSessionMerchant } from '../payments/sessions.ts';
 import { SANDBOX_OUTCOMES, type Sandbox, type SandboxOutcome } from './index.ts';
 
 const OUTCOME_LABELS: Record<SandboxOutcome, string> = {
@@ -52,9 +53,9 @@ export function sandboxCheckoutRoutes(app: FastifyInstance, deps: { store: Store
         const { sessionId } = request.params;
         const outcome = (request.body?.outcome ?? 'exact') as SandboxOutcome;
         if (!SANDBOX_OUTCOMES.includes(outcome)) throw badRequest(`outcome must be one of ${SANDBOX_OUTCOMES.join(', ')}`);
-        const { rows } = await deps.store.query<{ merchant_id: string }>('SELECT merchant_id FROM payment_sessions WHERE id = $1 AND livemode = false', [sessionId]);
-        if (!rows[0] || !deps.sandbox) throw notFound(`sandbox session ${sessionId} not found`);
-        await deps.sandbox.pay({ merchantId: rows[0].merchant_id, sessionId, outcome });
+        const merchantId = await sandboxSessionMerchant(deps.store, sessionId);
+        if (!merchantId || !deps.sandbox) throw notFound(`sandbox session ${sessionId} not found`);
+        await deps.sandbox.pay({ merchantId, sessionId, outcome });
         return reply.redirect(`/checkout/${encodeURIComponent(sessionId)}`, 303);
       },
     );

@@ -8,7 +8,6 @@ import { activeSandboxChains, expireUnderpaidSandboxSessions, simulatedHead, sto
 import { simulatePayment, type Reconcile, type SandboxOutcome, type SimulatedPayment } from './simulatePayment.ts';
 
 export { SANDBOX_OUTCOMES, type SandboxOutcome } from './simulatePayment.ts';
-export { sandboxWallet } from './fakes.ts';
 
 export interface Sandbox {
   /** Advances the simulated chains while sandbox payments are in flight, until `signal` aborts. */

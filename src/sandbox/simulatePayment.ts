@@ -1,10 +1,11 @@
 import type { Store, Sql } from '../store/index.ts';
 import type { ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
-import { SESSION_COLUMNS, newSolanaReference, toSessionRow, type SessionRow } from '../engine/sessions.ts';
+import { ensureReference, expireSooner, lockSession } from '../payments/sessions.ts';
+import type { Session } from '../payments/session.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { parseAmount, AmountError } from '../internal/money.ts';
-import { fakeAddress, fakeBlockHash, fakeTxHash } from './fakes.ts';
+import { fakeAddress, fakeBlockHash, fakeTxHash } from '../internal/sandboxIds.ts';
 import { simulatedHead, storeSimulatedHead } from './simulatedChain.ts';
 
 /**
@@ -34,41 +35,17 @@ export interface SimulatedPayment {
 
 const OPEN_STATUSES = ['created', 'pending', 'confirming'];
 
-async function lockSandboxSession(sql: Sql, merchantId: string, sessionId: string): Promise<SessionRow> {
-  const { rows } = await sql.query(`SELECT ${SESSION_COLUMNS} FROM payment_sessions WHERE id = $1 AND merchant_id = $2 AND livemode = false FOR UPDATE`, [
-    sessionId,
-    merchantId,
-  ]);
-  if (!rows[0]) throw notFound(`sandbox session ${sessionId} not found`);
-  return toSessionRow(rows[0]);
+async function lockSandboxSession(sql: Sql, merchantId: string, sessionId: string): Promise<Session> {
+  const session = await lockSession(sql, { merchantId, livemode: false, id: sessionId });
+  if (!session) throw notFound(`sandbox session ${sessionId} not found`);
+  return session;
 }
 
-/** Moves the session's expiry to `now() + offsetSeconds` when that is sooner (never later). */
-export async function forceExpiry(sql: Sql, sessionId: string, offsetSeconds: number): Promise<void> {
-  await sql.query(
-    `UPDATE payment_sessions SET expires_at = LEAST(expires_at, now() + make_interval(secs => $2)), updated_at = now() WHERE id = $1`,
-    [sessionId, offsetSeconds],
-  );
-}
-
-/**
- * The reference the simulated payer includes. Solana sessions have one already (Solana Pay); other
- * sandbox sessions get one on their first simulated payment. The engine then matches the payment
- * by reference, its exact path, so an under- or overpayment reaches its session however many
- * sandbox sessions share the merchant's fake wallet (amount matching alone could not tell them
- * apart, on a real chain either).
- */
-async function sessionReference(sql: Sql, session: SessionRow): Promise<string> {
-  if (session.reference) return session.reference;
-  const { rows } = await sql.query<{ reference: string }>(
-    'UPDATE payment_sessions SET reference = coalesce(reference, $2) WHERE id = $1 RETURNING reference',
-    [session.id, newSolanaReference()],
-  );
-  return rows[0]!.reference;
-}
-
-async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, session: SessionRow, amount: bigint): Promise<{ txHash: string; blockNumber: bigint }> {
-  const reference = await sessionReference(sql, session);
+async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, session: Pick<Session, 'id' | 'reference' | 'tokenAddresses' | 'payTo'>, amount: bigint): Promise<{ txHash: string; blockNumber: bigint }> {
+  // The simulated payer names the session by reference, the engine's exact path: an under- or
+  // overpayment then reaches its session however many sandbox sessions share the merchant's fake
+  // wallet (amount matching alone could not tell them apart, on a real chain either).
+  const reference = await ensureReference(sql, session);
   const head = simulatedHead(chain, blockMs, Date.now());
   await storeSimulatedHead(sql, chain.name, head);
   const txHash = fakeTxHash(chain.name);
@@ -81,9 +58,9 @@ async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, ses
       txHash,
       head.head,
       fakeBlockHash(chain.name, head.head),
-      session.token_addresses[0],
+      session.tokenAddresses[0],
       fakeAddress(chain.name),
-      session.pay_to,
+      session.payTo,
       amount.toString(),
       [reference],
     ],
@@ -112,10 +89,10 @@ export async function simulatePayment(params: {
   const session = await store.transaction((sql) => lockSandboxSession(sql, params.merchantId, params.sessionId));
   const chain = params.chains[session.chain];
   const run = () => reconcile({ chain: session.chain, livemode: false });
-  const remaining = session.amount_due > session.amount_received ? session.amount_due - session.amount_received : 0n;
-  const takesPayments = OPEN_STATUSES.includes(session.status) || (outcome !== 'expired' && ['expired', 'failed'].includes(session.status) && session.monitor_until > new Date());
+  const remaining = session.amountDue > session.amountCounted ? session.amountDue - session.amountCounted : 0n;
+  const takesPayments = OPEN_STATUSES.includes(session.status) || (outcome !== 'expired' && ['expired', 'failed'].includes(session.status) && session.monitorUntil > new Date());
   if (!takesPayments) throw conflict(`sandbox session ${session.id} is ${session.status} and takes no more simulated payments`);
-  if (outcome === 'expired' && session.amount_received > 0n) throw conflict(`sandbox session ${session.id} already received a payment; use "failed" to simulate an underpaid expiry`);
+  if (outcome === 'expired' && session.amountCounted > 0n) throw conflict(`sandbox session ${session.id} already received a payment; use "failed" to simulate an underpaid expiry`);
 
   let amount = { exact: remaining, late: remaining, reorged: remaining, underpaid: remaining / 2n, failed: remaining / 2n, overpaid: remaining + remaining / 10n, expired: 0n }[outcome];
   if (params.amount !== undefined) {
@@ -128,7 +105,7 @@ export async function simulatePayment(params: {
     }
     // A simulated payer sends at most ten times what the session asks: enough for any overpayment
     // test, and far from numeric(78,0)'s limit.
-    if (amount > session.amount_due * 10n) throw badRequest(`amount may be at most ten times the session's due amount in the sandbox`);
+    if (amount > session.amountDue * 10n) throw badRequest(`amount may be at most ten times the session's due amount in the sandbox`);
   }
   if (outcome !== 'expired' && amount <= 0n) {
     // Either the caller's own amount is zero, or the outcome's default (what is left) is.
@@ -138,7 +115,7 @@ export async function simulatePayment(params: {
   if (outcome === 'expired' || outcome === 'late') {
     await store.transaction(async (sql) => {
       await lockSandboxSession(sql, params.merchantId, params.sessionId);
-      await forceExpiry(sql, session.id, -0.001);
+      await expireSooner(sql, session.id, -0.001);
     });
     await run();
     if (outcome === 'expired') return { outcome, txHash: null, amount: 0n, blockNumber: null };

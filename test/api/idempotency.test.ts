@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
-import { dueLockKeys } from '../../src/engine/sessions.ts';
-import { sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { dueLockKeys } from '../../src/payments/dueAmounts.ts';
+import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { buildApi, createClient, newMerchant, WALLET } from '../helpers/api.ts';
 import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 

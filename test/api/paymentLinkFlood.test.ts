@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { MAX_LINK_RESERVATIONS_PER_PRICE } from '../../src/api/routes/paymentLinks.ts';
-import { dueOffsetBound } from '../../src/engine/sessions.ts';
+import { MAX_LINK_RESERVATIONS_PER_PRICE } from '../../src/payments/links.ts';
+import { dueOffsetBound } from '../../src/payments/dueAmounts.ts';
 import { newMerchant, useApi, WALLET, type Answer } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_link_flood');

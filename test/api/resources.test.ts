@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { MAX_OPEN_SESSIONS_PER_LINK } from '../../src/api/routes/paymentLinks.ts';
+import { MAX_OPEN_SESSIONS_PER_LINK } from '../../src/payments/links.ts';
 import { buildApi, createClient, EVERY_CHAIN_LIVE, newMerchant, payer, PUBLIC_URL, SOLANA_WALLET, WALLET } from '../helpers/api.ts';
 import { createOpenApiChecker, type OpenApiChecker } from '../helpers/openapiCheck.ts';
 

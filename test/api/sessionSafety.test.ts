@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet } from '../../src/accounts/index.ts';
-import { sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { CHAIN_NAMES } from '../../src/internal/config.ts';
 import { buildApi, createClient, newMerchant, SOLANA_WALLET } from '../helpers/api.ts';

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { getBase58Encoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet } from '../../src/accounts/index.ts';
-import { sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from '../helpers/api.ts';
 
 const db = useTestDatabase('api_sessions');

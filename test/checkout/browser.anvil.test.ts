@@ -77,7 +77,7 @@ test('paying on anvil moves the page live: detected, confirmations N of 32, conf
   expect(parsed, `QR decoded to ${uri}`).not.toBeNull();
   const [, token, recipient, units] = parsed!;
   expect(recipient).toBe(WALLET);
-  expect(BigInt(units!)).toBe(session.amount_due);
+  expect(BigInt(units!)).toBe(session.amountDue);
   const hash = await anvil.pay(token as Address, recipient as Address, BigInt(units!));
   await anvil.waitMined(hash);
 
@@ -97,7 +97,7 @@ test('paying on anvil moves the page live: detected, confirmations N of 32, conf
   await page.waitForURL(`${merchantSite.url}/orders/9/paid`, { timeout: 10_000 });
 
   const { rows } = await db.store.query(`SELECT status, tx_hash, amount_received::text FROM payment_sessions WHERE id = $1`, [session.id]);
-  expect(rows[0]).toMatchObject({ status: 'confirmed', tx_hash: hash, amount_received: session.amount_due.toString() });
+  expect(rows[0]).toMatchObject({ status: 'confirmed', tx_hash: hash, amount_received: session.amountDue.toString() });
   expect(problems).toEqual([]);
   await context.close();
 });
@@ -114,7 +114,7 @@ test('an underpayment on anvil shows what is left; paying the QR code for the re
   await page.goto(`${server.url}/checkout/${session.id}`);
   const [, token] = /^ethereum:(0x[0-9a-fA-F]{40})@137/.exec((await decodeQr(page)) ?? '')!;
 
-  const part = session.amount_due - 12_000_000n;
+  const part = session.amountDue - 12_000_000n;
   await anvil.waitMined(await anvil.pay(token as Address, wallet, part));
   await waitText(page.locator('#status'), /^Payment detected: \d+ of 32 confirmations\.$/, 20_000);
   await anvil.mine(32);
@@ -137,7 +137,7 @@ test('an underpayment on anvil shows what is left; paying the QR code for the re
   await page.locator('#refund').waitFor({ state: 'visible' });
   await saveScreenshot(page, 'anvil-paid-phone');
   const { rows } = await db.store.query(`SELECT status, amount_received::text FROM payment_sessions WHERE id = $1`, [session.id]);
-  expect(rows[0]).toMatchObject({ status: 'confirmed', amount_received: session.amount_due.toString() });
+  expect(rows[0]).toMatchObject({ status: 'confirmed', amount_received: session.amountDue.toString() });
   expect(problems).toEqual([]);
   await context.close();
 });

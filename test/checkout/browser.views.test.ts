@@ -49,7 +49,7 @@ describe('checkout page in Chromium', () => {
       expect(await page.locator('#merchant-name').textContent()).toBe('Tea & Biscuits Ltd');
       expect(await page.locator('#amount-due').textContent()).toBe('42.5');
       // A sandbox session pays to the merchant's sandbox address, never to the wallet given.
-      expect(await page.locator('#pay-address').textContent()).toBe(session.pay_to);
+      expect(await page.locator('#pay-address').textContent()).toBe(session.payTo);
       expect(await page.locator('#wallet-link').getAttribute('href')).toBe(expected.paymentUri);
       expect(await page.locator('#test-mode').isVisible()).toBe(true);
       expect(await decodeQr(page)).toBe(expected.paymentUri);
@@ -87,7 +87,7 @@ describe('checkout page in Chromium', () => {
     await page.getByRole('button', { name: 'Copy address' }).focus();
     await page.keyboard.press('Enter');
     await waitText(page.locator('#announce'), 'address copied');
-    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(session.pay_to);
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(session.payTo);
     await page.getByRole('button', { name: 'Copy amount' }).focus();
     await page.keyboard.press('Space');
     await waitText(page.locator('#announce'), 'amount copied');
@@ -118,12 +118,12 @@ describe('checkout page in Chromium', () => {
     await waitText(page.locator('#status'), 'Waiting for your payment.');
 
     await setSessionState(db.store, session.id, { status: 'confirming', amountReceived: 6_000_000n, confirmations: 1, txHash: '0x' + '12'.repeat(32) });
-    await waitText(page.locator('#status'), `Payment detected: 1 of ${session.required_confirmations} confirmations.`);
+    await waitText(page.locator('#status'), `Payment detected: 1 of ${session.requiredConfirmations} confirmations.`);
     await setSessionState(db.store, session.id, { confirmations: 5 });
     await waitText(page.locator('#confirmations'), '5');
     await saveScreenshot(page, 'detected-phone');
 
-    await setSessionState(db.store, session.id, { status: 'pending', confirmations: session.required_confirmations });
+    await setSessionState(db.store, session.id, { status: 'pending', confirmations: session.requiredConfirmations });
     await waitText(page.locator('#status'), 'Partly paid: 4 USDC still to pay.');
     await waitText(page.locator('#remaining'), '4');
     await waitText(page.locator('#pay-amount'), '4');
@@ -156,8 +156,8 @@ describe('checkout page in Chromium', () => {
     const { page, problems } = await open(`${otherOrigin}/checkout/${session.id}`, 'desktop');
     await waitText(page.locator('#status'), 'Waiting for your payment.');
     expect(await decodeQr(page)).toBe((await instructions(session.id)).paymentUri);
-    await setSessionState(db.store, session.id, { status: 'confirming', amountReceived: session.amount_due, confirmations: 2 });
-    await waitText(page.locator('#status'), `Payment detected: 2 of ${session.required_confirmations} confirmations.`);
+    await setSessionState(db.store, session.id, { status: 'confirming', amountReceived: session.amountDue, confirmations: 2 });
+    await waitText(page.locator('#status'), `Payment detected: 2 of ${session.requiredConfirmations} confirmations.`);
     expect(problems).toEqual([]);
   });
 

@@ -11,7 +11,7 @@ import { loadChains } from '../../src/internal/chains.ts';
 import { makeSession, setSessionState } from '../helpers/checkoutSessions.ts';
 import { prefersJson } from '../../src/checkout/index.ts';
 import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
-import { fakeAddress, sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { fakeAddress, sandboxWallet } from '../../src/internal/sandboxIds.ts';
 
 const db = useTestDatabase('checkout_json');
 let app: FastifyInstance;
@@ -94,7 +94,7 @@ describe('payment instructions (Accept: application/json)', () => {
       eventsUrl: `${PUBLIC_URL}/checkout/${session.id}/events`,
       refundUrl: null,
     });
-    expect(body.expiresAt).toBe(session.expires_at.toISOString());
+    expect(body.expiresAt).toBe(session.expiresAt.toISOString());
     expect(body.secondsToExpiry).toBeGreaterThan(3590);
     expect(body.secondsToExpiry).toBeLessThanOrEqual(3600);
     expect(checker.seen.has('GET /checkout/{sessionId} 200')).toBe(true);
@@ -241,7 +241,7 @@ describe('refund requests from the page', () => {
     expect((await get(`/checkout/${session.id}`)).body.refundUrl).toBe(`${PUBLIC_URL}${url}`);
     expect(await post(url, { destination: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293Bc' })).toEqual({ status: 400, body: { error: expect.stringContaining('not a valid polygon address') } });
     expect(await post(url, { destination: SOLANA_WALLET })).toMatchObject({ status: 400 });
-    expect(await post(url, { destination: session.pay_to.toLowerCase() })).toEqual({ status: 400, body: { error: expect.stringContaining("merchant's own wallet") } });
+    expect(await post(url, { destination: session.payTo.toLowerCase() })).toEqual({ status: 400, body: { error: expect.stringContaining("merchant's own wallet") } });
     expect((await post(url, { destination, extra: 1 })).status).toBe(400);
     expect((await post(url, {})).status).toBe(400);
     const none = await db.store.query('SELECT count(*)::int AS n FROM refunds WHERE session_id = $1', [session.id]);

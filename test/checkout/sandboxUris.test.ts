@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { sandboxSolanaMint, sandboxToken } from '../../src/checkout/uris.ts';
 import { buildApi, createClient, newMerchant, SOLANA_WALLET } from '../helpers/api.ts';

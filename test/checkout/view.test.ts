@@ -1,5 +1,6 @@
 import { expect, test } from 'vitest';
 import { checkoutViewOf, amountRemaining, isSessionId } from '../../src/checkout/view.ts';
+import type { PaymentStatus } from '../../src/engine/stateMachine.ts';
 import { eip681Uri, solanaPayUri } from '../../src/checkout/uris.ts';
 import { formatCountdown } from '../../src/checkout/page.ts';
 
@@ -8,9 +9,9 @@ const before = new Date('2026-11-21T12:10:00Z');
 const after = new Date('2026-11-21T11:59:59Z');
 
 test('checkoutViewOf maps every status, before and after expiry', () => {
-  const view = (status: string, expiresAt: Date) => checkoutViewOf({ status, expiresAt, now, amountReceived: 0n });
+  const view = (status: PaymentStatus, expiresAt: Date) => checkoutViewOf({ status, expiresAt, now, amountReceived: 0n });
   expect(
-    ['created', 'pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'].map((status) => [status, view(status, before), view(status, after)]),
+    (['created', 'pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'] as const).map((status) => [status, view(status, before), view(status, after)]),
   ).toEqual([
     ['created', 'awaiting', 'expired'],
     ['pending', 'underpaid', 'failed'],

@@ -23,7 +23,7 @@ describe('several engines on one database', () => {
       for (let i = 0; i < 20; i++) sessions.push(await newSession(db.store, { merchantId, wallet, amount: '7' }));
       // Due amounts are 7.000000 .. 7.000019, one per session; the first 15 are paid, the rest expire.
       for (const [i, s] of sessions.entries()) {
-        if (i < 15) await insertTransfer(db.store, { to: wallet, amount: s.amount_due, block: 100n + BigInt(i) });
+        if (i < 15) await insertTransfer(db.store, { to: wallet, amount: s.amountDue, block: 100n + BigInt(i) });
         else await expireNow(db.store, s.id);
       }
       await setHead(db.store, { head: 114n });

@@ -8,15 +8,15 @@ function session(id: string, due: bigint, received = 0n, extra: Record<string, u
   return {
     id,
     status: received > 0n ? 'pending' : 'created',
-    amount_due: due,
+    amountDue: due,
     received,
-    token_addresses: ['T'],
-    pay_to: 'W',
+    tokenAddresses: ['T'],
+    payTo: 'W',
     livemode: true,
     chain: 'polygon',
-    created_at: minutes(-10),
-    monitor_until: minutes(60),
-    payment_tolerance_bps: 0,
+    createdAt: minutes(-10),
+    monitorUntil: minutes(60),
+    toleranceBps: 0,
     ...extra,
   } as Parameters<typeof chooseSession>[1][number];
 }
@@ -44,7 +44,7 @@ describe('chooseSession() rules, in order', () => {
   });
 
   test('within the merchant tolerance of exactly one unpaid session', () => {
-    const tolerant = (id: string, due: bigint) => session(id, due, 0n, { payment_tolerance_bps: 100 });
+    const tolerant = (id: string, due: bigint) => session(id, due, 0n, { toleranceBps: 100 });
     expect(chooseSession(transfer(995n), [tolerant('a', 1000n), tolerant('b', 5000n)])?.id).toBe('a');
     expect(chooseSession(transfer(995n), [tolerant('a', 1000n), tolerant('b', 1001n)])).toBeUndefined();
   });
@@ -58,8 +58,8 @@ describe('chooseSession() rules, in order', () => {
 
   test('the payment time must fall between creation (less the clock skew) and the end of the monitoring window', () => {
     const s = session('a', 100n);
-    expect(chooseSession(transfer(100n, new Date(s.created_at.getTime() - CLOCK_SKEW_SECONDS * 1000)), [s])?.id).toBe('a');
-    expect(chooseSession(transfer(100n, new Date(s.created_at.getTime() - CLOCK_SKEW_SECONDS * 1000 - 1)), [s])).toBeUndefined();
+    expect(chooseSession(transfer(100n, new Date(s.createdAt.getTime() - CLOCK_SKEW_SECONDS * 1000)), [s])?.id).toBe('a');
+    expect(chooseSession(transfer(100n, new Date(s.createdAt.getTime() - CLOCK_SKEW_SECONDS * 1000 - 1)), [s])).toBeUndefined();
     expect(chooseSession(transfer(100n, minutes(61)), [s])).toBeUndefined();
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
-import { createEngine, merchantFees } from '../../src/engine/index.ts';
+import { createEngine } from '../../src/engine/index.ts';
+import { merchantFees } from '../../src/payments/sessions.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf } from '../helpers/engine.ts';
 
@@ -28,7 +29,7 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
   test('exact payment: confirming at detection, confirmed at 32 blocks, settled at finality, each event once', async () => {
     const e = engine();
     const { wallet, session, base } = await setup('10');
-    expect(session.amount_due).toBe(10_000_000n);
+    expect(session.amountDue).toBe(10_000_000n);
     await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base });
     await setHead(db.store, { head: base });
     await e.reconcile({ chain, livemode });
@@ -76,7 +77,7 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
       fee: '0.125',
       paymentAddress: wallet,
       confirmations: 32,
-      expiresAt: session.expires_at.toISOString(),
+      expiresAt: session.expiresAt.toISOString(),
       metadata: { order: 'A-1' },
       livemode: true,
     });
@@ -213,7 +214,7 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     const wallet = newEvmWallet();
     const first = await newSession(db.store, { merchantId, wallet, amount: '25' });
     const second = await newSession(db.store, { merchantId, wallet, amount: '25' });
-    expect([first.amount_due, second.amount_due]).toEqual([25_000_000n, 25_000_001n]);
+    expect([first.amountDue, second.amountDue]).toEqual([25_000_000n, 25_000_001n]);
     const base = await nextBase();
     // The second session's payer pays first.
     await insertTransfer(db.store, { to: wallet, amount: 25_000_001n, block: base });
@@ -285,7 +286,7 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     const unpaid = await newSession(db.store, { merchantId, wallet, amount: '99' });
     expect([paid.fee, unpaid.fee]).toEqual([123_400n, 990_000n]);
     const base = await nextBase();
-    await insertTransfer(db.store, { to: wallet, amount: paid.amount_due, block: base });
+    await insertTransfer(db.store, { to: wallet, amount: paid.amountDue, block: base });
     await setHead(db.store, { head: base + 31n });
     await e.reconcile({ chain, livemode });
     expect(await merchantFees(db.store, { merchantId, livemode })).toEqual([{ chain: 'polygon', currency: 'USDC', decimals: 6, payments: 1, fee: 123_400n }]);

@@ -4,7 +4,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { newMerchant as newApiMerchant, useApi } from '../helpers/api.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { sandboxWallet } from '../../src/sandbox/fakes.ts';
+import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { eventsOf, insertTransfer, newEvmWallet, setHead, statusOf } from '../helpers/engine.ts';
 
 const db = useTestDatabase('engine_transfers_api');

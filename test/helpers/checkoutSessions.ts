@@ -1,4 +1,5 @@
-import { createSession, type SessionRow } from '../../src/engine/sessions.ts';
+import { createSession } from '../../src/payments/sessions.ts';
+import type { Session } from '../../src/payments/session.ts';
 import type { ChainName } from '../../src/internal/config.ts';
 import type { Currency } from '../../src/internal/chains.ts';
 import type { Store } from '../../src/store/index.ts';
@@ -16,7 +17,7 @@ export async function makeSession(
     successUrl?: string;
     expiresIn?: number;
   },
-): Promise<SessionRow> {
+): Promise<Session> {
   return store.transaction((sql) =>
     createSession(sql, {
       merchantId: params.merchantId,

@@ -4,7 +4,8 @@ import { createSecretBox } from '../../src/internal/crypto.ts';
 import { canonicalAddress } from '../../src/internal/addresses.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import type { ChainName } from '../../src/internal/config.ts';
-import { createSession, type SessionRow } from '../../src/engine/sessions.ts';
+import { createSession } from '../../src/payments/sessions.ts';
+import type { Session } from '../../src/payments/session.ts';
 import type { Store, Sql } from '../../src/store/index.ts';
 
 const box = createSecretBox(randomBytes(32));
@@ -30,7 +31,7 @@ export function usdc(chain: ChainName = 'polygon'): string {
 export async function newSession(
   store: Store,
   params: { merchantId: string; wallet: string; amount: string; chain?: ChainName; livemode?: boolean; expiresIn?: number; monitorWindowSeconds?: number; metadata?: Record<string, string> },
-): Promise<SessionRow> {
+): Promise<Session> {
   return store.transaction((sql) =>
     createSession(sql, {
       merchantId: params.merchantId,

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { createEngine } from '../../src/engine/index.ts';
-import { createSession } from '../../src/engine/sessions.ts';
+import { createSession } from '../../src/payments/sessions.ts';
 import { createSandbox, type SandboxOutcome } from '../../src/sandbox/index.ts';
 import type { ChainName } from '../../src/internal/config.ts';
 
@@ -77,7 +77,7 @@ describe('sandbox payments run through the real engine', () => {
     const { sandbox } = setup();
     const { merchantId, session } = await sandboxSession('polygon', '10.000001');
     const paid = await sandbox.pay({ merchantId, sessionId: session.id, outcome: 'overpaid' });
-    expect(paid.amount).toBe(session.amount_due + session.amount_due / 10n);
+    expect(paid.amount).toBe(session.amountDue + session.amountDue / 10n);
     await untilEvents(sandbox, session.id, ['confirming', 'confirmed', 'overpaid', 'settled']);
     const { rows } = await db.store.query<{ amount_received: string }>('SELECT amount_received::text FROM payment_sessions WHERE id = $1', [session.id]);
     expect(BigInt(rows[0]!.amount_received)).toBe(paid.amount);

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { ApiDeps } from '../deps.ts';
 import { CHAIN_NAMES, liveChains } from '../../internal/config.ts';
 import { CURRENCIES, currencyDecimals, loadChains } from '../../internal/chains.ts';
-import { AMOUNT_LIMITS, requiredConfirmations } from '../../engine/sessions.ts';
+import { AMOUNT_LIMITS, requiredConfirmations } from '../../payments/terms.ts';
 import { ChainSchema, CurrencySchema, READ_ERRORS, errorResponses } from '../schemas.ts';
 
 const CurrencyEntrySchema = Type.Object(

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
-import { merchantFees } from '../../engine/index.ts';
+import { merchantFees } from '../../payments/sessions.ts';
 import { formatAmount } from '../../internal/money.ts';
 import { ChainSchema, CurrencySchema, READ_ERRORS, errorResponses } from '../schemas.ts';
 

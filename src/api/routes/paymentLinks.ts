@@ -5,11 +5,11 @@ import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { safeUrl } from './webhooks.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
-import { checkSessionTerms } from '../../engine/sessions.ts';
 import { liveChains } from '../../internal/config.ts';
 import { formatAmount } from '../../internal/money.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
-import { newId } from '../../internal/crypto.ts';
+import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
+import type { PaymentLink } from '../../payments/link.ts';
 import {
   AmountSchema,
   ChainSchema,
@@ -25,9 +25,8 @@ import {
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
-import { LINK_COLUMNS, type LinkRow } from './paymentLinkVisits.ts';
 
-export { MAX_LINK_RESERVATIONS_PER_PRICE, MAX_OPEN_SESSIONS_PER_LINK, publicPaymentLinkRoutes } from './paymentLinkVisits.ts';
+export { publicPaymentLinkRoutes } from './paymentLinkVisits.ts';
 
 const PaymentLinkSchema = Type.Object(
   {
@@ -74,23 +73,23 @@ export function paymentLinkUrl(publicUrl: string, id: string): string {
   return `${publicUrl}/pay/${id}`;
 }
 
-function view(row: LinkRow, publicUrl: string) {
+function view(link: PaymentLink, publicUrl: string) {
   return {
-    id: row.id,
-    url: paymentLinkUrl(publicUrl, row.id),
-    active: row.active,
-    amount: formatAmount(BigInt(row.amount), row.decimals),
-    currency: row.currency,
-    chain: row.chain,
-    merchantWallet: row.merchant_wallet,
-    metadata: row.metadata,
-    webhookUrl: row.webhook_url,
-    successUrl: row.success_url,
-    expiresIn: row.expires_in,
-    sessionsCreated: row.sessions_created,
-    livemode: row.livemode,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    id: link.id,
+    url: paymentLinkUrl(publicUrl, link.id),
+    active: link.active,
+    amount: formatAmount(link.amount, link.decimals),
+    currency: link.currency,
+    chain: link.chain,
+    merchantWallet: link.merchantWallet,
+    metadata: link.metadata,
+    webhookUrl: link.webhookUrl,
+    successUrl: link.successUrl,
+    expiresIn: link.expiresIn,
+    sessionsCreated: link.sessionsCreated,
+    livemode: link.livemode,
+    createdAt: link.createdAt.toISOString(),
+    updatedAt: link.updatedAt.toISOString(),
   };
 }
 
@@ -118,36 +117,8 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const body = request.body;
       if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode, 'webhookUrl');
       const row = await deps.store.transaction(async (sql) => {
-        // The checks a visit's session will get, now: a link that no visit could pay is a 4xx here.
-        const terms = await checkSessionTerms(sql, {
-          merchantId: auth.merchantId,
-          livemode: auth.livemode,
-          amount: body.amount,
-          currency: body.currency,
-          chain: body.chain,
-          merchantWallet: body.merchantWallet,
-          expiresIn: body.expiresIn,
-          liveChains: liveChains(deps.config),
-        });
-        const { rows } = await sql.query<LinkRow>(
-          `INSERT INTO payment_links (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in)
-           VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12) RETURNING ${LINK_COLUMNS}`,
-          [
-            newId('plink'),
-            auth.merchantId,
-            auth.livemode,
-            body.chain,
-            body.currency,
-            terms.decimals,
-            terms.amount.toString(),
-            terms.merchantWallet ?? null,
-            body.metadata ?? {},
-            body.webhookUrl ?? null,
-            body.successUrl ?? null,
-            terms.expiresIn,
-          ],
-        );
-        const answer = view(rows[0]!, deps.config.publicUrl);
+        const link = await createPaymentLink(sql, { ...body, merchantId: auth.merchantId, livemode: auth.livemode, liveChains: liveChains(deps.config) });
+        const answer = view(link, deps.config.publicUrl);
         await saveIdempotentResponse(sql, request, 201, answer);
         return answer;
       });
@@ -169,17 +140,10 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const limit = request.query.limit ?? 20;
       const after = request.query.startingAfter ?? null;
-      if (after !== null) {
-        const { rowCount } = await deps.store.query('SELECT 1 FROM payment_links WHERE id = $1 AND merchant_id = $2 AND livemode = $3', [after, auth.merchantId, auth.livemode]);
-        if (!rowCount) throw badRequest(`startingAfter ${JSON.stringify(after)} is not a payment link of this account`);
+      if (after !== null && !(await getPaymentLink(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: after }))) {
+        throw badRequest(`startingAfter ${JSON.stringify(after)} is not a payment link of this account`);
       }
-      const { rows } = await deps.store.query<LinkRow>(
-        `SELECT ${LINK_COLUMNS} FROM payment_links
-         WHERE merchant_id = $1 AND livemode = $2 AND ($3::boolean IS NULL OR active = $3)
-           AND ($4::text IS NULL OR (created_at, id) < (SELECT created_at, id FROM payment_links WHERE id = $4))
-         ORDER BY created_at DESC, id DESC LIMIT $5`,
-        [auth.merchantId, auth.livemode, request.query.active ?? null, after, limit + 1],
-      );
+      const rows = await listPaymentLinks(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, active: request.query.active, startingAfter: after ?? undefined, limit: limit + 1 });
       const page = rows.slice(0, limit).map((row) => view(row, deps.config.publicUrl));
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
@@ -198,13 +162,9 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const { rows } = await deps.store.query<LinkRow>(`SELECT ${LINK_COLUMNS} FROM payment_links WHERE id = $1 AND merchant_id = $2 AND livemode = $3`, [
-        request.params.id,
-        auth.merchantId,
-        auth.livemode,
-      ]);
-      if (!rows[0]) throw notFound(`payment link ${request.params.id} not found`);
-      return view(rows[0], deps.config.publicUrl);
+      const link = await getPaymentLink(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
+      if (!link) throw notFound(`payment link ${request.params.id} not found`);
+      return view(link, deps.config.publicUrl);
     },
   );
 
@@ -221,12 +181,9 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const { rows } = await deps.store.query<LinkRow>(
-        `UPDATE payment_links SET active = $4, updated_at = now() WHERE id = $1 AND merchant_id = $2 AND livemode = $3 RETURNING ${LINK_COLUMNS}`,
-        [request.params.id, auth.merchantId, auth.livemode, request.body.active],
-      );
-      if (!rows[0]) throw notFound(`payment link ${request.params.id} not found`);
-      return view(rows[0], deps.config.publicUrl);
+      const link = await setPaymentLinkActive(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, active: request.body.active });
+      if (!link) throw notFound(`payment link ${request.params.id} not found`);
+      return view(link, deps.config.publicUrl);
     },
   );
 }

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { createSessionHandler } from '../createSessionHandler.ts';
-import { getSession, SESSION_COLUMNS, toSessionRow } from '../../engine/sessions.ts';
+import { getSession, listSessions } from '../../payments/sessions.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { ChainSchema, CreatePaymentBody, CurrencySchema, IdParam, ListSchema, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
 import { paymentViewB } from '../views.ts';
@@ -98,20 +98,18 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         const cursor = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: query.startingAfter });
         if (!cursor) throw badRequest(`startingAfter ${JSON.stringify(query.startingAfter)} is not a payment of this account`);
       }
-      const { rows } = await deps.store.query(
-        `SELECT ${SESSION_COLUMNS} FROM payment_sessions
-         WHERE merchant_id = $1 AND livemode = $2
-           AND ($3::text[] IS NULL OR status = ANY($3))
-           AND ($4::text IS NULL OR chain = $4)
-           AND ($5::text IS NULL OR currency = $5)
-           AND ($6::timestamptz IS NULL OR created_at >= $6)
-           AND ($7::timestamptz IS NULL OR created_at < $7)
-           AND ($8::text IS NULL OR (created_at, id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))
-         ORDER BY created_at DESC, id DESC
-         LIMIT $9`,
-        [auth.merchantId, auth.livemode, statuses, query.chain ?? null, query.currency ?? null, timeFilter(query.createdGte, 'createdGte'), timeFilter(query.createdLt, 'createdLt'), query.startingAfter ?? null, limit + 1],
-      );
-      const page = rows.slice(0, limit).map((raw) => paymentViewB(toSessionRow(raw), deps.config.publicUrl));
+      const rows = await listSessions(deps.store, {
+        merchantId: auth.merchantId,
+        livemode: auth.livemode,
+        statuses,
+        chain: query.chain,
+        currency: query.currency,
+        createdGte: timeFilter(query.createdGte, 'createdGte'),
+        createdLt: timeFilter(query.createdLt, 'createdLt'),
+        startingAfter: query.startingAfter,
+        limit: limit + 1,
+      });
+      const page = rows.slice(0, limit).map((session) => paymentViewB(session, deps.config.publicUrl));
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
     },

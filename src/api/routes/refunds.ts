@@ -5,9 +5,10 @@ import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import { AmountSchema, ChainSchema, CurrencySchema, IdParam, ListSchema, MetadataSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
-import { completeRefund, getRefund, listRefunds, refundView, rejectRefund, requestRefund } from '../refunds.ts';
+import { completeRefund, getRefund, listRefunds, rejectRefund, requestRefund } from '../../payments/refunds.ts';
+import { refundView } from '../../payments/refund.ts';
 import { badRequest } from '../../internal/errors.ts';
-import { getSession } from '../../engine/sessions.ts';
+import { getSession } from '../../payments/sessions.ts';
 
 const Nullable = (schema: ReturnType<typeof Type.String>) => Type.Union([schema, Type.Null()]);
 

@@ -4,7 +4,7 @@ import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { forbidden, UnavailableError } from '../../internal/errors.ts';
 import { formatAmount } from '../../internal/money.ts';
-import { getSession } from '../../engine/sessions.ts';
+import { getSession } from '../../payments/sessions.ts';
 import { SANDBOX_OUTCOMES } from '../../sandbox/index.ts';
 import { AmountSchema, IdParam, WRITE_ERRORS, errorResponses } from '../schemas.ts';
 

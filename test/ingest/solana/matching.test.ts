@@ -3,7 +3,7 @@ import { address, type KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
-import { createSession } from '../../../src/engine/sessions.ts';
+import { createSession } from '../../../src/payments/sessions.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
 import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
 
@@ -79,10 +79,10 @@ describe('solana sessions paid through the ingester', () => {
   test('two sessions for the same amount: with references each gets its own payment; without, the unique due amount decides', async () => {
     const first = await newSession('9.99');
     const second = await newSession('9.99');
-    expect(BigInt(second.amount_due)).toBe(BigInt(first.amount_due) + 1n);
+    expect(BigInt(second.amountDue)).toBe(BigInt(first.amountDue) + 1n);
     // The second payer's wallet left the reference out and paid the exact due amount shown.
-    const withoutReference = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: BigInt(second.amount_due) });
-    const withReference = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: BigInt(first.amount_due), references: [address(first.reference!)] });
+    const withoutReference = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: BigInt(second.amountDue) });
+    const withReference = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: BigInt(first.amountDue), references: [address(first.reference!)] });
     expect(await matched(withoutReference.signature)).toMatchObject({ session_id: second.id, match_method: 'amount', reference_keys: [] });
     expect(await matched(withReference.signature)).toMatchObject({ session_id: first.id, match_method: 'reference' });
     rpc.ledger.finalize();

@@ -4,7 +4,7 @@ import { getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstru
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
-import { createSession } from '../../../src/engine/sessions.ts';
+import { createSession } from '../../../src/payments/sessions.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
 import { createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor, type TransferRow } from '../../helpers/solanaIngest.ts';
 
@@ -104,7 +104,7 @@ describe('finding 5: a reference the transaction carries on another instruction'
       await createAta(first.wallet.address),
       await createAta(second.wallet.address),
       await transferChecked(first.wallet.address, 11_000_000n, [reference]),
-      await transferChecked(second.wallet.address, BigInt(secondSession.amount_due)),
+      await transferChecked(second.wallet.address, BigInt(secondSession.amountDue)),
     ]);
     expect(paid.meta.err).toBeNull();
     await stored(paid.signature, 2);

@@ -3,7 +3,7 @@ import { address, type KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
-import { createSession } from '../../../src/engine/sessions.ts';
+import { createSession } from '../../../src/payments/sessions.ts';
 import { addWallet } from '../../../src/accounts/wallets.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
 import { chainHead, createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';

@@ -1,16 +1,25 @@
 import type { Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { appendEvent } from '../engine/outbox.ts';
-import { loadRefund, REFUND_COLUMNS, refundView, toRefund, type RefundRow } from '../engine/refunds.ts';
 import { canonicalAddress, base58Bytes } from '../internal/addresses.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import { AmountError, formatAmount, parseAmount } from '../internal/money.ts';
+import { sessionColumns, toSession, type Session } from './session.ts';
+import { selectSession } from './sessionSql.ts';
+import { getSessionById } from './sessions.ts';
+import { refundView, toRefund, type Refund } from './refund.ts';
+import * as refundSql from './refundSql.ts';
 
-export { refundView, type RefundRow } from '../engine/refunds.ts';
+/**
+ * The refund operations, each in the caller's transaction and each writing its `refund.*` event
+ * with it: merchants request, complete and reject refunds through the API, payers request them
+ * from the checkout page, and the engine flags the ones a reorg left without confirmed money
+ * behind them. Refunds are bounded by confirmed money (the session's `amountReceived`).
+ */
 
 /** A transaction hash in canonical form: 0x + 64 lower-case hex on EVM, a base58 64-byte signature on solana. */
-export function canonicalTxHash(chain: ChainName, text: string): string | undefined {
+function canonicalTxHash(chain: ChainName, text: string): string | undefined {
   if (chain !== 'solana') return /^0x[0-9a-fA-F]{64}$/.test(text) ? text.toLowerCase() : undefined;
   try {
     return /^[1-9A-HJ-NP-Za-km-z]{64,90}$/.test(text) && base58Bytes(text).length === 64 ? text : undefined;
@@ -19,23 +28,19 @@ export function canonicalTxHash(chain: ChainName, text: string): string | undefi
   }
 }
 
-/** One refund of the caller's merchant and mode; 404 otherwise. */
-export function getRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<RefundRow> {
-  return loadRefund(sql, params);
+/** One refund of a merchant and mode (optionally locked); 404 otherwise. */
+export async function getRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; forUpdate?: boolean }): Promise<Refund> {
+  const { rows } = await sql.query(refundSql.selectRefund({ forUpdate: params.forUpdate }), [params.id, params.merchantId, params.livemode]);
+  if (!rows[0]) throw notFound(`refund ${params.id} not found`);
+  return toRefund(rows[0]);
 }
 
 /** Newest first; optionally one payment's refunds. */
 export async function listRefunds(
   sql: Sql,
   params: { merchantId: string; livemode: boolean; paymentId?: string | undefined; startingAfter?: string | undefined; limit: number },
-): Promise<RefundRow[]> {
-  const { rows } = await sql.query(
-    `SELECT ${REFUND_COLUMNS} FROM refunds r JOIN payment_sessions s ON s.id = r.session_id
-     WHERE r.merchant_id = $1 AND r.livemode = $2 AND ($3::text IS NULL OR r.session_id = $3)
-       AND ($4::text IS NULL OR (r.created_at, r.id) < (SELECT created_at, id FROM refunds WHERE id = $4))
-     ORDER BY r.created_at DESC, r.id DESC LIMIT $5`,
-    [params.merchantId, params.livemode, params.paymentId ?? null, params.startingAfter ?? null, params.limit],
-  );
+): Promise<Refund[]> {
+  const { rows } = await sql.query(refundSql.listRefunds(), [params.merchantId, params.livemode, params.paymentId ?? null, params.startingAfter ?? null, params.limit]);
   return rows.map(toRefund);
 }
 
@@ -45,7 +50,10 @@ export async function listRefunds(
  * by confirmed money (`amount_confirmed`, the API's `amountReceived`), never by money that is only
  * seen: a second payment to a confirmed session is pending until it confirms.
  */
-export const REFUNDABLE_STATUSES = ['confirmed', 'settled', 'pending', 'failed'];
+const REFUNDABLE_STATUSES: readonly Session['status'][] = ['confirmed', 'settled', 'pending', 'failed'];
+
+/** What a refund request reads of its payment. */
+const REQUEST_FIELDS = ['chain', 'currency', 'decimals', 'status', 'amountReceived', 'amountPending'] as const satisfies readonly (keyof Session)[];
 
 /** A refund amount: positive decimal text with no more decimals than the token (no minimum: sub-cent remainders can be refunded). */
 function parseRefundAmount(text: string, decimals: number): bigint {
@@ -73,26 +81,17 @@ const money = (units: bigint, session: { decimals: number; currency: string }) =
 export async function requestRefund(
   sql: Sql,
   params: { merchantId: string; livemode: boolean; paymentId: string; amount?: string | undefined; address?: string | undefined; reason?: string | undefined; metadata?: Record<string, string> | undefined },
-): Promise<RefundRow> {
-  const { rows } = await sql.query<{ chain: ChainName; currency: string; decimals: number; amount_received: string; amount_confirmed: string; status: string }>(
-    `SELECT chain, currency, decimals, amount_received::text, amount_confirmed::text, status FROM payment_sessions
-      WHERE id = $1 AND merchant_id = $2 AND livemode = $3 FOR UPDATE`,
-    [params.paymentId, params.merchantId, params.livemode],
-  );
-  const session = rows[0];
+): Promise<Refund> {
+  const { rows } = await sql.query(selectSession({ columns: sessionColumns(REQUEST_FIELDS), forUpdate: true }), [params.paymentId, params.merchantId, params.livemode]);
+  const session = rows[0] && toSession<(typeof REQUEST_FIELDS)[number]>(rows[0]);
   if (!session) throw notFound(`payment ${params.paymentId} not found`);
   if (!REFUNDABLE_STATUSES.includes(session.status)) {
     // No state names: the route serves both interfaces, and Interface B calls `created` `pending`.
     throw conflict(`payment ${params.paymentId} has no confirmed money to refund: refunds are possible once money it received is confirmed (a confirmed, settled or underpaid payment)`);
   }
-  const { rows: sums } = await sql.query<{ refunded: string }>(
-    `SELECT coalesce(sum(amount), 0)::text AS refunded FROM refunds WHERE session_id = $1 AND status IN ('requested', 'completed')`,
-    [params.paymentId],
-  );
-  const confirmed = BigInt(session.amount_confirmed);
-  const seen = BigInt(session.amount_received);
-  const pending = seen > confirmed ? seen - confirmed : 0n;
-  const refundable = confirmed - BigInt(sums[0]!.refunded);
+  const confirmed = session.amountReceived;
+  const pending = session.amountPending;
+  const refundable = confirmed - (await sumRefunds(sql, params.paymentId, ['requested', 'completed']));
   const pendingNote = `${money(pending, session)} more has been seen on chain but is not confirmed yet; it becomes refundable once it is`;
   if (refundable <= 0n) {
     if (pending > 0n) throw conflict(`payment ${params.paymentId} has no confirmed money left to refund: ${pendingNote}`);
@@ -115,19 +114,14 @@ export async function requestRefund(
     address = canonicalAddress(session.chain, params.address);
     if (!address) throw badRequest(`address ${JSON.stringify(params.address)} is not a valid ${session.chain} address`);
   } else {
-    const { rows: senders } = await sql.query<{ from_address: string | null }>(
-      `SELECT from_address FROM transfers WHERE session_id = $1 AND status = 'observed' AND from_address IS NOT NULL ORDER BY block_number, log_index LIMIT 1`,
-      [params.paymentId],
-    );
+    const { rows: senders } = await sql.query<{ from_address: string | null }>(refundSql.selectFirstPayer(), [params.paymentId]);
     address = senders[0]?.from_address ? canonicalAddress(session.chain, senders[0].from_address) : undefined;
     if (!address) throw badRequest('address is required: the payer\'s address is not known for this payment');
   }
   const id = newId('rfd');
-  await sql.query(
-    `INSERT INTO refunds (id, merchant_id, livemode, session_id, amount, to_address, reason, metadata) VALUES ($1, $2, $3, $4, $5::numeric, $6, $7, $8)`,
-    [id, params.merchantId, params.livemode, params.paymentId, amount.toString(), address, params.reason ?? null, params.metadata ?? {}],
-  );
-  const refund = await loadRefund(sql, { merchantId: params.merchantId, livemode: params.livemode, id });
+  const values = [id, params.merchantId, params.livemode, params.paymentId, amount.toString(), address, params.reason ?? null, params.metadata ?? {}];
+  await sql.query(refundSql.insertRefund(), values);
+  const refund = await getRefund(sql, { merchantId: params.merchantId, livemode: params.livemode, id });
   await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.requested', sessionId: params.paymentId, refundId: id, data: refundView(refund) });
   return refund;
 }
@@ -138,28 +132,20 @@ export async function requestRefund(
  * this one: checked now, not only at request time, since a reorg may have taken money away.
  * Locks the session before the refund, in the order requests and the engine use.
  */
-export async function completeRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; txHash: string }): Promise<RefundRow> {
-  const { session_id: sessionId } = await loadRefund(sql, params);
-  const { rows: held } = await sql.query<{ status: string; confirmed: string }>(
-    'SELECT status, amount_confirmed::text AS confirmed FROM payment_sessions WHERE id = $1 FOR UPDATE',
-    [sessionId],
-  );
-  const refund = await loadRefund(sql, { ...params, forUpdate: true });
+export async function completeRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; txHash: string }): Promise<Refund> {
+  const { sessionId } = await getRefund(sql, params);
+  const session = (await getSessionById(sql, { id: sessionId, fields: ['status', 'amountReceived'], forUpdate: true }))!;
+  const refund = await getRefund(sql, { ...params, forUpdate: true });
   const txHash = canonicalTxHash(refund.chain, params.txHash);
   if (!txHash) {
     throw badRequest(refund.chain === 'solana' ? 'txHash must be a base58 transaction signature (64 bytes)' : 'txHash must be 0x followed by 64 hex digits');
   }
   if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
-  const session = held[0]!;
   if (!REFUNDABLE_STATUSES.includes(session.status)) {
     throw conflict(`refund ${params.id} can no longer be completed: its payment is ${session.status} and holds less confirmed money than the refunds (a reorg may have removed a transfer)`);
   }
-  const { rows: sums } = await sql.query<{ completed: string }>(
-    `SELECT coalesce(sum(amount), 0)::text AS completed FROM refunds WHERE session_id = $1 AND status = 'completed'`,
-    [sessionId],
-  );
-  const confirmed = BigInt(session.confirmed);
-  const completed = BigInt(sums[0]!.completed);
+  const confirmed = session.amountReceived;
+  const completed = await sumRefunds(sql, sessionId, ['completed']);
   if (completed + refund.amount > confirmed) {
     const left = confirmed > completed ? confirmed - completed : 0n;
     throw conflict(
@@ -167,18 +153,54 @@ export async function completeRefund(sql: Sql, params: { merchantId: string; liv
         `${money(completed, refund)} of it already refunded, so at most ${money(left, refund)} more can be (money not confirmed yet counts once it is; a reorg may have removed a transfer)`,
     );
   }
-  await sql.query(`UPDATE refunds SET status = 'completed', tx_hash = $2, completed_at = now(), updated_at = now() WHERE id = $1`, [params.id, txHash]);
-  const updated = await loadRefund(sql, params);
-  await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.completed', sessionId: updated.session_id, refundId: updated.id, data: refundView(updated) });
+  await sql.query(refundSql.markRefundCompleted(), [params.id, txHash]);
+  const updated = await getRefund(sql, params);
+  await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.completed', sessionId: updated.sessionId, refundId: updated.id, data: refundView(updated) });
   return updated;
 }
 
 /** Declines a requested refund (its amount becomes refundable again); writes `refund.rejected`. */
-export async function rejectRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; reason?: string | undefined }): Promise<RefundRow> {
-  const refund = await loadRefund(sql, { ...params, forUpdate: true });
+export async function rejectRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; reason?: string | undefined }): Promise<Refund> {
+  const refund = await getRefund(sql, { ...params, forUpdate: true });
   if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
-  await sql.query(`UPDATE refunds SET status = 'rejected', rejection_reason = $2, rejected_at = now(), updated_at = now() WHERE id = $1`, [params.id, params.reason ?? null]);
-  const updated = await loadRefund(sql, params);
-  await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.rejected', sessionId: updated.session_id, refundId: updated.id, data: refundView(updated) });
+  await sql.query(refundSql.markRefundRejected(), [params.id, params.reason ?? null]);
+  const updated = await getRefund(sql, params);
+  await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.rejected', sessionId: updated.sessionId, refundId: updated.id, data: refundView(updated) });
   return updated;
+}
+
+/** The total of one session's refunds in `states`, in base units. */
+async function sumRefunds(sql: Sql, sessionId: string, states: readonly Refund['status'][]): Promise<bigint> {
+  const { rows } = await sql.query<{ total: string }>(refundSql.sumRefunds(), [sessionId, states]);
+  return BigInt(rows[0]!.total);
+}
+
+/** The state of every refund of one session, rejected ones included (the checkout counts them). */
+export async function refundStatesOf(sql: Sql, sessionId: string): Promise<Refund['status'][]> {
+  const { rows } = await sql.query<{ status: Refund['status'] }>(refundSql.selectRefundStates(), [sessionId]);
+  return rows.map((row) => row.status);
+}
+
+/**
+ * Called by the engine, in its transaction with the session row locked, when a reorg removed
+ * money a session had counted: if its completed refunds now exceed its confirmed money, every
+ * completed refund not flagged yet is flagged (`requiresAttention`, with the reason) and gets a
+ * `refund.flagged` event. The merchant sent that money from its own wallet and the payment
+ * behind it is gone: only the merchant can recover it, so the gateway says so loudly and
+ * changes nothing else. Flags are never cleared.
+ * @returns the refunds flagged now (empty when the refunds are still covered).
+ */
+export async function flagRefundsBeyondConfirmed(sql: Sql, params: { sessionId: string; confirmed: bigint; decimals: number; currency: string }): Promise<Refund[]> {
+  const completed = await sumRefunds(sql, params.sessionId, ['completed']);
+  if (completed <= params.confirmed) return [];
+  const text = (units: bigint) => `${formatAmount(units, params.decimals)} ${params.currency}`;
+  const reason =
+    `a reorg removed money this payment had received: it now holds ${text(params.confirmed)} of confirmed money, ` +
+    `less than the ${text(completed)} already refunded; check the payment's transfers and recover the difference from the payer`;
+  const { rows } = await sql.query(refundSql.flagCompletedRefunds(), [params.sessionId, reason]);
+  const flagged = rows.map(toRefund).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
+  for (const refund of flagged) {
+    await appendEvent(sql, { merchantId: refund.merchantId, livemode: refund.livemode, type: 'refund.flagged', sessionId: refund.sessionId, refundId: refund.id, data: refundView(refund) });
+  }
+  return flagged;
 }

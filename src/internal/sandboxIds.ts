@@ -1,10 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { getAddress } from 'viem';
 import { getBase58Decoder } from '@solana/kit';
-import type { ChainName } from '../internal/config.ts';
-import { SANDBOX_EVM_PREFIX } from '../internal/addresses.ts';
+import type { ChainName } from './config.ts';
+import { SANDBOX_EVM_PREFIX } from './addresses.ts';
 
 /**
+ * Sandbox identifiers. They live in the bottom layer because the session model (a sandbox
+ * session pays to {@link sandboxWallet}) and the checkout's payment instructions need them as
+ * much as the simulator does, and lower stages never import the sandbox.
+ *
  * Sandbox identifiers look like the real thing (same length and alphabet, so merchants' parsers
  * and database columns are exercised) but are recognisably fake: EVM values start with
  * `0x5a4db0c5` ("SANDBOX" in hex-speak); solana values are random base58 of the right length.

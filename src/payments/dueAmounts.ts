@@ -1,0 +1,74 @@
+import type { Sql } from '../store/index.ts';
+import { dueAmountLockText } from '../store/lockKeys.ts';
+import type { ChainName } from '../internal/config.ts';
+import type { Currency } from '../internal/chains.ts';
+import { conflict } from '../internal/errors.ts';
+import { reservedDueAmounts } from './sessionSql.ts';
+
+/**
+ * Due amounts: what makes concurrent sessions on one wallet tell apart by amount alone. A
+ * session asks for `amount + k`, the smallest k below one cent that no session reserving the
+ * same (chain, currency, wallet) holds while its monitoring window is open.
+ */
+
+/**
+ * Largest offset added to make a due amount unique: below one cent (10^(decimals-2) base
+ * units), so the payer never pays a visible cent more than asked. At 6 decimals that is 10,000
+ * concurrent sessions for the same amount on one wallet and chain.
+ */
+export function dueOffsetBound(decimals: number): bigint {
+  return 10n ** BigInt(Math.max(decimals - 2, 0));
+}
+
+/**
+ * Picks the due amount: `amount + k` for the smallest k >= 0 that no session reserving the same
+ * (chain, currency, pay_to) holds while its monitoring window is open. Must run in the
+ * transaction that inserts the session, after {@link lockDueAmounts} for the same amount.
+ * Reservations span both modes: a sandbox and a live session never ask for the same amount of the
+ * same token on the same address (sandbox sessions pay to fake addresses, but sessions created
+ * before that rule, or a live session given a sandbox address, could share one), so a real
+ * transfer can only ever fit one of them.
+ */
+export async function pickDueAmount(
+  sql: Sql,
+  params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
+): Promise<bigint> {
+  const bound = dueOffsetBound(params.decimals);
+  const { rows } = await sql.query<{ due: string }>(reservedDueAmounts(), [params.chain, params.currency, params.payTo, params.amount.toString(), bound.toString()]);
+  const taken = rows.map((row) => BigInt(row.due)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  let candidate = params.amount;
+  for (const due of taken) {
+    if (due === candidate) candidate++;
+    else if (due > candidate) break;
+  }
+  if (candidate - params.amount >= bound) {
+    throw conflict(
+      `too many open sessions ask for ${params.currency} amount ${params.amount} base units on ${params.chain} to wallet ${params.payTo}; wait for some to expire or vary the amount`,
+    );
+  }
+  return candidate;
+}
+
+/**
+ * Serialises due-amount picks that could collide, until the transaction ends. A pick for
+ * `amount` looks at [amount, amount + bound); two such ranges overlap only when the amounts are
+ * less than `bound` apart. Cutting the amount line into buckets of `bound` and locking buckets
+ * b and b+1 (b = amount / bound, always in that order, so no deadlock) makes any two
+ * overlapping picks share a lock, while different prices on one wallet are created in parallel
+ * (a single lock per wallet made a busy merchant's creations queue behind each other).
+ */
+export async function lockDueAmounts(
+  sql: Sql,
+  params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
+): Promise<void> {
+  const bucket = params.amount / dueOffsetBound(params.decimals);
+  for (const key of dueLockKeys({ ...params, bucket })) {
+    await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [key]);
+  }
+}
+
+/** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */
+export function dueLockKeys(params: { chain: ChainName; currency: Currency; payTo: string; bucket: bigint }): string[] {
+  return [dueAmountLockText(params), dueAmountLockText({ ...params, bucket: params.bucket + 1n })];
+}
+

@@ -1,0 +1,60 @@
+import type { ChainName } from '../internal/config.ts';
+import type { Currency } from '../internal/chains.ts';
+
+/**
+ * The payment link model: one type, one column list, one mapper. A payment link is a reusable
+ * price: each visit makes a fresh payment session from it. Its SQL is in linkSql.ts, its
+ * operations in links.ts.
+ */
+
+/** A payment link as stored; money in base units. */
+export interface PaymentLink {
+  id: string;
+  merchantId: string;
+  livemode: boolean;
+  chain: ChainName;
+  currency: Currency;
+  decimals: number;
+  amount: bigint;
+  /** The fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit. */
+  merchantWallet: string | null;
+  metadata: Record<string, string>;
+  webhookUrl: string | null;
+  successUrl: string | null;
+  /** Lifetime in seconds of each session the link makes. */
+  expiresIn: number;
+  /** False once deactivated (links are deactivated, never deleted). */
+  active: boolean;
+  /** How many sessions visits have made. */
+  sessionsCreated: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The column (table alias `l`) each {@link PaymentLink} field is read from. */
+const FIELD_SQL: Record<keyof PaymentLink, string> = {
+  id: 'l.id',
+  merchantId: 'l.merchant_id',
+  livemode: 'l.livemode',
+  chain: 'l.chain',
+  currency: 'l.currency',
+  decimals: 'l.decimals',
+  amount: 'l.amount::text',
+  merchantWallet: 'l.merchant_wallet',
+  metadata: 'l.metadata',
+  webhookUrl: 'l.webhook_url',
+  successUrl: 'l.success_url',
+  expiresIn: 'l.expires_in',
+  active: 'l.active',
+  sessionsCreated: 'l.sessions_created',
+  createdAt: 'l.created_at',
+  updatedAt: 'l.updated_at',
+};
+
+/** The select list of every payment-link query (`payment_links l`), each column named after its field. */
+export const LINK_COLUMNS = Object.entries(FIELD_SQL)
+  .map(([field, column]) => `${column} AS "${field}"`)
+  .join(', ');
+
+/** A row read with {@link LINK_COLUMNS} as a payment link (amount text becomes bigint). */
+export const toPaymentLink = (raw: Record<string, unknown>): PaymentLink => ({ ...(raw as unknown as PaymentLink), amount: BigInt(raw.amount as string) });

@@ -1,0 +1,54 @@
+import { LINK_COLUMNS } from './link.ts';
+
+/**
+ * The SQL on `payment_links`, and on the sessions links make (pg-boss `plans.ts` style): each
+ * function returns the text of one statement with `$n` parameters, documented in order.
+ */
+
+/**
+ * A new payment link. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
+ * $7 amount, $8 fixed wallet or null, $9 metadata, $10 webhook URL, $11 success URL, $12 session lifetime.
+ */
+export const insertLink = () =>
+  `INSERT INTO payment_links AS l (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in)
+   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12) RETURNING ${LINK_COLUMNS}`;
+
+/** One link of a merchant and mode. $1 id, $2 merchant, $3 livemode. */
+export const selectLink = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3`;
+
+/** One link by id alone, locked (a visit: the link id is public). $1 id. */
+export const lockLinkById = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1 FOR UPDATE`;
+
+/**
+ * A page of a merchant's links, newest first. $1 merchant, $2 livemode, $3 active or null,
+ * $4 the link the page starts after or null, $5 limit.
+ */
+export const listLinks = () =>
+  `SELECT ${LINK_COLUMNS} FROM payment_links l
+    WHERE l.merchant_id = $1 AND l.livemode = $2 AND ($3::boolean IS NULL OR l.active = $3)
+      AND ($4::text IS NULL OR (l.created_at, l.id) < (SELECT created_at, id FROM payment_links WHERE id = $4))
+    ORDER BY l.created_at DESC, l.id DESC LIMIT $5`;
+
+/** Activates or deactivates a link of a merchant and mode, and returns it. $1 id, $2 merchant, $3 livemode, $4 active. */
+export const setLinkActive = () =>
+  `UPDATE payment_links l SET active = $4, updated_at = now() WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3 RETURNING ${LINK_COLUMNS}`;
+
+/** Counts one more session made by a link. $1 id. */
+export const countLinkSession = () => `UPDATE payment_links SET sessions_created = sessions_created + 1 WHERE id = $1`;
+
+/** How many of a link's sessions are open and unpaid (`n`). $1 link. */
+export const countOpenLinkSessions = () =>
+  `SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1 AND status = 'created' AND expires_at > now()`;
+
+/**
+ * How many due amounts unpaid link sessions hold in [amount, amount + bound) on one (chain,
+ * currency, wallet), in either mode, counting at most $6 (`n`), and the seconds until the first
+ * of them ends (`seconds`). $1 chain, $2 currency, $3 pay-to, $4 amount, $5 bound, $6 cap.
+ */
+export const countLinkReservations = () =>
+  `SELECT count(*)::int AS n, ceil(extract(epoch FROM min(monitor_until) - now()))::int AS seconds FROM (
+     SELECT monitor_until FROM payment_sessions
+      WHERE livemode IN (false, true) AND chain = $1 AND currency = $2 AND pay_to = $3
+        AND amount_due >= $4::numeric AND amount_due < $4::numeric + $5::numeric AND monitor_until > now()
+        AND payment_link_id IS NOT NULL AND amount_received = 0
+      ORDER BY monitor_until LIMIT $6) held`;

@@ -1,0 +1,152 @@
+import type { Sql, Store } from '../store/index.ts';
+import type { ChainName } from '../internal/config.ts';
+import { formatAmount } from '../internal/money.ts';
+import { GoneError, notFound, RateLimitedError } from '../internal/errors.ts';
+import { newId } from '../internal/crypto.ts';
+import type { Session } from './session.ts';
+import { checkSessionTerms, type SessionTerms } from './terms.ts';
+import { dueOffsetBound, lockDueAmounts } from './dueAmounts.ts';
+import { createSession, type CreateSessionParams } from './sessions.ts';
+import { toPaymentLink, type PaymentLink } from './link.ts';
+import * as linkSql from './linkSql.ts';
+
+/**
+ * The payment link operations: create, read, list, (de)activate, and a visit, which makes a
+ * fresh session from the link. Visits are public and anonymous, so they are capped per link and
+ * per price (see the two limits below).
+ */
+
+/**
+ * Unpaid, unexpired sessions one payment link may have open at once. 200 concurrent checkouts of
+ * one link is a busy shop; a flood of visits waits for some to expire instead of piling up.
+ */
+export const MAX_OPEN_SESSIONS_PER_LINK = 200;
+
+/**
+ * Due amounts that unpaid link sessions may hold at one price on one wallet (chain, currency,
+ * receiving address, amount), over every link and the whole monitoring window: a session keeps
+ * its due amount reserved until `monitor_until` (expiry plus the late-payment window, 24 h by
+ * default), long after it stops counting as open. A 6-decimal token has 10,000 due amounts per
+ * price (see dueOffsetBound); this leaves nine tenths of them to the merchant's own sessions
+ * whatever anonymous visitors do.
+ */
+export const MAX_LINK_RESERVATIONS_PER_PRICE = 1_000;
+
+/** What a merchant asks of a new link: a session's terms, and what each session carries. */
+export interface CreateLinkParams extends SessionTerms {
+  metadata?: Record<string, string> | undefined;
+  webhookUrl?: string | undefined;
+  successUrl?: string | undefined;
+}
+
+/**
+ * Creates a payment link, on `sql`. Its terms get the checks a visit's session will get, now
+ * ({@link checkSessionTerms}): a link that no visit could pay is a 4xx here.
+ */
+export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Promise<PaymentLink> {
+  const terms = await checkSessionTerms(sql, params);
+  const { rows } = await sql.query(linkSql.insertLink(), [
+    newId('plink'),
+    params.merchantId,
+    params.livemode,
+    params.chain,
+    params.currency,
+    terms.decimals,
+    terms.amount.toString(),
+    terms.merchantWallet ?? null,
+    params.metadata ?? {},
+    params.webhookUrl ?? null,
+    params.successUrl ?? null,
+    terms.expiresIn,
+  ]);
+  return toPaymentLink(rows[0]!);
+}
+
+/** One link of a merchant and mode, or undefined. */
+export async function getPaymentLink(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<PaymentLink | undefined> {
+  const { rows } = await sql.query(linkSql.selectLink(), [params.id, params.merchantId, params.livemode]);
+  return rows[0] && toPaymentLink(rows[0]);
+}
+
+/** A page of a merchant's links, newest first, optionally only (in)active ones. */
+export async function listPaymentLinks(
+  sql: Sql,
+  params: { merchantId: string; livemode: boolean; active?: boolean | undefined; startingAfter?: string | undefined; limit: number },
+): Promise<PaymentLink[]> {
+  const { rows } = await sql.query(linkSql.listLinks(), [params.merchantId, params.livemode, params.active ?? null, params.startingAfter ?? null, params.limit]);
+  return rows.map(toPaymentLink);
+}
+
+/** Deactivates (`active: false`) or reactivates a link; undefined when the merchant has no such link. */
+export async function setPaymentLinkActive(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; active: boolean }): Promise<PaymentLink | undefined> {
+  const { rows } = await sql.query(linkSql.setLinkActive(), [params.id, params.merchantId, params.livemode, params.active]);
+  return rows[0] && toPaymentLink(rows[0]);
+}
+
+/**
+ * A visit to a link: makes a fresh session from it, in one transaction. 404 for an unknown link,
+ * 410 for an inactive one, 429 (with `Retry-After`) while the link has
+ * {@link MAX_OPEN_SESSIONS_PER_LINK} unpaid checkouts open or its price and wallet hold
+ * {@link MAX_LINK_RESERVATIONS_PER_PRICE} due amounts; otherwise what session creation refuses.
+ */
+export async function openSessionFromLink(
+  store: Store,
+  params: { linkId: string; monitorWindowSeconds: number; liveChains: readonly ChainName[] },
+): Promise<Session> {
+  return store.transaction(async (sql) => {
+    const { rows } = await sql.query(linkSql.lockLinkById(), [params.linkId]);
+    const link = rows[0] && toPaymentLink(rows[0]);
+    if (!link) throw notFound(`payment link ${params.linkId} not found`);
+    if (!link.active) throw new GoneError('this payment link is no longer active');
+    const { rows: open } = await sql.query<{ n: number }>(linkSql.countOpenLinkSessions(), [link.id]);
+    if (open[0]!.n >= MAX_OPEN_SESSIONS_PER_LINK) {
+      throw new RateLimitedError('too many checkouts of this payment link are open and unpaid; try again in a few minutes', { retryAfterSeconds: 60 });
+    }
+    const session: CreateSessionParams = {
+      merchantId: link.merchantId,
+      livemode: link.livemode,
+      amount: formatAmount(link.amount, link.decimals),
+      currency: link.currency,
+      chain: link.chain,
+      merchantWallet: link.merchantWallet ?? undefined,
+      metadata: link.metadata,
+      webhookUrl: link.webhookUrl ?? undefined,
+      successUrl: link.successUrl ?? undefined,
+      expiresIn: link.expiresIn,
+      paymentLinkId: link.id,
+      monitorWindowSeconds: params.monitorWindowSeconds,
+      liveChains: params.liveChains,
+    };
+    await checkLinkReservations(sql, session);
+    const created = await createSession(sql, session);
+    await sql.query(linkSql.countLinkSession(), [link.id]);
+    return created;
+  });
+}
+
+/**
+ * Refuses (429) a visit while unpaid link sessions hold {@link MAX_LINK_RESERVATIONS_PER_PRICE}
+ * due amounts at the price and wallet the visit's session would take one from. Counted under the
+ * due-amount locks that createSession takes next in the same transaction (they are re-entrant),
+ * so concurrent visits of any link at that price cannot pass the cap together. `Retry-After`
+ * says when the first of those reservations ends.
+ */
+async function checkLinkReservations(sql: Sql, params: CreateSessionParams): Promise<void> {
+  const { amount, decimals, payTo } = await checkSessionTerms(sql, params);
+  const tuple = { chain: params.chain, currency: params.currency, payTo, amount, decimals };
+  await lockDueAmounts(sql, tuple);
+  const { rows } = await sql.query<{ n: number; seconds: number | null }>(linkSql.countLinkReservations(), [
+    params.chain,
+    params.currency,
+    payTo,
+    amount.toString(),
+    dueOffsetBound(decimals).toString(),
+    MAX_LINK_RESERVATIONS_PER_PRICE,
+  ]);
+  if (rows[0]!.n >= MAX_LINK_RESERVATIONS_PER_PRICE) {
+    throw new RateLimitedError(
+      `unpaid checkouts from payment links hold ${MAX_LINK_RESERVATIONS_PER_PRICE} due amounts at this price and wallet until their late-payment windows end; try again later (Retry-After) or use another link amount`,
+      { retryAfterSeconds: Math.max(1, rows[0]!.seconds ?? 60) },
+    );
+  }
+}

@@ -1,0 +1,125 @@
+import { SESSION_COLUMNS } from './session.ts';
+
+/**
+ * The SQL on `payment_sessions` (pg-boss `plans.ts` style): each function returns the text of
+ * one statement with `$n` parameters, documented in order; callers run it with `sql.query`.
+ * The table is always aliased `s`, so {@link SESSION_COLUMNS} and `sessionColumns()` fit.
+ */
+
+/**
+ * Inserts a session in status `created` and returns it. $1 id, $2 merchant, $3 livemode,
+ * $4 chain, $5 currency, $6 decimals, $7 amount, $8 due amount, $9 fee, $10 token addresses,
+ * $11 pay-to, $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL,
+ * $16 success URL, $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds.
+ */
+export const insertSession = () =>
+  `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
+     token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
+     expires_at, monitor_until)
+   VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
+     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19))
+   RETURNING ${SESSION_COLUMNS}`;
+
+/** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */
+export const selectSession = (options: { columns?: string; forUpdate?: boolean } = {}) =>
+  `SELECT ${options.columns ?? SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1 AND s.merchant_id = $2 AND s.livemode = $3${options.forUpdate ? ' FOR UPDATE' : ''}`;
+
+/**
+ * One session by id alone, optionally locked (writers of a session's refunds lock it first, the
+ * order the engine takes too). $1 id.
+ */
+export const selectSessionById = (options: { columns?: string; forUpdate?: boolean } = {}) =>
+  `SELECT ${options.columns ?? SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`;
+
+/**
+ * Sessions by id with their merchant's name (`merchantName`) and the database's clock (`now`),
+ * for the payer's page. $1 ids.
+ */
+export const selectSessionsWithMerchant = (columns: string) =>
+  `SELECT ${columns}, m.name AS "merchantName", now() AS now
+     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+    WHERE s.id = ANY($1::text[])`;
+
+/**
+ * A page of a merchant's sessions, newest first. $1 merchant, $2 livemode, $3 statuses or null,
+ * $4 chain or null, $5 currency or null, $6 created at or after or null, $7 created before or
+ * null, $8 the session the page starts after or null, $9 limit.
+ */
+export const listSessions = () =>
+  `SELECT ${SESSION_COLUMNS} FROM payment_sessions s
+    WHERE s.merchant_id = $1 AND s.livemode = $2
+      AND ($3::text[] IS NULL OR s.status = ANY($3))
+      AND ($4::text IS NULL OR s.chain = $4)
+      AND ($5::text IS NULL OR s.currency = $5)
+      AND ($6::timestamptz IS NULL OR s.created_at >= $6)
+      AND ($7::timestamptz IS NULL OR s.created_at < $7)
+      AND ($8::text IS NULL OR (s.created_at, s.id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))
+    ORDER BY s.created_at DESC, s.id DESC
+    LIMIT $9`;
+
+/**
+ * The due amounts reserved in [amount, amount + bound) on one (chain, currency, wallet), in
+ * either mode. `livemode IN (false, true)` is "either mode", written so that the
+ * payment_sessions_match index (livemode, chain, pay_to, amount_due, …) is still used: one index
+ * range per mode. $1 chain, $2 currency, $3 pay-to, $4 amount, $5 bound.
+ */
+export const reservedDueAmounts = () =>
+  `SELECT DISTINCT s.amount_due::text AS due FROM payment_sessions s
+    WHERE s.livemode IN (false, true) AND s.chain = $1 AND s.currency = $2 AND s.pay_to = $3
+      AND s.amount_due >= $4::numeric AND s.amount_due < $4::numeric + $5::numeric AND s.monitor_until > now()
+    ORDER BY 1`;
+
+/**
+ * The sessions of one (livemode, chain) that `filter` selects, locked in id order, with whether
+ * each is past expiry on the database's clock (`past_expiry`) and its merchant's payment
+ * tolerance (`payment_tolerance_bps`). $1 livemode, $2 chain, and what `filter` uses from $3.
+ */
+export const lockSessionsToEvaluate = (filter: string) =>
+  `SELECT ${SESSION_COLUMNS}, s.expires_at <= now() AS past_expiry, m.payment_tolerance_bps
+     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+    WHERE s.livemode = $1 AND s.chain = $2 AND (${filter})
+    ORDER BY s.id
+    FOR UPDATE OF s`;
+
+/**
+ * Stores one evaluation's outcome, only if the session is still in the status it was read in.
+ * $1 id, $2 status read, $3 new status, $4 counted total, $5 reported confirmed money,
+ * $6 confirmations, $7 tx hash, $8..$12 detected, confirmed, settled, expired and failed times,
+ * $13 failure reason, $14 confirmed money.
+ */
+export const saveEvaluation = () =>
+  `UPDATE payment_sessions
+      SET status = $3, amount_received = $4, reported_received = $5, confirmations = $6, tx_hash = $7,
+          detected_at = $8, confirmed_at = $9, settled_at = $10, expired_at = $11, failed_at = $12,
+          failure_reason = $13, amount_confirmed = $14, updated_at = now()
+    WHERE id = $1 AND status = $2`;
+
+/** Sessions a Solana Pay reference key names, with the key (`reference`). `columns` may read `m` (merchants). $1 keys. */
+export const selectSessionsByReference = (columns: string) =>
+  `SELECT ${columns}, s.reference AS reference FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id WHERE s.reference = ANY($1::text[])`;
+
+/**
+ * Sessions on some wallets of one (livemode, chain) whose window (created_at less a clock skew
+ * .. monitor_until) overlaps a span of payment times. `columns` may read `m` (merchants).
+ * $1 livemode, $2 chain, $3 wallets, $4 earliest payment, $5 latest payment, $6 clock skew in seconds.
+ */
+export const selectSessionsOnWallets = (columns: string) =>
+  `SELECT ${columns} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+    WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[])
+      AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)`;
+
+/** A merchant's fees per chain and currency over its confirmed and settled sessions. $1 merchant, $2 livemode. */
+export const sumFees = () =>
+  `SELECT s.chain, s.currency, s.decimals, count(*) AS payments, sum(s.fee)::text AS fee FROM payment_sessions s
+    WHERE s.merchant_id = $1 AND s.livemode = $2 AND s.status IN ('confirmed', 'settled')
+    GROUP BY s.chain, s.currency, s.decimals ORDER BY s.chain, s.currency`;
+
+/** Moves a session's expiry to `now() + $2` seconds when that is sooner (never later). $1 id, $2 seconds. */
+export const expireSooner = () =>
+  `UPDATE payment_sessions SET expires_at = LEAST(expires_at, now() + make_interval(secs => $2)), updated_at = now() WHERE id = $1`;
+
+/** Gives a session a reference unless it has one; returns the one it has. $1 id, $2 new reference. */
+export const assignReference = () => `UPDATE payment_sessions SET reference = coalesce(reference, $2) WHERE id = $1 RETURNING reference`;
+
+/** The merchant of a sandbox session. $1 id. */
+export const selectSandboxSessionMerchant = () => `SELECT s.merchant_id FROM payment_sessions s WHERE s.id = $1 AND s.livemode = false`;

@@ -1,0 +1,170 @@
+import type { Sql } from '../store/index.ts';
+import { newId } from '../internal/crypto.ts';
+import { getBase58Decoder } from '@solana/kit';
+import { randomBytes } from 'node:crypto';
+import { registerInlineWallet } from '../accounts/walletRules.ts';
+import { sessionColumns, toSession, type Session } from './session.ts';
+import { checkSessionTerms, feeFor, requiredConfirmations, type SessionTerms } from './terms.ts';
+import { lockDueAmounts, pickDueAmount } from './dueAmounts.ts';
+import * as sessionSql from './sessionSql.ts';
+
+/** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
+
+/** What a merchant asks for; text exactly as it came over the wire (validated here). */
+export interface CreateSessionParams extends SessionTerms {
+  metadata?: Record<string, string> | undefined;
+  webhookUrl?: string | undefined;
+  successUrl?: string | undefined;
+  paymentLinkId?: string | undefined;
+  /** From config.monitorWindowSeconds. */
+  monitorWindowSeconds: number;
+}
+
+/** A fresh Solana Pay reference: a random 32-byte public key in base58. */
+function newSolanaReference(): string {
+  return getBase58Decoder().decode(randomBytes(32));
+}
+
+/**
+ * Creates a payment session in status `created` (Interface B shows it as `pending`), on `sql`,
+ * which must be a transaction (the due-amount lock lasts until it ends). Validates what the
+ * schemas cannot, with {@link checkSessionTerms}.
+ * @throws {InvalidRequestError} 400 for bad input; {ConflictError} 409 for a live session on an unwatched chain, another
+ * merchant's verified wallet, a new inline wallet beyond the merchant's cap of unverified ones, or
+ * when no unique due amount is left.
+ */
+export async function createSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
+  const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens } = await checkSessionTerms(sql, params);
+  // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
+  // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
+  if (params.livemode && merchantWallet !== undefined) {
+    await registerInlineWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
+  }
+
+  const tuple = { chain: params.chain, currency: params.currency, payTo };
+  await lockDueAmounts(sql, { ...tuple, amount, decimals });
+  const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
+
+  const { rows } = await sql.query(
+    sessionSql.insertSession(),
+    [
+      newId('ses'),
+      params.merchantId,
+      params.livemode,
+      params.chain,
+      params.currency,
+      decimals,
+      amount.toString(),
+      amountDue.toString(),
+      feeFor(amount).toString(),
+      tokens,
+      payTo,
+      params.chain === 'solana' ? newSolanaReference() : null,
+      requiredConfirmations(chain),
+      params.metadata ?? {},
+      params.webhookUrl ?? null,
+      params.successUrl ?? null,
+      params.paymentLinkId ?? null,
+      expiresIn,
+      params.monitorWindowSeconds,
+    ],
+  );
+  return toSession(rows[0]!);
+}
+
+/** One session of the caller's merchant and mode, or undefined (another merchant's is "not found"). */
+export async function getSession(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<Session | undefined> {
+  const { rows } = await sql.query(sessionSql.selectSession(), [params.id, params.merchantId, params.livemode]);
+  return rows[0] && toSession(rows[0]);
+}
+
+/** One session by id alone (no merchant: callers hold the id as a capability, or checked the merchant already), optionally locked. */
+export async function getSessionById<K extends keyof Session>(
+  sql: Sql,
+  params: { id: string; fields: readonly K[]; forUpdate?: boolean },
+): Promise<Pick<Session, K> | undefined> {
+  const { rows } = await sql.query(sessionSql.selectSessionById({ columns: sessionColumns(params.fields), forUpdate: params.forUpdate }), [params.id]);
+  return rows[0] && toSession<K>(rows[0]);
+}
+
+/** One session of a merchant and mode, locked until the transaction ends; undefined when there is none. */
+export async function lockSession(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<Session | undefined> {
+  const { rows } = await sql.query(sessionSql.selectSession({ forUpdate: true }), [params.id, params.merchantId, params.livemode]);
+  return rows[0] && toSession(rows[0]);
+}
+
+/** What a list of sessions may be narrowed to (Interface B's `GET /payments`). */
+export interface SessionFilter {
+  merchantId: string;
+  livemode: boolean;
+  /** Session states (not Interface B's names); null for all. */
+  statuses: readonly string[] | null;
+  chain?: string | undefined;
+  currency?: string | undefined;
+  createdGte: Date | null;
+  createdLt: Date | null;
+  /** The id of the session the page starts after (the caller checked it is the merchant's). */
+  startingAfter?: string | undefined;
+  limit: number;
+}
+
+/** A page of a merchant's sessions, newest first (cursor: the last id of the previous page). */
+export async function listSessions(sql: Sql, filter: SessionFilter): Promise<Session[]> {
+  const { rows } = await sql.query(sessionSql.listSessions(), [
+    filter.merchantId,
+    filter.livemode,
+    filter.statuses,
+    filter.chain ?? null,
+    filter.currency ?? null,
+    filter.createdGte,
+    filter.createdLt,
+    filter.startingAfter ?? null,
+    filter.limit,
+  ]);
+  return rows.map((row) => toSession(row));
+}
+
+/**
+ * Sessions by id, each with its merchant's name and the database's clock when read (so expiry is
+ * judged on the engine's clock), reading `fields`: the payer's page. Ids that name no session
+ * are absent from the map.
+ */
+export async function getSessionsWithMerchant<K extends keyof Session>(
+  sql: Sql,
+  ids: readonly string[],
+  fields: readonly K[],
+): Promise<Map<string, Pick<Session, K> & { merchantName: string; now: Date }>> {
+  const { rows } = await sql.query(sessionSql.selectSessionsWithMerchant(sessionColumns([...new Set<keyof Session>(['id', ...fields])])), [ids]);
+  return new Map(rows.map((row) => [row.id as string, { ...toSession<K>(row), merchantName: row.merchantName as string, now: row.now as Date }]));
+}
+
+/**
+ * The flat 1% fee is computed per payment when the session is created ({@link feeFor}, stored
+ * in `payment_sessions.fee`). This sums it per currency and chain over a merchant's confirmed and
+ * settled payments: what the merchant owes, in base units.
+ */
+export async function merchantFees(
+  sql: Sql,
+  params: { merchantId: string; livemode: boolean },
+): Promise<{ chain: string; currency: string; decimals: number; payments: number; fee: bigint }[]> {
+  const { rows } = await sql.query<{ chain: string; currency: string; decimals: number; payments: string; fee: string }>(sessionSql.sumFees(), [params.merchantId, params.livemode]);
+  return rows.map((row) => ({ chain: row.chain, currency: row.currency, decimals: row.decimals, payments: Number(row.payments), fee: BigInt(row.fee) }));
+}
+
+/** Moves a session's expiry to `now() + offsetSeconds` when that is sooner (never later): the sandbox's simulated expiry. */
+export async function expireSooner(sql: Sql, sessionId: string, offsetSeconds: number): Promise<void> {
+  await sql.query(sessionSql.expireSooner(), [sessionId, offsetSeconds]);
+}
+
+/** The session's reference, giving it a fresh one first when it has none (the sandbox routes simulated payments by it). */
+export async function ensureReference(sql: Sql, session: Pick<Session, 'id' | 'reference'>): Promise<string> {
+  if (session.reference) return session.reference;
+  const { rows } = await sql.query<{ reference: string }>(sessionSql.assignReference(), [session.id, newSolanaReference()]);
+  return rows[0]!.reference;
+}
+
+/** The merchant of a sandbox session, or undefined (a live session is "not found" to the sandbox). */
+export async function sandboxSessionMerchant(sql: Sql, sessionId: string): Promise<string | undefined> {
+  const { rows } = await sql.query<{ merchant_id: string }>(sessionSql.selectSandboxSessionMerchant(), [sessionId]);
+  return rows[0]?.merchant_id;
+}

@@ -1,0 +1,181 @@
+import type { Sql } from '../store/index.ts';
+import type { ChainName } from '../internal/config.ts';
+import { loadChains, currencyDecimals, tokensFor, type ChainConfig, type Currency } from '../internal/chains.ts';
+import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
+import { AmountError, parseAmount } from '../internal/money.ts';
+import { badRequest, conflict } from '../internal/errors.ts';
+import { sandboxWallet } from '../internal/sandboxIds.ts';
+
+/**
+ * A session's terms, checked before anything is written: the same checks for `POST /sessions`
+ * (and the other create routes), `POST /payment-links` and each `/pay/{link}` visit.
+ */
+
+/** Session lifetime bounds in seconds: one minute to seven days (Stripe Checkout allows 30 min..24 h; payments by bank-free wallets need less, invoices more). */
+export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
+
+/**
+ * Amount bounds in token units, as decimal text. 0.01 is one cent, the smallest amount a
+ * stablecoin price is written in; 1,000,000 caps a fat-fingered amount (raise it in code if a
+ * merchant needs more).
+ */
+export const AMOUNT_LIMITS = { min: '0.01', max: '1000000' } as const;
+
+/**
+ * Solana has no block depth rule in chains/solana.json (it uses commitment levels); a session
+ * records 32, the depth after which a block is `finalized` (31+ confirmed blocks on top).
+ */
+const SOLANA_FINALIZED_DEPTH = 32;
+
+/** The decimals of `currency` on `chain`, or a 400 when the pair is not offered. */
+function decimalsFor(chain: ChainConfig, currency: Currency): number {
+  const decimals = currencyDecimals(chain, currency);
+  if (decimals === undefined) throw badRequest(`${currency} is not offered on ${chain.name}`);
+  return decimals;
+}
+
+/**
+ * Parses a requested amount for `decimals`: positive decimal text, no more decimals than the
+ * token has, within {@link AMOUNT_LIMITS}. Every refusal is a 400 that says why.
+ */
+function parseRequestedAmount(text: string, decimals: number, field = 'amount'): bigint {
+  let units: bigint;
+  try {
+    units = parseAmount(text, decimals);
+  } catch (error) {
+    if (error instanceof AmountError) throw badRequest(error.message.replace(/^amount/, field));
+    throw error;
+  }
+  if (units <= 0n) throw badRequest(`${field} must be a positive number`);
+  if (units < parseAmount(AMOUNT_LIMITS.min, decimals)) throw badRequest(`${field} ${text} is below the minimum of ${AMOUNT_LIMITS.min}`);
+  if (units > parseAmount(AMOUNT_LIMITS.max, decimals)) throw badRequest(`${field} ${text} is above the maximum of ${AMOUNT_LIMITS.max}`);
+  return units;
+}
+
+/** Blocks (EVM: the chain's depth rule; solana: {@link SOLANA_FINALIZED_DEPTH}) a payment needs. */
+export function requiredConfirmations(chain: ChainConfig): number {
+  return typeof chain.confirmations.confirmed === 'number' ? chain.confirmations.confirmed : SOLANA_FINALIZED_DEPTH;
+}
+
+/** The flat 1% fee in base units, rounded half up. */
+export function feeFor(amount: bigint): bigint {
+  return (amount + 50n) / 100n;
+}
+
+/**
+ * Checks a receiving wallet given for `chain`: a valid address (returned in canonical form) that
+ * can receive a payment the merchant can spend, so not a burn address, a program id, or one of
+ * the chain's own token contracts or mints. Every refusal is a 400 naming `field` and why.
+ */
+export function checkReceivingWallet(chain: ChainConfig, text: string, field = 'merchantWallet'): string {
+  const canonical = canonicalAddress(chain.name, text);
+  if (!canonical) {
+    throw badRequest(
+      chain.name === 'solana'
+        ? `${field} ${JSON.stringify(text)} is not a valid solana address (base58 of a 32-byte key)`
+        : `${field} ${JSON.stringify(text)} is not a valid ${chain.name} address (0x and 40 hex digits; mixed case must be a correct EIP-55 checksum)`,
+    );
+  }
+  const reason = unreceivableReason(chain.name, canonical, chain.tokens);
+  if (reason) throw badRequest(`${field} ${canonical} ${reason} on ${chain.name}: funds sent there cannot be spent; give a wallet you control`);
+  return canonical;
+}
+
+/**
+ * The receiving wallet. Live: `merchantWallet` when given (already checked and canonical, see
+ * {@link checkSessionTerms}), otherwise the merchant's default wallet on `chain`, chosen
+ * explicitly with a live key or by the operator (never inferred: adding a wallet does not change
+ * where live payments go), and a 400 when there is neither. The default's row is held (KEY SHARE)
+ * until the transaction ends, so it cannot be removed under a session being created. Sandbox: always the merchant's stable, clearly fake sandbox address
+ * (a test key alone is enough to try the whole flow, and no sandbox QR code or instruction ever
+ * names a real wallet: real money sent after a test session must not reach the merchant's books);
+ * a given `merchantWallet` was checked like a live one, and is not used.
+ */
+async function resolvePayTo(sql: Sql, params: { merchantId: string; chain: ChainName; merchantWallet: string | undefined; livemode: boolean }): Promise<string> {
+  if (!params.livemode) return sandboxWallet(params.chain, params.merchantId);
+  if (params.merchantWallet !== undefined) return params.merchantWallet;
+  const { rows } = await sql.query<{ address: string }>('SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND is_default FOR KEY SHARE', [
+    params.merchantId,
+    params.chain,
+  ]);
+  if (!rows[0]) {
+    throw badRequest(
+      `merchantWallet is required: this merchant has no default wallet on ${params.chain}; pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)`,
+    );
+  }
+  return rows[0].address;
+}
+
+/** What a session (or a payment link, which makes sessions) asks for, before anything is written. */
+export interface SessionTerms {
+  merchantId: string;
+  livemode: boolean;
+  amount: string;
+  currency: Currency;
+  chain: ChainName;
+  merchantWallet?: string | undefined;
+  /** Seconds; default {@link EXPIRES_IN}.default. */
+  expiresIn?: number | undefined;
+  /**
+   * The chains a live ingester watches (`liveChains(config)`): a live session on any other chain
+   * is refused (409), since its payment would never be seen. The API always passes it; leaving it
+   * out skips the check (engine tests that make rows without a daemon).
+   */
+  liveChains?: readonly ChainName[] | undefined;
+  chains?: Record<ChainName, ChainConfig> | undefined;
+}
+
+/** {@link SessionTerms} checked and resolved: what a session row is made of. */
+export interface CheckedTerms {
+  chain: ChainConfig;
+  decimals: number;
+  /** Requested amount in base units. */
+  amount: bigint;
+  expiresIn: number;
+  /** The given `merchantWallet` in canonical form, or undefined. */
+  merchantWallet: string | undefined;
+  /** Where the payer pays (see {@link resolvePayTo}). */
+  payTo: string;
+  /** The token contracts or mints that count (bridged ones only for merchants who opt in). */
+  tokens: string[];
+}
+
+/**
+ * Every check a session's terms get, in one place, so that `POST /sessions` (and the other
+ * create routes), `POST /payment-links` and each `/pay/{link}` visit refuse the same things:
+ * a live session on a chain no ingester watches (409), a currency not offered on the chain,
+ * an amount out of the token's decimals or limits, a bad `expiresIn`, an invalid or unusable
+ * wallet, a currency only bridged on the chain for a merchant who has not opted in (400), a
+ * live wallet that another merchant has verified (409). Writes nothing.
+ */
+export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise<CheckedTerms> {
+  const chains = params.chains ?? loadChains();
+  const chain = chains[params.chain];
+  if (!chain) throw badRequest(`unknown chain ${JSON.stringify(params.chain)}`);
+  if (params.livemode && params.liveChains && !params.liveChains.includes(params.chain)) {
+    throw conflict(
+      `${params.chain} is not watched by this gateway in live mode (no ${chain.rpcEnv.http} is configured), so a payment there would never be detected; use a test key, or ask the operator to configure the chain`,
+    );
+  }
+  const decimals = decimalsFor(chain, params.currency);
+  const amount = parseRequestedAmount(params.amount, decimals);
+  const expiresIn = params.expiresIn ?? EXPIRES_IN.default;
+  if (!Number.isInteger(expiresIn) || expiresIn < EXPIRES_IN.min || expiresIn > EXPIRES_IN.max) {
+    throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);
+  }
+  const merchantWallet = params.merchantWallet === undefined ? undefined : checkReceivingWallet(chain, params.merchantWallet);
+  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode });
+  if (params.livemode && merchantWallet !== undefined) {
+    const { rowCount } = await sql.query(
+      'SELECT 1 FROM wallets WHERE chain = $1 AND address = $2 AND merchant_id <> $3 AND verified_at IS NOT NULL',
+      [params.chain, payTo, params.merchantId],
+    );
+    if (rowCount) throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
+  }
+  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [params.merchantId]);
+  const includeBridged = merchantRows[0]?.accept_bridged_tokens ?? false;
+  const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
+  if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
+  return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens };
+}
+
