@@ -56,7 +56,7 @@ function inWindow(candidate: Candidate, paidAt: Date): boolean {
 }
 
 /**
- * The session a transfer pays, by the documented rules, in order (README "Matching"):
+ * The session a transfer pays, by the documented rules, in order (docs/payment-lifecycle.md, "Matching"):
  * 1. a Solana Pay `reference` key naming a session on the same chain, wallet and token;
  * 2. the exact `amount_due` of a session on the same (livemode, chain, wallet, token) whose window
  *    (created_at .. monitor_until) holds the payment time: due amounts are unique while reserved;

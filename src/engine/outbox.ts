@@ -10,7 +10,7 @@ export const EVENT_TYPES = [
   'payment.overpaid',
   'payment.expired',
   'payment.failed',
-  // Documented extras (README "Payment lifecycle"): every counted transfer became final, and a
+  // Documented extras (docs/payment-lifecycle.md): every counted transfer became final, and a
   // reorg removed money the session had counted (it moved back).
   'payment.settled',
   'payment.reorged',

@@ -33,7 +33,7 @@ export interface Transition {
 
 /**
  * Every allowed transition of a payment session, and the only place they are listed: anything
- * not in this table is refused by `assertTransition`. The README's "Payment lifecycle" section
+ * not in this table is refused by `assertTransition`. docs/payment-lifecycle.md
  * is this table.
  *
  * - `created`: nothing counted yet (Interface B shows it as `pending`).
