@@ -31,7 +31,11 @@ async function main() {
   const created: string[] = [];
 
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
-  async function load(label: string, request: (i: number) => { method: 'GET' | 'POST'; path: string; body?: unknown; headers?: Record<string, string> }, expected: number) {
+  async function load(
+    label: string,
+    request: (i: number) => { method: 'GET' | 'POST'; path: string; body?: unknown; headers?: Record<string, string> },
+    expected: number,
+  ) {
     const latencies: number[] = [];
     const deadline = performance.now() + SECONDS * 1000;
     let errors = 0;
@@ -66,8 +70,21 @@ async function main() {
   await load('POST /payments, one wallet', (i) => ({ method: 'POST', path: '/api/v1/payments', body: payment(i, WALLET) }), 201);
   await load('POST /payments, 64 wallets', (i) => ({ method: 'POST', path: '/api/v1/payments', body: payment(i, WALLETS[i % 64]!) }), 201);
   const run = randomBytes(4).toString('hex');
-  await load('POST /payments, 64 wallets, Idempotency-Key', (i) => ({ method: 'POST', path: '/api/v1/payments', body: payment(i, WALLETS[i % 64]!), headers: { 'idempotency-key': `${run}-${i}` } }), 201);
-  await load('POST /payments, replayed Idempotency-Key', (i) => ({ method: 'POST', path: '/api/v1/payments', body: payment(i % 100, WALLETS[i % 100 % 64]!), headers: { 'idempotency-key': `${run}-${i % 100}` } }), 201);
+  await load(
+    'POST /payments, 64 wallets, Idempotency-Key',
+    (i) => ({ method: 'POST', path: '/api/v1/payments', body: payment(i, WALLETS[i % 64]!), headers: { 'idempotency-key': `${run}-${i}` } }),
+    201,
+  );
+  await load(
+    'POST /payments, replayed Idempotency-Key',
+    (i) => ({
+      method: 'POST',
+      path: '/api/v1/payments',
+      body: payment(i % 100, WALLETS[(i % 100) % 64]!),
+      headers: { 'idempotency-key': `${run}-${i % 100}` },
+    }),
+    201,
+  );
   await load('GET /health (per-IP limit, SELECT 1)', () => ({ method: 'GET', path: '/api/v1/health' }), 200);
   await load('GET /currencies (+ auth, per-key limit)', () => ({ method: 'GET', path: '/api/v1/currencies' }), 200);
   await load('GET /payments/:id', (i) => ({ method: 'GET', path: `/api/v1/payments/${created[i % created.length]}` }), 200);

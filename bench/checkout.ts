@@ -36,7 +36,15 @@ async function main() {
     const made = [];
     for (let i = 0; i < Math.max(FEEDS, 100); i++) {
       made.push(
-        await createSession(sql, { merchantId: merchant.id, livemode: false, amount: `${10 + i}.5`, currency: 'USDC', chain: 'polygon', merchantWallet: WALLET, monitorWindowSeconds: 86400 }),
+        await createSession(sql, {
+          merchantId: merchant.id,
+          livemode: false,
+          amount: `${10 + i}.5`,
+          currency: 'USDC',
+          chain: 'polygon',
+          merchantWallet: WALLET,
+          monitorWindowSeconds: 86400,
+        }),
       );
     }
     return made;
@@ -67,7 +75,11 @@ async function main() {
 
   // Warm-up (JIT, connection pools), not reported.
   for (const accept of ['application/json', 'text/html']) {
-    await Promise.all(sessions.slice(0, 100).map((session) => pool.request({ method: 'GET', path: `/checkout/${session.id}`, headers: { accept } }).then((r) => r.body.arrayBuffer())));
+    await Promise.all(
+      sessions
+        .slice(0, 100)
+        .map((session) => pool.request({ method: 'GET', path: `/checkout/${session.id}`, headers: { accept } }).then((r) => r.body.arrayBuffer())),
+    );
   }
   console.log(`checkout bench: ${SECONDS} s per route, ${CONNECTIONS} connections, node ${process.version}, ${os.cpus().length} CPUs`);
   await load('GET /checkout/:id (JSON)', (i) => `/checkout/${sessions[i]!.id}`, { accept: 'application/json' });

@@ -86,7 +86,9 @@ async function main() {
          FROM unnest($2::text[], $3::numeric[]) WITH ORDINALITY AS p (pay_to, amount_due, n)`,
       [USDC, paid.map((s) => s.payTo), paid.map((s) => s.amountDue.toString())],
     );
-    const matched = await timed(`match ${paid.length} transfers -> confirming`, paid.length, 'transfers', () => engine.reconcile({ chain: 'polygon', livemode: true }));
+    const matched = await timed(`match ${paid.length} transfers -> confirming`, paid.length, 'transfers', () =>
+      engine.reconcile({ chain: 'polygon', livemode: true }),
+    );
     if (matched.matched !== paid.length) throw new Error(`matched ${matched.matched} of ${paid.length}`);
 
     await store.query(`UPDATE chain_heads SET head_block = 1100 WHERE chain = 'polygon'`);
@@ -98,7 +100,9 @@ async function main() {
     }
 
     await store.query(`UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, [expiring.map((s) => s.id)]);
-    const expired = await timed(`expire ${expiring.length} sessions`, expiring.length, 'sessions', () => engine.reconcile({ chain: 'polygon', livemode: true }));
+    const expired = await timed(`expire ${expiring.length} sessions`, expiring.length, 'sessions', () =>
+      engine.reconcile({ chain: 'polygon', livemode: true }),
+    );
     if (expired.changes.length !== expiring.length) throw new Error(`expired ${expired.changes.length}`);
 
     await timed('idle reconcile, all confirmed (not final)', paid.length, 'sessions', () => engine.reconcile({ chain: 'polygon', livemode: true }));

@@ -24,14 +24,20 @@ import { startAnvil, freePort } from '../test/helpers/anvil.ts';
 import { loadChains } from '../src/internal/chains.ts';
 import { benchDatabase, percentile } from './lib.ts';
 
-const { values } = parseArgs({ options: { idle: { type: 'string', default: '10' }, seconds: { type: 'string', default: '30' }, connections: { type: 'string', default: '16' } } });
+const { values } = parseArgs({
+  options: { idle: { type: 'string', default: '10' }, seconds: { type: 'string', default: '30' }, connections: { type: 'string', default: '16' } },
+});
 const IDLE_S = Number(values.idle);
 const LOAD_S = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);
 const TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s on Linux
 const WALLET = getAddress('0x5555555555555555555555555555555555555555');
 
-interface Sample { at: number; rssMiB: number; cpuTicks: number }
+interface Sample {
+  at: number;
+  rssMiB: number;
+  cpuTicks: number;
+}
 
 function sample(pid: number): Sample {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -55,7 +61,10 @@ function cpu(samples: Sample[]): { mean: number; p95Window: number } {
 }
 
 async function startRole(role: string, env: Record<string, string>): Promise<{ child: ChildProcess; ready: Record<string, any> }> {
-  const child = spawn(process.execPath, ['dist/cli/entry.js', 'start', '--role', role, '--json'], { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['dist/cli/entry.js', 'start', '--role', role, '--json'], {
+    env: { PATH: process.env.PATH!, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines = readline.createInterface({ input: child.stdout! });
   const ready = await new Promise<Record<string, any>>((resolve, reject) => {
     lines.on('line', (line) => line.includes('"status":"running"') && resolve(JSON.parse(line)));
@@ -72,12 +81,22 @@ async function main() {
   const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
   const receiver = http.createServer((request, response) => request.resume().on('end', () => response.writeHead(200).end()));
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const base = { DATABASE_URL: database.connectionString, SVC_STATELESS: 'true', SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'warn', HOST: '127.0.0.1', SVC_TRUST_PROXY: 'true' };
+  const base = {
+    DATABASE_URL: database.connectionString,
+    SVC_STATELESS: 'true',
+    SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    SVC_TRUST_PROXY: 'true',
+  };
   const api = await startRole('api', { ...base, PORT: '0', SVC_METRICS_PORT: String(await freePort()) });
   const url: string = api.ready.url;
   const key: string = api.ready.bootstrap.testKey;
   const merchantId: string = api.ready.bootstrap.merchantId;
-  const cli = (...args: string[]) => new Promise<void>((resolve) => spawn(process.execPath, ['dist/cli/entry.js', ...args], { env: { PATH: process.env.PATH!, ...base }, stdio: 'ignore' }).once('exit', () => resolve()));
+  const cli = (...args: string[]) =>
+    new Promise<void>((resolve) =>
+      spawn(process.execPath, ['dist/cli/entry.js', ...args], { env: { PATH: process.env.PATH!, ...base }, stdio: 'ignore' }).once('exit', () => resolve()),
+    );
   await cli('merchants', 'update', '--merchant', merchantId, '--create-per-minute', '1000000', '--read-per-minute', '1000000', '--write-per-minute', '1000000');
   await cli('wallets', 'add', '--merchant', merchantId, '--wallet', `polygon:${WALLET}`);
   const worker = await startRole('worker', { ...base, PORT: '0', SVC_METRICS_PORT: String(await freePort()), SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
@@ -85,7 +104,10 @@ async function main() {
   const roles = { api: api.child, ingest: ingest.child, worker: worker.child };
   const pool = new Pool(url, { connections: CONNECTIONS });
   const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}`, 'x-forwarded-for': `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}` };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${key}`,
+      'x-forwarded-for': `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
+    };
     if (body) headers['content-type'] = 'application/json';
     const response = await pool.request({ method, path, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
     return { status: response.statusCode, body: (await response.body.text()) as string };
@@ -129,7 +151,14 @@ async function main() {
   );
   const sent = await transfers;
   clearInterval(timer);
-  console.log(`load: ${LOAD_S} s, ${(requests / LOAD_S).toFixed(0)} API requests/s over ${CONNECTIONS} connections, ${paid} sandbox payments, ${sent} polygon transfers on anvil; load average ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')}`);
+  console.log(
+    `load: ${LOAD_S} s, ${(requests / LOAD_S).toFixed(0)} API requests/s over ${CONNECTIONS} connections, ${paid} sandbox payments, ${sent} polygon transfers on anvil; load average ${(
+      await import('node:os')
+    )
+      .loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')}`,
+  );
   console.log('role     idle RSS  peak RSS  idle CPU  load CPU (mean / p95 of 5 s windows)');
   for (const [role, list] of Object.entries(samples)) {
     const idle = list.filter((s) => s.at <= idleEnd);
@@ -137,7 +166,9 @@ async function main() {
     const idleRss = Math.max(...idle.map((s) => s.rssMiB));
     const peakRss = Math.max(...list.map((s) => s.rssMiB));
     const loaded = cpu(load);
-    console.log(`${role.padEnd(8)} ${idleRss.toFixed(0).padStart(5)} MiB ${peakRss.toFixed(0).padStart(5)} MiB  ${cpu(idle).mean.toFixed(3)}     ${loaded.mean.toFixed(2)} / ${loaded.p95Window.toFixed(2)} cores`);
+    console.log(
+      `${role.padEnd(8)} ${idleRss.toFixed(0).padStart(5)} MiB ${peakRss.toFixed(0).padStart(5)} MiB  ${cpu(idle).mean.toFixed(3)}     ${loaded.mean.toFixed(2)} / ${loaded.p95Window.toFixed(2)} cores`,
+    );
   }
   for (const child of Object.values(roles)) child.kill('SIGTERM');
   await Promise.all(Object.values(roles).map((child) => new Promise((resolve) => child.once('exit', resolve))));

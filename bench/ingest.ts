@@ -94,7 +94,14 @@ try {
         jsonrpc: '2.0',
         id: 1,
         method: 'eth_getLogs',
-        params: [{ fromBlock: numberToHex(from), toBlock: numberToHex(to), address: chain.tokens.map((t) => t.address.toLowerCase()), topics: [TRANSFER_TOPIC, null, topics] }],
+        params: [
+          {
+            fromBlock: numberToHex(from),
+            toBlock: numberToHex(to),
+            address: chain.tokens.map((t) => t.address.toLowerCase()),
+            topics: [TRANSFER_TOPIC, null, topics],
+          },
+        ],
       }),
     });
     const body = (await response.json()) as { result?: unknown[]; error?: unknown };

@@ -44,7 +44,14 @@ export async function benchApi(label: string, defaultPort: number) {
   const box = createSecretBox(randomBytes(32));
   const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent' });
   const unlimited = { create: 1e9, read: 1e9, write: 1e9, ip: 1e9, publicCreate: 1e9 };
-  const app = createApi({ store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config, box, rateLimits: unlimited });
+  const app = createApi({
+    store,
+    logger: createLogger({ level: 'silent' }),
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    config,
+    box,
+    rateLimits: unlimited,
+  });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   config.publicUrl = url;
   return {

@@ -60,7 +60,13 @@ try {
   rpc.ledger.finalize();
   console.log(`made ${PAYMENTS} payments to ${WALLETS * 2} token accounts in ${((performance.now() - started) / 1000).toFixed(1)} s (litesvm)`);
 
-  const ingester = createSolanaIngester({ store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] } });
+  const ingester = createSolanaIngester({
+    store,
+    logger,
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    chain: loadChains().solana,
+    rpc: { http: [rpc.url], ws: [] },
+  });
   started = performance.now();
   await ingester.syncOnce();
   const seconds = (performance.now() - started) / 1000;
@@ -71,7 +77,7 @@ try {
   if (stored !== PAYMENTS) throw new Error(`stored ${stored} of ${PAYMENTS}`);
   started = performance.now();
   await ingester.syncOnce();
-  console.log(`idle pass (nothing new, ${WALLETS * 2} accounts): ${((performance.now() - started)).toFixed(1)} ms`);
+  console.log(`idle pass (nothing new, ${WALLETS * 2} accounts): ${(performance.now() - started).toFixed(1)} ms`);
   await ingester.stop();
 } finally {
   await rpc.stop();

@@ -30,7 +30,11 @@ const rpc = http.createServer((req, res) => {
   req.on('data', (chunk) => (body += chunk));
   req.on('end', () => {
     const calls = JSON.parse(body);
-    const answer = (call: { id: number; method: string }) => ({ jsonrpc: '2.0', id: call.id, result: call.method === 'eth_chainId' ? '0x89' : call.method === 'eth_getLogs' ? [] : null });
+    const answer = (call: { id: number; method: string }) => ({
+      jsonrpc: '2.0',
+      id: call.id,
+      result: call.method === 'eth_chainId' ? '0x89' : call.method === 'eth_getLogs' ? [] : null,
+    });
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify(Array.isArray(calls) ? calls.map(answer) : answer(calls)));
   });
@@ -44,13 +48,23 @@ async function once(fromSource: boolean): Promise<{ api: number; rpc: number }> 
   const started = performance.now();
   const child = spawn(process.execPath, ['bin/svc.js', 'start'], {
     cwd: root,
-    env: { PATH: process.env.PATH!, DATABASE_URL: database.connectionString, PORT: String(port), LOG_LEVEL: 'warn', SVC_POLYGON_RPC_URL: rpcUrl, ...(fromSource ? { SVC_FROM_SOURCE: '1' } : {}) },
+    env: {
+      PATH: process.env.PATH!,
+      DATABASE_URL: database.connectionString,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      SVC_POLYGON_RPC_URL: rpcUrl,
+      ...(fromSource ? { SVC_FROM_SOURCE: '1' } : {}),
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   let api: number | undefined;
   while (api === undefined || firstRpcAt === undefined) {
     if (api === undefined) {
-      const ok = await fetch(`http://127.0.0.1:${port}/api/v1/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/api/v1/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) api = performance.now() - started;
     }
     if (performance.now() - started > 30_000) throw new Error('not ready after 30 s');

@@ -67,7 +67,11 @@ async function startReceiver() {
         onArrival = () => arrivals.size >= count && resolve();
       });
     },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -92,7 +96,15 @@ async function confirm(store: Store, merchantId: string, sessionId: string): Pro
       livemode: false,
       type: 'payment.confirmed',
       sessionId,
-      data: { id: sessionId, amount: '25.00', currency: 'USDC', chain: 'polygon', status: 'confirmed', txHash: `0x${'ab'.repeat(32)}`, confirmedAt: new Date().toISOString() },
+      data: {
+        id: sessionId,
+        amount: '25.00',
+        currency: 'USDC',
+        chain: 'polygon',
+        status: 'confirmed',
+        txHash: `0x${'ab'.repeat(32)}`,
+        confirmedAt: new Date().toISOString(),
+      },
     });
     return envelope.id;
   });
@@ -121,12 +133,25 @@ async function main() {
       const batch = Math.min(500, EVENTS - done);
       await store.transaction(async (sql) => {
         for (let i = 0; i < batch; i++) {
-          await appendEvent(sql, { merchantId: merchant.id, livemode: false, type: 'payment.confirmed', sessionId: sessions[i % sessions.length]!, data: { id: sessions[i % sessions.length]!, n: done + i } });
+          await appendEvent(sql, {
+            merchantId: merchant.id,
+            livemode: false,
+            type: 'payment.confirmed',
+            sessionId: sessions[i % sessions.length]!,
+            data: { id: sessions[i % sessions.length]!, n: done + i },
+          });
         }
       });
       done += batch;
     }
-    const delivery = createDelivery({ store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true }, box, concurrency: CONCURRENCY });
+    const delivery = createDelivery({
+      store,
+      logger,
+      metrics: createMetricsRegistry({ defaultMetrics: false }),
+      config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
+      box,
+      concurrency: CONCURRENCY,
+    });
     const t0 = performance.now();
     await delivery.start();
     await receiver.until(EVENTS);

@@ -25,4 +25,4 @@ try {
 }
 execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--noCheck'], { stdio: 'inherit' });
 fs.cpSync(path.join(root, 'src/checkout/assets'), path.join(dist, 'checkout/assets'), { recursive: true });
-fs.writeFileSync(path.join(dist, 'BUILD'), JSON.stringify({ newestSourceMtimeMs: startedAt }) + '\n');
+fs.writeFileSync(path.join(dist, 'BUILD'), `${JSON.stringify({ newestSourceMtimeMs: startedAt })}\n`);

@@ -29,7 +29,7 @@ export function renderPrometheusRule(alertsText: string): string {
   rule.commentBefore =
     ' GENERATED from dashboards/alerts.yml by scripts/prometheus-rule.ts (npm run deploy:rules): edit\n' +
     ' that file, not this one. The Prometheus Operator loads it when its ruleSelector matches these\n' +
-    ' labels (add your Prometheus resource\'s, e.g. release: prometheus, in an overlay).';
+    " labels (add your Prometheus resource's, e.g. release: prometheus, in an overlay).";
   return rule.toString({ lineWidth: 0 });
 }
 

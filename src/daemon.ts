@@ -69,7 +69,13 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     shutdown.add('engine', () => engine.idle());
     // The sandbox's simulated chains feed the same tables and engine; the api role uses it for
     // simulated payments, the ingest role advances the simulated chains.
-    const sandbox = createSandbox({ store, logger, chains: loadChains(), blockMs: config.sandboxBlockMs, reconcile: async (change) => void (await engine.reconcile(change)) });
+    const sandbox = createSandbox({
+      store,
+      logger,
+      chains: loadChains(),
+      blockMs: config.sandboxBlockMs,
+      reconcile: async (change) => void (await engine.reconcile(change)),
+    });
 
     let boss: PgBoss | undefined;
     if (roles.includes('worker')) {
@@ -98,7 +104,14 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     let ingest: ReturnType<typeof createIngest> | undefined;
     if (roles.includes('ingest')) {
       // onChainChange is called after each ingest commit: the engine reconciles that chain.
-      ingest = createIngest({ config, store, connectionString: database.connectionString, logger, metrics, onChainChange: (change) => engine.onChainChange(change) });
+      ingest = createIngest({
+        config,
+        store,
+        connectionString: database.connectionString,
+        logger,
+        metrics,
+        onChainChange: (change) => engine.onChainChange(change),
+      });
       const started = ingest;
       shutdown.add('ingest', () => started.stop());
       logger.info({ msg: 'Ingest role started', live_chains: ingest.chains });

@@ -41,7 +41,12 @@ export interface Readiness {
  *   a configuration error) and `stopped` are not ready, so a rollout with a bad RPC URL stops
  *   at its first pod instead of replacing the healthy ones.
  */
-export function createReadiness(params: { store: Store; roles: readonly string[]; ingestStatus?: () => Record<string, ChainIngestState>; migrationsDir?: string }): Readiness {
+export function createReadiness(params: {
+  store: Store;
+  roles: readonly string[];
+  ingestStatus?: () => Record<string, ChainIngestState>;
+  migrationsDir?: string;
+}): Readiness {
   const store = params.store.bounded(READY_DB_LIMITS);
   // The files do not change while the process runs: read them once.
   const files = readMigrations(params.migrationsDir).map((migration) => migration.version);
@@ -57,7 +62,8 @@ export function createReadiness(params: { store: Store; roles: readonly string[]
         migrations.unknown = [...applied].filter((version) => !files.includes(version)).sort((a, b) => a - b);
         migrations.status = migrations.unknown.length > 0 ? 'ahead' : migrations.pending.length > 0 ? 'pending' : 'current';
         if (migrations.pending.length > 0) reasons.push(`migrations not applied: ${migrations.pending.join(', ')} (run svc migrate)`);
-        if (migrations.unknown.length > 0) reasons.push(`the database has migrations this release does not know: ${migrations.unknown.join(', ')} (a newer release migrated it)`);
+        if (migrations.unknown.length > 0)
+          reasons.push(`the database has migrations this release does not know: ${migrations.unknown.join(', ')} (a newer release migrated it)`);
       } catch (error) {
         // A database without schema_migrations yet (42P01) answers, but nothing is migrated.
         if (isUndefinedTable(error)) {

@@ -94,25 +94,19 @@ export async function createApiKey(
 }
 
 export async function listApiKeys(sql: Sql, params: { merchantId?: string } = {}): Promise<ApiKey[]> {
-  const { rows } = await sql.query<ApiKeyRow>(
-    `SELECT ${COLUMNS} FROM api_keys WHERE ($1::text IS NULL OR merchant_id = $1) ORDER BY created_at, id`,
-    [params.merchantId ?? null],
-  );
+  const { rows } = await sql.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE ($1::text IS NULL OR merchant_id = $1) ORDER BY created_at, id`, [
+    params.merchantId ?? null,
+  ]);
   return rows.map(toApiKey);
 }
 
 /** Revokes a key; revoking twice keeps the first revocation time. @returns the key, or undefined when unknown. */
 export async function revokeApiKey(sql: Sql, id: string): Promise<ApiKey | undefined> {
-  const { rows } = await sql.query<ApiKeyRow>(
-    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING ${COLUMNS}`,
-    [id],
-  );
+  const { rows } = await sql.query<ApiKeyRow>(`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
   return rows[0] && toApiKey(rows[0]);
 }
 
-export type AuthResult =
-  | { ok: true; apiKey: ApiKey }
-  | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' };
+export type AuthResult = { ok: true; apiKey: ApiKey } | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' };
 
 /**
  * Resolves a presented key to its record. The lookup is by hash, so the secret never reaches a
@@ -128,10 +122,9 @@ export async function authenticateApiKey(sql: Sql, presented: string): Promise<A
   if (!row || !constantTimeEqual(row.secret_hash, hash) || row.prefix !== parsed.prefix) return { ok: false, reason: 'unknown' };
   if (row.revoked_at) return { ok: false, reason: 'revoked' };
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
-    await sql.query(
-      `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds')`,
-      [row.id],
-    );
+    await sql.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds')`, [
+      row.id,
+    ]);
     row.last_used_at = new Date();
   }
   return { ok: true, apiKey: toApiKey(row) };

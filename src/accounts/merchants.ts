@@ -68,9 +68,15 @@ export interface MerchantSettings {
  * (USDC.e, …) count where a chain lists them, and the payment tolerance in basis points of the due
  * amount. An omitted field keeps its value.
  */
-export async function setMerchantPaymentSettings(sql: Sql, merchantId: string, settings: { acceptBridgedTokens?: boolean; paymentToleranceBps?: number }): Promise<void> {
-  if (settings.acceptBridgedTokens !== undefined) await sql.query('UPDATE merchants SET accept_bridged_tokens = $2 WHERE id = $1', [merchantId, settings.acceptBridgedTokens]);
-  if (settings.paymentToleranceBps !== undefined) await sql.query('UPDATE merchants SET payment_tolerance_bps = $2 WHERE id = $1', [merchantId, settings.paymentToleranceBps]);
+export async function setMerchantPaymentSettings(
+  sql: Sql,
+  merchantId: string,
+  settings: { acceptBridgedTokens?: boolean; paymentToleranceBps?: number },
+): Promise<void> {
+  if (settings.acceptBridgedTokens !== undefined)
+    await sql.query('UPDATE merchants SET accept_bridged_tokens = $2 WHERE id = $1', [merchantId, settings.acceptBridgedTokens]);
+  if (settings.paymentToleranceBps !== undefined)
+    await sql.query('UPDATE merchants SET payment_tolerance_bps = $2 WHERE id = $1', [merchantId, settings.paymentToleranceBps]);
 }
 
 /** A merchant's settings as `svc merchants update` prints them, or undefined when it does not exist. */

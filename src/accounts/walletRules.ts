@@ -102,7 +102,9 @@ async function countUnverified(sql: Sql, merchantId: string): Promise<number> {
  * usage check runs after the locks are taken, so it sees every session committed before them.
  */
 async function forgetUnusedUnverified(sql: Sql, merchantId: string): Promise<void> {
-  const { rows } = await sql.query<{ id: string }>('SELECT id FROM wallets WHERE merchant_id = $1 AND verified_at IS NULL FOR UPDATE SKIP LOCKED', [merchantId]);
+  const { rows } = await sql.query<{ id: string }>('SELECT id FROM wallets WHERE merchant_id = $1 AND verified_at IS NULL FOR UPDATE SKIP LOCKED', [
+    merchantId,
+  ]);
   if (rows.length === 0) return;
   await sql.query(
     `DELETE FROM wallets w WHERE w.id = ANY($1::text[]) AND w.verified_at IS NULL

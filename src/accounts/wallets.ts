@@ -101,11 +101,16 @@ export async function getWallet(sql: Sql, params: { merchantId: string; walletId
  * @throws {NotFoundError} unknown wallet; {ConflictError} unverified wallet.
  */
 export async function setDefaultWallet(sql: Sql, params: { merchantId: string; walletId: string }): Promise<Wallet> {
-  const { rows } = await sql.query<WalletRow>(`SELECT ${COLUMNS} FROM wallets WHERE id = $1 AND merchant_id = $2 FOR UPDATE`, [params.walletId, params.merchantId]);
+  const { rows } = await sql.query<WalletRow>(`SELECT ${COLUMNS} FROM wallets WHERE id = $1 AND merchant_id = $2 FOR UPDATE`, [
+    params.walletId,
+    params.merchantId,
+  ]);
   const row = rows[0];
   if (!row) throw notFound(`wallet ${params.walletId} not found`);
   if (!row.verified_at) {
-    throw conflict(`wallet ${row.id} (${row.chain}:${row.address}) is not verified, so it cannot be the default: prove it is yours first (POST /wallets/challenges, then POST /wallets with "default": true)`);
+    throw conflict(
+      `wallet ${row.id} (${row.chain}:${row.address}) is not verified, so it cannot be the default: prove it is yours first (POST /wallets/challenges, then POST /wallets with "default": true)`,
+    );
   }
   if (row.is_default) return toWallet(row);
   // Two changes of one chain's default at once would both clear, then both set: one at a time.
@@ -134,10 +139,7 @@ export interface WalletChallenge {
 }
 
 /** Issues a single-use message for the wallet to sign. */
-export async function createWalletChallenge(
-  sql: Sql,
-  params: { merchantId: string; chain: ChainName; address: string; now?: Date },
-): Promise<WalletChallenge> {
+export async function createWalletChallenge(sql: Sql, params: { merchantId: string; chain: ChainName; address: string; now?: Date }): Promise<WalletChallenge> {
   const address = requireAddress(params.chain, params.address);
   const expiresAt = new Date((params.now ?? new Date()).getTime() + CHALLENGE_TTL_MS);
   const id = newId('wch');
@@ -149,10 +151,14 @@ export async function createWalletChallenge(
     `Nonce: ${randomBase62(24)}`,
     `Expires: ${expiresAt.toISOString()}`,
   ].join('\n');
-  await sql.query(
-    'INSERT INTO wallet_challenges (id, merchant_id, chain, address, message, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
-    [id, params.merchantId, params.chain, address, message, expiresAt],
-  );
+  await sql.query('INSERT INTO wallet_challenges (id, merchant_id, chain, address, message, expires_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+    id,
+    params.merchantId,
+    params.chain,
+    address,
+    message,
+    expiresAt,
+  ]);
   return { id, chain: params.chain, address, message, expiresAt };
 }
 

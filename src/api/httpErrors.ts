@@ -1,5 +1,5 @@
 import {
-  BaseError,
+  type BaseError,
   ConflictError,
   GoneError,
   InvalidRequestError,
@@ -91,7 +91,8 @@ export function errorAnswer(error: unknown, params: { bodyLimitBytes: number }):
       status: 500,
       headers: {},
       body: {
-        error: 'the database did not confirm this change in time: it may have been applied. Retry with the same Idempotency-Key (which returns the first answer if it was), or read the resource before retrying',
+        error:
+          'the database did not confirm this change in time: it may have been applied. Retry with the same Idempotency-Key (which returns the first answer if it was), or read the resource before retrying',
       },
       log: { level: 'error', msg: 'Commit outcome unknown' },
     };

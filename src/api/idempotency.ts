@@ -53,11 +53,7 @@ export interface IdempotencyScope {
   apiKeyId: string;
 }
 
-type Claim =
-  | { kind: 'claimed' }
-  | { kind: 'replay'; status: number; body: string; contentType: string | null }
-  | { kind: 'running' }
-  | { kind: 'mismatch' };
+type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; body: string; contentType: string | null } | { kind: 'running' } | { kind: 'mismatch' };
 
 /**
  * Claims (merchant, mode, key) for a request with `fingerprint`. The primary key makes exactly one
@@ -81,7 +77,13 @@ async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: s
       await sql.query(`DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 1000)`).catch(() => {});
     }
     if (claimed.rowCount === 1) return { kind: 'claimed' };
-    const { rows } = await sql.query<{ request_hash: string; state: string; response_status: number | null; response_body: string | null; response_content_type: string | null }>(
+    const { rows } = await sql.query<{
+      request_hash: string;
+      state: string;
+      response_status: number | null;
+      response_body: string | null;
+      response_content_type: string | null;
+    }>(
       `SELECT request_hash, state, response_status, response_body, response_content_type FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
       [params.merchantId, params.livemode, params.key],
     );

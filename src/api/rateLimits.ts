@@ -56,7 +56,8 @@ const OVERRIDE_COLUMN: Record<'create' | 'read' | 'write', string> = {
  * an operator override from merchant_rate_limits replaces `limit`.
  */
 async function hit(sql: Sql, params: { bucket: string; limit: number; merchantId?: string; klass?: 'create' | 'read' | 'write' }): Promise<Hit> {
-  const override = params.merchantId && params.klass ? `(SELECT ${OVERRIDE_COLUMN[params.klass]} FROM merchant_rate_limits WHERE merchant_id = $3)` : 'NULL::integer';
+  const override =
+    params.merchantId && params.klass ? `(SELECT ${OVERRIDE_COLUMN[params.klass]} FROM merchant_rate_limits WHERE merchant_id = $3)` : 'NULL::integer';
   const { rows } = await sql.query<{ count: number; reset_seconds: string; override: number | null }>(
     `WITH hit AS (
        INSERT INTO rate_limit_counters (bucket, window_start, count)

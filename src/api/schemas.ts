@@ -60,11 +60,19 @@ export const ExpiresInSchema = Type.Integer({
 export const WalletAddressSchema = Type.String({
   minLength: 1,
   maxLength: 100,
-  description: 'Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.',
+  description:
+    'Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.',
 });
 
 /** What each id prefix names, for the 404 of an id that names nothing. */
-const ID_NOUNS: Record<string, string> = { ses: 'payment session', plink: 'payment link', rfd: 'refund', trf: 'transfer', evt: 'event', we: 'webhook endpoint' };
+const ID_NOUNS: Record<string, string> = {
+  ses: 'payment session',
+  plink: 'payment link',
+  rfd: 'refund',
+  trf: 'transfer',
+  evt: 'event',
+  we: 'webhook endpoint',
+};
 
 /**
  * A path parameter holding a resource id (letters, digits, underscores). An id of another shape
@@ -160,7 +168,10 @@ export const PaymentBSchema = Type.Object(
     ...sessionFields,
     status: Type.Unsafe<string>({ type: 'string', enum: STATUS_B, description: 'Payment state; a new payment is `pending` (the session state `created`).' }),
   },
-  { additionalProperties: false, description: 'A payment as Interface B shows it (spec §2.2): the same session as Interface A, with `created` reported as `pending`.' },
+  {
+    additionalProperties: false,
+    description: 'A payment as Interface B shows it (spec §2.2): the same session as Interface A, with `created` reported as `pending`.',
+  },
 );
 
 /** POST /sessions (Interface A). */
@@ -202,7 +213,10 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
     'RateLimit-Reset': { type: 'integer', description: 'Seconds until the window resets.' },
   };
   return Object.fromEntries(
-    statuses.map((status) => [status, { ...ErrorSchema, description: descriptions[status] ?? 'Error.', ...(status === 429 ? { headers: rateLimitHeaders } : {}) }]),
+    statuses.map((status) => [
+      status,
+      { ...ErrorSchema, description: descriptions[status] ?? 'Error.', ...(status === 429 ? { headers: rateLimitHeaders } : {}) },
+    ]),
   );
 }
 

@@ -36,7 +36,10 @@ export function describeSchemaError(error: ErrorObject, dataVar: string): string
   const where = path ? `${part === 'body' ? '' : `${part} parameter `}${path}` : part;
   const custom = (error.parentSchema as { 'x-error'?: string } | undefined)?.['x-error'];
   if (error.propertyName !== undefined) {
-    const rule = error.keyword === 'minLength' || error.keyword === 'maxLength' ? sizeRule(error.keyword, (error.params as { limit: number }).limit, false) : (error.message ?? 'is invalid');
+    const rule =
+      error.keyword === 'minLength' || error.keyword === 'maxLength'
+        ? sizeRule(error.keyword, (error.params as { limit: number }).limit, false)
+        : (error.message ?? 'is invalid');
     return `${where} key ${JSON.stringify(error.propertyName.slice(0, 60))} ${rule}`;
   }
   switch (error.keyword) {
@@ -94,7 +97,8 @@ export function unknownIdError(error: ErrorObject): NotFoundError {
 function sizeRule(keyword: string, limit: number, wholeBody: boolean): string {
   const unit = keyword.endsWith('Length') ? 'character' : keyword.endsWith('Items') ? 'item' : wholeBody ? 'field' : 'key';
   const plural = limit === 1 ? unit : `${unit}s`;
-  if (keyword.startsWith('min')) return limit === 1 ? (wholeBody ? 'must not be empty: send at least one field' : 'must not be empty') : `must have at least ${limit} ${plural}`;
+  if (keyword.startsWith('min'))
+    return limit === 1 ? (wholeBody ? 'must not be empty: send at least one field' : 'must not be empty') : `must have at least ${limit} ${plural}`;
   return keyword.endsWith('Length') ? `must be at most ${limit} ${plural}` : `must have at most ${limit} ${plural}`;
 }
 
@@ -115,11 +119,18 @@ export function registerValidation(app: FastifyInstance): void {
     dataVar === 'params' ? unknownIdError(errors[0] as unknown as ErrorObject) : badRequest(describeSchemaError(errors[0] as unknown as ErrorObject, dataVar)),
   );
   app.addContentTypeParser('*', (request, _payload, done) => {
-    done(badRequest(`Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted: send a JSON body with Content-Type: application/json`), undefined);
+    done(
+      badRequest(`Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted: send a JSON body with Content-Type: application/json`),
+      undefined,
+    );
   });
   app.removeContentTypeParser('text/plain');
   app.addHook('preValidation', async (request) => {
-    for (const [part, value] of [['body', request.body], ['query', request.query], ['path', request.params]] as const) {
+    for (const [part, value] of [
+      ['body', request.body],
+      ['query', request.query],
+      ['path', request.params],
+    ] as const) {
       const found = findNul(value, part);
       // No id contains NUL: in the path it names nothing (404, as any id of the wrong shape).
       if (found && part === 'path') throw notFound(`no resource has an id with a NUL character (U+0000) in it`);

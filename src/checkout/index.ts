@@ -220,7 +220,8 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
       schema: {
         tags: ['checkout'],
         summary: 'QR code of the wallet payment URI',
-        description: 'No API key. An SVG QR code of `paymentUri` (what is left to pay). 404 when nothing should be paid now. The `amount` query parameter only busts caches.',
+        description:
+          'No API key. An SVG QR code of `paymentUri` (what is left to pay). 404 when nothing should be paid now. The `amount` query parameter only busts caches.',
         params: SessionParams,
         querystring: Type.Object({ amount: Type.Optional(Type.String({ maxLength: 80 })) }),
         response: {

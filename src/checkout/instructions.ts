@@ -134,7 +134,19 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
 
 /** The part of the instructions that changes while the payer waits: what the live feed sends. */
 export function statusOf(instructions: PaymentInstructions) {
-  const { id, status, view, amountReceived, amountReceivedBaseUnits, amountPending, amountPendingBaseUnits, amountRemaining, amountRemainingBaseUnits, paymentUri, payable } = instructions;
+  const {
+    id,
+    status,
+    view,
+    amountReceived,
+    amountReceivedBaseUnits,
+    amountPending,
+    amountPendingBaseUnits,
+    amountRemaining,
+    amountRemainingBaseUnits,
+    paymentUri,
+    payable,
+  } = instructions;
   const { txHash, confirmations, requiredConfirmations, expiresAt, serverTime, secondsToExpiry, confirmedAt, successUrl, refundUrl } = instructions;
   return {
     object: 'payment_status' as const,

@@ -25,7 +25,10 @@ export type SandboxPanel = (instructions: PaymentInstructions) => string;
 
 /** JSON inside `<script type="application/json">`: `<` escaped so no text can close the tag. */
 function jsonForScript(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 function hiddenUnless(view: CheckoutView, views: CheckoutView[]): string {

@@ -62,7 +62,8 @@ export async function requestRefundFromCheckout(store: Store, sessionId: string,
       );
     }
     const text = input.destination.trim();
-    if (canonicalAddress(session.chain, text) === session.payTo) throw badRequest("destination is the merchant's own wallet; give the address the refund should go to");
+    if (canonicalAddress(session.chain, text) === session.payTo)
+      throw badRequest("destination is the merchant's own wallet; give the address the refund should go to");
     // The same check as a receiving wallet's: a refund sent where no one holds the key is lost.
     const destination = checkReceivingWallet(loadChains()[session.chain], text, 'destination');
 

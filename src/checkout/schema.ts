@@ -25,7 +25,7 @@ export const InstructionTokenSchema = Type.Object(
     tokenProgram: Nullable(Type.String(), 'SPL token program of the mint (solana); null on EVM chains.'),
     paymentUri: Nullable(
       Type.String(),
-      'Wallet URI paying the remaining amount in this token: EIP-681 `ethereum:<token>@<chainId>/transfer?address=<recipient>&uint256=<base units>` on EVM chains, a Solana Pay transfer request on solana. Sandbox sessions: the test network\'s chain id on EVM chains, and on solana a fake `spl-token` mint that exists on no cluster, so no wallet can pay it with real money. Null when nothing should be paid now.',
+      "Wallet URI paying the remaining amount in this token: EIP-681 `ethereum:<token>@<chainId>/transfer?address=<recipient>&uint256=<base units>` on EVM chains, a Solana Pay transfer request on solana. Sandbox sessions: the test network's chain id on EVM chains, and on solana a fake `spl-token` mint that exists on no cluster, so no wallet can pay it with real money. Null when nothing should be paid now.",
     ),
   },
   { additionalProperties: false },
@@ -35,7 +35,10 @@ export type InstructionToken = Static<typeof InstructionTokenSchema>;
 const statusFields = {
   id: Type.String({ description: 'Session id (`ses_…`).' }),
   status: Enum(STATUS, 'Session state (Interface A names).'),
-  view: Enum(CHECKOUT_VIEWS, 'What the page shows: awaiting, detected (confirming), underpaid, paid, expired, failed. Unlike `status` it also reads the clock: an unpaid session past `expiresAt` is `expired` even before the expiry sweep runs.'),
+  view: Enum(
+    CHECKOUT_VIEWS,
+    'What the page shows: awaiting, detected (confirming), underpaid, paid, expired, failed. Unlike `status` it also reads the clock: an unpaid session past `expiresAt` is `expired` even before the expiry sweep runs.',
+  ),
   amountReceived: Decimal("Confirmed money: the counted transfers that meet the chain's confirmation rule, decimal text. A refund request is for this."),
   amountReceivedBaseUnits: BaseUnits('`amountReceived` in base units.'),
   amountPending: Decimal('Seen on chain but not confirmed yet, decimal text; it moves into `amountReceived` when it confirms.'),
@@ -65,7 +68,10 @@ export const PaymentInstructionsSchema = Type.Object(
     chain: Type.Unsafe<string>({ type: 'string', enum: [...CHAIN_NAMES], description: 'Chain to pay on.' }),
     chainName: Type.String({ description: 'Display name of the chain.' }),
     chainKind: Enum(['evm', 'solana'], 'evm or solana.'),
-    chainId: Type.Union([Type.Integer(), Type.String()], { description: 'EIP-155 chain id on EVM chains (137, 8453, 56, 42161, 10); the cluster (`mainnet-beta`) on solana. Sandbox sessions name the public test network instead (80002, 84532, 97, 421614, 11155420; `devnet`), so that their instructions cannot move real money.' }),
+    chainId: Type.Union([Type.Integer(), Type.String()], {
+      description:
+        'EIP-155 chain id on EVM chains (137, 8453, 56, 42161, 10); the cluster (`mainnet-beta`) on solana. Sandbox sessions name the public test network instead (80002, 84532, 97, 421614, 11155420; `devnet`), so that their instructions cannot move real money.',
+    }),
     currency: Type.Unsafe<string>({ type: 'string', enum: [...CURRENCIES], description: 'USDT or USDC.' }),
     decimals: Type.Integer({ description: 'Decimals of the amounts (6; 18 on bsc).' }),
     token: InstructionTokenSchema,
@@ -79,7 +85,10 @@ export const PaymentInstructionsSchema = Type.Object(
     createdAt: Type.String({ format: 'date-time', description: 'Creation time, ISO 8601 UTC.' }),
     checkoutUrl: Type.String({ format: 'uri', description: 'This page.' }),
     statusUrl: Type.String({ format: 'uri', description: 'GET: the live part of these instructions as JSON (poll every few seconds).' }),
-    eventsUrl: Type.String({ format: 'uri', description: 'GET: server-sent events, one `status` event with the same JSON as `statusUrl` whenever it changes.' }),
+    eventsUrl: Type.String({
+      format: 'uri',
+      description: 'GET: server-sent events, one `status` event with the same JSON as `statusUrl` whenever it changes.',
+    }),
   },
   {
     additionalProperties: false,

@@ -105,5 +105,10 @@ export function sessionPaymentUri(params: {
       message: params.message,
     });
   }
-  return eip681Uri({ token: params.livemode ? params.token : sandboxToken(params.chain, params.token), chainId: instructionChainId(params.chain, params.livemode) as number, recipient: params.recipient, baseUnits: params.baseUnits });
+  return eip681Uri({
+    token: params.livemode ? params.token : sandboxToken(params.chain, params.token),
+    chainId: instructionChainId(params.chain, params.livemode) as number,
+    recipient: params.recipient,
+    baseUnits: params.baseUnits,
+  });
 }

@@ -37,7 +37,7 @@ export const jsonOption = { json: { type: 'boolean' as const, description: 'mach
 
 /** Prints `data` as one JSON line (bigints as decimal text) with --json, else `human`. */
 export function emit(io: Io, json: boolean, data: unknown, human: string): void {
-  io.out(json ? JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)) + '\n' : human + '\n');
+  io.out(json ? `${JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))}\n` : `${human}\n`);
 }
 
 /**

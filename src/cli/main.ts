@@ -69,7 +69,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   const name = [argv.slice(0, 2).join(' '), argv[0] ?? ''].find((candidate) => candidate in commands);
   if (!name) {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-      io.out(globalHelp() + '\n');
+      io.out(`${globalHelp()}\n`);
       return 0;
     }
     io.err(`svc: unknown command "${argv.slice(0, 2).join(' ')}"\n\n${globalHelp()}\n`);
@@ -80,10 +80,10 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   const json = rest.includes('--json');
   try {
     if (rest.includes('--help') || rest.includes('-h')) {
-      io.out(helpFor(name, command) + '\n');
+      io.out(`${helpFor(name, command)}\n`);
       return 0;
     }
-    let parsed;
+    let parsed: ReturnType<typeof parseArgs>;
     try {
       parsed = parseArgs({ args: rest, options: command.options as NonNullable<ParseArgsConfig['options']>, allowPositionals: true, strict: true });
     } catch (error) {
@@ -106,5 +106,5 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
 }
 
 function reportError(io: Io, json: boolean, message: string): void {
-  io.err(json ? JSON.stringify({ error: message }) + '\n' : `svc: ${message}\n`);
+  io.err(json ? `${JSON.stringify({ error: message })}\n` : `svc: ${message}\n`);
 }

@@ -137,7 +137,16 @@ export async function updateEndpoint(
        updated_at = now()
      WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND deleted_at IS NULL
      RETURNING ${COLUMNS}`,
-    [id, owner.merchantId, owner.livemode, changes.url ?? null, 'description' in changes, changes.description ?? null, changes.enabledEvents ?? null, changes.status ?? null],
+    [
+      id,
+      owner.merchantId,
+      owner.livemode,
+      changes.url ?? null,
+      'description' in changes,
+      changes.description ?? null,
+      changes.enabledEvents ?? null,
+      changes.status ?? null,
+    ],
   );
   return rows[0] && toEndpoint(rows[0]);
 }

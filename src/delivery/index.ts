@@ -141,14 +141,26 @@ export function createDelivery(params: DeliveryParams): Delivery {
       return;
     }
     const startedAt = clock.now();
-    const signed = signedHeaders({ secrets, body: delivery.body, eventId: delivery.eventId, eventType: delivery.eventType, deliveryId: delivery.id, now: startedAt });
+    const signed = signedHeaders({
+      secrets,
+      body: delivery.body,
+      eventId: delivery.eventId,
+      eventType: delivery.eventType,
+      deliveryId: delivery.id,
+      now: startedAt,
+    });
     const t0 = performance.now();
     const result = await transportFor(delivery.livemode)({ url: delivery.url, headers: signed, body: delivery.body });
     const durationMs = Math.round(performance.now() - t0);
     const finishedAt = clock.now();
     const record = { delivery, attemptNumber, startedAt, finishedAt, durationMs, requestHeaders: loggedHeaders(signed), result };
     try {
-      const fast = isSuccess(result) && (await successes.record(record).then(() => true, () => false));
+      const fast =
+        isSuccess(result) &&
+        (await successes.record(record).then(
+          () => true,
+          () => false,
+        ));
       const outcome: AttemptOutcome = fast ? { kind: 'succeeded' } : await store.transaction((sql) => recordAttempt(sql, record, { random: params.random }));
       metrics.attempts.inc({ outcome: outcome.kind });
       metrics.attemptDuration.observe(durationMs / 1000);
@@ -157,7 +169,12 @@ export function createDelivery(params: DeliveryParams): Delivery {
         metrics.eventToDelivery.observe(Math.max(0, Date.now() - delivery.eventCreatedAt.getTime()) / 1000);
         log.debug({ msg: 'Webhook delivered', status, duration_ms: durationMs });
       } else if (outcome.kind === 'retry') {
-        log.info({ msg: 'Webhook attempt failed, will retry', status, error: result.ok ? undefined : result.error, next_attempt_at: outcome.nextAttemptAt.toISOString() });
+        log.info({
+          msg: 'Webhook attempt failed, will retry',
+          status,
+          error: result.ok ? undefined : result.error,
+          next_attempt_at: outcome.nextAttemptAt.toISOString(),
+        });
       } else if (outcome.kind === 'failed') {
         log.warn({ msg: 'Webhook delivery failed for good', status, reason: outcome.reason });
       } else {

@@ -58,7 +58,16 @@ export async function listEvents(sql: Sql, owner: Owner, filter: EventFilter): P
         AND ($7::text IS NULL OR (created_at, seq) < (SELECT created_at, seq FROM events WHERE id = $7 AND merchant_id = $1))
       ORDER BY created_at DESC, seq DESC
       LIMIT $8`,
-    [owner.merchantId, owner.livemode, filter.type ?? null, filter.paymentId ?? null, filter.createdAfter ?? null, filter.createdBefore ?? null, filter.startingAfter ?? null, filter.limit + 1],
+    [
+      owner.merchantId,
+      owner.livemode,
+      filter.type ?? null,
+      filter.paymentId ?? null,
+      filter.createdAfter ?? null,
+      filter.createdBefore ?? null,
+      filter.startingAfter ?? null,
+      filter.limit + 1,
+    ],
   );
   return { data: rows.slice(0, filter.limit).map(toEvent), hasMore: rows.length > filter.limit };
 }
@@ -91,7 +100,7 @@ export interface DeliveryRecord {
 export async function listDeliveries(
   sql: Sql,
   owner: Owner,
-  params: { eventId?: string; endpointId?: string; limit?: number; /** Newest first: the ones after this delivery id (a cursor). */ startingAfter?: string },
+  params: { eventId?: string; endpointId?: string; limit?: number /** Newest first: the ones after this delivery id (a cursor). */; startingAfter?: string },
 ): Promise<DeliveryRecord[]> {
   const { rows } = await sql.query<Record<string, never>>(
     `SELECT id, event_id, endpoint_id, url, origin, status, attempt_count, next_attempt_at, last_attempt_at, last_response_status, last_error, created_at, completed_at

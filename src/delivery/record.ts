@@ -31,6 +31,7 @@ export interface AttemptRecord {
 }
 
 // Postgres text cannot hold NUL; a receiver's binary answer is stored without it.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is exactly what Postgres text refuses, so it is stripped on purpose
 const clean = (text: string) => text.replace(/\u0000/g, '');
 
 /** True when the receiver answered 2xx. */
@@ -136,7 +137,10 @@ export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { 
   } else {
     const retryAfterMs = result.ok && (status === 429 || status === 503) ? parseRetryAfter(result.headers['retry-after'], now) : undefined;
     const delay = retryDelayMs(attempt.attemptNumber, { random: params.random, retryAfterMs });
-    outcome = delay === undefined ? { kind: 'failed', reason: `no success after ${attempt.attemptNumber} attempts` } : { kind: 'retry', nextAttemptAt: new Date(now.getTime() + delay) };
+    outcome =
+      delay === undefined
+        ? { kind: 'failed', reason: `no success after ${attempt.attemptNumber} attempts` }
+        : { kind: 'retry', nextAttemptAt: new Date(now.getTime() + delay) };
   }
 
   // Endpoint row first, then the delivery row: the order disabling and deleting lock in, so

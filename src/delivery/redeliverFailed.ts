@@ -50,7 +50,10 @@ async function unreplacedFailedDeliveries(sql: Sql, owner: Owner, window: { sinc
  * (pending or succeeded) is left alone, so running the command twice sends nothing twice.
  * @returns `'too_many'` when the window holds more than MAX_REPLAY_EVENTS of them (split it).
  */
-export async function redeliverFailed(sql: Sql, params: { merchantId: string; livemode: boolean; since: Date; until: Date; dryRun: boolean }): Promise<RedeliverResult | 'too_many'> {
+export async function redeliverFailed(
+  sql: Sql,
+  params: { merchantId: string; livemode: boolean; since: Date; until: Date; dryRun: boolean },
+): Promise<RedeliverResult | 'too_many'> {
   const owner = { merchantId: params.merchantId, livemode: params.livemode };
   const rows = await unreplacedFailedDeliveries(sql, owner, params, MAX_REPLAY_EVENTS + 1);
   if (rows.length > MAX_REPLAY_EVENTS) return 'too_many';
@@ -69,7 +72,11 @@ export async function redeliverFailed(sql: Sql, params: { merchantId: string; li
       if (Array.isArray(outcome) && outcome.length > 0) result.redelivered.push({ eventId, endpointId, deliveryIds: outcome });
       else {
         const reason =
-          outcome === 'endpoint_disabled' ? 'the endpoint is disabled: re-enable it first' : outcome === undefined ? 'the endpoint was deleted' : 'no enabled target left for this event';
+          outcome === 'endpoint_disabled'
+            ? 'the endpoint is disabled: re-enable it first'
+            : outcome === undefined
+              ? 'the endpoint was deleted'
+              : 'no enabled target left for this event';
         result.skipped.push({ eventId, endpointId, reason });
       }
     }

@@ -22,7 +22,16 @@ async function insertDeliveries(sql: Sql, owner: Owner, origin: 'redeliver' | 'r
     `INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at)
      SELECT id, event_id, $6, $7, endpoint_id, url, $8, target, now()
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS t(id, event_id, endpoint_id, url, target)`,
-    [ids, rows.map((r) => r.eventId), rows.map((r) => r.target.endpoint_id), rows.map((r) => r.target.url), rows.map((r) => r.target.target), owner.merchantId, owner.livemode, origin],
+    [
+      ids,
+      rows.map((r) => r.eventId),
+      rows.map((r) => r.target.endpoint_id),
+      rows.map((r) => r.target.url),
+      rows.map((r) => r.target.target),
+      owner.merchantId,
+      owner.livemode,
+      origin,
+    ],
   );
   return ids;
 }
@@ -34,7 +43,12 @@ async function insertDeliveries(sql: Sql, owner: Owner, origin: 'redeliver' | 'r
  * @returns the new delivery ids; `undefined` when the event (or endpoint) is not the owner's,
  * `'not_dispatched'` when the event has not been dispatched yet (it will be, shortly).
  */
-export async function redeliverEvent(sql: Sql, owner: Owner, eventId: string, params: { endpointId?: string } = {}): Promise<string[] | undefined | 'not_dispatched' | 'endpoint_disabled'> {
+export async function redeliverEvent(
+  sql: Sql,
+  owner: Owner,
+  eventId: string,
+  params: { endpointId?: string } = {},
+): Promise<string[] | undefined | 'not_dispatched' | 'endpoint_disabled'> {
   const { rows: events } = await sql.query<{ dispatched_at: Date | null }>(
     'SELECT dispatched_at FROM events WHERE id = $1 AND merchant_id = $2 AND livemode = $3',
     [eventId, owner.merchantId, owner.livemode],
@@ -62,7 +76,12 @@ export async function redeliverEvent(sql: Sql, owner: Owner, eventId: string, pa
     );
     targets = rows;
   }
-  return insertDeliveries(sql, owner, 'redeliver', targets.map((target) => ({ eventId, target })));
+  return insertDeliveries(
+    sql,
+    owner,
+    'redeliver',
+    targets.map((target) => ({ eventId, target })),
+  );
 }
 
 /**
@@ -71,7 +90,12 @@ export async function redeliverEvent(sql: Sql, owner: Owner, eventId: string, pa
  * Receivers dedupe on the event id, so replaying what already arrived is harmless.
  * @returns the number of deliveries made; `undefined` when the endpoint is not the owner's.
  */
-export async function replayEndpoint(sql: Sql, owner: Owner, endpointId: string, window: { from: Date; to: Date }): Promise<{ count: number } | undefined | 'endpoint_disabled' | 'too_many'> {
+export async function replayEndpoint(
+  sql: Sql,
+  owner: Owner,
+  endpointId: string,
+  window: { from: Date; to: Date },
+): Promise<{ count: number } | undefined | 'endpoint_disabled' | 'too_many'> {
   const { rows: endpoints } = await sql.query<{ url: string; enabled_events: string[]; status: string }>(
     'SELECT url, enabled_events, status FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND deleted_at IS NULL',
     [endpointId, owner.merchantId, owner.livemode],
@@ -88,6 +112,11 @@ export async function replayEndpoint(sql: Sql, owner: Owner, endpointId: string,
   );
   if (events.length > MAX_REPLAY_EVENTS) return 'too_many';
   const target: Target = { endpoint_id: endpointId, url: endpoint.url, target: `endpoint:${endpointId}` };
-  const ids = await insertDeliveries(sql, owner, 'replay', events.map((event) => ({ eventId: event.id, target })));
+  const ids = await insertDeliveries(
+    sql,
+    owner,
+    'replay',
+    events.map((event) => ({ eventId: event.id, target })),
+  );
   return { count: ids.length };
 }

@@ -55,10 +55,10 @@ export async function ensureMerchantSecret(sql: Sql, box: SecretBox, owner: Secr
      ON CONFLICT (merchant_id, livemode) DO NOTHING`,
     [owner.merchantId, owner.livemode, box.seal(newWebhookSecret())],
   );
-  const { rows } = await sql.query<{ secret_sealed: string }>(
-    'SELECT secret_sealed FROM merchant_webhook_secrets WHERE merchant_id = $1 AND livemode = $2',
-    [owner.merchantId, owner.livemode],
-  );
+  const { rows } = await sql.query<{ secret_sealed: string }>('SELECT secret_sealed FROM merchant_webhook_secrets WHERE merchant_id = $1 AND livemode = $2', [
+    owner.merchantId,
+    owner.livemode,
+  ]);
   return rows[0]!.secret_sealed;
 }
 

@@ -13,7 +13,15 @@ const USER_AGENT = 'svc-gateway-webhooks/1';
  * overlap. X-Service-Signature carries one `sha256=<hex>` per secret, comma-separated in that
  * order, so a receiver holding either secret verifies the delivery.
  */
-export function signedHeaders(params: { secrets: readonly string[]; body: string; eventId: string; eventType: string; deliveryId: string; now: Date; nonce?: string }): Record<string, string> {
+export function signedHeaders(params: {
+  secrets: readonly string[];
+  body: string;
+  eventId: string;
+  eventType: string;
+  deliveryId: string;
+  now: Date;
+  nonce?: string;
+}): Record<string, string> {
   if (params.secrets.length === 0) throw new Error('a webhook needs at least one signing secret');
   const timestamp = Math.floor(params.now.getTime() / 1000);
   const nonce = params.nonce ?? randomBase62(24);

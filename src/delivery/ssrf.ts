@@ -110,7 +110,9 @@ function isAllowedAddress(address: string, allowPrivate: AllowPrivate): boolean 
 
 /** What a refused address is, for the error: loopback is named only where it is refused too. */
 function refusedKind(allowPrivate: AllowPrivate): string {
-  return allowPrivate === 'loopback' ? 'a private, link-local or reserved address (sandbox webhooks may reach loopback only)' : 'a private, loopback or link-local address';
+  return allowPrivate === 'loopback'
+    ? 'a private, link-local or reserved address (sandbox webhooks may reach loopback only)'
+    : 'a private, loopback or link-local address';
 }
 
 /**
@@ -125,7 +127,8 @@ export function parseWebhookUrl(text: string): URL {
   } catch {
     throw new UnsafeWebhookUrlError('webhook URL must be an absolute http or https URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UnsafeWebhookUrlError(`webhook URL must use http or https, not ${url.protocol.slice(0, -1)}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UnsafeWebhookUrlError(`webhook URL must use http or https, not ${url.protocol.slice(0, -1)}`);
   if (url.username || url.password) throw new UnsafeWebhookUrlError('webhook URL must not carry credentials');
   return url;
 }
@@ -150,7 +153,9 @@ export async function checkWebhookUrl(text: string, params: GuardParams): Promis
     const lookup = params.lookup ?? dns.lookup;
     try {
       addresses = await new Promise<string[]>((resolve, reject) =>
-        lookup(host, { all: true, verbatim: true }, (error, list) => (error ? reject(error) : resolve((list as dns.LookupAddress[]).map((entry) => entry.address)))),
+        lookup(host, { all: true, verbatim: true }, (error, list) =>
+          error ? reject(error) : resolve((list as dns.LookupAddress[]).map((entry) => entry.address)),
+        ),
       );
     } catch {
       throw new UnsafeWebhookUrlError(`webhook URL host ${host} does not resolve`);

@@ -20,7 +20,10 @@ export function createSuccessBatch(store: Store): { record(attempt: AttemptRecor
     const batch = queue.slice(0, MAX_BATCH);
     queue = queue.slice(MAX_BATCH);
     try {
-      await recordSuccesses(store, batch.map((entry) => entry.attempt));
+      await recordSuccesses(
+        store,
+        batch.map((entry) => entry.attempt),
+      );
       for (const entry of batch) entry.resolve();
     } catch (error) {
       for (const entry of batch) entry.reject(error);

@@ -95,13 +95,17 @@ export async function attributeTransfer(
     await lockChain(sql, { livemode: params.livemode, chain });
     const { rows: transfers } = await sql.query<TransferRow>(`SELECT ${TRANSFER_COLUMNS} FROM transfers t WHERE t.id = $1 FOR UPDATE`, [params.transferId]);
     const transfer = transfers[0]!;
-    if (transfer.status !== 'observed') throw conflict(`transfer ${publicId} is ${transfer.status === 'removed' ? 'no longer on chain (removed by a reorg)' : 'a failed transaction'} and cannot pay a session`);
+    if (transfer.status !== 'observed')
+      throw conflict(
+        `transfer ${publicId} is ${transfer.status === 'removed' ? 'no longer on chain (removed by a reorg)' : 'a failed transaction'} and cannot pay a session`,
+      );
     if (transfer.session_id) throw conflict(`transfer ${publicId} is already attributed to session ${transfer.session_id}`);
 
     const session = await lockSession(sql, { merchantId: params.merchantId, livemode: params.livemode, id: params.sessionId });
     if (!session) throw notFound(`session ${params.sessionId} not found`);
     if (session.chain !== chain) throw badRequest(`transfer ${publicId} is on ${chain} but session ${session.id} is on ${session.chain}`);
-    if (session.payTo !== transfer.to_address) throw badRequest(`transfer ${publicId} went to ${transfer.to_address}, not to the session's wallet ${session.payTo}`);
+    if (session.payTo !== transfer.to_address)
+      throw badRequest(`transfer ${publicId} went to ${transfer.to_address}, not to the session's wallet ${session.payTo}`);
     if (!session.tokenAddresses.includes(transfer.token_address)) {
       throw badRequest(`transfer ${publicId} is in token ${transfer.token_address}, which session ${session.id} does not accept`);
     }

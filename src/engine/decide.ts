@@ -34,9 +34,7 @@ export interface SessionFacts {
 }
 
 /** One step: a table transition, or a notice (an event without a state change). */
-export type Step =
-  | { kind: 'transition'; transition: Transition; events: EventType[] }
-  | { kind: 'notice'; event: EventType };
+export type Step = { kind: 'transition'; transition: Transition; events: EventType[] } | { kind: 'notice'; event: EventType };
 
 /** Whether `received` pays `amountDue`, allowing the merchant's tolerance. */
 export function covers(received: bigint, amountDue: bigint, toleranceBps: number): boolean {

@@ -69,7 +69,11 @@ export async function evaluateSessions(
   const values: unknown[] = [livemode, chain.name];
   if (params.sessionIds) values.push(params.sessionIds);
   const { rows } = await sql.query(sessionSql.lockSessionsToEvaluate(filter), values);
-  const sessions: EvaluatedSession[] = rows.map((row) => ({ session: toSession(row), pastExpiry: row.past_expiry as boolean, toleranceBps: row.payment_tolerance_bps as number }));
+  const sessions: EvaluatedSession[] = rows.map((row) => ({
+    session: toSession(row),
+    pastExpiry: row.past_expiry as boolean,
+    toleranceBps: row.payment_tolerance_bps as number,
+  }));
   if (sessions.length === 0) return [];
 
   const head = await readChainHead(sql, { livemode, chain: chain.name });
@@ -90,7 +94,9 @@ export async function evaluateSessions(
 
   const changes: Change[] = [];
   for (const evaluated of sessions) {
-    changes.push(...(await evaluateOne(sql, { ...evaluated, counted: bySession.get(evaluated.session.id) ?? [], head, chain, now, onIncident: params.onIncident })));
+    changes.push(
+      ...(await evaluateOne(sql, { ...evaluated, counted: bySession.get(evaluated.session.id) ?? [], head, chain, now, onIncident: params.onIncident })),
+    );
   }
   return changes;
 }
@@ -154,12 +160,23 @@ async function evaluateOne(
 
   const storedConfirmed = row.amountReceived;
   const removed = facts.received < facts.storedReceived;
-  const details = { status: row.status, stored_received: String(facts.storedReceived), received: String(received), stored_confirmed: String(storedConfirmed), confirmed: String(confirmedReceived) };
+  const details = {
+    status: row.status,
+    stored_received: String(facts.storedReceived),
+    received: String(received),
+    stored_confirmed: String(storedConfirmed),
+    confirmed: String(confirmedReceived),
+  };
   // Confirmed money went away: a reorg deeper than the confirmation rule. Recorded, never hidden.
   // Only confirmed money counts: a second payment to a confirmed session that a shallow reorg
   // removes before it confirmed is an ordinary reorg, not an incident.
   if (removed && confirmedReceived < storedConfirmed && ['confirmed', 'settled', 'failed', 'pending'].includes(row.status)) {
-    await sql.query(`INSERT INTO engine_incidents (livemode, chain, session_id, kind, details) VALUES ($1, $2, $3, 'deep_reorg', $4)`, [row.livemode, row.chain, row.id, details]);
+    await sql.query(`INSERT INTO engine_incidents (livemode, chain, session_id, kind, details) VALUES ($1, $2, $3, 'deep_reorg', $4)`, [
+      row.livemode,
+      row.chain,
+      row.id,
+      details,
+    ]);
     params.onIncident?.('deep_reorg', row.id);
   }
   // A removal (never a mere head move, which only delays confirmation) may leave completed
@@ -222,25 +239,22 @@ async function evaluateOne(
     confirmations === row.confirmations &&
     view.txHash === row.txHash;
   if (unchanged) return changes;
-  const { rowCount } = await sql.query(
-    sessionSql.saveEvaluation(),
-    [
-      row.id,
-      row.status,
-      facts.status,
-      String(received),
-      String(facts.reportedReceived),
-      confirmations,
-      view.txHash,
-      stamps.detected_at,
-      stamps.confirmed_at,
-      stamps.settled_at,
-      stamps.expired_at,
-      stamps.failed_at,
-      view.failureReason,
-      String(confirmedReceived),
-    ],
-  );
+  const { rowCount } = await sql.query(sessionSql.saveEvaluation(), [
+    row.id,
+    row.status,
+    facts.status,
+    String(received),
+    String(facts.reportedReceived),
+    confirmations,
+    view.txHash,
+    stamps.detected_at,
+    stamps.confirmed_at,
+    stamps.settled_at,
+    stamps.expired_at,
+    stamps.failed_at,
+    view.failureReason,
+    String(confirmedReceived),
+  ]);
   // The row is locked FOR UPDATE above, so its status cannot have moved under us.
   if (rowCount !== 1) throw new Error(`payment session ${row.id} changed status during evaluation`);
   return changes;

@@ -69,7 +69,11 @@ export function createEngineMetrics(registry: Registry) {
     events: counter('svc_engine_events_total', 'Payment events written to the outbox', ['chain', 'type']),
     matched: counter('svc_engine_transfers_matched_total', 'Transfers matched to a session', ['chain']),
     unmatched: counter('svc_engine_transfers_unmatched_total', 'Transfers that matched no session', ['chain']),
-    incidents: counter('svc_engine_incidents_total', 'Deep reorgs that took confirmed money away (kind deep_reorg), and completed refunds they left uncovered (kind refund_exceeds_confirmed)', ['chain', 'kind']),
+    incidents: counter(
+      'svc_engine_incidents_total',
+      'Deep reorgs that took confirmed money away (kind deep_reorg), and completed refunds they left uncovered (kind refund_exceeds_confirmed)',
+      ['chain', 'kind'],
+    ),
     duration:
       (registry.getSingleMetric('svc_engine_reconcile_seconds') as Histogram<string> | undefined) ??
       new Histogram({ name: 'svc_engine_reconcile_seconds', help: 'Time of one reconcile of one chain', labelNames: ['chain'], registers: [registry] }),
@@ -133,7 +137,16 @@ export function createEngine(params: {
     for (const change of result.changes) {
       if (change.from !== change.to) metrics.transitions.inc({ chain, from: change.from, to: change.to });
       for (const type of change.events) metrics.events.inc({ chain, type });
-      logger.info({ msg: 'Payment state changed', chain, livemode, session_id: change.sessionId, from: change.from, to: change.to, cause: change.cause, events: change.events });
+      logger.info({
+        msg: 'Payment state changed',
+        chain,
+        livemode,
+        session_id: change.sessionId,
+        from: change.from,
+        to: change.to,
+        cause: change.cause,
+        events: change.events,
+      });
     }
     return result;
   }

@@ -30,7 +30,18 @@ export interface TransferToMatch {
 }
 
 /** The session fields matching reads. */
-const CANDIDATE_FIELDS = ['id', 'merchantId', 'status', 'amountDue', 'tokenAddresses', 'payTo', 'livemode', 'chain', 'createdAt', 'monitorUntil'] as const satisfies readonly (keyof Session)[];
+const CANDIDATE_FIELDS = [
+  'id',
+  'merchantId',
+  'status',
+  'amountDue',
+  'tokenAddresses',
+  'payTo',
+  'livemode',
+  'chain',
+  'createdAt',
+  'monitorUntil',
+] as const satisfies readonly (keyof Session)[];
 
 /** A session as matching sees it, with its merchant's payment tolerance; amounts parsed to bigint once per batch. */
 export type Candidate = Pick<Session, (typeof CANDIDATE_FIELDS)[number]> & {
@@ -102,7 +113,10 @@ interface WalletSessions {
   merchants: Set<string>;
 }
 
-async function readCandidates(sql: Sql, transfers: TransferToMatch[]): Promise<{ byReference: Map<string, Candidate[]>; byWallet: Map<string, WalletSessions> }> {
+async function readCandidates(
+  sql: Sql,
+  transfers: TransferToMatch[],
+): Promise<{ byReference: Map<string, Candidate[]>; byWallet: Map<string, WalletSessions> }> {
   const references = [...new Set(transfers.flatMap((transfer) => transfer.reference_keys))];
   const byReference = new Map<string, Candidate[]>();
   if (references.length > 0) {
@@ -115,10 +129,14 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]): Promise<{
   }
   const first = transfers[0]!;
   const times = transfers.map((transfer) => transfer.paid_at.getTime());
-  const { rows } = await sql.query(
-    sessionSql.selectSessionsOnWallets(CANDIDATE_COLUMNS),
-    [first.livemode, first.chain, [...new Set(transfers.map((transfer) => transfer.to_address))], new Date(Math.min(...times)), new Date(Math.max(...times)), CLOCK_SKEW_SECONDS],
-  );
+  const { rows } = await sql.query(sessionSql.selectSessionsOnWallets(CANDIDATE_COLUMNS), [
+    first.livemode,
+    first.chain,
+    [...new Set(transfers.map((transfer) => transfer.to_address))],
+    new Date(Math.min(...times)),
+    new Date(Math.max(...times)),
+    CLOCK_SKEW_SECONDS,
+  ]);
   const byWallet = new Map<string, WalletSessions>();
   for (const row of rows.map(parseCandidate).sort(byAge)) {
     let wallet = byWallet.get(row.payTo);
@@ -191,7 +209,10 @@ function decide(
  * ones in the batch paid, exactly as if each were matched in a transaction of its own; the whole
  * batch costs four queries.
  */
-export async function matchTransfers(sql: Sql, params: { livemode: boolean; chain: string; limit: number }): Promise<{ seen: number; matched: number; unmatched: number }> {
+export async function matchTransfers(
+  sql: Sql,
+  params: { livemode: boolean; chain: string; limit: number },
+): Promise<{ seen: number; matched: number; unmatched: number }> {
   const { rows } = await sql.query<TransferToMatch>(
     `SELECT id, livemode, chain, token_address, to_address, amount, reference_keys, coalesce(block_time, observed_at) AS paid_at
        FROM transfers

@@ -66,7 +66,14 @@ export function createIngest(params: {
       standbyPollMs: overrides.standbyPollMs,
       async lead({ lease, signal }) {
         // HTTP URLs serve requests; a WebSocket-only chain sends its requests over the socket.
-        const rpc = createRpc({ chain: name, urls: rpcConfig.http.length > 0 ? rpcConfig.http : rpcConfig.ws, logger: log, metrics, timeoutMs: overrides.timeoutMs, signal });
+        const rpc = createRpc({
+          chain: name,
+          urls: rpcConfig.http.length > 0 ? rpcConfig.http : rpcConfig.ws,
+          logger: log,
+          metrics,
+          timeoutMs: overrides.timeoutMs,
+          signal,
+        });
         try {
           await createEvmIngester({
             chain,

@@ -33,7 +33,12 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
   const lastHeadAt = new Map<string, number>();
   const metrics: IngestMetrics = {
     headBlock: new Gauge({ name: 'svc_ingest_head_block', help: 'Latest block number seen on the chain', labelNames: ['chain'], registers }),
-    processedBlock: new Gauge({ name: 'svc_ingest_processed_block', help: 'Checkpoint: every block up to this one is stored', labelNames: ['chain'], registers }),
+    processedBlock: new Gauge({
+      name: 'svc_ingest_processed_block',
+      help: 'Checkpoint: every block up to this one is stored',
+      labelNames: ['chain'],
+      registers,
+    }),
     safeBlock: new Gauge({ name: 'svc_ingest_safe_block', help: "The node's `safe` block", labelNames: ['chain'], registers }),
     finalizedBlock: new Gauge({ name: 'svc_ingest_finalized_block', help: "The node's `finalized` block", labelNames: ['chain'], registers }),
     lastHeadAt,

@@ -65,11 +65,19 @@ async function ingestLeaders(sql: Sql): Promise<Map<ChainName, IngestLeader>> {
 /** Every chain that has a leader, a checkpoint or an RPC URL here, with its leader and lag. */
 export async function ingestStatus(sql: Sql, configured: ChainName[]): Promise<ChainIngestStatus[]> {
   const leaders = await ingestLeaders(sql);
-  const { rows: heads } = await sql.query<{ chain: ChainName; head_block: bigint | null; processed_block: bigint | null; finalized_block: bigint | null; seen: number | null }>(
+  const { rows: heads } = await sql.query<{
+    chain: ChainName;
+    head_block: bigint | null;
+    processed_block: bigint | null;
+    finalized_block: bigint | null;
+    seen: number | null;
+  }>(
     `SELECT chain, head_block, processed_block, finalized_block, extract(epoch FROM now() - head_seen_at)::float8 AS seen
        FROM chain_heads WHERE livemode`,
   );
-  const { rows: accounts } = await sql.query<{ n: number; oldest: bigint | null }>('SELECT count(*)::int AS n, min(cursor_slot) AS oldest FROM solana_token_accounts');
+  const { rows: accounts } = await sql.query<{ n: number; oldest: bigint | null }>(
+    'SELECT count(*)::int AS n, min(cursor_slot) AS oldest FROM solana_token_accounts',
+  );
   const text = (value: bigint | null | undefined) => (value === null || value === undefined ? null : value.toString());
   return CHAIN_NAMES.filter((chain) => configured.includes(chain) || leaders.has(chain) || heads.some((row) => row.chain === chain)).map((chain) => {
     const head = heads.find((row) => row.chain === chain);
@@ -90,7 +98,16 @@ export async function ingestStatus(sql: Sql, configured: ChainName[]): Promise<C
 
 /** What a rescan changed. */
 export type RescanResult =
-  | { chain: ChainName; kind: 'evm'; changed: boolean; fromBlock: string; previousProcessedBlock: string | null; processedBlock: string | null; checkedBlock: { number: string; hash: string } | null; note: string }
+  | {
+      chain: ChainName;
+      kind: 'evm';
+      changed: boolean;
+      fromBlock: string;
+      previousProcessedBlock: string | null;
+      processedBlock: string | null;
+      checkedBlock: { number: string; hash: string } | null;
+      note: string;
+    }
   | { chain: 'solana'; kind: 'solana'; changed: boolean; fromSlot: string; tokenAccounts: number; note: string };
 
 /**
@@ -123,7 +140,9 @@ export async function rescan(store: Store, config: Config, chain: ChainName, fro
     locked = (await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', key)).rows[0]!.ok;
     if (!locked) {
       const leader = (await ingestLeaders(client)).get(chain);
-      const who = leader ? `process at ${leader.clientAddress ?? 'a local socket'} (database session ${leader.pid}, connected ${leader.connectedAt.toISOString()})` : 'another process';
+      const who = leader
+        ? `process at ${leader.clientAddress ?? 'a local socket'} (database session ${leader.pid}, connected ${leader.connectedAt.toISOString()})`
+        : 'another process';
       throw new NonRetryableError(
         `${chain} is being ingested by a ${who}: stop the ingest role first (docker compose stop ingest; kubectl scale deployment/svc-gateway-ingest --replicas=0), run the rescan, then start it again`,
       );
@@ -140,12 +159,29 @@ async function rescanEvm(client: pg.PoolClient, config: Config, chain: ChainName
   const { rows } = await client.query<{ processed_block: bigint | null }>('SELECT processed_block FROM chain_heads WHERE livemode AND chain = $1', [chain]);
   const processed = rows[0]?.processed_block ?? null;
   if (processed === null) {
-    return { ...base, changed: false, previousProcessedBlock: null, processedBlock: null, checkedBlock: null, note: `${chain} was never ingested: its first start reads from below the head (logs.backfillBlocks)` };
+    return {
+      ...base,
+      changed: false,
+      previousProcessedBlock: null,
+      processedBlock: null,
+      checkedBlock: null,
+      note: `${chain} was never ingested: its first start reads from below the head (logs.backfillBlocks)`,
+    };
   }
   if (processed < from) {
-    return { ...base, changed: false, previousProcessedBlock: processed.toString(), processedBlock: processed.toString(), checkedBlock: null, note: `nothing to do: the checkpoint (${processed}) is already below block ${from}` };
+    return {
+      ...base,
+      changed: false,
+      previousProcessedBlock: processed.toString(),
+      processedBlock: processed.toString(),
+      checkedBlock: null,
+      note: `nothing to do: the checkpoint (${processed}) is already below block ${from}`,
+    };
   }
-  const { rows: top } = await client.query<{ number: bigint; hash: string }>('SELECT number, hash FROM chain_blocks WHERE livemode AND chain = $1 ORDER BY number DESC LIMIT 1', [chain]);
+  const { rows: top } = await client.query<{ number: bigint; hash: string }>(
+    'SELECT number, hash FROM chain_blocks WHERE livemode AND chain = $1 ORDER BY number DESC LIMIT 1',
+    [chain],
+  );
   let checkedBlock: { number: string; hash: string } | null = null;
   if (top[0]) {
     const nodeHash = await blockHash(config, chain, top[0].number);
@@ -172,7 +208,9 @@ async function rescanEvm(client: pg.PoolClient, config: Config, chain: ChainName
 async function blockHash(config: Config, chain: ChainName, number: bigint): Promise<string | null> {
   const urls = config.rpc[chain].http;
   if (urls.length === 0) {
-    throw new NonRetryableError(`${chain}: set SVC_${chain.toUpperCase()}_RPC_URL for this command, so the stored blocks can be checked against the chain before the rescan`);
+    throw new NonRetryableError(
+      `${chain}: set SVC_${chain.toUpperCase()}_RPC_URL for this command, so the stored blocks can be checked against the chain before the rescan`,
+    );
   }
   const failures: string[] = [];
   for (const [index, url] of urls.entries()) {
@@ -214,7 +252,9 @@ async function rescanSolana(client: pg.PoolClient, from: bigint): Promise<Rescan
     changed: accounts > 0,
     fromSlot: from.toString(),
     tokenAccounts: accounts,
-    note: accounts > 0 ? `the next solana leader lists the signatures of ${accounts} token accounts again from slot ${from}; stored ones are skipped, missing ones fetched` : `nothing to do: no token account's cursor is at or above slot ${from}`,
+    note:
+      accounts > 0
+        ? `the next solana leader lists the signatures of ${accounts} token accounts again from slot ${from}; stored ones are skipped, missing ones fetched`
+        : `nothing to do: no token account's cursor is at or above slot ${from}`,
   };
 }
-

@@ -62,7 +62,8 @@ function validate(file: string, expectedName: ChainName, raw: unknown): ChainCon
     if (!CURRENCIES.includes(token.currency)) fail(file, `token ${token.symbol}: currency must be USDT or USDC`);
     if (!(Number.isInteger(token.decimals) && token.decimals >= 0 && token.decimals <= 36)) fail(file, `token ${token.symbol}: bad decimals`);
     const canonical = canonicalAddress(expectedName, token.address);
-    if (canonical !== token.address) fail(file, `token ${token.symbol}: address ${token.address} is not canonical (expected ${canonical ?? 'a valid address'})`);
+    if (canonical !== token.address)
+      fail(file, `token ${token.symbol}: address ${token.address} is not canonical (expected ${canonical ?? 'a valid address'})`);
   }
   return chain;
 }

@@ -241,8 +241,10 @@ export function loadConfig(env: Env = process.env): Config {
   // A container's file system is thrown away: an embedded cluster or a generated key there would
   // be lost (and differ per replica), so a stateless process refuses to start without them.
   if (read(VARIABLES.stateless)) {
-    if (!config.databaseUrl && !errors.some((error) => error.startsWith('DATABASE_URL='))) errors.push('DATABASE_URL is required: SVC_STATELESS=true (the container image) runs no embedded Postgres');
-    if (!config.encryptionKey && !errors.some((error) => error.startsWith('SVC_ENCRYPTION_KEY='))) errors.push('SVC_ENCRYPTION_KEY is required: SVC_STATELESS=true (the container image) generates no key, and every process must use the same one');
+    if (!config.databaseUrl && !errors.some((error) => error.startsWith('DATABASE_URL=')))
+      errors.push('DATABASE_URL is required: SVC_STATELESS=true (the container image) runs no embedded Postgres');
+    if (!config.encryptionKey && !errors.some((error) => error.startsWith('SVC_ENCRYPTION_KEY=')))
+      errors.push('SVC_ENCRYPTION_KEY is required: SVC_STATELESS=true (the container image) generates no key, and every process must use the same one');
   }
   if (errors.length > 0) throw new ConfigError(errors);
   return config;

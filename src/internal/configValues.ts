@@ -63,7 +63,8 @@ export function parseTrustProxy(raw: string): boolean | number | string {
   const parts = value.split(',').map((part) => part.trim());
   for (const part of parts) {
     const [address, bits] = part.split('/');
-    if (!isIP(address ?? '') || (bits !== undefined && !/^\d{1,3}$/.test(bits))) throw new Error('must be true, false, a hop count, or comma-separated IP addresses or CIDRs');
+    if (!isIP(address ?? '') || (bits !== undefined && !/^\d{1,3}$/.test(bits)))
+      throw new Error('must be true, false, a hop count, or comma-separated IP addresses or CIDRs');
   }
   return parts.join(',');
 }

@@ -80,7 +80,7 @@ export function loadOrCreateEncryptionKey(params: { configured: Buffer | undefin
   const file = path.join(params.dataDir, 'encryption.key');
   fs.mkdirSync(params.dataDir, { recursive: true });
   try {
-    fs.writeFileSync(file, randomBytes(32).toString('hex') + '\n', { flag: 'wx', mode: 0o600 });
+    fs.writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
   } catch (error) {
     if (!isFileExistsError(error)) throw error;
   }

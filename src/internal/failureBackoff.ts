@@ -75,7 +75,13 @@ export function createFailureBackoff(params: { logger: Logger; what: string; ini
         params.logger.error({ msg: `${params.what} failed; retrying with backoff, logging again on recovery`, err: error, retry_in_ms: params.initialMs });
         loggedAt = now;
       } else if (kind !== lastKind || now - loggedAt >= remindMs) {
-        params.logger.error({ msg: `${params.what} still failing`, err: error, failed_attempts: failures, failing_for_ms: now - since, changed: kind !== lastKind });
+        params.logger.error({
+          msg: `${params.what} still failing`,
+          err: error,
+          failed_attempts: failures,
+          failing_for_ms: now - since,
+          changed: kind !== lastKind,
+        });
         loggedAt = now;
       }
       lastKind = kind;

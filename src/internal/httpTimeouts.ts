@@ -25,7 +25,7 @@ function parseMs(raw: string): number {
 export const HTTP_TIMEOUT_VARIABLES = {
   httpHeadersTimeoutMs: {
     name: 'SVC_HTTP_HEADERS_TIMEOUT_MS',
-    doc: 'Milliseconds a client has to send a request\'s headers, from its first byte; then 408 and the connection is closed. At most SVC_HTTP_REQUEST_TIMEOUT_MS',
+    doc: "Milliseconds a client has to send a request's headers, from its first byte; then 408 and the connection is closed. At most SVC_HTTP_REQUEST_TIMEOUT_MS",
     default: '10000',
     parse: parseMs,
   },
@@ -43,7 +43,7 @@ export const HTTP_TIMEOUT_VARIABLES = {
   },
   httpKeepAliveTimeoutMs: {
     name: 'SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS',
-    doc: 'Milliseconds an idle keep-alive connection stays open between requests. Keep it above your load balancer\'s idle timeout (60 s on AWS ALB), so the balancer closes first and never sends to a closing connection',
+    doc: "Milliseconds an idle keep-alive connection stays open between requests. Keep it above your load balancer's idle timeout (60 s on AWS ALB), so the balancer closes first and never sends to a closing connection",
     default: '72000',
     parse: parseMs,
   },
@@ -70,9 +70,13 @@ export function readHttpTimeouts(read: Read): HttpTimeouts {
 export function httpTimeoutProblems(timeouts: HttpTimeouts, apiDbTimeoutMs: number): string[] {
   const problems: string[] = [];
   // Node refuses a headers timeout above the request timeout (the whole request includes the headers).
-  if (timeouts.headersMs > timeouts.requestMs) problems.push(`SVC_HTTP_HEADERS_TIMEOUT_MS (${timeouts.headersMs}) must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (${timeouts.requestMs})`);
+  if (timeouts.headersMs > timeouts.requestMs)
+    problems.push(`SVC_HTTP_HEADERS_TIMEOUT_MS (${timeouts.headersMs}) must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (${timeouts.requestMs})`);
   // A socket idle past it is destroyed mid-request, with no answer while the handler may still commit.
-  if (timeouts.idleMs <= apiDbTimeoutMs) problems.push(`SVC_HTTP_IDLE_TIMEOUT_MS (${timeouts.idleMs}) must exceed SVC_API_DB_TIMEOUT_MS (${apiDbTimeoutMs}): a request waiting on the database would lose its connection instead of getting a 503`);
+  if (timeouts.idleMs <= apiDbTimeoutMs)
+    problems.push(
+      `SVC_HTTP_IDLE_TIMEOUT_MS (${timeouts.idleMs}) must exceed SVC_API_DB_TIMEOUT_MS (${apiDbTimeoutMs}): a request waiting on the database would lose its connection instead of getting a 503`,
+    );
   return problems;
 }
 

@@ -34,7 +34,13 @@ export async function pickDueAmount(
   params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
 ): Promise<bigint> {
   const bound = dueOffsetBound(params.decimals);
-  const { rows } = await sql.query<{ due: string }>(reservedDueAmounts(), [params.chain, params.currency, params.payTo, params.amount.toString(), bound.toString()]);
+  const { rows } = await sql.query<{ due: string }>(reservedDueAmounts(), [
+    params.chain,
+    params.currency,
+    params.payTo,
+    params.amount.toString(),
+    bound.toString(),
+  ]);
   const taken = rows.map((row) => BigInt(row.due)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   let candidate = params.amount;
   for (const due of taken) {
@@ -71,4 +77,3 @@ export async function lockDueAmounts(
 export function dueLockKeys(params: { chain: ChainName; currency: Currency; payTo: string; bucket: bigint }): string[] {
   return [dueAmountLockText(params), dueAmountLockText({ ...params, bucket: params.bucket + 1n })];
 }
-

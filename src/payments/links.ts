@@ -73,12 +73,21 @@ export async function listPaymentLinks(
   sql: Sql,
   params: { merchantId: string; livemode: boolean; active?: boolean | undefined; startingAfter?: string | undefined; limit: number },
 ): Promise<PaymentLink[]> {
-  const { rows } = await sql.query(linkSql.listLinks(), [params.merchantId, params.livemode, params.active ?? null, params.startingAfter ?? null, params.limit]);
+  const { rows } = await sql.query(linkSql.listLinks(), [
+    params.merchantId,
+    params.livemode,
+    params.active ?? null,
+    params.startingAfter ?? null,
+    params.limit,
+  ]);
   return rows.map(toPaymentLink);
 }
 
 /** Deactivates (`active: false`) or reactivates a link; undefined when the merchant has no such link. */
-export async function setPaymentLinkActive(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; active: boolean }): Promise<PaymentLink | undefined> {
+export async function setPaymentLinkActive(
+  sql: Sql,
+  params: { merchantId: string; livemode: boolean; id: string; active: boolean },
+): Promise<PaymentLink | undefined> {
   const { rows } = await sql.query(linkSql.setLinkActive(), [params.id, params.merchantId, params.livemode, params.active]);
   return rows[0] && toPaymentLink(rows[0]);
 }

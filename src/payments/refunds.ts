@@ -40,7 +40,13 @@ export async function listRefunds(
   sql: Sql,
   params: { merchantId: string; livemode: boolean; paymentId?: string | undefined; startingAfter?: string | undefined; limit: number },
 ): Promise<Refund[]> {
-  const { rows } = await sql.query(refundSql.listRefunds(), [params.merchantId, params.livemode, params.paymentId ?? null, params.startingAfter ?? null, params.limit]);
+  const { rows } = await sql.query(refundSql.listRefunds(), [
+    params.merchantId,
+    params.livemode,
+    params.paymentId ?? null,
+    params.startingAfter ?? null,
+    params.limit,
+  ]);
   return rows.map(toRefund);
 }
 
@@ -80,14 +86,28 @@ const money = (units: bigint, session: { decimals: number; currency: string }) =
  */
 export async function requestRefund(
   sql: Sql,
-  params: { merchantId: string; livemode: boolean; paymentId: string; amount?: string | undefined; address?: string | undefined; reason?: string | undefined; metadata?: Record<string, string> | undefined },
+  params: {
+    merchantId: string;
+    livemode: boolean;
+    paymentId: string;
+    amount?: string | undefined;
+    address?: string | undefined;
+    reason?: string | undefined;
+    metadata?: Record<string, string> | undefined;
+  },
 ): Promise<Refund> {
-  const { rows } = await sql.query(selectSession({ columns: sessionColumns(REQUEST_FIELDS), forUpdate: true }), [params.paymentId, params.merchantId, params.livemode]);
+  const { rows } = await sql.query(selectSession({ columns: sessionColumns(REQUEST_FIELDS), forUpdate: true }), [
+    params.paymentId,
+    params.merchantId,
+    params.livemode,
+  ]);
   const session = rows[0] && toSession<(typeof REQUEST_FIELDS)[number]>(rows[0]);
   if (!session) throw notFound(`payment ${params.paymentId} not found`);
   if (!REFUNDABLE_STATUSES.includes(session.status)) {
     // No state names: the route serves both interfaces, and Interface B calls `created` `pending`.
-    throw conflict(`payment ${params.paymentId} has no confirmed money to refund: refunds are possible once money it received is confirmed (a confirmed, settled or underpaid payment)`);
+    throw conflict(
+      `payment ${params.paymentId} has no confirmed money to refund: refunds are possible once money it received is confirmed (a confirmed, settled or underpaid payment)`,
+    );
   }
   const confirmed = session.amountReceived;
   const pending = session.amountPending;
@@ -96,7 +116,9 @@ export async function requestRefund(
   if (refundable <= 0n) {
     if (pending > 0n) throw conflict(`payment ${params.paymentId} has no confirmed money left to refund: ${pendingNote}`);
     throw badRequest(
-      confirmed === 0n ? `payment ${params.paymentId} has received nothing to refund` : `payment ${params.paymentId} has nothing left to refund (received ${formatAmount(confirmed, session.decimals)}, all of it already refunded or requested)`,
+      confirmed === 0n
+        ? `payment ${params.paymentId} has received nothing to refund`
+        : `payment ${params.paymentId} has nothing left to refund (received ${formatAmount(confirmed, session.decimals)}, all of it already refunded or requested)`,
     );
   }
   let amount = refundable;
@@ -116,13 +138,20 @@ export async function requestRefund(
   } else {
     const { rows: senders } = await sql.query<{ from_address: string | null }>(refundSql.selectFirstPayer(), [params.paymentId]);
     address = senders[0]?.from_address ? canonicalAddress(session.chain, senders[0].from_address) : undefined;
-    if (!address) throw badRequest('address is required: the payer\'s address is not known for this payment');
+    if (!address) throw badRequest("address is required: the payer's address is not known for this payment");
   }
   const id = newId('rfd');
   const values = [id, params.merchantId, params.livemode, params.paymentId, amount.toString(), address, params.reason ?? null, params.metadata ?? {}];
   await sql.query(refundSql.insertRefund(), values);
   const refund = await getRefund(sql, { merchantId: params.merchantId, livemode: params.livemode, id });
-  await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.requested', sessionId: params.paymentId, refundId: id, data: refundView(refund) });
+  await appendEvent(sql, {
+    merchantId: params.merchantId,
+    livemode: params.livemode,
+    type: 'refund.requested',
+    sessionId: params.paymentId,
+    refundId: id,
+    data: refundView(refund),
+  });
   return refund;
 }
 
@@ -142,7 +171,9 @@ export async function completeRefund(sql: Sql, params: { merchantId: string; liv
   }
   if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
   if (!REFUNDABLE_STATUSES.includes(session.status)) {
-    throw conflict(`refund ${params.id} can no longer be completed: its payment is ${session.status} and holds less confirmed money than the refunds (a reorg may have removed a transfer)`);
+    throw conflict(
+      `refund ${params.id} can no longer be completed: its payment is ${session.status} and holds less confirmed money than the refunds (a reorg may have removed a transfer)`,
+    );
   }
   const confirmed = session.amountReceived;
   const completed = await sumRefunds(sql, sessionId, ['completed']);
@@ -155,7 +186,14 @@ export async function completeRefund(sql: Sql, params: { merchantId: string; liv
   }
   await sql.query(refundSql.markRefundCompleted(), [params.id, txHash]);
   const updated = await getRefund(sql, params);
-  await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.completed', sessionId: updated.sessionId, refundId: updated.id, data: refundView(updated) });
+  await appendEvent(sql, {
+    merchantId: params.merchantId,
+    livemode: params.livemode,
+    type: 'refund.completed',
+    sessionId: updated.sessionId,
+    refundId: updated.id,
+    data: refundView(updated),
+  });
   return updated;
 }
 
@@ -165,7 +203,14 @@ export async function rejectRefund(sql: Sql, params: { merchantId: string; livem
   if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
   await sql.query(refundSql.markRefundRejected(), [params.id, params.reason ?? null]);
   const updated = await getRefund(sql, params);
-  await appendEvent(sql, { merchantId: params.merchantId, livemode: params.livemode, type: 'refund.rejected', sessionId: updated.sessionId, refundId: updated.id, data: refundView(updated) });
+  await appendEvent(sql, {
+    merchantId: params.merchantId,
+    livemode: params.livemode,
+    type: 'refund.rejected',
+    sessionId: updated.sessionId,
+    refundId: updated.id,
+    data: refundView(updated),
+  });
   return updated;
 }
 
@@ -190,7 +235,10 @@ export async function refundStatesOf(sql: Sql, sessionId: string): Promise<Refun
  * changes nothing else. Flags are never cleared.
  * @returns the refunds flagged now (empty when the refunds are still covered).
  */
-export async function flagRefundsBeyondConfirmed(sql: Sql, params: { sessionId: string; confirmed: bigint; decimals: number; currency: string }): Promise<Refund[]> {
+export async function flagRefundsBeyondConfirmed(
+  sql: Sql,
+  params: { sessionId: string; confirmed: bigint; decimals: number; currency: string },
+): Promise<Refund[]> {
   const completed = await sumRefunds(sql, params.sessionId, ['completed']);
   if (completed <= params.confirmed) return [];
   const text = (units: bigint) => `${formatAmount(units, params.decimals)} ${params.currency}`;
@@ -200,7 +248,14 @@ export async function flagRefundsBeyondConfirmed(sql: Sql, params: { sessionId: 
   const { rows } = await sql.query(refundSql.flagCompletedRefunds(), [params.sessionId, reason]);
   const flagged = rows.map(toRefund).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
   for (const refund of flagged) {
-    await appendEvent(sql, { merchantId: refund.merchantId, livemode: refund.livemode, type: 'refund.flagged', sessionId: refund.sessionId, refundId: refund.id, data: refundView(refund) });
+    await appendEvent(sql, {
+      merchantId: refund.merchantId,
+      livemode: refund.livemode,
+      type: 'refund.flagged',
+      sessionId: refund.sessionId,
+      refundId: refund.id,
+      data: refundView(refund),
+    });
   }
   return flagged;
 }

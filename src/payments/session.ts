@@ -100,7 +100,15 @@ const FIELD_SQL: Record<keyof Session, string> = {
   failureReason: 's.failure_reason',
 };
 
-const MONEY_FIELDS = ['amount', 'amountDue', 'amountCounted', 'amountReceived', 'amountPending', 'amountReported', 'fee'] as const satisfies readonly (keyof Session)[];
+const MONEY_FIELDS = [
+  'amount',
+  'amountDue',
+  'amountCounted',
+  'amountReceived',
+  'amountPending',
+  'amountReported',
+  'fee',
+] as const satisfies readonly (keyof Session)[];
 
 /**
  * The select list for `fields` of a session, as `payment_sessions s`: each column is named after

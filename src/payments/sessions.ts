@@ -45,30 +45,27 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
   const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
 
-  const { rows } = await sql.query(
-    sessionSql.insertSession(),
-    [
-      newId('ses'),
-      params.merchantId,
-      params.livemode,
-      params.chain,
-      params.currency,
-      decimals,
-      amount.toString(),
-      amountDue.toString(),
-      feeFor(amount).toString(),
-      tokens,
-      payTo,
-      params.chain === 'solana' ? newSolanaReference() : null,
-      requiredConfirmations(chain),
-      params.metadata ?? {},
-      params.webhookUrl ?? null,
-      params.successUrl ?? null,
-      params.paymentLinkId ?? null,
-      expiresIn,
-      params.monitorWindowSeconds,
-    ],
-  );
+  const { rows } = await sql.query(sessionSql.insertSession(), [
+    newId('ses'),
+    params.merchantId,
+    params.livemode,
+    params.chain,
+    params.currency,
+    decimals,
+    amount.toString(),
+    amountDue.toString(),
+    feeFor(amount).toString(),
+    tokens,
+    payTo,
+    params.chain === 'solana' ? newSolanaReference() : null,
+    requiredConfirmations(chain),
+    params.metadata ?? {},
+    params.webhookUrl ?? null,
+    params.successUrl ?? null,
+    params.paymentLinkId ?? null,
+    expiresIn,
+    params.monitorWindowSeconds,
+  ]);
   return toSession(rows[0]!);
 }
 
@@ -147,7 +144,10 @@ export async function merchantFees(
   sql: Sql,
   params: { merchantId: string; livemode: boolean },
 ): Promise<{ chain: string; currency: string; decimals: number; payments: number; fee: bigint }[]> {
-  const { rows } = await sql.query<{ chain: string; currency: string; decimals: number; payments: string; fee: string }>(sessionSql.sumFees(), [params.merchantId, params.livemode]);
+  const { rows } = await sql.query<{ chain: string; currency: string; decimals: number; payments: string; fee: string }>(sessionSql.sumFees(), [
+    params.merchantId,
+    params.livemode,
+  ]);
   return rows.map((row) => ({ chain: row.chain, currency: row.currency, decimals: row.decimals, payments: Number(row.payments), fee: BigInt(row.fee) }));
 }
 

@@ -91,7 +91,10 @@ export function checkReceivingWallet(chain: ChainConfig, text: string, field = '
  * names a real wallet: real money sent after a test session must not reach the merchant's books);
  * a given `merchantWallet` was checked like a live one, and is not used.
  */
-async function resolvePayTo(sql: Sql, params: { merchantId: string; chain: ChainName; merchantWallet: string | undefined; livemode: boolean }): Promise<string> {
+async function resolvePayTo(
+  sql: Sql,
+  params: { merchantId: string; chain: ChainName; merchantWallet: string | undefined; livemode: boolean },
+): Promise<string> {
   if (!params.livemode) return sandboxWallet(params.chain, params.merchantId);
   if (params.merchantWallet !== undefined) return params.merchantWallet;
   const { rows } = await sql.query<{ address: string }>('SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND is_default FOR KEY SHARE', [
@@ -166,16 +169,18 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
   const merchantWallet = params.merchantWallet === undefined ? undefined : checkReceivingWallet(chain, params.merchantWallet);
   const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode });
   if (params.livemode && merchantWallet !== undefined) {
-    const { rowCount } = await sql.query(
-      'SELECT 1 FROM wallets WHERE chain = $1 AND address = $2 AND merchant_id <> $3 AND verified_at IS NOT NULL',
-      [params.chain, payTo, params.merchantId],
-    );
+    const { rowCount } = await sql.query('SELECT 1 FROM wallets WHERE chain = $1 AND address = $2 AND merchant_id <> $3 AND verified_at IS NOT NULL', [
+      params.chain,
+      payTo,
+      params.merchantId,
+    ]);
     if (rowCount) throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
   }
-  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [params.merchantId]);
+  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean }>('SELECT accept_bridged_tokens FROM merchants WHERE id = $1', [
+    params.merchantId,
+  ]);
   const includeBridged = merchantRows[0]?.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
   if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
   return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens };
 }
-

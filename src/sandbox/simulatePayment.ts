@@ -41,7 +41,13 @@ async function lockSandboxSession(sql: Sql, merchantId: string, sessionId: strin
   return session;
 }
 
-async function insertTransfer(sql: Sql, chain: ChainConfig, blockMs: number, session: Pick<Session, 'id' | 'reference' | 'tokenAddresses' | 'payTo'>, amount: bigint): Promise<{ txHash: string; blockNumber: bigint }> {
+async function insertTransfer(
+  sql: Sql,
+  chain: ChainConfig,
+  blockMs: number,
+  session: Pick<Session, 'id' | 'reference' | 'tokenAddresses' | 'payTo'>,
+  amount: bigint,
+): Promise<{ txHash: string; blockNumber: bigint }> {
   // The simulated payer names the session by reference, the engine's exact path: an under- or
   // overpayment then reaches its session however many sandbox sessions share the merchant's fake
   // wallet (amount matching alone could not tell them apart, on a real chain either).
@@ -90,11 +96,21 @@ export async function simulatePayment(params: {
   const chain = params.chains[session.chain];
   const run = () => reconcile({ chain: session.chain, livemode: false });
   const remaining = session.amountDue > session.amountCounted ? session.amountDue - session.amountCounted : 0n;
-  const takesPayments = OPEN_STATUSES.includes(session.status) || (outcome !== 'expired' && ['expired', 'failed'].includes(session.status) && session.monitorUntil > new Date());
+  const takesPayments =
+    OPEN_STATUSES.includes(session.status) || (outcome !== 'expired' && ['expired', 'failed'].includes(session.status) && session.monitorUntil > new Date());
   if (!takesPayments) throw conflict(`sandbox session ${session.id} is ${session.status} and takes no more simulated payments`);
-  if (outcome === 'expired' && session.amountCounted > 0n) throw conflict(`sandbox session ${session.id} already received a payment; use "failed" to simulate an underpaid expiry`);
+  if (outcome === 'expired' && session.amountCounted > 0n)
+    throw conflict(`sandbox session ${session.id} already received a payment; use "failed" to simulate an underpaid expiry`);
 
-  let amount = { exact: remaining, late: remaining, reorged: remaining, underpaid: remaining / 2n, failed: remaining / 2n, overpaid: remaining + remaining / 10n, expired: 0n }[outcome];
+  let amount = {
+    exact: remaining,
+    late: remaining,
+    reorged: remaining,
+    underpaid: remaining / 2n,
+    failed: remaining / 2n,
+    overpaid: remaining + remaining / 10n,
+    expired: 0n,
+  }[outcome];
   if (params.amount !== undefined) {
     if (outcome === 'expired' || outcome === 'failed') throw badRequest(`amount cannot be given with outcome "${outcome}"`);
     try {
@@ -109,7 +125,11 @@ export async function simulatePayment(params: {
   }
   if (outcome !== 'expired' && amount <= 0n) {
     // Either the caller's own amount is zero, or the outcome's default (what is left) is.
-    throw badRequest(params.amount !== undefined ? 'amount must be greater than zero' : `the simulated payment amount must be positive: session ${session.id} has nothing left to pay`);
+    throw badRequest(
+      params.amount !== undefined
+        ? 'amount must be greater than zero'
+        : `the simulated payment amount must be positive: session ${session.id} has nothing left to pay`,
+    );
   }
 
   if (outcome === 'expired' || outcome === 'late') {
@@ -134,7 +154,10 @@ export async function simulatePayment(params: {
   await run();
 
   if (outcome === 'reorged') {
-    await store.query(`UPDATE transfers SET status = 'removed', removed_at = now() WHERE livemode = false AND chain = $1 AND tx_hash = $2`, [session.chain, paid.txHash]);
+    await store.query(`UPDATE transfers SET status = 'removed', removed_at = now() WHERE livemode = false AND chain = $1 AND tx_hash = $2`, [
+      session.chain,
+      paid.txHash,
+    ]);
     await run();
   }
   return { outcome, txHash: paid.txHash, amount, blockNumber: paid.blockNumber };

@@ -42,7 +42,20 @@ export function isUndefinedTable(error: unknown): boolean {
  * `statement_timeout`, 55P03 a lock wait ended by `lock_timeout` (both set just under the HTTP
  * layer's own limit); 57P01-03 an administrator or crash shutdown; 53300 too many connections.
  */
-const UNAVAILABLE_CODES = new Set(['55P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '57014', '53300']);
+const UNAVAILABLE_CODES = new Set([
+  '55P03',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+  '57014',
+  '53300',
+]);
 
 /** pg's own errors for a connection that broke or never came (they carry no code). */
 const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error/;

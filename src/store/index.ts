@@ -203,12 +203,21 @@ async function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient> 
     ]);
   } finally {
     clearTimeout(timer);
-    if (late) pending.then((client) => client.release(), () => {});
+    if (late)
+      pending.then(
+        (client) => client.release(),
+        () => {},
+      );
   }
 }
 
 /** One statement on `client`, given up after `ms` (the caller then discards the connection). */
-async function queryWithin<R extends pg.QueryResultRow>(client: pg.PoolClient, text: string, values: unknown[] | undefined, ms: number): Promise<pg.QueryResult<R>> {
+async function queryWithin<R extends pg.QueryResultRow>(
+  client: pg.PoolClient,
+  text: string,
+  values: unknown[] | undefined,
+  ms: number,
+): Promise<pg.QueryResult<R>> {
   let timer: NodeJS.Timeout | undefined;
   const running = client.query<R>(text, values);
   // The statement may still fail after the timeout, when the discarded connection closes.

@@ -8,7 +8,6 @@ import { MIGRATION_LOCK_KEY } from './lockKeys.ts';
 
 export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
 
-
 export interface Migration {
   version: number;
   name: string;
@@ -65,7 +64,9 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
     }
     const target = migration.before === undefined ? undefined : migrations.find((other) => other.version === migration.before);
     if (migration.before !== undefined && (!target || target.version >= migration.version || target.before !== undefined)) {
-      throw new NonRetryableError(`migration ${migration.version}_${migration.name}.sql says "before ${migration.before}": that must be an earlier migration that has no "before" itself`);
+      throw new NonRetryableError(
+        `migration ${migration.version}_${migration.name}.sql says "before ${migration.before}": that must be an earlier migration that has no "before" itself`,
+      );
     }
   });
   return migrations;

@@ -26,7 +26,10 @@ function solanaKeypair() {
 
 /** The domain function refuses with an error the HTTP layer answers as `status` and `{"error": message}`. */
 async function expectHttpError(promise: Promise<unknown>, status: number, message: string) {
-  const error = await promise.then(() => undefined, (caught: unknown) => caught);
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(refusalAnswer(error)).toEqual({ status, headers: {}, body: { error: message } });
 }
 
@@ -53,7 +56,11 @@ describe('wallet ownership proofs', () => {
     const impostor = privateKeyToAccount(generatePrivateKey());
     const challenge = await createWalletChallenge(db.store, { merchantId: merchant, chain: 'polygon', address: owner.address });
     await expectHttpError(
-      verifyWalletChallenge(db.store, { merchantId: merchant, challengeId: challenge.id, signature: await impostor.signMessage({ message: challenge.message }) }),
+      verifyWalletChallenge(db.store, {
+        merchantId: merchant,
+        challengeId: challenge.id,
+        signature: await impostor.signMessage({ message: challenge.message }),
+      }),
       400,
       `signature does not verify for ${owner.address} over the challenge message`,
     );
@@ -64,13 +71,17 @@ describe('wallet ownership proofs', () => {
     const merchant = await merchantId();
     const keypair = solanaKeypair();
     const challenge = await createWalletChallenge(db.store, { merchantId: merchant, chain: 'solana', address: keypair.address });
-    const tampered = keypair.signMessage(challenge.message + ' ');
+    const tampered = keypair.signMessage(`${challenge.message} `);
     await expectHttpError(
       verifyWalletChallenge(db.store, { merchantId: merchant, challengeId: challenge.id, signature: tampered }),
       400,
       `signature does not verify for ${keypair.address} over the challenge message`,
     );
-    const wallet = await verifyWalletChallenge(db.store, { merchantId: merchant, challengeId: challenge.id, signature: keypair.signMessage(challenge.message) });
+    const wallet = await verifyWalletChallenge(db.store, {
+      merchantId: merchant,
+      challengeId: challenge.id,
+      signature: keypair.signMessage(challenge.message),
+    });
     expect(wallet).toMatchObject({ chain: 'solana', address: keypair.address, verified: true, verificationMethod: 'ed25519' });
   });
 
@@ -78,10 +89,23 @@ describe('wallet ownership proofs', () => {
     const merchant = await merchantId();
     const other = await merchantId();
     const account = privateKeyToAccount(generatePrivateKey());
-    const challenge = await createWalletChallenge(db.store, { merchantId: merchant, chain: 'bsc', address: account.address, now: new Date(Date.now() - 11 * 60_000) });
+    const challenge = await createWalletChallenge(db.store, {
+      merchantId: merchant,
+      chain: 'bsc',
+      address: account.address,
+      now: new Date(Date.now() - 11 * 60_000),
+    });
     const signature = await account.signMessage({ message: challenge.message });
-    await expectHttpError(verifyWalletChallenge(db.store, { merchantId: other, challengeId: challenge.id, signature }), 404, `wallet challenge ${challenge.id} not found`);
-    await expectHttpError(verifyWalletChallenge(db.store, { merchantId: merchant, challengeId: challenge.id, signature }), 400, 'this wallet challenge has expired; request a new one');
+    await expectHttpError(
+      verifyWalletChallenge(db.store, { merchantId: other, challengeId: challenge.id, signature }),
+      404,
+      `wallet challenge ${challenge.id} not found`,
+    );
+    await expectHttpError(
+      verifyWalletChallenge(db.store, { merchantId: merchant, challengeId: challenge.id, signature }),
+      400,
+      'this wallet challenge has expired; request a new one',
+    );
   });
 
   test('addresses are checked per chain and stored canonically; a wrong checksum is refused', async () => {
@@ -93,7 +117,11 @@ describe('wallet ownership proofs', () => {
       400,
       'address "0x52908400098527886e0F7030069857D2E4169EE7" is not a valid arbitrum address',
     );
-    await expectHttpError(addWallet(db.store, { merchantId: merchant, chain: 'solana', address: '0x52908400098527886E0F7030069857D2E4169EE7' }), 400, 'address "0x52908400098527886E0F7030069857D2E4169EE7" is not a valid solana address');
+    await expectHttpError(
+      addWallet(db.store, { merchantId: merchant, chain: 'solana', address: '0x52908400098527886E0F7030069857D2E4169EE7' }),
+      400,
+      'address "0x52908400098527886E0F7030069857D2E4169EE7" is not a valid solana address',
+    );
     // Adding again returns the same wallet; verification by the operator upgrades it.
     const again = await addWallet(db.store, { merchantId: merchant, chain: 'arbitrum', address: wallet.address, verifiedBy: 'operator' });
     expect(again).toMatchObject({ id: wallet.id, verified: true, verificationMethod: 'operator' });

@@ -17,7 +17,10 @@ describe('authentication and scopes', () => {
       // RFC 6750: a 401 names the scheme it wants.
       headers: { 'www-authenticate': 'Bearer realm="svc"' },
     });
-    expect(await call('GET', `${prefix}/payments`, { key: `svc_test_${'A'.repeat(32)}`, as: 'x-api-key' })).toMatchObject({ status: 401, body: { error: 'invalid API key' } });
+    expect(await call('GET', `${prefix}/payments`, { key: `svc_test_${'A'.repeat(32)}`, as: 'x-api-key' })).toMatchObject({
+      status: 401,
+      body: { error: 'invalid API key' },
+    });
     expect(await call('GET', `${prefix}/currencies`, { key: 'hello' })).toMatchObject({ status: 401, body: { error: 'invalid API key' } });
     expect(await call('GET', `${prefix}/currencies`, { headers: { authorization: 'Basic abc' } })).toMatchObject({ status: 401 });
     const health = await call('GET', `${prefix}/health`);
@@ -42,7 +45,15 @@ describe('authentication and scopes', () => {
     const m = await newMerchant(db.store);
     const created = await call('POST', '/api/v1/payments', { key: m.test, body: session });
     expect((await call('GET', `/api/v1/payments/${created.body.id}`, { key: m.readOnly })).status).toBe(200);
-    for (const url of ['/api/v1/sessions', '/api/v1/payments', '/v1/checkout/sessions', '/api/v1/payment-links', '/api/v1/refunds', '/api/v1/wallets/challenges', '/api/v1/wallets']) {
+    for (const url of [
+      '/api/v1/sessions',
+      '/api/v1/payments',
+      '/v1/checkout/sessions',
+      '/api/v1/payment-links',
+      '/api/v1/refunds',
+      '/api/v1/wallets/challenges',
+      '/api/v1/wallets',
+    ]) {
       const answer = await call('POST', url, { key: m.readOnly, as: 'x-api-key', body: session });
       expect(answer, url).toMatchObject({ status: 403, body: { error: 'this API key lacks the "write" scope needed for POST requests' } });
     }

@@ -13,7 +13,8 @@ import { buildApi, newMerchant } from '../helpers/api.ts';
 const db = useTestDatabase('api_commit_timeout');
 let app: FastifyInstance;
 let key: string;
-const create = () => app.inject({ method: 'POST', url: '/api/v1/payments', headers: { 'x-api-key': key }, payload: { amount: '1', currency: 'USDC', chain: 'polygon' } });
+const create = () =>
+  app.inject({ method: 'POST', url: '/api/v1/payments', headers: { 'x-api-key': key }, payload: { amount: '1', currency: 'USDC', chain: 'polygon' } });
 const sessions = async () => (await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions')).rows[0]!.n;
 
 beforeAll(async () => {
@@ -26,9 +27,13 @@ afterAll(async () => {
 });
 
 async function slowCommits(seconds: number) {
-  await db.store.query(`CREATE OR REPLACE FUNCTION slow_commit_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(${seconds}); RETURN NULL; END $$`);
+  await db.store.query(
+    `CREATE OR REPLACE FUNCTION slow_commit_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(${seconds}); RETURN NULL; END $$`,
+  );
   await db.store.query('DROP TRIGGER IF EXISTS slow_commit_t ON payment_sessions');
-  await db.store.query(`CREATE CONSTRAINT TRIGGER slow_commit_t AFTER INSERT ON payment_sessions DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit_fn()`);
+  await db.store.query(
+    `CREATE CONSTRAINT TRIGGER slow_commit_t AFTER INSERT ON payment_sessions DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit_fn()`,
+  );
 }
 
 describe('a COMMIT that outlasts the statement limit', () => {

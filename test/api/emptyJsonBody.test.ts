@@ -36,20 +36,23 @@ test.each(['/api/v1', '/v1'])('body-less actions under %s accept Content-Type: a
   expect(await send('DELETE', `${prefix}/webhooks/${id}`).then((answer) => [answer.statusCode, answer.json()])).toEqual([200, { id, deleted: true }]);
 });
 
-test.each(['/api/v1', '/v1'])('under %s a route that needs a body still says so, and a non-empty body that is not JSON is still a clear 400', async (prefix) => {
-  const empty = await send('POST', `${prefix}/payments`);
-  expect(empty.statusCode).toBe(400);
-  expect(empty.json()).toEqual({ error: 'the request body must be a JSON object' });
-  const broken = await send('POST', `${prefix}/payments`, '{"amount":');
-  expect(broken.statusCode).toBe(400);
-  expect(broken.json().error).toMatch(/JSON/);
-  const notJson = await send('DELETE', `${prefix}/webhooks/we_nope`, 'nope');
-  expect(notJson.statusCode).toBe(400);
-  expect(notJson.json().error).toMatch(/JSON/);
-  const poisoned = await send('POST', `${prefix}/payments`, '{"__proto__":{"x":1}}');
-  expect(poisoned.statusCode).toBe(400);
-  // Valid JSON refused for a key: the message names the key rather than calling the JSON invalid.
-  expect(poisoned.json()).toEqual({ error: 'the request body may not use the keys "__proto__" or "constructor.prototype"' });
-  const nested = await send('POST', `${prefix}/payments`, '{"amount":"1","metadata":{"constructor":{"prototype":{"x":1}}}}');
-  expect(nested.json()).toEqual({ error: 'the request body may not use the keys "__proto__" or "constructor.prototype"' });
-});
+test.each(['/api/v1', '/v1'])(
+  'under %s a route that needs a body still says so, and a non-empty body that is not JSON is still a clear 400',
+  async (prefix) => {
+    const empty = await send('POST', `${prefix}/payments`);
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json()).toEqual({ error: 'the request body must be a JSON object' });
+    const broken = await send('POST', `${prefix}/payments`, '{"amount":');
+    expect(broken.statusCode).toBe(400);
+    expect(broken.json().error).toMatch(/JSON/);
+    const notJson = await send('DELETE', `${prefix}/webhooks/we_nope`, 'nope');
+    expect(notJson.statusCode).toBe(400);
+    expect(notJson.json().error).toMatch(/JSON/);
+    const poisoned = await send('POST', `${prefix}/payments`, '{"__proto__":{"x":1}}');
+    expect(poisoned.statusCode).toBe(400);
+    // Valid JSON refused for a key: the message names the key rather than calling the JSON invalid.
+    expect(poisoned.json()).toEqual({ error: 'the request body may not use the keys "__proto__" or "constructor.prototype"' });
+    const nested = await send('POST', `${prefix}/payments`, '{"amount":"1","metadata":{"constructor":{"prototype":{"x":1}}}}');
+    expect(nested.json()).toEqual({ error: 'the request body may not use the keys "__proto__" or "constructor.prototype"' });
+  },
+);

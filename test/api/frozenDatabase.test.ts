@@ -59,7 +59,12 @@ test('with the database frozen, every route answers 503 with Retry-After: 5 with
   const requests = [
     { method: 'GET', url: '/api/v1/payments?limit=1', headers },
     { method: 'GET', url: '/v1/sessions/ses_x', headers },
-    { method: 'POST', url: '/api/v1/payments', headers: { ...headers, 'content-type': 'application/json' }, payload: '{"amount":"1","currency":"USDC","chain":"polygon"}' },
+    {
+      method: 'POST',
+      url: '/api/v1/payments',
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: '{"amount":"1","currency":"USDC","chain":"polygon"}',
+    },
     { method: 'DELETE', url: '/api/v1/webhooks/we_x', headers },
     { method: 'GET', url: '/api/v1/status', headers },
     { method: 'GET', url: '/pay/plink_x' },
@@ -87,7 +92,9 @@ test('a bounded statement that times out discards its connection and rolls its t
     // Inside a bounded transaction the server gives up just before the client (SET LOCAL
     // statement_timeout): a definite error, the transaction rolled back, the connection reusable.
   ).rejects.toMatchObject({ code: '57014' });
-  await expect.poll(async () => (await db.store.query<{ t: string | null }>(`SELECT to_regclass('frozen_half_written')::text AS t`)).rows[0]!.t, { timeout: 5_000 }).toBeNull();
+  await expect
+    .poll(async () => (await db.store.query<{ t: string | null }>(`SELECT to_regclass('frozen_half_written')::text AS t`)).rows[0]!.t, { timeout: 5_000 })
+    .toBeNull();
   await expect(bounded.query('SELECT pg_sleep(1)')).rejects.toBeInstanceOf(DatabaseTimeoutError);
   // Workers use the store itself: a 1 s statement is slow, not a fault.
   expect((await db.store.query<{ ok: number }>('SELECT 1 AS ok FROM pg_sleep(1)')).rows).toEqual([{ ok: 1 }]);

@@ -18,9 +18,19 @@ beforeAll(async () => {
   app = buildApi(db.store);
   await app.ready();
   keys = await newMerchant(db.store);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/payments', headers: { 'x-api-key': keys.test }, payload: { amount: '5', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/payments',
+    headers: { 'x-api-key': keys.test },
+    payload: { amount: '5', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET },
+  });
   paymentId = created.json().id;
-  const link = await app.inject({ method: 'POST', url: '/api/v1/payment-links', headers: { 'x-api-key': keys.test }, payload: { amount: '5', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET } });
+  const link = await app.inject({
+    method: 'POST',
+    url: '/api/v1/payment-links',
+    headers: { 'x-api-key': keys.test },
+    payload: { amount: '5', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET },
+  });
   linkId = link.json().id;
 });
 afterAll(() => app.close());
@@ -31,7 +41,10 @@ let countSql = '';
 /** Rows in every table a request could write, in one round trip. */
 async function rowCount(): Promise<number> {
   if (!countSql) {
-    const { rows } = await db.store.query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name = ANY($1)`, [TABLES]);
+    const { rows } = await db.store.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name = ANY($1)`,
+      [TABLES],
+    );
     countSql = `SELECT ${rows.map((row) => `(SELECT count(*) FROM ${row.table_name})`).join(' + ')} AS n`;
   }
   const { rows } = await db.store.query<{ n: bigint }>(countSql);
@@ -53,14 +66,66 @@ async function expectSafe(request: { method: string; url: string; headers?: Reco
 }
 
 const POSTS = ['/sessions', '/payments', '/checkout/sessions', '/payment-links', '/refunds', '/wallets', '/wallets/challenges'];
-const FIELDS = ['amount', 'currency', 'chain', 'merchantWallet', 'metadata', 'webhookUrl', 'successUrl', 'expiresIn', 'paymentId', 'address', 'txHash', 'active', 'challengeId', 'signature', 'reason', '__proto__', 'constructor'];
+const FIELDS = [
+  'amount',
+  'currency',
+  'chain',
+  'merchantWallet',
+  'metadata',
+  'webhookUrl',
+  'successUrl',
+  'expiresIn',
+  'paymentId',
+  'address',
+  'txHash',
+  'active',
+  'challengeId',
+  'signature',
+  'reason',
+  '__proto__',
+  'constructor',
+];
 const validBody = { amount: '5', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET };
 
 const nastyString = fc.oneof(
   fc.string(),
-  fc.constantFrom('', ' ', '-1', '0', '0.0', '1e9', '1.', '.5', '01', '1,5', 'NaN', 'Infinity', '9'.repeat(90), '0.0000001', 'USDC', 'usdc', 'polygon ', WALLET.toLowerCase(), `${WALLET}00`, 'javascript:alert(1)', 'http://', '//x', '\u0000', '💸', "'; DROP TABLE payment_sessions; --"),
+  fc.constantFrom(
+    '',
+    ' ',
+    '-1',
+    '0',
+    '0.0',
+    '1e9',
+    '1.',
+    '.5',
+    '01',
+    '1,5',
+    'NaN',
+    'Infinity',
+    '9'.repeat(90),
+    '0.0000001',
+    'USDC',
+    'usdc',
+    'polygon ',
+    WALLET.toLowerCase(),
+    `${WALLET}00`,
+    'javascript:alert(1)',
+    'http://',
+    '//x',
+    '\u0000',
+    '💸',
+    "'; DROP TABLE payment_sessions; --",
+  ),
 );
-const nastyValue = fc.oneof(nastyString, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.string(), { maxLength: 3 }), fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer())));
+const nastyValue = fc.oneof(
+  nastyString,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.string(), { maxLength: 3 }),
+  fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer())),
+);
 
 /** A body that is almost valid: one to three fields replaced with nasty values, or unknown fields added. */
 const mutatedBody = fc
@@ -74,12 +139,18 @@ const mutatedBody = fc
 describe('fuzz: no 500, no crash, no row written on failure', () => {
   test('thousands of malformed JSON bodies on every POST', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...POSTS), fc.constantFrom('/api/v1', '/v1'), fc.oneof(mutatedBody, fc.jsonValue()), fc.option(fc.string({ maxLength: 20 }), { nil: undefined }), async (path, prefix, body, idempotencyKey) => {
-        // Wallets are managed with a live key only (a test key gets 403 before its body is read).
-        const headers: Record<string, string> = { 'x-api-key': path.startsWith('/wallets') ? keys.live : keys.test, 'content-type': 'application/json' };
-        if (idempotencyKey !== undefined && /^[\x20-\x7e]*$/.test(idempotencyKey)) headers['idempotency-key'] = idempotencyKey;
-        await expectSafe({ method: 'POST', url: `${prefix}${path}`, headers, payload: JSON.stringify(body) ?? 'null' });
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...POSTS),
+        fc.constantFrom('/api/v1', '/v1'),
+        fc.oneof(mutatedBody, fc.jsonValue()),
+        fc.option(fc.string({ maxLength: 20 }), { nil: undefined }),
+        async (path, prefix, body, idempotencyKey) => {
+          // Wallets are managed with a live key only (a test key gets 403 before its body is read).
+          const headers: Record<string, string> = { 'x-api-key': path.startsWith('/wallets') ? keys.live : keys.test, 'content-type': 'application/json' };
+          if (idempotencyKey !== undefined && /^[\x20-\x7e]*$/.test(idempotencyKey)) headers['idempotency-key'] = idempotencyKey;
+          await expectSafe({ method: 'POST', url: `${prefix}${path}`, headers, payload: JSON.stringify(body) ?? 'null' });
+        },
+      ),
       { numRuns: 800 },
     );
   });
@@ -88,8 +159,32 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...POSTS),
-        fc.oneof(fc.string(), fc.constantFrom('{', '{"amount":', '[]', 'null', '"x"', '{"a":1}{"b":2}', '\ufeff{}', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"x":1}}}')),
-        fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/octet-stream', 'APPLICATION/JSON', 'application/json; charset=latin1', ''),
+        fc.oneof(
+          fc.string(),
+          fc.constantFrom(
+            '{',
+            '{"amount":',
+            '[]',
+            'null',
+            '"x"',
+            '{"a":1}{"b":2}',
+            '\ufeff{}',
+            '{"__proto__":{"admin":true}}',
+            '{"constructor":{"prototype":{"x":1}}}',
+          ),
+        ),
+        fc.constantFrom(
+          'application/json',
+          'application/json; charset=utf-8',
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/xml',
+          'application/octet-stream',
+          'APPLICATION/JSON',
+          'application/json; charset=latin1',
+          '',
+        ),
         async (path, payload, contentType) => {
           const headers: Record<string, string> = { authorization: `Bearer ${path.startsWith('/wallets') ? keys.live : keys.test}` };
           if (contentType) headers['content-type'] = contentType;
@@ -101,13 +196,31 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
   });
 
   test('malformed paths, query strings and methods', async () => {
-    const segment = fc.oneof(fc.string({ maxLength: 30 }).map(encodeURIComponent), fc.constantFrom('ses_', '..', '%00', '%ZZ', paymentId, linkId, 'rfd_x', 'a'.repeat(300), '%2F', '?', '#'));
+    const segment = fc.oneof(
+      fc.string({ maxLength: 30 }).map(encodeURIComponent),
+      fc.constantFrom('ses_', '..', '%00', '%ZZ', paymentId, linkId, 'rfd_x', 'a'.repeat(300), '%2F', '?', '#'),
+    );
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom('GET', 'POST', 'PATCH', 'DELETE', 'PUT', 'HEAD', 'OPTIONS'),
-        fc.constantFrom('/api/v1/sessions/', '/api/v1/payments/', '/v1/payments', '/api/v1/payment-links/', '/api/v1/refunds/', '/pay/', '/api/v1/', '/', '/api/v1/refunds?paymentId=', '/api/v1/payments?'),
+        fc.constantFrom(
+          '/api/v1/sessions/',
+          '/api/v1/payments/',
+          '/v1/payments',
+          '/api/v1/payment-links/',
+          '/api/v1/refunds/',
+          '/pay/',
+          '/api/v1/',
+          '/',
+          '/api/v1/refunds?paymentId=',
+          '/api/v1/payments?',
+        ),
         fc.array(segment, { maxLength: 3 }),
-        fc.dictionary(fc.constantFrom('limit', 'startingAfter', 'status', 'chain', 'currency', 'createdGte', 'createdLt', 'active', 'x'), nastyString.map(String), { maxKeys: 3 }),
+        fc.dictionary(
+          fc.constantFrom('limit', 'startingAfter', 'status', 'chain', 'currency', 'createdGte', 'createdLt', 'active', 'x'),
+          nastyString.map(String),
+          { maxKeys: 3 },
+        ),
         async (method, base, segments, query) => {
           const search = new URLSearchParams(query).toString();
           const url = `${base}${segments.join('/')}${search ? `${base.includes('?') ? '&' : '?'}${search}` : ''}`;
@@ -125,14 +238,27 @@ describe('fuzz: no 500, no crash, no row written on failure', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
-          authorization: fc.option(fc.oneof(headerValue, headerValue.map((text) => `Bearer ${text}`), fc.constant(`Bearer ${keys.test} extra`), fc.constant(`bearer ${keys.readOnly}`)), { nil: undefined }),
+          authorization: fc.option(
+            fc.oneof(
+              headerValue,
+              headerValue.map((text) => `Bearer ${text}`),
+              fc.constant(`Bearer ${keys.test} extra`),
+              fc.constant(`bearer ${keys.readOnly}`),
+            ),
+            { nil: undefined },
+          ),
           'x-api-key': fc.option(fc.oneof(headerValue, fc.constant(keys.live), fc.constant(`${keys.test} `)), { nil: undefined }),
           'idempotency-key': fc.option(headerValue, { nil: undefined }),
         }),
         fc.constantFrom('/api/v1/payments', '/v1/sessions', '/api/v1/refunds'),
         async (rawHeaders, path) => {
           const headers = Object.fromEntries(Object.entries(rawHeaders).filter(([, value]) => value !== undefined)) as Record<string, string>;
-          await expectSafe({ method: 'POST', url: path, headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify({ ...validBody, amount: 'bad' }) });
+          await expectSafe({
+            method: 'POST',
+            url: path,
+            headers: { ...headers, 'content-type': 'application/json' },
+            payload: JSON.stringify({ ...validBody, amount: 'bad' }),
+          });
         },
       ),
       { numRuns: 300 },

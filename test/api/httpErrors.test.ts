@@ -60,7 +60,11 @@ describe('refusalAnswer(): the one table from error class to HTTP status', () =>
   });
 
   test('headers: a 401 carries its challenge; a 429 its wait and, for request limits, the budget', () => {
-    expect(refusalAnswer(unauthorized('missing API key'))).toEqual({ status: 401, headers: { 'WWW-Authenticate': BEARER_CHALLENGE }, body: { error: 'missing API key' } });
+    expect(refusalAnswer(unauthorized('missing API key'))).toEqual({
+      status: 401,
+      headers: { 'WWW-Authenticate': BEARER_CHALLENGE },
+      body: { error: 'missing API key' },
+    });
     expect(refusalAnswer(new UnauthenticatedError('x', { challenge: 'Basic' }))?.headers).toEqual({ 'WWW-Authenticate': 'Basic' });
     expect(refusalAnswer(new RateLimitedError('at most 3'))?.headers).toEqual({});
     expect(refusalAnswer(new RateLimitedError('busy', { retryAfterSeconds: 60 }))?.headers).toEqual({ 'Retry-After': '60' });
@@ -74,7 +78,10 @@ describe('refusalAnswer(): the one table from error class to HTTP status', () =>
   });
 
   test('a subclass takes its base class status: too many webhook endpoints is a 409', () => {
-    expect(refusalAnswer(new TooManyEndpointsError(true))).toMatchObject({ status: 409, body: { error: expect.stringContaining('16 live webhook endpoints') } });
+    expect(refusalAnswer(new TooManyEndpointsError(true))).toMatchObject({
+      status: 409,
+      body: { error: expect.stringContaining('16 live webhook endpoints') },
+    });
   });
 
   test('nothing is decided from a name, code or message: look-alikes of other classes are bugs (500)', () => {
@@ -82,14 +89,23 @@ describe('refusalAnswer(): the one table from error class to HTTP status', () =>
     const codedLikeCommit = Object.assign(new Error('the database did not confirm the commit'), { code: 'SVC_COMMIT_UNKNOWN' });
     for (const error of [namedLikeRefusal, codedLikeCommit, new Error('boom'), 'a string', undefined]) {
       expect(refusalAnswer(error)).toBeUndefined();
-      expect(answer(error)).toEqual({ status: 500, headers: {}, body: { error: 'internal server error' }, log: { level: 'error', msg: 'Unhandled error in request' } });
+      expect(answer(error)).toEqual({
+        status: 500,
+        headers: {},
+        body: { error: 'internal server error' },
+        log: { level: 'error', msg: 'Unhandled error in request' },
+      });
     }
   });
 });
 
 describe('errorAnswer(): everything else that reaches the HTTP layer', () => {
   test('fastify body errors are 400s; its other client errors keep their 4xx status', () => {
-    expect(answer(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE())).toEqual({ status: 400, headers: {}, body: { error: `request body is larger than ${BODY_LIMIT_BYTES} bytes` } });
+    expect(answer(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE())).toEqual({
+      status: 400,
+      headers: {},
+      body: { error: `request body is larger than ${BODY_LIMIT_BYTES} bytes` },
+    });
     const mediaType = new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE('text/csv');
     expect(answer(mediaType)).toEqual({ status: 400, headers: {}, body: { error: mediaType.message } });
     const contentLength = new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH();
@@ -101,17 +117,28 @@ describe('errorAnswer(): everything else that reaches the HTTP layer', () => {
   test('a commit with an unknown outcome is a logged 500 that says so, not a 503', () => {
     const error = new CommitOutcomeUnknownError('the database did not confirm the commit in time', { cause: new DatabaseTimeoutError('no answer') });
     expect(answer(error)).toMatchObject({ status: 500, headers: {}, log: { level: 'error', msg: 'Commit outcome unknown' } });
-    expect(answer(error).body.error).toMatch(/^the database did not confirm this change in time: it may have been applied\. Retry with the same Idempotency-Key/);
+    expect(answer(error).body.error).toMatch(
+      /^the database did not confirm this change in time: it may have been applied\. Retry with the same Idempotency-Key/,
+    );
   });
 
   test('an unreachable or frozen database is a 503 with Retry-After', () => {
-    const expected = { status: 503, headers: { 'Retry-After': '5' }, body: { error: 'the service is temporarily unavailable (database unreachable); retry later' }, log: { level: 'warn', msg: 'Database unavailable' } };
+    const expected = {
+      status: 503,
+      headers: { 'Retry-After': '5' },
+      body: { error: 'the service is temporarily unavailable (database unreachable); retry later' },
+      log: { level: 'warn', msg: 'Database unavailable' },
+    };
     expect(answer(new DatabaseTimeoutError('the database did not answer within 500 ms'))).toEqual(expected);
     expect(answer(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toEqual(expected);
   });
 
-  test('frameworkErrors: a 4xx keeps its status, anything else is a 400, with fastify\'s message', () => {
-    expect(frameworkErrorAnswer(new errorCodes.FST_ERR_BAD_URL('/%zz'))).toEqual({ status: 400, headers: {}, body: { error: "'/%zz' is not a valid url component" } });
+  test("frameworkErrors: a 4xx keeps its status, anything else is a 400, with fastify's message", () => {
+    expect(frameworkErrorAnswer(new errorCodes.FST_ERR_BAD_URL('/%zz'))).toEqual({
+      status: 400,
+      headers: {},
+      body: { error: "'/%zz' is not a valid url component" },
+    });
     expect(frameworkErrorAnswer({ statusCode: 500, message: 'odd' })).toEqual({ status: 400, headers: {}, body: { error: 'odd' } });
   });
 });

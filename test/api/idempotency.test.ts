@@ -61,7 +61,10 @@ describe('Idempotency-Key', () => {
     const m = await newMerchant(db.store);
     expect((await post(urlA, '/api/v1/payments', m.test, 'k', payment('12'))).status).toBe(201);
     const changed = await post(urlB, '/api/v1/payments', m.test, 'k', payment('13'));
-    expect(changed).toMatchObject({ status: 422, body: { error: 'this Idempotency-Key was already used with a different request (method, path or body); use a new key' } });
+    expect(changed).toMatchObject({
+      status: 422,
+      body: { error: 'this Idempotency-Key was already used with a different request (method, path or body); use a new key' },
+    });
     expect((await post(urlA, '/api/v1/sessions', m.test, 'k', payment('12'))).status).toBe(422);
     expect(await sessionsOf(m.id)).toBe(1);
   });
@@ -102,7 +105,9 @@ describe('Idempotency-Key', () => {
 
   test('while the first request still runs, a retry gets 409', async () => {
     const m = await newMerchant(db.store);
-    const { rows } = await db.store.query<{ id: string }>('SELECT id FROM api_keys WHERE merchant_id = $1 AND livemode = false ORDER BY created_at LIMIT 1', [m.id]);
+    const { rows } = await db.store.query<{ id: string }>('SELECT id FROM api_keys WHERE merchant_id = $1 AND livemode = false ORDER BY created_at LIMIT 1', [
+      m.id,
+    ]);
     // Hold the due-amount lock of this (chain, currency, wallet) so the first request blocks inside its transaction
     // (a sandbox session pays to the merchant's sandbox address).
     const blocker = await db.store.pool.connect();

@@ -19,8 +19,19 @@ describe('Idempotency-Key scope', () => {
     const retry = await call('POST', '/v1/payments', { key: secondTestKey, as: 'x-api-key', body: payment, headers: { 'idempotency-key': 'order-1' } });
     expect(retry).toMatchObject({ status: 201, body: { id: first.body.id }, headers: { 'idempotent-replayed': 'true' } });
     // The sk_ style key of the same account too; a different body under the key is still a 422.
-    expect((await call('POST', '/v1/payments', { key: m.sk, as: 'x-api-key', body: payment, headers: { 'idempotency-key': 'order-1' } })).body.id).toBe(first.body.id);
-    expect((await call('POST', '/v1/payments', { key: secondTestKey, as: 'x-api-key', body: { ...payment, amount: '8' }, headers: { 'idempotency-key': 'order-1' } })).status).toBe(422);
+    expect((await call('POST', '/v1/payments', { key: m.sk, as: 'x-api-key', body: payment, headers: { 'idempotency-key': 'order-1' } })).body.id).toBe(
+      first.body.id,
+    );
+    expect(
+      (
+        await call('POST', '/v1/payments', {
+          key: secondTestKey,
+          as: 'x-api-key',
+          body: { ...payment, amount: '8' },
+          headers: { 'idempotency-key': 'order-1' },
+        })
+      ).status,
+    ).toBe(422);
     expect(await count(m.id)).toBe(1);
   });
 

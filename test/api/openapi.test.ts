@@ -27,7 +27,9 @@ describe('OpenAPI document', () => {
     const document = (await response.json()) as Document;
     expect(document.openapi).toBe('3.1.0');
     // Generated clients learn the base URL from `servers`.
-    expect((document as unknown as { servers: { url: string }[] }).servers).toEqual([{ url: expect.stringMatching(/^https?:\/\//), description: expect.stringContaining('/v1') }]);
+    expect((document as unknown as { servers: { url: string }[] }).servers).toEqual([
+      { url: expect.stringMatching(/^https?:\/\//), description: expect.stringContaining('/v1') },
+    ]);
     expect(await (await fetch(`${url}/v1/openapi.json`)).json()).toEqual(document);
     const validated = (await SwaggerParser.validate(structuredClone(document) as never)) as unknown as Document;
     expect(Object.keys(validated.paths).length).toBeGreaterThan(10);
@@ -67,7 +69,9 @@ describe('OpenAPI document', () => {
     expect(document.paths['/api/v1/sessions']!.post!.responses).toHaveProperty('201');
     expect(Object.keys(document.paths['/api/v1/payments']!.post!.responses).sort()).toEqual(['201', '400', '401', '403', '409', '422', '429', '503']);
     expect(document.paths['/api/v1/health']!.get!.security).toEqual([]);
-    const ids = Object.values(document.paths).flatMap((methods) => Object.values(methods).map((operation) => (operation as { operationId?: string }).operationId));
+    const ids = Object.values(document.paths).flatMap((methods) =>
+      Object.values(methods).map((operation) => (operation as { operationId?: string }).operationId),
+    );
     expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z0-9]+$/.test(id))).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     expect((document.paths['/api/v1/payments/{id}']!.get as { operationId?: string }).operationId).toBe('getPaymentsById');
@@ -98,12 +102,25 @@ describe('OpenAPI document', () => {
       const root = path.resolve(import.meta.dirname, '../..');
       const cli = path.join(root, 'node_modules/@redocly/cli/bin/cli.js');
       // No telemetry, update check or banner: the lint runs offline. Exit code 1 means errors; the JSON says which.
-      const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', DO_NOT_TRACK: '1', CI: 'true' };
-      const { stdout } = await promisify(execFile)(process.execPath, [cli, 'lint', file, '--config', path.join(root, 'redocly.yaml'), '--format=json'], { env, cwd: dir }).catch(
-        (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
-      );
-      const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as { totals: { errors: number }; problems: { ruleId: string; severity: string; message: string; location: { pointer?: string }[] }[] };
-      const errors = report.problems.filter((problem) => problem.severity === 'error').map((problem) => `${problem.ruleId} at ${problem.location[0]?.pointer}: ${problem.message}`);
+      const env = {
+        ...process.env,
+        REDOCLY_TELEMETRY: 'off',
+        REDOCLY_SUPPRESS_NOTIFICATIONS: 'true',
+        REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
+        DO_NOT_TRACK: '1',
+        CI: 'true',
+      };
+      const { stdout } = await promisify(execFile)(process.execPath, [cli, 'lint', file, '--config', path.join(root, 'redocly.yaml'), '--format=json'], {
+        env,
+        cwd: dir,
+      }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+      const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as {
+        totals: { errors: number };
+        problems: { ruleId: string; severity: string; message: string; location: { pointer?: string }[] }[];
+      };
+      const errors = report.problems
+        .filter((problem) => problem.severity === 'error')
+        .map((problem) => `${problem.ruleId} at ${problem.location[0]?.pointer}: ${problem.message}`);
       expect(errors).toEqual([]);
       expect(report.totals.errors).toBe(0);
     } finally {

@@ -26,7 +26,10 @@ const copiesOf = (sessionId: string, count: number, from: number) =>
 
 /** What time does to a link's sessions: they expire, and keep their due amount until monitor_until. */
 const expireOpenSessions = (linkId: string) =>
-  db.store.query(`UPDATE payment_sessions SET status = 'expired', expired_at = now(), expires_at = now() - interval '1 second' WHERE payment_link_id = $1 AND status = 'created'`, [linkId]);
+  db.store.query(
+    `UPDATE payment_sessions SET status = 'expired', expired_at = now(), expires_at = now() - interval '1 second' WHERE payment_link_id = $1 AND status = 'created'`,
+    [linkId],
+  );
 
 const linkSessions = async (...linkIds: string[]) =>
   (await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = ANY($1)', [linkIds])).rows[0]!.n;
@@ -41,7 +44,8 @@ async function flood(linkIds: string[], visits: number): Promise<Answer[]> {
   return answers;
 }
 
-const tally = (answers: Answer[]) => answers.reduce<Record<number, number>>((counts, answer) => ({ ...counts, [answer.status]: (counts[answer.status] ?? 0) + 1 }), {});
+const tally = (answers: Answer[]) =>
+  answers.reduce<Record<number, number>>((counts, answer) => ({ ...counts, [answer.status]: (counts[answer.status] ?? 0) + 1 }), {});
 
 describe('a flood of anonymous visits to a payment link', () => {
   test('cannot use up the due amounts of its price: the merchant still creates sessions at it, and the link answers 429 with Retry-After', async () => {
@@ -83,13 +87,18 @@ describe('a flood of anonymous visits to a payment link', () => {
     expect((await api.call('GET', `/pay/${link.body.id}`)).status).toBe(303);
     expect((await api.call('GET', `/pay/${link.body.id}`)).status).toBe(429);
     // Once the oldest reservations' late-payment windows end, visitors get checkouts again.
-    await db.store.query(`UPDATE payment_sessions SET monitor_until = now() WHERE id IN (SELECT id FROM payment_sessions WHERE payment_link_id = $1 AND amount_received = 0 ORDER BY id LIMIT 2)`, [link.body.id]);
+    await db.store.query(
+      `UPDATE payment_sessions SET monitor_until = now() WHERE id IN (SELECT id FROM payment_sessions WHERE payment_link_id = $1 AND amount_received = 0 ORDER BY id LIMIT 2)`,
+      [link.body.id],
+    );
     expect(tally(await flood([link.body.id], 4))).toEqual({ 303: 2, 429: 2 });
   });
 
   test('the cap spans every link at one price and wallet: a second link cannot add reservations the first could not', async () => {
     const m = await newMerchant(db.store);
-    const [a, b] = await Promise.all([0, 1].map(() => api.call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '8', expiresIn: 60 }) })));
+    const [a, b] = await Promise.all(
+      [0, 1].map(() => api.call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '8', expiresIn: 60 }) })),
+    );
     const visited = await api.call('GET', `/pay/${a!.body.id}`);
     await copiesOf(/(ses_\w+)$/.exec(String(visited.headers.location))![1]!, MAX_LINK_RESERVATIONS_PER_PRICE - 10, 1);
     await expireOpenSessions(a!.body.id);

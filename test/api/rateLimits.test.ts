@@ -51,16 +51,23 @@ describe('client IP behind a proxy', () => {
     await freshWindow(5);
     const tag = Math.floor(Math.random() * 250);
     const visit = (app: typeof behind, forwarded: string) =>
-      app.inject({ method: 'GET', url: '/api/v1/health', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': forwarded } }).then((answer) => answer.statusCode);
+      app
+        .inject({ method: 'GET', url: '/api/v1/health', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': forwarded } })
+        .then((answer) => answer.statusCode);
     expect([await visit(behind, `10.7.${tag}.1`), await visit(behind, `10.7.${tag}.1`), await visit(behind, `10.7.${tag}.1`)]).toEqual([200, 200, 429]);
     expect(await visit(behind, `10.7.${tag}.2`)).toBe(200);
     // Not trusted (the default): X-Forwarded-For is ignored and the socket address counts.
     const socket = `10.8.${tag}.9`;
-    const viaSocket = (forwarded: string) => direct.inject({ method: 'GET', url: '/api/v1/health', remoteAddress: socket, headers: { 'x-forwarded-for': forwarded } }).then((answer) => answer.statusCode);
+    const viaSocket = (forwarded: string) =>
+      direct
+        .inject({ method: 'GET', url: '/api/v1/health', remoteAddress: socket, headers: { 'x-forwarded-for': forwarded } })
+        .then((answer) => answer.statusCode);
     expect([await viaSocket('1.1.1.1'), await viaSocket('2.2.2.2'), await viaSocket('3.3.3.3')]).toEqual([200, 200, 429]);
     await behind.close();
     await direct.close();
-    expect(() => loadConfig({ SVC_TRUST_PROXY: 'the proxy' })).toThrow(/SVC_TRUST_PROXY="the proxy": must be true, false, a hop count, or comma-separated IP addresses or CIDRs/);
+    expect(() => loadConfig({ SVC_TRUST_PROXY: 'the proxy' })).toThrow(
+      /SVC_TRUST_PROXY="the proxy": must be true, false, a hop count, or comma-separated IP addresses or CIDRs/,
+    );
     expect(loadConfig({ SVC_TRUST_PROXY: '10.0.0.0/8, 192.168.1.1' }).trustProxy).toBe('10.0.0.0/8,192.168.1.1');
     expect(loadConfig({ SVC_TRUST_PROXY: '2' }).trustProxy).toBe(2);
     expect(loadConfig({}).trustProxy).toBe(false);
@@ -102,7 +109,7 @@ describe('rate limits (spec §8), counted in Postgres across two processes', () 
     expect(answers.find((answer) => answer.status === 429)!.headers.get('retry-after')).toMatch(/^\d+$/);
   });
 
-  test('operators can raise a merchant\'s limits', async () => {
+  test("operators can raise a merchant's limits", async () => {
     await freshWindow();
     const m = await newMerchant(db.store);
     await setMerchantRateLimits(db.store, { merchantId: m.id, read: 50 });

@@ -42,7 +42,8 @@ async function confirmedPayment(amount: string, paid: bigint) {
 
 /** POST /refunds to a payer's wallet (the fixtures' sender is not a checksummed address, so it is not a default). */
 const refund = (key: string, body: Record<string, unknown>) => api.call('POST', '/api/v1/refunds', { key, body: { address: WALLET, ...body } });
-const complete = (key: string, id: string, byte = 'cd') => api.call('POST', `/api/v1/refunds/${id}/complete`, { key, body: { txHash: `0x${byte.repeat(32)}` } });
+const complete = (key: string, id: string, byte = 'cd') =>
+  api.call('POST', `/api/v1/refunds/${id}/complete`, { key, body: { txHash: `0x${byte.repeat(32)}` } });
 
 // Matching gives a confirmed session only a transfer of exactly its due amount (a duplicate
 // payment), so the second payments here repeat the first.
@@ -53,7 +54,11 @@ describe('a second payment to a confirmed payment', () => {
     await setHead(db.store, { head: p.base + 40n });
     await reconcile();
     // Both interfaces show the unconfirmed money apart from the confirmed money.
-    expect((await api.call('GET', `/api/v1/payments/${p.id}`, { key: p.key })).body).toMatchObject({ status: 'confirmed', amountReceived: '10', amountPending: '10' });
+    expect((await api.call('GET', `/api/v1/payments/${p.id}`, { key: p.key })).body).toMatchObject({
+      status: 'confirmed',
+      amountReceived: '10',
+      amountPending: '10',
+    });
     expect((await api.call('GET', `/api/v1/sessions/${p.id}`, { key: p.key })).body).toMatchObject({ amountReceived: '10', amountPending: '10' });
 
     const pendingNote = '10 USDC more has been seen on chain but is not confirmed yet; it becomes refundable once it is';
@@ -61,10 +66,16 @@ describe('a second payment to a confirmed payment', () => {
       status: 409,
       body: { error: `amount 12 exceeds the confirmed money that can still be refunded: 10 USDC; ${pendingNote}` },
     });
-    expect(await refund(p.key, { paymentId: p.id, amount: '20.000001' })).toMatchObject({ status: 400, body: { error: 'amount 20.000001 exceeds what can still be refunded: 10 USDC' } });
+    expect(await refund(p.key, { paymentId: p.id, amount: '20.000001' })).toMatchObject({
+      status: 400,
+      body: { error: 'amount 20.000001 exceeds what can still be refunded: 10 USDC' },
+    });
     // The default amount is the confirmed money; after it, nothing is refundable until the rest confirms.
     expect(await refund(p.key, { paymentId: p.id })).toMatchObject({ status: 201, body: { amount: '10' } });
-    expect(await refund(p.key, { paymentId: p.id, amount: '1' })).toMatchObject({ status: 409, body: { error: `payment ${p.id} has no confirmed money left to refund: ${pendingNote}` } });
+    expect(await refund(p.key, { paymentId: p.id, amount: '1' })).toMatchObject({
+      status: 409,
+      body: { error: `payment ${p.id} has no confirmed money left to refund: ${pendingNote}` },
+    });
     const { rows: refunds } = await db.store.query('SELECT count(*)::int AS n FROM refunds WHERE session_id = $1', [p.id]);
     expect(refunds[0]!.n).toBe(1);
 
@@ -84,7 +95,11 @@ describe('a second payment to a confirmed payment', () => {
     await reconcile();
     await removeAbove(db.store, { block: p.base + 39n });
     await reconcile();
-    expect((await api.call('GET', `/api/v1/payments/${p.id}`, { key: p.key })).body).toMatchObject({ status: 'confirmed', amountReceived: '10', amountPending: '0' });
+    expect((await api.call('GET', `/api/v1/payments/${p.id}`, { key: p.key })).body).toMatchObject({
+      status: 'confirmed',
+      amountReceived: '10',
+      amountPending: '0',
+    });
     const { rows } = await db.store.query('SELECT kind FROM engine_incidents WHERE session_id = $1', [p.id]);
     expect(rows).toEqual([]);
   });
@@ -102,7 +117,11 @@ describe('completing a refund', () => {
     await reconcile();
     await db.store.query(`UPDATE transfers SET status = 'removed', removed_at = now() WHERE to_address = $1 AND block_number = $2`, [p.wallet, String(p.base)]);
     await reconcile();
-    expect((await api.call('GET', `/api/v1/payments/${p.id}`, { key: p.key })).body).toMatchObject({ status: 'confirmed', amountReceived: '0', amountPending: '10' });
+    expect((await api.call('GET', `/api/v1/payments/${p.id}`, { key: p.key })).body).toMatchObject({
+      status: 'confirmed',
+      amountReceived: '0',
+      amountPending: '10',
+    });
 
     expect(await complete(p.key, requested.body.id)).toMatchObject({
       status: 409,
@@ -114,7 +133,10 @@ describe('completing a refund', () => {
 
     await setHead(db.store, { head: p.base + 40n + DEPTH - 1n });
     await reconcile();
-    expect(await complete(p.key, requested.body.id)).toMatchObject({ status: 200, body: { status: 'completed', requiresAttention: false, attentionReason: null } });
+    expect(await complete(p.key, requested.body.id)).toMatchObject({
+      status: 200,
+      body: { status: 'completed', requiresAttention: false, attentionReason: null },
+    });
   });
 });
 
@@ -150,13 +172,23 @@ describe('a reorg after a refund was completed', () => {
         "a reorg removed money this payment had received: it now holds 10 USDC of confirmed money, less than the 12 USDC already refunded; check the payment's transfers and recover the difference from the payer",
       flaggedAt: expect.any(String),
     });
-    expect(await eventsOf(db.store, p.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.overpaid', 'refund.requested', 'refund.completed', 'refund.requested', 'refund.flagged']);
+    expect(await eventsOf(db.store, p.id)).toEqual([
+      'payment.confirming',
+      'payment.confirmed',
+      'payment.overpaid',
+      'refund.requested',
+      'refund.completed',
+      'refund.requested',
+      'refund.flagged',
+    ]);
     const { rows: events } = await db.store.query(`SELECT refund_id, payload FROM events WHERE type = 'refund.flagged' AND session_id = $1`, [p.id]);
     expect(events).toEqual([{ refund_id: p.refunds[0], payload: expect.objectContaining({ event: 'refund.flagged', data: flagged.body }) }]);
     const { rows: incidents } = await db.store.query('SELECT kind, details FROM engine_incidents WHERE session_id = $1 ORDER BY id', [p.id]);
     expect(incidents.map((row) => row.kind)).toEqual(['deep_reorg', 'refund_exceeds_confirmed']);
     expect(incidents[1]!.details).toMatchObject({ confirmed: '10000000', refunds: [p.refunds[0]] });
-    expect(await metrics.getSingleMetricAsString('svc_engine_incidents_total')).toContain('svc_engine_incidents_total{chain="polygon",kind="refund_exceeds_confirmed"} 1');
+    expect(await metrics.getSingleMetricAsString('svc_engine_incidents_total')).toContain(
+      'svc_engine_incidents_total{chain="polygon",kind="refund_exceeds_confirmed"} 1',
+    );
     // The open request cannot be completed on top of it.
     expect(await complete(p.key, open.body.id, 'ee')).toMatchObject({
       status: 409,

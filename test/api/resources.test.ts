@@ -50,13 +50,25 @@ describe('GET /payments', () => {
 
   test('bad list parameters are 400s', async () => {
     const m = await newMerchant(db.store);
-    expect(await call('GET', '/api/v1/payments?limit=0', { key: m.test })).toMatchObject({ status: 400, body: { error: 'query parameter limit must be at least 1' } });
+    expect(await call('GET', '/api/v1/payments?limit=0', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: 'query parameter limit must be at least 1' },
+    });
     expect(await call('GET', '/api/v1/payments?limit=101', { key: m.test })).toMatchObject({ status: 400 });
-    expect(await call('GET', '/api/v1/payments?limit=ten', { key: m.test })).toMatchObject({ status: 400, body: { error: 'query parameter limit must be an integer' } });
+    expect(await call('GET', '/api/v1/payments?limit=ten', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: 'query parameter limit must be an integer' },
+    });
     expect(await call('GET', '/api/v1/payments?status=paid', { key: m.test })).toMatchObject({ status: 400 });
-    expect(await call('GET', '/api/v1/payments?createdGte=yesterday', { key: m.test })).toMatchObject({ status: 400, body: { error: 'query parameter createdGte must be an ISO 8601 date-time' } });
+    expect(await call('GET', '/api/v1/payments?createdGte=yesterday', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: 'query parameter createdGte must be an ISO 8601 date-time' },
+    });
     expect(await call('GET', '/api/v1/payments?sort=asc', { key: m.test })).toMatchObject({ status: 400, body: { error: 'unknown query parameter "sort"' } });
-    expect(await call('GET', '/api/v1/payments?startingAfter=ses_unknown', { key: m.test })).toMatchObject({ status: 400, body: { error: 'startingAfter "ses_unknown" is not a payment of this account' } });
+    expect(await call('GET', '/api/v1/payments?startingAfter=ses_unknown', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: 'startingAfter "ses_unknown" is not a payment of this account' },
+    });
   });
 });
 
@@ -65,7 +77,16 @@ describe('payment links', () => {
     const m = await newMerchant(db.store);
     const link = await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '10.5', metadata: { sku: 'tee' }, expiresIn: 900 }) });
     expect(link.status).toBe(201);
-    expect(link.body).toMatchObject({ active: true, amount: '10.5', currency: 'USDC', chain: 'base', merchantWallet: WALLET, expiresIn: 900, sessionsCreated: 0, livemode: false });
+    expect(link.body).toMatchObject({
+      active: true,
+      amount: '10.5',
+      currency: 'USDC',
+      chain: 'base',
+      merchantWallet: WALLET,
+      expiresIn: 900,
+      sessionsCreated: 0,
+      livemode: false,
+    });
     expect(link.body.url).toBe(`${PUBLIC_URL}/pay/${link.body.id}`);
     expect((await call('GET', `/api/v1/payment-links/${link.body.id}`, { key: m.test })).body).toEqual(link.body);
 
@@ -77,9 +98,18 @@ describe('payment links', () => {
     });
     expect(new Set(sessionIds).size).toBe(2);
     const session = await call('GET', `/api/v1/payments/${sessionIds[1]}`, { key: m.test });
-    expect(session.body).toMatchObject({ status: 'pending', amount: '10.5', metadata: { sku: 'tee' }, paymentLinkId: link.body.id, amountDueBaseUnits: '10500001' });
+    expect(session.body).toMatchObject({
+      status: 'pending',
+      amount: '10.5',
+      metadata: { sku: 'tee' },
+      paymentLinkId: link.body.id,
+      amountDueBaseUnits: '10500001',
+    });
     expect(new Date(session.body.expiresAt).getTime() - new Date(session.body.createdAt).getTime()).toBe(900_000);
-    expect((await call('GET', '/api/v1/payment-links', { key: m.test })).body).toMatchObject({ data: [{ id: link.body.id, sessionsCreated: 2 }], hasMore: false });
+    expect((await call('GET', '/api/v1/payment-links', { key: m.test })).body).toMatchObject({
+      data: [{ id: link.body.id, sessionsCreated: 2 }],
+      hasMore: false,
+    });
   });
 
   test('a link has at most MAX_OPEN_SESSIONS_PER_LINK unpaid sessions open: anonymous visits cannot use up its price', async () => {
@@ -92,12 +122,16 @@ describe('payment links', () => {
     const refused = await app.inject({ method: 'GET', url: `/pay/${link.body.id}` });
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('60');
-    const count = async () => (await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1', [link.body.id])).rows[0]!.n;
+    const count = async () =>
+      (await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1', [link.body.id])).rows[0]!.n;
     expect(await count()).toBe(MAX_OPEN_SESSIONS_PER_LINK);
     // The merchant's own API sessions at that price still get due amounts.
     expect((await call('POST', '/api/v1/payments', { key: m.test, body: payment({ amount: '3' }) })).status).toBe(201);
     // When one expires, a visitor gets a session again.
-    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE id = (SELECT id FROM payment_sessions WHERE payment_link_id = $1 LIMIT 1)`, [link.body.id]);
+    await db.store.query(
+      `UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE id = (SELECT id FROM payment_sessions WHERE payment_link_id = $1 LIMIT 1)`,
+      [link.body.id],
+    );
     expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
   });
 
@@ -118,8 +152,7 @@ describe('payment links', () => {
     expect(rows[0]!.n).toBe(1);
   });
 
-
-  test('a customer\'s browser gets a page, not JSON, when a link cannot start a checkout', async () => {
+  test("a customer's browser gets a page, not JSON, when a link cannot start a checkout", async () => {
     const m = await newMerchant(db.store);
     const link = await call('POST', '/api/v1/payment-links', { key: m.test, body: payment() });
     await call('PATCH', `/api/v1/payment-links/${link.body.id}`, { key: m.test, body: { active: false } });
@@ -129,29 +162,45 @@ describe('payment links', () => {
     expect(gone.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(gone.body).toContain('<h1>Payment link no longer active</h1>');
     // The checkout's headers: strict CSP, no framing, no caching.
-    expect(gone.headers).toMatchObject({ 'x-frame-options': 'DENY', 'cache-control': 'no-store', 'content-security-policy': expect.stringContaining("default-src 'none'") });
+    expect(gone.headers).toMatchObject({
+      'x-frame-options': 'DENY',
+      'cache-control': 'no-store',
+      'content-security-policy': expect.stringContaining("default-src 'none'"),
+    });
     const unknown = await app.inject({ method: 'GET', url: '/pay/plink_unknown', headers: browser });
     expect([unknown.statusCode, unknown.body.includes('<h1>Payment link not found</h1>')]).toEqual([404, true]);
     // API clients (JSON, or no Accept at all) keep the JSON error.
-    expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: { accept: 'application/json' } })).json()).toEqual({ error: 'this payment link is no longer active' });
+    expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: { accept: 'application/json' } })).json()).toEqual({
+      error: 'this payment link is no longer active',
+    });
   });
   test('link creation validates like a payment', async () => {
     const m = await newMerchant(db.store);
-    expect(await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '1.1234567' }) })).toMatchObject({ status: 400, body: { error: 'amount 1.1234567 has 7 decimal places; this token has 6' } });
+    expect(await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '1.1234567' }) })).toMatchObject({
+      status: 400,
+      body: { error: 'amount 1.1234567 has 7 decimal places; this token has 6' },
+    });
     const { merchantWallet: _w, ...noWallet } = payment();
-    expect(await call('POST', '/api/v1/payment-links', { key: m.live, body: noWallet })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^merchantWallet is required: this merchant has no default wallet on base; pass merchantWallet, or choose a default/) } });
-    expect(await call('PATCH', '/api/v1/payment-links/plink_x', { key: m.test, body: { active: 'no' } })).toMatchObject({ status: 400, body: { error: 'active must be a boolean' } });
+    expect(await call('POST', '/api/v1/payment-links', { key: m.live, body: noWallet })).toMatchObject({
+      status: 400,
+      body: {
+        error: expect.stringMatching(/^merchantWallet is required: this merchant has no default wallet on base; pass merchantWallet, or choose a default/),
+      },
+    });
+    expect(await call('PATCH', '/api/v1/payment-links/plink_x', { key: m.test, body: { active: 'no' } })).toMatchObject({
+      status: 400,
+      body: { error: 'active must be a boolean' },
+    });
   });
 });
 
 async function receivedPayment(key: string, amount: string, received: bigint) {
   const created = await call('POST', '/api/v1/payments', { key, body: payment({ amount }) });
   // As the engine leaves a payment whose money is all confirmed (refundsConfirmedMoney.test.ts drives the engine).
-  await db.store.query(`UPDATE payment_sessions SET status = 'confirmed', amount_received = $2::numeric, amount_confirmed = $2::numeric, tx_hash = $3 WHERE id = $1`, [
-    created.body.id,
-    received.toString(),
-    `0x${'ab'.repeat(32)}`,
-  ]);
+  await db.store.query(
+    `UPDATE payment_sessions SET status = 'confirmed', amount_received = $2::numeric, amount_confirmed = $2::numeric, tx_hash = $3 WHERE id = $1`,
+    [created.body.id, received.toString(), `0x${'ab'.repeat(32)}`],
+  );
   await db.store.query(
     `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, token_address, from_address, to_address, amount, session_id, match_method)
      VALUES (false, 'base', $1, 0, 100, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', $2, $3, $4::numeric, $5, 'amount')`,
@@ -166,7 +215,15 @@ describe('refunds', () => {
     const paymentId = await receivedPayment(m.test, '10', 10_000_000n);
     const first = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '4', reason: 'damaged' } });
     expect(first.status).toBe(201);
-    expect(first.body).toMatchObject({ paymentId, amount: '4', amountBaseUnits: '4000000', status: 'requested', address: payer.address, reason: 'damaged', txHash: null });
+    expect(first.body).toMatchObject({
+      paymentId,
+      amount: '4',
+      amountBaseUnits: '4000000',
+      status: 'requested',
+      address: payer.address,
+      reason: 'damaged',
+      txHash: null,
+    });
     const second = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, address: WALLET.toLowerCase() } });
     expect(second.body).toMatchObject({ amount: '6', address: WALLET });
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '0.01' } })).toMatchObject({
@@ -175,16 +232,28 @@ describe('refunds', () => {
     });
 
     const hash = `0x${'CD'.repeat(32)}`;
-    expect(await call('POST', `/api/v1/refunds/${first.body.id}/complete`, { key: m.test, body: { txHash: 'nope' } })).toMatchObject({ status: 400, body: { error: 'txHash must be 0x followed by 64 hex digits' } });
+    expect(await call('POST', `/api/v1/refunds/${first.body.id}/complete`, { key: m.test, body: { txHash: 'nope' } })).toMatchObject({
+      status: 400,
+      body: { error: 'txHash must be 0x followed by 64 hex digits' },
+    });
     const completed = await call('POST', `/api/v1/refunds/${first.body.id}/complete`, { key: m.test, body: { txHash: hash } });
     expect(completed.body).toMatchObject({ status: 'completed', txHash: hash.toLowerCase() });
-    expect(await call('POST', `/api/v1/refunds/${first.body.id}/reject`, { key: m.test })).toMatchObject({ status: 409, body: { error: `refund ${first.body.id} is already completed` } });
+    expect(await call('POST', `/api/v1/refunds/${first.body.id}/reject`, { key: m.test })).toMatchObject({
+      status: 409,
+      body: { error: `refund ${first.body.id} is already completed` },
+    });
     const rejected = await call('POST', `/api/v1/refunds/${second.body.id}/reject`, { key: m.test, body: { reason: 'outside policy' } });
     expect(rejected.body).toMatchObject({ status: 'rejected', rejectionReason: 'outside policy' });
     // The rejected 6 are refundable again, and no more.
-    expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '6.000001' } })).toMatchObject({ status: 400, body: { error: 'amount 6.000001 exceeds what can still be refunded: 6 USDC' } });
+    expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId, amount: '6.000001' } })).toMatchObject({
+      status: 400,
+      body: { error: 'amount 6.000001 exceeds what can still be refunded: 6 USDC' },
+    });
 
-    const { rows } = await db.store.query<{ type: string; refund_id: string; session_id: string }>('SELECT type, refund_id, session_id FROM events WHERE session_id = $1 ORDER BY seq', [paymentId]);
+    const { rows } = await db.store.query<{ type: string; refund_id: string; session_id: string }>(
+      'SELECT type, refund_id, session_id FROM events WHERE session_id = $1 ORDER BY seq',
+      [paymentId],
+    );
     expect(rows).toEqual([
       { type: 'refund.requested', refund_id: first.body.id, session_id: paymentId },
       { type: 'refund.requested', refund_id: second.body.id, session_id: paymentId },
@@ -192,7 +261,10 @@ describe('refunds', () => {
       { type: 'refund.rejected', refund_id: second.body.id, session_id: paymentId },
     ]);
     expect((await call('GET', `/api/v1/refunds/${first.body.id}`, { key: m.test })).body).toEqual(completed.body);
-    expect((await call('GET', `/api/v1/refunds?paymentId=${paymentId}`, { key: m.test })).body.data.map((r: { id: string }) => r.id)).toEqual([second.body.id, first.body.id]);
+    expect((await call('GET', `/api/v1/refunds?paymentId=${paymentId}`, { key: m.test })).body.data.map((r: { id: string }) => r.id)).toEqual([
+      second.body.id,
+      first.body.id,
+    ]);
   });
 
   test('concurrent refund requests never exceed what was received', async () => {
@@ -225,14 +297,19 @@ describe('refunds', () => {
     const open = await call('POST', '/api/v1/payments', { key: m.test, body: payment() });
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: open.body.id, address: WALLET } })).toMatchObject({
       status: 409,
-      body: { error: `payment ${open.body.id} has no confirmed money to refund: refunds are possible once money it received is confirmed (a confirmed, settled or underpaid payment)` },
+      body: {
+        error: `payment ${open.body.id} has no confirmed money to refund: refunds are possible once money it received is confirmed (a confirmed, settled or underpaid payment)`,
+      },
     });
     // Interface B shows the same payment as `pending`; the message names no state either interface could misread.
     expect((await call('GET', `/v1/payments/${open.body.id}`, { key: m.test })).body.status).toBe('pending');
     expect((await call('POST', '/v1/refunds', { key: m.test, body: { paymentId: open.body.id, address: WALLET } })).body.error).not.toMatch(/created|pending/);
     expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: 'ses_nope', address: WALLET } })).toMatchObject({ status: 404 });
     const paid = await receivedPayment(m.test, '11', 11_000_000n);
-    expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: paid, address: SOLANA_WALLET } })).toMatchObject({ status: 400, body: { error: `address "${SOLANA_WALLET}" is not a valid base address` } });
+    expect(await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: paid, address: SOLANA_WALLET } })).toMatchObject({
+      status: 400,
+      body: { error: `address "${SOLANA_WALLET}" is not a valid base address` },
+    });
     expect((await call('GET', '/api/v1/refunds/rfd_nope', { key: m.test })).status).toBe(404);
   });
 });
@@ -254,17 +331,34 @@ describe('currencies, status, wallets', () => {
     const bsc = await call('GET', '/v1/currencies?chain=bsc', { key: m.test, as: 'x-api-key' });
     expect(bsc.body.data.map((entry: { chain: string; currency: string }) => `${entry.currency}@${entry.chain}`)).toEqual(['USDT@bsc', 'USDC@bsc']);
     expect((await call('GET', '/api/v1/currencies?chain=bsc&currency=USDC', { key: m.test })).body.data).toHaveLength(1);
-    expect(await call('GET', '/api/v1/currencies?chain=tron', { key: m.test })).toMatchObject({ status: 400, body: { error: expect.stringContaining('query parameter chain must be one of') } });
-    expect(await call('GET', '/api/v1/currencies?network=bsc', { key: m.test })).toMatchObject({ status: 400, body: { error: 'unknown query parameter "network"' } });
+    expect(await call('GET', '/api/v1/currencies?chain=tron', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: expect.stringContaining('query parameter chain must be one of') },
+    });
+    expect(await call('GET', '/api/v1/currencies?network=bsc', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: 'unknown query parameter "network"' },
+    });
   });
 
   test('GET /status: a test key sees the simulated chains healthy however long ago they moved; live chains without RPC are sandbox-only (more in status.test.ts)', async () => {
     const m = await newMerchant(db.store);
-    await db.store.query(`INSERT INTO chain_heads (livemode, chain, head_block, processed_block, head_seen_at) VALUES (false, 'polygon', 1234, 1230, now()), (false, 'base', 99, 99, now() - interval '1 hour')`);
+    await db.store.query(
+      `INSERT INTO chain_heads (livemode, chain, head_block, processed_block, head_seen_at) VALUES (false, 'polygon', 1234, 1230, now()), (false, 'base', 99, 99, now() - interval '1 hour')`,
+    );
     const sandbox = await call('GET', '/api/v1/status', { key: m.test });
     expect(sandbox.body).toMatchObject({ status: 'healthy', reasons: [] });
-    expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'polygon')).toMatchObject({ mode: 'sandbox', status: 'healthy', processedBlock: '1230', lagSeconds: 0 });
-    expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'base')).toMatchObject({ status: 'healthy', processedBlock: '99', lagSeconds: 0 });
+    expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'polygon')).toMatchObject({
+      mode: 'sandbox',
+      status: 'healthy',
+      processedBlock: '1230',
+      lagSeconds: 0,
+    });
+    expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'base')).toMatchObject({
+      status: 'healthy',
+      processedBlock: '99',
+      lagSeconds: 0,
+    });
     expect(sandbox.body.chains.find((chain: { chain: string }) => chain.chain === 'bsc')).toMatchObject({ status: 'healthy', processedBlock: null });
     // This file's API has every chain live; one without RPC URLs reports them sandbox-only, and is degraded.
     const bare = buildApi(db.store, { env: Object.fromEntries(Object.keys(EVERY_CHAIN_LIVE).map((name) => [name, ''])) });
@@ -280,13 +374,19 @@ describe('currencies, status, wallets', () => {
     const challenge = await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain: 'polygon', address: payer.address.toLowerCase() } });
     expect(challenge.status).toBe(201);
     expect(challenge.body.address).toBe(payer.address);
-    const wrong = await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: 'something else' }) } });
+    const wrong = await call('POST', '/api/v1/wallets', {
+      key: m.live,
+      body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: 'something else' }) },
+    });
     expect(wrong).toMatchObject({ status: 400, body: { error: `signature does not verify for ${payer.address} over the challenge message` } });
     const signature = await payer.signMessage({ message: challenge.body.message });
     const added = await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature, default: true } });
     expect(added.status).toBe(201);
     expect(added.body).toMatchObject({ chain: 'polygon', address: payer.address, verified: true, verificationMethod: 'eip191', default: true });
-    expect(await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature } })).toMatchObject({ status: 400, body: { error: 'this wallet challenge was already used; request a new one' } });
+    expect(await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature } })).toMatchObject({
+      status: 400,
+      body: { error: 'this wallet challenge was already used; request a new one' },
+    });
     expect((await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: 'wch_nope', signature } })).status).toBe(404);
     expect(await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain: 'solana', address: WALLET } })).toMatchObject({ status: 400 });
     expect((await call('GET', '/api/v1/wallets?chain=polygon', { key: m.test })).body.data.map((w: { address: string }) => w.address)).toEqual([payer.address]);

@@ -19,7 +19,8 @@ const POLYGON_USDC_E = chains.polygon.tokens.find((t) => t.symbol === 'USDC.e')!
 const SOLANA_USDC = chains.solana.tokens.find((t) => t.symbol === 'USDC')!.address;
 
 /** RPC URLs for `live` chains only; the others run sandbox-only. */
-const rpcEnv = (live: readonly string[]) => Object.fromEntries(CHAIN_NAMES.map((chain) => [`SVC_${chain.toUpperCase()}_RPC_URL`, live.includes(chain) ? `http://rpc.invalid/${chain}` : '']));
+const rpcEnv = (live: readonly string[]) =>
+  Object.fromEntries(CHAIN_NAMES.map((chain) => [`SVC_${chain.toUpperCase()}_RPC_URL`, live.includes(chain) ? `http://rpc.invalid/${chain}` : '']));
 
 let everyChain: ReturnType<typeof buildApi>;
 let polygonOnly: ReturnType<typeof buildApi>;
@@ -43,13 +44,15 @@ const body = (extra: Record<string, unknown> = {}) => ({ amount: '25', currency:
 
 /** Rows a refused request must not have written for merchant `id`. */
 async function written(id: string) {
-  const count = async (table: string) => (await db.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE merchant_id = $1`, [id])).rows[0]!.n;
+  const count = async (table: string) =>
+    (await db.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE merchant_id = $1`, [id])).rows[0]!.n;
   return { sessions: await count('payment_sessions'), links: await count('payment_links'), wallets: await count('wallets') };
 }
 const NOTHING = { sessions: 0, links: 0, wallets: 0 };
 
 describe('live sessions only on chains the gateway watches', () => {
-  const refusal = 'base is not watched by this gateway in live mode (no SVC_BASE_RPC_URL is configured), so a payment there would never be detected; use a test key, or ask the operator to configure the chain';
+  const refusal =
+    'base is not watched by this gateway in live mode (no SVC_BASE_RPC_URL is configured), so a payment there would never be detected; use a test key, or ask the operator to configure the chain';
 
   test('a live session on a chain without an RPC URL is a 409 on every create route and writes nothing; test keys and watched chains work', async () => {
     const m = await newMerchant(db.store);
@@ -82,7 +85,9 @@ describe('live sessions only on chains the gateway watches', () => {
     for (const key of [m.live, m.test]) {
       const { status, body: answer } = await callPolygonOnly('GET', '/api/v1/currencies', { key });
       expect(status).toBe(200);
-      const live = Object.fromEntries(answer.data.map((entry: { chain: string; currency: string; live: boolean }) => [`${entry.currency}/${entry.chain}`, entry.live]));
+      const live = Object.fromEntries(
+        answer.data.map((entry: { chain: string; currency: string; live: boolean }) => [`${entry.currency}/${entry.chain}`, entry.live]),
+      );
       expect(live).toMatchObject({ 'USDC/polygon': true, 'USDT/polygon': true, 'USDC/base': false, 'USDC/solana': false });
     }
     const all = await call('GET', '/api/v1/currencies', { key: m.live });
@@ -128,7 +133,9 @@ describe('receiving wallets that would burn the payment are refused', () => {
         for (const url of ['/api/v1/sessions', '/api/v1/payment-links']) {
           const answer = await call('POST', url, { key, body: body({ chain, merchantWallet: address }) });
           expect(answer.status, `${url} ${chain} ${address}`).toBe(400);
-          expect(answer.body.error).toMatch(new RegExp(`^merchantWallet \\S+ ${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.* on ${chain}: funds sent there cannot be spent`));
+          expect(answer.body.error).toMatch(
+            new RegExp(`^merchantWallet \\S+ ${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.* on ${chain}: funds sent there cannot be spent`),
+          );
         }
       }
     }
@@ -145,7 +152,9 @@ describe('receiving wallets that would burn the payment are refused', () => {
       expect(answer.body.error).toContain(reason);
       expect(answer.body.error).toMatch(/^address /);
     }
-    await expect(addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x0000000000000000000000000000000000000000', verifiedBy: 'operator' })).rejects.toThrow(/zero address/);
+    await expect(
+      addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x0000000000000000000000000000000000000000', verifiedBy: 'operator' }),
+    ).rejects.toThrow(/zero address/);
     expect(await written(m.id)).toEqual(NOTHING);
   });
 });

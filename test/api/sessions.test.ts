@@ -19,7 +19,10 @@ async function countSessions(merchantId: string): Promise<number> {
 describe('one session, two interfaces', () => {
   test('POST /api/v1/sessions (Bearer) answers 201 with §2.1 fields; GET /v1/payments/:id (X-API-Key) reads it as §2.2 `pending`', async () => {
     const m = await newMerchant(db.store);
-    const created = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ metadata: { order: '42' }, successUrl: 'https://shop.example/ok', expiresIn: 600 }) });
+    const created = await call('POST', '/api/v1/sessions', {
+      key: m.test,
+      body: body({ metadata: { order: '42' }, successUrl: 'https://shop.example/ok', expiresIn: 600 }),
+    });
     expect(created.status).toBe(201);
     const a = created.body;
     expect(a).toMatchObject({
@@ -102,7 +105,11 @@ describe('what a payer needs', () => {
     const m = await newMerchant(db.store);
     const other = '0x90F79bf6EB2c4f870365E785982E1f101E93b906';
     expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ merchantWallet: other }) })).status).toBe(201);
-    const wallets = () => db.store.query<{ address: string; verified_at: Date | null }>('SELECT address, verified_at FROM wallets WHERE merchant_id = $1 AND chain = $2', [m.id, 'polygon']);
+    const wallets = () =>
+      db.store.query<{ address: string; verified_at: Date | null }>('SELECT address, verified_at FROM wallets WHERE merchant_id = $1 AND chain = $2', [
+        m.id,
+        'polygon',
+      ]);
     expect((await wallets()).rows).toEqual([]);
     expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ merchantWallet: other.toLowerCase() }) })).status).toBe(201);
     expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ merchantWallet: other }) })).status).toBe(201);
@@ -134,7 +141,10 @@ describe('what a payer needs', () => {
     const refused = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
     expect(refused).toMatchObject({
       status: 400,
-      body: { error: 'merchantWallet is required: this merchant has no default wallet on polygon; pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)' },
+      body: {
+        error:
+          'merchantWallet is required: this merchant has no default wallet on polygon; pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)',
+      },
     });
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
     expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).status).toBe(400);
@@ -177,13 +187,22 @@ describe('unique due amounts', () => {
     // live session of this one may not use).
     const own = '0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc';
     const dues = [];
-    for (let i = 0; i < 3; i++) dues.push((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', merchantWallet: own }) })).body.amountDueBaseUnits);
+    for (let i = 0; i < 3; i++)
+      dues.push((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', merchantWallet: own }) })).body.amountDueBaseUnits);
     expect(dues).toEqual(['5000000', '5000001', '5000002']);
-    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', currency: 'USDT', merchantWallet: own }) })).body.amountDueBaseUnits).toBe('5000000');
-    expect((await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body.amountDueBaseUnits).toBe('5000000');
+    expect(
+      (await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', currency: 'USDT', merchantWallet: own }) })).body.amountDueBaseUnits,
+    ).toBe('5000000');
+    expect(
+      (await call('POST', '/api/v1/sessions', { key: m.live, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body
+        .amountDueBaseUnits,
+    ).toBe('5000000');
     // Sandbox sessions pay to the sandbox address whatever merchantWallet says, so they start again there.
     expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: own }) })).body.amountDueBaseUnits).toBe('5000000');
-    expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body.amountDueBaseUnits).toBe('5000001');
+    expect(
+      (await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5', merchantWallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' }) })).body
+        .amountDueBaseUnits,
+    ).toBe('5000001');
   });
 
   test('concurrent creations never share a due amount', async () => {
@@ -211,7 +230,9 @@ describe('unique due amounts', () => {
   test('a reservation whose monitoring window closed frees its due amount', async () => {
     const m = await newMerchant(db.store);
     const first = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '8' }) });
-    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '2 days', monitor_until = now() - interval '1 second' WHERE id = $1`, [first.body.id]);
+    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '2 days', monitor_until = now() - interval '1 second' WHERE id = $1`, [
+      first.body.id,
+    ]);
     expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '8' }) })).body.amountDueBaseUnits).toBe('8000000');
   });
 
@@ -244,12 +265,20 @@ describe('validation: a 400 that says what is wrong, and writes nothing', () => 
     ['above the maximum', body({ amount: '1000000.01' }), 'amount 1000000.01 is above the maximum of 1000000'],
     ['unknown currency', body({ currency: 'DAI' }), 'currency must be one of USDT, USDC'],
     ['unknown chain', body({ chain: 'ethereum' }), 'chain must be one of polygon, solana, base, bsc, arbitrum, optimism'],
-    ['bad EIP-55 checksum', body({ merchantWallet: '0x70997970c51812DC3A010C7d01b50e0d17dc79C8' }), /^merchantWallet "0x70997970c51812DC3A010C7d01b50e0d17dc79C8" is not a valid polygon address/],
+    [
+      'bad EIP-55 checksum',
+      body({ merchantWallet: '0x70997970c51812DC3A010C7d01b50e0d17dc79C8' }),
+      /^merchantWallet "0x70997970c51812DC3A010C7d01b50e0d17dc79C8" is not a valid polygon address/,
+    ],
     ['EVM wallet on solana', body({ chain: 'solana', merchantWallet: WALLET }), /is not a valid solana address \(base58 of a 32-byte key\)$/],
     ['relative webhookUrl', body({ webhookUrl: '/hook' }), 'webhookUrl must be an absolute http or https URL'],
     ['ftp successUrl', body({ successUrl: 'ftp://shop.example/ok' }), 'successUrl must be an absolute http or https URL'],
     ['metadata value not a string', body({ metadata: { n: 1 } }), 'metadata.n must be a string'],
-    ['metadata with 51 keys', body({ metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) }), 'metadata must have at most 50 keys'],
+    [
+      'metadata with 51 keys',
+      body({ metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) }),
+      'metadata must have at most 50 keys',
+    ],
     ['metadata key too long', body({ metadata: { ['k'.repeat(41)]: 'v' } }), `metadata key "${'k'.repeat(41)}" must be at most 40 characters`],
     ['metadata value too long', body({ metadata: { k: 'v'.repeat(501) } }), 'metadata.k must be at most 500 characters'],
     ['expiresIn too short', body({ expiresIn: 59 }), 'expiresIn must be at least 60'],
@@ -279,7 +308,9 @@ describe('validation: a 400 that says what is wrong, and writes nothing', () => 
     expect(malformed.json().error).toMatch(/JSON/);
     const form = await send('amount=1', 'application/x-www-form-urlencoded');
     expect(form.statusCode).toBe(400);
-    expect(form.json()).toEqual({ error: 'Content-Type "application/x-www-form-urlencoded" is not accepted: send a JSON body with Content-Type: application/json' });
+    expect(form.json()).toEqual({
+      error: 'Content-Type "application/x-www-form-urlencoded" is not accepted: send a JSON body with Content-Type: application/json',
+    });
     expect((await send('hello', 'text/plain')).statusCode).toBe(400);
     expect((await send('', 'application/json')).statusCode).toBe(400);
     const huge = await send(JSON.stringify(body({ metadata: { k: 'x'.repeat(70_000) } })), 'application/json');

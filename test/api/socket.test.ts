@@ -48,17 +48,24 @@ test('walkthrough of every endpoint over HTTP, both prefixes and both auth heade
   expect((await call('GET', '/api/v1/status', { key: m.test })).body.api.status).toBe('healthy');
 
   const challenge = await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain: 'base', address: payer.address } });
-  const wallet = await call('POST', '/api/v1/wallets', { key: m.live, body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: challenge.body.message }) } });
+  const wallet = await call('POST', '/api/v1/wallets', {
+    key: m.live,
+    body: { challengeId: challenge.body.id, signature: await payer.signMessage({ message: challenge.body.message }) },
+  });
   expect(wallet.status).toBe(201);
   expect((await call('GET', '/api/v1/wallets', { key: m.test })).body.data.length).toBe(1);
 
-  await db.store.query(`UPDATE payment_sessions SET status = 'confirmed', amount_received = amount_due, amount_confirmed = amount_due WHERE id = $1`, [b.body.id]);
+  await db.store.query(`UPDATE payment_sessions SET status = 'confirmed', amount_received = amount_due, amount_confirmed = amount_due WHERE id = $1`, [
+    b.body.id,
+  ]);
   const refund = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: b.body.id, amount: '5', address: WALLET } });
   expect(refund.status).toBe(201);
   const other = await call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: b.body.id, amount: '5', address: WALLET } });
   expect((await call('GET', `/api/v1/refunds/${refund.body.id}`, { key: m.test })).status).toBe(200);
   expect((await call('GET', '/api/v1/refunds', { key: m.test })).body.data.length).toBe(2);
-  expect((await call('POST', `/api/v1/refunds/${refund.body.id}/complete`, { key: m.test, body: { txHash: `0x${'1'.repeat(64)}` } })).body.status).toBe('completed');
+  expect((await call('POST', `/api/v1/refunds/${refund.body.id}/complete`, { key: m.test, body: { txHash: `0x${'1'.repeat(64)}` } })).body.status).toBe(
+    'completed',
+  );
   expect((await call('POST', `/v1/refunds/${other.body.id}/reject`, { key: m.test, as: 'x-api-key' })).body.status).toBe('rejected');
 
   // Error statuses of the spec's table over the socket.

@@ -13,7 +13,9 @@ let twoLive: FastifyInstance;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
 
 /** No chain has an RPC URL, whatever the harness defaults to. */
-const NO_RPC = Object.fromEntries(CHAIN_NAMES.flatMap((chain) => [`SVC_${chain.toUpperCase()}_RPC_URL`, `SVC_${chain.toUpperCase()}_WS_URL`].map((name) => [name, ''])));
+const NO_RPC = Object.fromEntries(
+  CHAIN_NAMES.flatMap((chain) => [`SVC_${chain.toUpperCase()}_RPC_URL`, `SVC_${chain.toUpperCase()}_WS_URL`].map((name) => [name, ''])),
+);
 
 beforeAll(async () => {
   noRpc = buildApi(db.store, { env: NO_RPC });
@@ -38,9 +40,9 @@ test('a test key sees the simulated chains healthy even when no sandbox payment 
   const after = BigInt(Math.floor((Date.now() - SANDBOX_GENESIS_MS) / SANDBOX_BLOCK_MS));
   expect(status).toBe(200);
   expect(body).toMatchObject({ status: 'healthy', reasons: [], livemode: false });
-  expect(body.chains.map((chain: { chain: string; mode: string; status: string; lagSeconds: number }) => [chain.chain, chain.mode, chain.status, chain.lagSeconds])).toEqual(
-    CHAIN_NAMES.map((name) => [name, 'sandbox', 'healthy', 0]),
-  );
+  expect(
+    body.chains.map((chain: { chain: string; mode: string; status: string; lagSeconds: number }) => [chain.chain, chain.mode, chain.status, chain.lagSeconds]),
+  ).toEqual(CHAIN_NAMES.map((name) => [name, 'sandbox', 'healthy', 0]));
   // The head is the simulated height now; processedBlock is where the simulator last advanced to.
   const head = BigInt(chainOf(body, 'base')!.headBlock);
   expect(head >= before && head <= after).toBe(true);

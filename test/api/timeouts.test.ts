@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
 import { buildApi } from '../helpers/api.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { ConfigError } from '../../src/internal/errors.ts';
+import type { ConfigError } from '../../src/internal/errors.ts';
 
 // Slow clients are cut off. The tests set short timeouts through the environment variables
 // production reads (loadConfig), so each case takes about a second.
@@ -108,7 +108,12 @@ describe('slow clients', () => {
   });
 
   test('a socket with no traffic at all is destroyed at the idle timeout, before a longer headers timeout', async () => {
-    const port = await listen({ SVC_HTTP_HEADERS_TIMEOUT_MS: '5000', SVC_HTTP_REQUEST_TIMEOUT_MS: '5000', SVC_HTTP_IDLE_TIMEOUT_MS: '600', SVC_API_DB_TIMEOUT_MS: '500' });
+    const port = await listen({
+      SVC_HTTP_HEADERS_TIMEOUT_MS: '5000',
+      SVC_HTTP_REQUEST_TIMEOUT_MS: '5000',
+      SVC_HTTP_IDLE_TIMEOUT_MS: '600',
+      SVC_API_DB_TIMEOUT_MS: '500',
+    });
     const result = await hold(port, () => {});
     expect(result.closed).toBe(true);
     expect(result.received).toBe('');
@@ -134,7 +139,10 @@ describe('requests Node refuses before routing', () => {
     const port = await listen(SHORT);
     const result = await hold(port, (socket) => socket.write(`GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
     expect(result.closed).toBe(true);
-    expect(parseRaw(result.received)).toMatchObject({ statusLine: 'HTTP/1.1 431 Request Header Fields Too Large', body: { error: 'the request headers are too large' } });
+    expect(parseRaw(result.received)).toMatchObject({
+      statusLine: 'HTTP/1.1 431 Request Header Fields Too Large',
+      body: { error: 'the request headers are too large' },
+    });
   });
 });
 
@@ -152,9 +160,13 @@ describe('configuration', () => {
         return (error as ConfigError).problems;
       }
     };
-    expect(problems({ SVC_HTTP_HEADERS_TIMEOUT_MS: '10s' })).toEqual(['SVC_HTTP_HEADERS_TIMEOUT_MS="10s": must be a whole number of milliseconds from 100 to 3600000']);
+    expect(problems({ SVC_HTTP_HEADERS_TIMEOUT_MS: '10s' })).toEqual([
+      'SVC_HTTP_HEADERS_TIMEOUT_MS="10s": must be a whole number of milliseconds from 100 to 3600000',
+    ]);
     expect(problems({ SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS: '0' })[0]).toMatch(/^SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS="0"/);
-    expect(problems({ SVC_HTTP_HEADERS_TIMEOUT_MS: '40000' })).toEqual(['SVC_HTTP_HEADERS_TIMEOUT_MS (40000) must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (30000)']);
+    expect(problems({ SVC_HTTP_HEADERS_TIMEOUT_MS: '40000' })).toEqual([
+      'SVC_HTTP_HEADERS_TIMEOUT_MS (40000) must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (30000)',
+    ]);
     expect(problems({ SVC_API_DB_TIMEOUT_MS: '120000' })[0]).toMatch(/^SVC_HTTP_IDLE_TIMEOUT_MS \(120000\) must exceed SVC_API_DB_TIMEOUT_MS \(120000\)/);
   });
 });

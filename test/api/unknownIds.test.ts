@@ -60,7 +60,9 @@ describe('an id that names nothing is a 404 {"error"} on every route that takes 
     expect((await api.call('GET', '/api/v1/payment-links/plink_x.y', { key: m.test })).body).toEqual({ error: 'payment link "plink_x.y" not found' });
     expect((await api.call('GET', `/api/v1/events/${'e'.repeat(70)}`, { key: m.test })).body).toEqual({ error: `event "${'e'.repeat(64)}…" not found` });
     // The sandbox's payment simulator too (a well-shaped unknown id needs a running sandbox: see the sandbox tests).
-    expect((await api.call('POST', '/api/v1/sandbox/sessions/not-an-id/pay', { key: m.test, body: {} })).body).toEqual({ error: 'payment session "not-an-id" not found' });
+    expect((await api.call('POST', '/api/v1/sandbox/sessions/not-an-id/pay', { key: m.test, body: {} })).body).toEqual({
+      error: 'payment session "not-an-id" not found',
+    });
     // Unchanged: a bad query or body is still a 400, and an unauthenticated request a 401.
     expect((await api.call('GET', '/api/v1/payments?limit=0', { key: m.test })).status).toBe(400);
     expect((await api.call('GET', '/api/v1/sessions/not-an-id')).status).toBe(401);

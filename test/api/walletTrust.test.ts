@@ -27,7 +27,9 @@ async function addSigned(key: string, options: { chain?: string; default?: boole
 }
 
 async function walletRows(merchantId: string) {
-  const { rows } = await db.store.query('SELECT id, address, verified_at IS NOT NULL AS verified, is_default FROM wallets WHERE merchant_id = $1 ORDER BY id', [merchantId]);
+  const { rows } = await db.store.query('SELECT id, address, verified_at IS NOT NULL AS verified, is_default FROM wallets WHERE merchant_id = $1 ORDER BY id', [
+    merchantId,
+  ]);
   return rows;
 }
 
@@ -36,11 +38,17 @@ describe('only a live key with the write scope manages receiving wallets', () =>
     const m = await newMerchant(db.store);
     const own = await addSigned(m.live, { default: true });
     const account = privateKeyToAccount(generatePrivateKey());
-    expect(await call('POST', '/api/v1/wallets/challenges', { key: m.test, body: { chain: 'polygon', address: account.address } })).toMatchObject({ status: 403, body: { error: TEST_KEY_403 } });
+    expect(await call('POST', '/api/v1/wallets/challenges', { key: m.test, body: { chain: 'polygon', address: account.address } })).toMatchObject({
+      status: 403,
+      body: { error: TEST_KEY_403 },
+    });
     // Even a valid challenge and signature (obtained some other way) do not help a test key.
     const challenge = await call('POST', '/api/v1/wallets/challenges', { key: m.live, body: { chain: 'polygon', address: account.address } });
     const signature = await account.signMessage({ message: challenge.body.message });
-    expect(await call('POST', '/api/v1/wallets', { key: m.test, body: { challengeId: challenge.body.id, signature, default: true } })).toMatchObject({ status: 403, body: { error: TEST_KEY_403 } });
+    expect(await call('POST', '/api/v1/wallets', { key: m.test, body: { challengeId: challenge.body.id, signature, default: true } })).toMatchObject({
+      status: 403,
+      body: { error: TEST_KEY_403 },
+    });
     expect(await call('POST', '/api/v1/wallets', { key: m.test, body: { nonsense: 1 } })).toMatchObject({ status: 403, body: { error: TEST_KEY_403 } });
     expect(await call('POST', `/api/v1/wallets/${own.answer.body.id}/default`, { key: m.test })).toMatchObject({ status: 403, body: { error: TEST_KEY_403 } });
     expect(await call('DELETE', `/api/v1/wallets/${own.answer.body.id}`, { key: m.sk })).toMatchObject({ status: 403, body: { error: TEST_KEY_403 } });
@@ -112,7 +120,10 @@ describe('the default wallet per chain is explicit', () => {
     // Only a verified wallet of this merchant can be the default.
     await call('POST', '/api/v1/payments', { key: m.live, body: payment({ merchantWallet: WALLET }) });
     const inline = (await walletRows(m.id)).find((row) => row.address === WALLET)!;
-    expect(await call('POST', `/api/v1/wallets/${inline.id}/default`, { key: m.live })).toMatchObject({ status: 409, body: { error: expect.stringMatching(/is not verified, so it cannot be the default/) } });
+    expect(await call('POST', `/api/v1/wallets/${inline.id}/default`, { key: m.live })).toMatchObject({
+      status: 409,
+      body: { error: expect.stringMatching(/is not verified, so it cannot be the default/) },
+    });
     const other = await newMerchant(db.store, 'Other');
     expect((await call('POST', `/api/v1/wallets/${third.answer.body.id}/default`, { key: other.live })).status).toBe(404);
     // The database holds the rule too: a second default on one chain is refused.
@@ -131,16 +142,28 @@ describe('removing a wallet', () => {
     expect(session.body.merchantWallet).toBe(removable.address);
     const refused = await call('DELETE', `/api/v1/wallets/${removable.answer.body.id}`, { key: m.live });
     expect(refused.status).toBe(409);
-    expect(refused.body.error).toMatch(new RegExp(`^wallet ${removable.answer.body.id} \\(polygon:${removable.address}\\) is the receiving wallet of 1 live session\\(s\\) still watched for payment`));
+    expect(refused.body.error).toMatch(
+      new RegExp(
+        `^wallet ${removable.answer.body.id} \\(polygon:${removable.address}\\) is the receiving wallet of 1 live session\\(s\\) still watched for payment`,
+      ),
+    );
     expect(await walletRows(m.id)).toHaveLength(2);
 
     // Its window closes: removable, unless an active live link names it.
-    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '2 hours', monitor_until = now() - interval '1 hour' WHERE id = $1`, [session.body.id]);
+    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '2 hours', monitor_until = now() - interval '1 hour' WHERE id = $1`, [
+      session.body.id,
+    ]);
     const link = await call('POST', '/api/v1/payment-links', { key: m.live, body: payment({ merchantWallet: removable.address }) });
     const byLink = await call('DELETE', `/api/v1/wallets/${removable.answer.body.id}`, { key: m.live });
-    expect(byLink).toMatchObject({ status: 409, body: { error: expect.stringContaining(`is the wallet of active payment link(s) ${link.body.id}; deactivate them first`) } });
+    expect(byLink).toMatchObject({
+      status: 409,
+      body: { error: expect.stringContaining(`is the wallet of active payment link(s) ${link.body.id}; deactivate them first`) },
+    });
     await call('PATCH', `/api/v1/payment-links/${link.body.id}`, { key: m.live, body: { active: false } });
-    expect(await call('DELETE', `/api/v1/wallets/${removable.answer.body.id}`, { key: m.live })).toMatchObject({ status: 200, body: { id: removable.answer.body.id, deleted: true } });
+    expect(await call('DELETE', `/api/v1/wallets/${removable.answer.body.id}`, { key: m.live })).toMatchObject({
+      status: 200,
+      body: { id: removable.answer.body.id, deleted: true },
+    });
     expect((await call('DELETE', `/api/v1/wallets/${removable.answer.body.id}`, { key: m.live })).status).toBe(404);
 
     // The old session still says where it pays; no other wallet became the default.
@@ -164,11 +187,19 @@ describe('unverified inline wallets are capped per merchant', () => {
       expect(created.status).toBe(201);
       sessions.push(created.body.id);
     }
-    const count = async () => (await db.store.query('SELECT (SELECT count(*) FROM wallets WHERE merchant_id = $1)::int AS w, (SELECT count(*) FROM payment_sessions WHERE merchant_id = $1)::int AS s', [m.id])).rows[0];
+    const count = async () =>
+      (
+        await db.store.query(
+          'SELECT (SELECT count(*) FROM wallets WHERE merchant_id = $1)::int AS w, (SELECT count(*) FROM payment_sessions WHERE merchant_id = $1)::int AS s',
+          [m.id],
+        )
+      ).rows[0];
     const before = await count();
     const over = await call('POST', '/api/v1/sessions', { key: m.live, body: payment({ merchantWallet: address(101) }) });
     expect(over.status).toBe(409);
-    expect(over.body.error).toMatch(/^this merchant already has 100 unverified receiving wallets in use by open live sessions or active payment links, the most the gateway watches for one merchant; verify the wallets/);
+    expect(over.body.error).toMatch(
+      /^this merchant already has 100 unverified receiving wallets in use by open live sessions or active payment links, the most the gateway watches for one merchant; verify the wallets/,
+    );
     expect(await count()).toEqual(before);
     // A wallet already watched, and a verified one, do not need a new place.
     expect((await call('POST', '/api/v1/sessions', { key: m.live, body: payment({ merchantWallet: address(7) }) })).status).toBe(201);
@@ -178,7 +209,9 @@ describe('unverified inline wallets are capped per merchant', () => {
     expect((await call('POST', '/api/v1/sessions', { key: m.test, body: payment({ merchantWallet: address(102) }) })).status).toBe(201);
 
     // Two sessions' monitoring windows close: their wallets are forgotten when room is needed.
-    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '2 hours', monitor_until = now() - interval '1 hour' WHERE id = ANY($1)`, [[sessions[0], sessions[1]]]);
+    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '2 hours', monitor_until = now() - interval '1 hour' WHERE id = ANY($1)`, [
+      [sessions[0], sessions[1]],
+    ]);
     expect((await call('POST', '/api/v1/sessions', { key: m.live, body: payment({ merchantWallet: address(101) }) })).status).toBe(201);
     const { rows } = await db.store.query<{ address: string }>('SELECT address FROM wallets WHERE merchant_id = $1 AND verified_at IS NULL', [m.id]);
     expect(rows).toHaveLength(MAX_UNVERIFIED_WALLETS - 1);

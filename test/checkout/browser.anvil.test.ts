@@ -13,7 +13,16 @@ import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { formatAmount } from '../../src/internal/money.ts';
 import { makeSession } from '../helpers/checkoutSessions.ts';
-import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS, waitText } from '../helpers/browser.ts';
+import {
+  collectPageProblems,
+  decodeQr,
+  launchChromium,
+  saveScreenshot,
+  startCheckoutServer,
+  startMerchantSite,
+  VIEWPORTS,
+  waitText,
+} from '../helpers/browser.ts';
 
 /**
  * The whole path, nothing simulated: a customer's page in Chromium, a payment on anvil (chain id
@@ -29,7 +38,12 @@ let engine: Engine;
 let ingest: Ingest;
 
 beforeAll(async () => {
-  [anvil, browser, server, merchantSite] = await Promise.all([startAnvil({ chain: 'polygon' }), launchChromium(), startCheckoutServer(db.store), startMerchantSite()]);
+  [anvil, browser, server, merchantSite] = await Promise.all([
+    startAnvil({ chain: 'polygon' }),
+    launchChromium(),
+    startCheckoutServer(db.store),
+    startMerchantSite(),
+  ]);
   await anvil.installChainTokens();
   const logger = createLogger({ level: 'silent' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
@@ -108,7 +122,11 @@ test('an underpayment on anvil shows what is left; paying the QR code for the re
   const wallet: Address = '0x976EA74026E726554dB657fA54763abd0C3a0aa9';
   await addWallet(db.store, { merchantId: merchant.id, chain: 'polygon', address: wallet, verifiedBy: 'operator' });
   const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: wallet, amount: '30', livemode: true });
-  const context = await browser.newContext({ viewport: { width: VIEWPORTS.phone.width, height: VIEWPORTS.phone.height }, deviceScaleFactor: 2, isMobile: true });
+  const context = await browser.newContext({
+    viewport: { width: VIEWPORTS.phone.width, height: VIEWPORTS.phone.height },
+    deviceScaleFactor: 2,
+    isMobile: true,
+  });
   const page = await context.newPage();
   const problems = collectPageProblems(page);
   await page.goto(`${server.url}/checkout/${session.id}`);

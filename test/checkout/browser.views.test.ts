@@ -4,7 +4,17 @@ import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newMerchant, WALLET, SOLANA_WALLET } from '../helpers/api.ts';
 import { makeSession, setSessionState } from '../helpers/checkoutSessions.ts';
-import { collectPageProblems, decodeQr, waitText, waitTextContains, launchChromium, saveScreenshot, startCheckoutServer, startMerchantSite, VIEWPORTS } from '../helpers/browser.ts';
+import {
+  collectPageProblems,
+  decodeQr,
+  waitText,
+  waitTextContains,
+  launchChromium,
+  saveScreenshot,
+  startCheckoutServer,
+  startMerchantSite,
+  VIEWPORTS,
+} from '../helpers/browser.ts';
 
 const db = useTestDatabase('checkout_browser');
 let browser: Browser;
@@ -76,7 +86,11 @@ describe('checkout page in Chromium', () => {
       expect(tree).toContain(line);
     }
     // Every form field has a label (the refund form, present though hidden until payment).
-    expect(await a11yPage.locator('input:not([type=hidden]), textarea').evaluateAll((fields) => fields.every((field) => (field as { labels: { length: number } }).labels.length > 0))).toBe(true);
+    expect(
+      await a11yPage
+        .locator('input:not([type=hidden]), textarea')
+        .evaluateAll((fields) => fields.every((field) => (field as { labels: { length: number } }).labels.length > 0)),
+    ).toBe(true);
 
     // Keyboard: the copy buttons are reachable and work from the keyboard.
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -117,7 +131,7 @@ describe('checkout page in Chromium', () => {
     const { page, problems } = await open(`${server.url}/checkout/${session.id}`, 'phone');
     await waitText(page.locator('#status'), 'Waiting for your payment.');
 
-    await setSessionState(db.store, session.id, { status: 'confirming', amountReceived: 6_000_000n, confirmations: 1, txHash: '0x' + '12'.repeat(32) });
+    await setSessionState(db.store, session.id, { status: 'confirming', amountReceived: 6_000_000n, confirmations: 1, txHash: `0x${'12'.repeat(32)}` });
     await waitText(page.locator('#status'), `Payment detected: 1 of ${session.requiredConfirmations} confirmations.`);
     await setSessionState(db.store, session.id, { confirmations: 5 });
     await waitText(page.locator('#confirmations'), '5');

@@ -119,7 +119,13 @@ describe('payment instructions (Accept: application/json)', () => {
   test('solana session: mint, reference, Solana Pay URI with decimal amount and encoded label', async () => {
     const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'solana', merchantWallet: SOLANA_WALLET, amount: '7.05' });
     const { body } = await get(`/checkout/${session.id}`);
-    expect(body).toMatchObject({ chainKind: 'solana', chainId: 'devnet', recipient: sandboxPayTo('solana'), reference: session.reference, token: { address: SOLANA_USDC, standard: 'spl' } });
+    expect(body).toMatchObject({
+      chainKind: 'solana',
+      chainId: 'devnet',
+      recipient: sandboxPayTo('solana'),
+      reference: session.reference,
+      token: { address: SOLANA_USDC, standard: 'spl' },
+    });
     expect(body.token.tokenProgram).toBe('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
     expect(body.paymentUri).toBe(
       `solana:${sandboxPayTo('solana')}?amount=7.05&spl-token=${SOLANA_USDC}&reference=${session.reference}&label=Corner%20%3CShop%3E%20%26%20Co&message=Payment%20${session.id}`,
@@ -128,13 +134,13 @@ describe('payment instructions (Accept: application/json)', () => {
 
   test('underpaid: remaining amount and a URI for the rest; the status endpoint agrees', async () => {
     const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '20' });
-    await setSessionState(db.store, session.id, { status: 'pending', amountReceived: 15_000_000n, confirmations: 40, txHash: '0x' + 'ab'.repeat(32) });
+    await setSessionState(db.store, session.id, { status: 'pending', amountReceived: 15_000_000n, confirmations: 40, txHash: `0x${'ab'.repeat(32)}` });
     const { body } = await get(`/checkout/${session.id}`);
     expect(body).toMatchObject({ view: 'underpaid', amountReceived: '15', amountRemaining: '5', amountRemainingBaseUnits: '5000000', payable: true });
     expect(body.paymentUri).toBe(`ethereum:${POLYGON_USDC}@80002/transfer?address=${sandboxPayTo('polygon')}&uint256=5000000`);
     const status = await get(`/checkout/${session.id}/status`);
     expect(status.status).toBe(200);
-    expect(status.body).toMatchObject({ object: 'payment_status', view: 'underpaid', amountRemaining: '5', txHash: '0x' + 'ab'.repeat(32) });
+    expect(status.body).toMatchObject({ object: 'payment_status', view: 'underpaid', amountRemaining: '5', txHash: `0x${'ab'.repeat(32)}` });
   });
 
   test('an unpaid session past expiry shows as expired with nothing to pay, before the engine sweeps it', async () => {
@@ -161,7 +167,13 @@ describe('payment instructions (Accept: application/json)', () => {
   });
 
   test('a successUrl that is not http(s) is never handed to the page', async () => {
-    const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '2', successUrl: 'https://shop.example/thanks?order=1' });
+    const session = await makeSession(db.store, {
+      merchantId: merchant.id,
+      chain: 'polygon',
+      merchantWallet: WALLET,
+      amount: '2',
+      successUrl: 'https://shop.example/thanks?order=1',
+    });
     expect((await get(`/checkout/${session.id}`)).body.successUrl).toBe('https://shop.example/thanks?order=1');
     await db.store.query(`UPDATE payment_sessions SET success_url = 'javascript:alert(1)' WHERE id = $1`, [session.id]);
     expect((await get(`/checkout/${session.id}`)).body.successUrl).toBeNull();
@@ -204,7 +216,14 @@ describe('content negotiation and headers', () => {
 
   test('SVC_CHECKOUT_FRAME_ANCESTORS lets the listed origins (only) frame the page', async () => {
     const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, SVC_CHECKOUT_FRAME_ANCESTORS: 'https://shop.example, https://www.shop.example:8443' });
-    const framable = createApi({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config, box, rateLimits: GENEROUS_LIMITS });
+    const framable = createApi({
+      store: db.store,
+      logger: createLogger({ level: 'silent' }),
+      metrics: createMetricsRegistry({ defaultMetrics: false }),
+      config,
+      box,
+      rateLimits: GENEROUS_LIMITS,
+    });
     try {
       const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'polygon', merchantWallet: WALLET, amount: '4' });
       const response = await framable.inject({ method: 'GET', url: `/checkout/${session.id}`, headers: { accept: 'text/html' } });
@@ -239,9 +258,15 @@ describe('refund requests from the page', () => {
 
     await setSessionState(db.store, session.id, { status: 'confirmed', amountReceived: 9_000_000n, confirmations: 32 });
     expect((await get(`/checkout/${session.id}`)).body.refundUrl).toBe(`${PUBLIC_URL}${url}`);
-    expect(await post(url, { destination: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293Bc' })).toEqual({ status: 400, body: { error: expect.stringContaining('not a valid polygon address') } });
+    expect(await post(url, { destination: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293Bc' })).toEqual({
+      status: 400,
+      body: { error: expect.stringContaining('not a valid polygon address') },
+    });
     expect(await post(url, { destination: SOLANA_WALLET })).toMatchObject({ status: 400 });
-    expect(await post(url, { destination: session.payTo.toLowerCase() })).toEqual({ status: 400, body: { error: expect.stringContaining("merchant's own wallet") } });
+    expect(await post(url, { destination: session.payTo.toLowerCase() })).toEqual({
+      status: 400,
+      body: { error: expect.stringContaining("merchant's own wallet") },
+    });
     expect((await post(url, { destination, extra: 1 })).status).toBe(400);
     expect((await post(url, {})).status).toBe(400);
     const none = await db.store.query('SELECT count(*)::int AS n FROM refunds WHERE session_id = $1', [session.id]);
@@ -249,11 +274,26 @@ describe('refund requests from the page', () => {
 
     const created = await post(url, { destination: destination.toLowerCase(), reason: 'Ordered twice', email: 'payer@example.com' });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ object: 'refund_request', sessionId: session.id, status: 'requested', amount: '9', amountBaseUnits: '9000000', destination });
-    const { rows: events } = await db.store.query(`SELECT type, refund_id, payload FROM events WHERE session_id = $1 AND type = 'refund.requested'`, [session.id]);
+    expect(created.body).toMatchObject({
+      object: 'refund_request',
+      sessionId: session.id,
+      status: 'requested',
+      amount: '9',
+      amountBaseUnits: '9000000',
+      destination,
+    });
+    const { rows: events } = await db.store.query(`SELECT type, refund_id, payload FROM events WHERE session_id = $1 AND type = 'refund.requested'`, [
+      session.id,
+    ]);
     expect(events).toHaveLength(1);
     expect(events[0]?.refund_id).toBe(created.body.id);
-    expect(events[0]?.payload.data).toMatchObject({ id: created.body.id, amount: '9', address: destination, reason: 'Ordered twice', metadata: { requestedBy: 'customer', email: 'payer@example.com' } });
+    expect(events[0]?.payload.data).toMatchObject({
+      id: created.body.id,
+      amount: '9',
+      address: destination,
+      reason: 'Ordered twice',
+      metadata: { requestedBy: 'customer', email: 'payer@example.com' },
+    });
 
     expect(await post(url, { destination })).toEqual({ status: 409, body: { error: expect.stringContaining('already open') } });
     expect(await post('/checkout/ses_AAAAAAAAAAAAAAAAAAAA/refund', { destination })).toMatchObject({ status: 404 });
@@ -280,7 +320,10 @@ describe('refund requests from the page', () => {
       ['1nc1nerator11111111111111111111111111111111', 'is the incinerator (tokens sent there are burned), not a wallet'],
       [SOLANA_USDC_REAL, 'is the USDC mint itself, not a wallet'],
     ]) {
-      expect(await post(`/checkout/${sol.id}/refund`, { destination })).toEqual({ status: 400, body: { error: expect.stringContaining(`${destination} ${reason} on solana`) } });
+      expect(await post(`/checkout/${sol.id}/refund`, { destination })).toEqual({
+        status: 400,
+        body: { error: expect.stringContaining(`${destination} ${reason} on solana`) },
+      });
     }
     const { rows } = await db.store.query('SELECT count(*)::int AS n FROM refunds WHERE session_id = ANY($1)', [[evm.id, sol.id]]);
     expect(rows[0]?.n).toBe(0);
@@ -296,7 +339,10 @@ describe('refund requests from the page', () => {
       // The merchant declines it (as POST /refunds/{id}/reject would), which frees the amount again.
       await db.store.query(`UPDATE refunds SET status = 'rejected', rejected_at = now() WHERE session_id = $1 AND status = 'requested'`, [session.id]);
     }
-    expect(await post(url, { destination })).toEqual({ status: 429, body: { error: 'at most 3 refund requests can be made for one payment; contact the merchant' } });
+    expect(await post(url, { destination })).toEqual({
+      status: 429,
+      body: { error: 'at most 3 refund requests can be made for one payment; contact the merchant' },
+    });
     const { rows } = await db.store.query(`SELECT count(*)::int AS n FROM events WHERE session_id = $1 AND type = 'refund.requested'`, [session.id]);
     expect(rows[0]?.n).toBe(3);
   });

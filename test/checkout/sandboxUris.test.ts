@@ -33,7 +33,8 @@ describe('sandbox payment instructions cannot move real money', () => {
   test("sandbox wallet links and instructions name each chain's test network; live ones the mainnet", async () => {
     const m = await newMerchant(db.store);
     const testnets = { polygon: 80002, base: 84532, bsc: 97, arbitrum: 421614, optimism: 11155420 } as const;
-    const instructions = async (id: string) => (await everyChain.inject({ method: 'GET', url: `/checkout/${id}`, headers: { accept: 'application/json' } })).json();
+    const instructions = async (id: string) =>
+      (await everyChain.inject({ method: 'GET', url: `/checkout/${id}`, headers: { accept: 'application/json' } })).json();
     for (const [chain, testnet] of Object.entries(testnets)) {
       const created = await call('POST', '/api/v1/payments', { key: m.test, body: body({ chain, amount: '3' }) });
       const sandbox = await instructions(created.body.id);
@@ -42,12 +43,16 @@ describe('sandbox payment instructions cannot move real money', () => {
       const fakeToken = sandboxToken(chains[chain as 'base'], chains[chain as 'base'].tokens.find((t) => t.symbol === 'USDC')!.address);
       expect(fakeToken).toMatch(/^0x5a4db0c5/i);
       expect(sandbox.token.address).toBe(fakeToken);
-      expect(sandbox.paymentUri).toBe(`ethereum:${fakeToken}@${testnet}/transfer?address=${sandboxWallet(chain as 'base', m.id)}&uint256=${sandbox.amountDueBaseUnits}`);
+      expect(sandbox.paymentUri).toBe(
+        `ethereum:${fakeToken}@${testnet}/transfer?address=${sandboxWallet(chain as 'base', m.id)}&uint256=${sandbox.amountDueBaseUnits}`,
+      );
       const qr = await everyChain.inject({ method: 'GET', url: `/checkout/${created.body.id}/qr.svg` });
       expect(qr.body).toContain(`@${testnet}/transfer`);
     }
     const wallet = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720';
-    const live = await instructions((await call('POST', '/api/v1/payments', { key: m.live, body: body({ chain: 'polygon', merchantWallet: wallet }) })).body.id);
+    const live = await instructions(
+      (await call('POST', '/api/v1/payments', { key: m.live, body: body({ chain: 'polygon', merchantWallet: wallet }) })).body.id,
+    );
     expect(live.chainId).toBe(137);
     expect(live.paymentUri).toBe(`ethereum:${POLYGON_USDC}@137/transfer?address=${wallet}&uint256=25000000`);
     expect(live.token.address).toBe(POLYGON_USDC);

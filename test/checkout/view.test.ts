@@ -11,7 +11,11 @@ const after = new Date('2026-11-21T11:59:59Z');
 test('checkoutViewOf maps every status, before and after expiry', () => {
   const view = (status: PaymentStatus, expiresAt: Date) => checkoutViewOf({ status, expiresAt, now, amountReceived: 0n });
   expect(
-    (['created', 'pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'] as const).map((status) => [status, view(status, before), view(status, after)]),
+    (['created', 'pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'] as const).map((status) => [
+      status,
+      view(status, before),
+      view(status, after),
+    ]),
   ).toEqual([
     ['created', 'awaiting', 'expired'],
     ['pending', 'underpaid', 'failed'],
@@ -43,7 +47,9 @@ test('isSessionId accepts only ses_ and 20 base62 characters', () => {
 });
 
 test('wallet URIs: EIP-681 in base units, Solana Pay in decimal text with %20 for spaces', () => {
-  expect(eip681Uri({ token: '0xT', chainId: 56, recipient: '0xR', baseUnits: 10n ** 18n + 1n })).toBe('ethereum:0xT@56/transfer?address=0xR&uint256=1000000000000000001');
+  expect(eip681Uri({ token: '0xT', chainId: 56, recipient: '0xR', baseUnits: 10n ** 18n + 1n })).toBe(
+    'ethereum:0xT@56/transfer?address=0xR&uint256=1000000000000000001',
+  );
   expect(solanaPayUri({ recipient: 'Rcp', mint: 'Mnt', amount: '0.000001', reference: null, label: 'A & B', message: 'Pay #1' })).toBe(
     'solana:Rcp?amount=0.000001&spl-token=Mnt&label=A%20%26%20B&message=Pay%20%231',
   );

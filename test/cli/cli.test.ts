@@ -37,7 +37,21 @@ describe('svc CLI', () => {
   test('svc --help lists every command; each command has its own --help', async () => {
     const help = await svc('--help');
     expect(help.code).toBe(0);
-    for (const command of ['start', 'migrate', 'merchants create', 'wallets add', 'wallets default', 'wallets remove', 'keys create', 'keys list', 'keys revoke', 'webhooks listen', 'webhooks rotate-secret', 'config']) expect(help.out).toContain(command);
+    for (const command of [
+      'start',
+      'migrate',
+      'merchants create',
+      'wallets add',
+      'wallets default',
+      'wallets remove',
+      'keys create',
+      'keys list',
+      'keys revoke',
+      'webhooks listen',
+      'webhooks rotate-secret',
+      'config',
+    ])
+      expect(help.out).toContain(command);
     const keysHelp = await svc('keys', 'create', '--help');
     expect(keysHelp.code).toBe(0);
     expect(keysHelp.out).toContain('Usage: svc keys create --merchant ID --mode test|live');
@@ -63,7 +77,9 @@ describe('svc CLI', () => {
     expect(merchant.id).toMatch(/^mer_/);
     expect(webhookSecrets).toEqual({ live: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/), sandbox: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/) });
     expect(webhookSecrets.live).not.toBe(webhookSecrets.sandbox);
-    expect(wallets).toMatchObject([{ chain: 'polygon', address: '0x52908400098527886E0F7030069857D2E4169EE7', verified: true, verificationMethod: 'operator' }]);
+    expect(wallets).toMatchObject([
+      { chain: 'polygon', address: '0x52908400098527886E0F7030069857D2E4169EE7', verified: true, verificationMethod: 'operator' },
+    ]);
 
     const key = (await svc('keys', 'create', '--merchant', merchant.id, '--mode', 'live', '--scopes', 'read', '--json')).json();
     expect(key.secret).toMatch(/^svc_live_/);
@@ -90,9 +106,28 @@ describe('svc CLI', () => {
     const bad = await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', '0', '--accept-bridged', 'true');
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--create-per-minute must be a whole number from 1 to 1000000');
-    const updated = await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', '120', '--accept-bridged', 'true', '--tolerance-bps', '50', '--json');
+    const updated = await svc(
+      'merchants',
+      'update',
+      '--merchant',
+      merchant.id,
+      '--create-per-minute',
+      '120',
+      '--accept-bridged',
+      'true',
+      '--tolerance-bps',
+      '50',
+      '--json',
+    );
     expect(updated.code).toBe(0);
-    expect(updated.json()).toEqual({ id: merchant.id, acceptBridgedTokens: true, paymentToleranceBps: 50, createPerMinute: 120, readPerMinute: null, writePerMinute: null });
+    expect(updated.json()).toEqual({
+      id: merchant.id,
+      acceptBridgedTokens: true,
+      paymentToleranceBps: 50,
+      createPerMinute: 120,
+      readPerMinute: null,
+      writePerMinute: null,
+    });
     const reset = (await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', 'default', '--json')).json();
     expect(reset).toMatchObject({ createPerMinute: null, acceptBridgedTokens: true });
   });
@@ -107,7 +142,8 @@ describe('svc CLI', () => {
     expect(b.code).toBe(0);
     expect(b.json()).toMatchObject({ address: B, verified: true, isDefault: true });
     expect((await svc('wallets', 'add', '--merchant', merchant.id, '--wallet', `polygon:${C}`, '--json')).json()).toMatchObject({ isDefault: false });
-    const defaults = async () => (await db.store.query('SELECT address FROM wallets WHERE merchant_id = $1 AND is_default', [merchant.id])).rows.map((row) => row.address);
+    const defaults = async () =>
+      (await db.store.query('SELECT address FROM wallets WHERE merchant_id = $1 AND is_default', [merchant.id])).rows.map((row) => row.address);
     expect(await defaults()).toEqual([B]);
 
     const moved = await svc('wallets', 'default', '--merchant', merchant.id, '--wallet', `polygon:${A.toLowerCase()}`);
@@ -125,11 +161,11 @@ describe('svc CLI', () => {
   });
 
   test('a bad wallet is refused and nothing is written', async () => {
-    const before = await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM merchants");
+    const before = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM merchants');
     const result = await svc('merchants', 'create', '--name', 'Bad', '--wallet', 'polygon:0x123');
     expect(result.code).toBe(1);
     expect(result.err).toContain('address "0x123" is not a valid polygon address');
-    const after = await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM merchants");
+    const after = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM merchants');
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
   });
 
@@ -147,7 +183,11 @@ describe('svc CLI', () => {
         await delivery(db.store, { box, clock }).drain();
         return receiver.received.filter((r) => r.headers['x-service-event-id'] === event.id);
       };
-      const verdict = (got: Received, secret: string) => verifyWebhook(got.rawBody, got.headers, secret, { now: clock.now() }).then(() => 'verified', (error) => error.reason);
+      const verdict = (got: Received, secret: string) =>
+        verifyWebhook(got.rawBody, got.headers, secret, { now: clock.now() }).then(
+          () => 'verified',
+          (error) => error.reason,
+        );
 
       const rotated = await svcWith(env, 'webhooks', 'rotate-secret', '--merchant', merchant.id, '--mode', 'test', '--expires-in', '3600', '--json');
       expect(rotated.code, rotated.err).toBe(0);
@@ -170,7 +210,11 @@ describe('svc CLI', () => {
       expect(await verdict(liveGot!, webhookSecrets.live)).toBe('signature_mismatch');
 
       // An endpoint's secret, with the default overlap (24 h).
-      const { endpoint, secret: endpointSecret } = await createEndpoint(db.store, box, { merchantId: merchant.id, livemode: false, url: `${receiver.url}/endpoint` });
+      const { endpoint, secret: endpointSecret } = await createEndpoint(db.store, box, {
+        merchantId: merchant.id,
+        livemode: false,
+        url: `${receiver.url}/endpoint`,
+      });
       const byCli = (await svcWith(env, 'webhooks', 'rotate-secret', '--merchant', merchant.id, '--mode', 'test', '--endpoint', endpoint.id, '--json')).json();
       expect(Date.parse(byCli.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(86_000_000);
       const atEndpoint = (await deliver(false)).find((r) => r.path === '/endpoint')!;

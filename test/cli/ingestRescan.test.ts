@@ -28,7 +28,11 @@ let anvil: Anvil;
 async function svc(env: Record<string, string>, ...argv: string[]) {
   let out = '';
   let err = '';
-  const io: Io = { env: { DATABASE_URL: db.connectionString, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env }, out: (text) => (out += text), err: (text) => (err += text) };
+  const io: Io = {
+    env: { DATABASE_URL: db.connectionString, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
+    out: (text) => (out += text),
+    err: (text) => (err += text),
+  };
   const code = await main(argv, io);
   return { code, out, err, json: () => JSON.parse(out) };
 }
@@ -95,7 +99,9 @@ describe('svc ingest rescan (EVM)', () => {
   });
 
   test('a stored block the node no longer has (a reorg while nothing ingested) refuses the rescan; so does a chain without an RPC URL here', async () => {
-    const { rows } = await db.store.query<{ number: bigint; hash: string }>("SELECT number, hash FROM chain_blocks WHERE livemode AND chain = 'polygon' ORDER BY number DESC LIMIT 1");
+    const { rows } = await db.store.query<{ number: bigint; hash: string }>(
+      "SELECT number, hash FROM chain_blocks WHERE livemode AND chain = 'polygon' ORDER BY number DESC LIMIT 1",
+    );
     const top = rows[0]!;
     const before = await processedBlock(db.store, chain);
     await db.store.query("UPDATE chain_blocks SET hash = '0x' || repeat('ab', 32) WHERE livemode AND chain = 'polygon' AND number = $1", [top.number]);
@@ -131,7 +137,12 @@ describe('svc ingest rescan (solana)', () => {
         [address, cursorSlot === null ? null : `sig-${address}-${cursorSlot}`, cursorSlot, floor],
       );
     const signature = (address: string, slot: number, commitment = 'finalized') =>
-      db.store.query('INSERT INTO solana_signatures (token_account, signature, slot, commitment, failed) VALUES ($1, $2, $3, $4, false)', [address, `sig-${address}-${slot}`, slot, commitment]);
+      db.store.query('INSERT INTO solana_signatures (token_account, signature, slot, commitment, failed) VALUES ($1, $2, $3, $4, false)', [
+        address,
+        `sig-${address}-${slot}`,
+        slot,
+        commitment,
+      ]);
     await account('AccA', 500, 100);
     for (const slot of [200, 300, 450, 500]) await signature('AccA', slot);
     await signature('AccA', 390, 'confirmed'); // not final: never a cursor
@@ -142,13 +153,18 @@ describe('svc ingest rescan (solana)', () => {
     const result = await svc({}, 'ingest', 'rescan', '--chain', 'solana', '--from-block', '400', '--json');
     expect(result.code, result.err).toBe(0);
     expect(result.json()).toMatchObject({ chain: 'solana', kind: 'solana', changed: true, fromSlot: '400', tokenAccounts: 2 });
-    const { rows } = await db.store.query('SELECT address, cursor_signature, cursor_slot::int AS cursor_slot, floor_slot::int AS floor_slot FROM solana_token_accounts ORDER BY address');
+    const { rows } = await db.store.query(
+      'SELECT address, cursor_signature, cursor_slot::int AS cursor_slot, floor_slot::int AS floor_slot FROM solana_token_accounts ORDER BY address',
+    );
     expect(rows).toEqual([
       { address: 'AccA', cursor_signature: 'sig-AccA-300', cursor_slot: 300, floor_slot: 100 },
       { address: 'AccB', cursor_signature: 'sig-AccB-350', cursor_slot: 350, floor_slot: 100 },
       { address: 'AccC', cursor_signature: null, cursor_slot: null, floor_slot: 400 },
     ]);
-    expect((await svc({}, 'ingest', 'rescan', '--chain', 'solana', '--from-block', '400', '--json')).json()).toMatchObject({ changed: false, tokenAccounts: 0 });
+    expect((await svc({}, 'ingest', 'rescan', '--chain', 'solana', '--from-block', '400', '--json')).json()).toMatchObject({
+      changed: false,
+      tokenAccounts: 0,
+    });
   });
 });
 
@@ -168,7 +184,13 @@ describe('svc ingest status', () => {
       const status = await svc({ SVC_BASE_RPC_URL: 'http://127.0.0.1:9' }, 'ingest', 'status', '--json');
       expect(status.code, status.err).toBe(0);
       const byChain = Object.fromEntries((status.json() as { chain: string }[]).map((row) => [row.chain, row])) as Record<string, any>;
-      expect(byChain.base).toMatchObject({ configuredHere: true, leader: { pid: rows[0]!.pid, applicationName: 'svc-ingest-leader' }, headBlock: '1000', processedBlock: '990', behindBlocks: '10' });
+      expect(byChain.base).toMatchObject({
+        configuredHere: true,
+        leader: { pid: rows[0]!.pid, applicationName: 'svc-ingest-leader' },
+        headBlock: '1000',
+        processedBlock: '990',
+        behindBlocks: '10',
+      });
       expect(byChain.base.headSeenSecondsAgo).toBeGreaterThanOrEqual(5);
       expect(byChain.solana).toMatchObject({ leader: { applicationName: 'svc-test-solana' }, processedBlock: null, solana: { tokenAccounts: 3 } });
       // polygon has a checkpoint (the rescan tests) but nobody leads it now.

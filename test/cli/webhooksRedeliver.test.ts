@@ -17,7 +17,11 @@ afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 async function svc(...argv: string[]) {
   let out = '';
   let err = '';
-  const io: Io = { env: { DATABASE_URL: db.connectionString, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, out: (text) => (out += text), err: (text) => (err += text) };
+  const io: Io = {
+    env: { DATABASE_URL: db.connectionString, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    out: (text) => (out += text),
+    err: (text) => (err += text),
+  };
   const code = await main(argv, io);
   return { code, out, err, json: () => JSON.parse(out) };
 }
@@ -28,7 +32,13 @@ async function event(merchantId: string): Promise<string> {
   return appended.id;
 }
 
-async function delivery(params: { eventId: string; merchantId: string; endpointId: string | null; status: 'failed' | 'succeeded'; at: string }): Promise<string> {
+async function delivery(params: {
+  eventId: string;
+  merchantId: string;
+  endpointId: string | null;
+  status: 'failed' | 'succeeded';
+  at: string;
+}): Promise<string> {
   const id = newId('whd');
   await db.store.query(
     `INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, status, attempt_count, created_at, completed_at)
@@ -39,7 +49,12 @@ async function delivery(params: { eventId: string; merchantId: string; endpointI
 }
 
 const redeliveries = async (eventId: string) =>
-  (await db.store.query<{ endpoint_id: string | null; origin: string; status: string }>("SELECT endpoint_id, origin, status FROM webhook_deliveries WHERE event_id = $1 AND origin = 'redeliver' ORDER BY created_at", [eventId])).rows;
+  (
+    await db.store.query<{ endpoint_id: string | null; origin: string; status: string }>(
+      "SELECT endpoint_id, origin, status FROM webhook_deliveries WHERE event_id = $1 AND origin = 'redeliver' ORDER BY created_at",
+      [eventId],
+    )
+  ).rows;
 
 test('failed deliveries of the merchant in the window are sent again once; disabled endpoints, other windows and other merchants are left alone', async () => {
   const { merchant: shop } = await merchant(db.store, 'Shop');
@@ -64,7 +79,14 @@ test('failed deliveries of the merchant in the window are sent again once; disab
 
   const dry = await svc('webhooks', 'redeliver', ...window, '--dry-run', '--json');
   expect(dry.code, dry.err).toBe(0);
-  expect(dry.json()).toMatchObject({ dryRun: true, failed: 2, redelivered: [{ eventId: inWindow, endpointId: up.id }, { eventId: toDisabled, endpointId: off.id }] });
+  expect(dry.json()).toMatchObject({
+    dryRun: true,
+    failed: 2,
+    redelivered: [
+      { eventId: inWindow, endpointId: up.id },
+      { eventId: toDisabled, endpointId: off.id },
+    ],
+  });
   expect(await redeliveries(inWindow)).toEqual([]);
 
   const sent = await svc('webhooks', 'redeliver', ...window, '--json');
@@ -90,7 +112,9 @@ test('failed deliveries of the merchant in the window are sent again once; disab
 test('bad windows, modes and merchants are usage errors (exit 2)', async () => {
   expect(JSON.parse((await svc('webhooks', 'redeliver', '--merchant', 'mer_x', '--json')).err)).toEqual({ error: '--since is required' });
   expect((await svc('webhooks', 'redeliver', '--merchant', 'mer_x', '--since', 'yesterday')).err).toContain('--since "yesterday" must be an ISO 8601 time');
-  expect((await svc('webhooks', 'redeliver', '--merchant', 'mer_x', '--since', '2026-11-20', '--until', '2026-11-19')).err).toContain('--until must be later than --since');
+  expect((await svc('webhooks', 'redeliver', '--merchant', 'mer_x', '--since', '2026-11-20', '--until', '2026-11-19')).err).toContain(
+    '--until must be later than --since',
+  );
   expect((await svc('webhooks', 'redeliver', '--merchant', 'mer_x', '--since', '2026-11-20', '--mode', 'prod')).code).toBe(2);
   const unknown = await svc('webhooks', 'redeliver', '--merchant', 'mer_nope', '--since', '2026-11-20');
   expect(unknown.code).toBe(2);

@@ -5,9 +5,14 @@ import { expect, test } from 'vitest';
 const PAGES = ['docs/clients.md', 'clients/README.md', 'clients/node/README.md', 'clients/python/README.md'];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
-const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+const anchorOf = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9 _-]/g, '')
+    .replace(/ /g, '-');
 
-test('the client docs link only to files and headings that exist, and docs/clients.md links every library\'s quick start and changelog', () => {
+test("the client docs link only to files and headings that exist, and docs/clients.md links every library's quick start and changelog", () => {
   const broken: string[] = [];
   for (const page of PAGES) {
     const text = fs.readFileSync(page, 'utf8');

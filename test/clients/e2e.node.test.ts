@@ -28,7 +28,11 @@ async function installBuiltPackage(): Promise<string> {
 test('the Node quick start against a real daemon: create a sandbox session, list it, pay it, receive its webhooks and verify them with the built package', async () => {
   const dir = await installBuiltPackage();
   expect(fs.existsSync(path.join(dir, 'node_modules/@svc/gateway/dist/index.d.ts'))).toBe(true);
-  const { stdout } = await run(process.execPath, ['quickstart.mjs'], { cwd: dir, env: { ...process.env, SVC_API_KEY: daemon.testKey, SVC_BASE_URL: daemon.baseUrl }, timeout: 40_000 });
+  const { stdout } = await run(process.execPath, ['quickstart.mjs'], {
+    cwd: dir,
+    env: { ...process.env, SVC_API_KEY: daemon.testKey, SVC_BASE_URL: daemon.baseUrl },
+    timeout: 40_000,
+  });
   const sessionId = /^created (ses_\w+): pay 25(?:\.\d+)? USDC on base to 0x/m.exec(stdout)?.[1];
   expect(sessionId, stdout).toBeDefined();
   expect(stdout).toContain(`listed ${sessionId} status=pending`);
@@ -45,7 +49,7 @@ test('the daemon serves the OpenAPI document the clients were generated from', a
   expect({ ...served, servers: undefined }).toEqual({ ...snapshot, servers: undefined });
 });
 
-test('against the real daemon: both key headers, pages walked with startingAfter, idempotent replays, and typed errors with the daemon\'s messages', async () => {
+test("against the real daemon: both key headers, pages walked with startingAfter, idempotent replays, and typed errors with the daemon's messages", async () => {
   const bearer = createGatewayClient({ apiKey: daemon.testKey, baseUrl: daemon.baseUrl });
   const apiKey = createGatewayClient({ apiKey: daemon.testKey, baseUrl: daemon.baseUrl, authHeader: 'x-api-key' });
   const created = [];

@@ -9,7 +9,14 @@ const daemon = useDaemon('clients_e2e_python');
 
 test('the Python quick start against a real daemon: create a sandbox session, list it, pay it, receive its webhooks on a Python receiver and verify them with svc_gateway', async () => {
   const { stdout } = await run('python3', ['clients/python/examples/quickstart.py'], {
-    env: { ...process.env, PYTHONPATH: path.resolve('clients/python'), PYTHONDONTWRITEBYTECODE: '1', PYTHONIOENCODING: 'utf-8', SVC_API_KEY: daemon.testKey, SVC_BASE_URL: daemon.baseUrl },
+    env: {
+      ...process.env,
+      PYTHONPATH: path.resolve('clients/python'),
+      PYTHONDONTWRITEBYTECODE: '1',
+      PYTHONIOENCODING: 'utf-8',
+      SVC_API_KEY: daemon.testKey,
+      SVC_BASE_URL: daemon.baseUrl,
+    },
     timeout: 40_000,
   });
   const sessionId = /^created (ses_\w+): pay 25(?:\.\d+)? USDC on base to 0x/m.exec(stdout)?.[1];

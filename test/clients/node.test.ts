@@ -71,7 +71,9 @@ describe('authentication and requests', () => {
     const model = buildModel(document);
     const gateway = client('http://127.0.0.1:1/api/v1') as unknown as Record<string, Record<string, unknown>>;
     const methods = model.resources.flatMap((resource) => resource.operations.map((operation) => `${resource.name}.${operation.method}`));
-    const documented = Object.entries(document.paths as Record<string, object>).filter(([path]) => path.startsWith('/api/v1/')).flatMap(([, operations]) => Object.keys(operations));
+    const documented = Object.entries(document.paths as Record<string, object>)
+      .filter(([path]) => path.startsWith('/api/v1/'))
+      .flatMap(([, operations]) => Object.keys(operations));
     expect(methods).toHaveLength(documented.length);
     expect(methods.filter((name) => typeof gateway[name.split('.')[0]!]?.[name.split('.')[1]!] !== 'function')).toEqual([]);
   });
@@ -96,7 +98,13 @@ describe('idempotency and retries', () => {
   });
 
   test('retries a dropped connection, a timeout, the in-flight 409 and 5xx; not a 400 or another 409', async () => {
-    const answers: Script[] = ['reset', 'hang', { status: 409, json: { error: `${IN_FLIGHT_MESSAGE}; retry shortly` } }, { status: 502, json: { error: 'bad gateway' } }, { status: 200, json: PAYMENT }];
+    const answers: Script[] = [
+      'reset',
+      'hang',
+      { status: 409, json: { error: `${IN_FLIGHT_MESSAGE}; retry shortly` } },
+      { status: 502, json: { error: 'bad gateway' } },
+      { status: 200, json: PAYMENT },
+    ];
     const server = await serve((_request, index) => answers[index] ?? { status: 500 });
     const retries: RetryEvent[] = [];
     const gateway = client(server.url, { maxRetries: 4, timeoutMs: 200, onRetry: (event) => retries.push(event) });
@@ -109,7 +117,9 @@ describe('idempotency and retries', () => {
     ]);
     expect(new Set(server.seen.map((request) => request.headers['idempotency-key'])).size).toBe(1);
 
-    const refused = await serve((_request, index) => (index === 0 ? { status: 400, json: { error: 'amount must be positive' } } : { status: 409, json: { error: 'the refund exceeds the confirmed amount' } }));
+    const refused = await serve((_request, index) =>
+      index === 0 ? { status: 400, json: { error: 'amount must be positive' } } : { status: 409, json: { error: 'the refund exceeds the confirmed amount' } },
+    );
     await expect(client(refused.url).refunds.create({ paymentId: 'ses_1' })).rejects.toBeInstanceOf(BadRequestError);
     await expect(client(refused.url).refunds.create({ paymentId: 'ses_1' })).rejects.toBeInstanceOf(ConflictError);
     expect(refused.seen).toHaveLength(2);
@@ -117,7 +127,11 @@ describe('idempotency and retries', () => {
 
   test('gives up after maxRetries with the last error; maxRetries 0 makes one attempt', async () => {
     const server = await serve(() => ({ status: 503, json: { error: 'the service is temporarily unavailable' } }));
-    await expect(client(server.url, { maxRetries: 2 }).status.retrieve()).rejects.toMatchObject({ name: 'ServerError', status: 503, message: 'the service is temporarily unavailable' });
+    await expect(client(server.url, { maxRetries: 2 }).status.retrieve()).rejects.toMatchObject({
+      name: 'ServerError',
+      status: 503,
+      message: 'the service is temporarily unavailable',
+    });
     expect(server.seen).toHaveLength(3);
     await expect(client(server.url).status.retrieve({ maxRetries: 0 })).rejects.toBeInstanceOf(ServerError);
     expect(server.seen).toHaveLength(4);
@@ -126,7 +140,9 @@ describe('idempotency and retries', () => {
   });
 
   test('a 429 waits its Retry-After; one longer than maxRetryAfterMs is thrown at once', async () => {
-    const server = await serve((_request, index) => (index === 0 ? { status: 429, headers: { 'retry-after': '1' }, json: { error: 'rate limited' } } : { status: 200, json: PAYMENT }));
+    const server = await serve((_request, index) =>
+      index === 0 ? { status: 429, headers: { 'retry-after': '1' }, json: { error: 'rate limited' } } : { status: 200, json: PAYMENT },
+    );
     const retries: RetryEvent[] = [];
     const started = Date.now();
     await client(server.url, { onRetry: (event) => retries.push(event) }).payments.retrieve('ses_1');
@@ -134,7 +150,9 @@ describe('idempotency and retries', () => {
     expect(retries.map((event) => event.delayMs)).toEqual([1000]);
 
     const slow = await serve(() => ({ status: 429, headers: { 'retry-after': '120' }, json: { error: 'rate limited' } }));
-    const error = await client(slow.url).payments.retrieve('ses_1').catch((thrown: unknown) => thrown);
+    const error = await client(slow.url)
+      .payments.retrieve('ses_1')
+      .catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(RateLimitError);
     expect((error as RateLimitError).retryAfterSeconds).toBe(120);
     expect(slow.seen).toHaveLength(1);
@@ -154,15 +172,24 @@ describe('errors', () => {
     [418, GatewayError],
   ])('%i is a %o carrying status, the gateway message and the request id', async (status, ErrorClass) => {
     const server = await serve(() => ({ status, headers: { 'x-request-id': 'req_7', 'retry-after': '300' }, json: { error: `refused with ${status}` } }));
-    const error = (await client(server.url, { maxRetries: 0 }).events.retrieve('evt_1').catch((thrown: unknown) => thrown)) as GatewayError;
+    const error = (await client(server.url, { maxRetries: 0 })
+      .events.retrieve('evt_1')
+      .catch((thrown: unknown) => thrown)) as GatewayError;
     expect(error).toBeInstanceOf(ErrorClass);
     expect(error).toBeInstanceOf(GatewayError);
-    expect([error.status, error.message, error.requestId, error.body]).toEqual([status, `refused with ${status}`, 'req_7', { error: `refused with ${status}` }]);
+    expect([error.status, error.message, error.requestId, error.body]).toEqual([
+      status,
+      `refused with ${status}`,
+      'req_7',
+      { error: `refused with ${status}` },
+    ]);
   });
 
   test('without a request id header the error has none; a body that is not JSON is kept as text', async () => {
     const server = await serve(() => ({ status: 502, headers: { 'content-type': 'text/plain' } }));
-    const error = (await client(server.url, { maxRetries: 0 }).events.retrieve('evt_1').catch((thrown: unknown) => thrown)) as GatewayError;
+    const error = (await client(server.url, { maxRetries: 0 })
+      .events.retrieve('evt_1')
+      .catch((thrown: unknown) => thrown)) as GatewayError;
     expect([error.name, error.status, error.message, error.requestId]).toEqual(['ServerError', 502, 'HTTP 502', undefined]);
   });
 });
@@ -209,6 +236,8 @@ describe('webhook verifier beyond the shared vectors', () => {
     const headers = signed('nonce-3');
     await expect(verifyWebhook(body, headers, 'whsec_wrong', { now: now * 1000, nonceCache })).rejects.toMatchObject({ reason: 'signature_mismatch' });
     await expect(verifyWebhook(body, headers, secret, { now: now * 1000, nonceCache })).resolves.toMatchObject({ id: 'evt_1' });
-    await expect(verifyWebhook(body, signed('nonce-4'), secret, { now: (now + 61) * 1000, toleranceSeconds: 60 })).rejects.toMatchObject({ reason: 'timestamp_out_of_tolerance' });
+    await expect(verifyWebhook(body, signed('nonce-4'), secret, { now: (now + 61) * 1000, toleranceSeconds: 60 })).rejects.toMatchObject({
+      reason: 'timestamp_out_of_tolerance',
+    });
   });
 });

@@ -35,7 +35,10 @@ async function answersOf(verify: Verify): Promise<Answer[]> {
 const VERIFIERS: Record<string, () => Promise<Answer[]>> = {
   'daemon reference (src, verifyWebhook)': () => answersOf(referenceVerify),
   'node (@svc/gateway)': () => answersOf(nodeVerify),
-  'python (svc_gateway)': async () => JSON.parse((await run('python3', ['test/clients/verifiers/python_vectors.py', VECTORS_FILE], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } })).stdout) as Answer[],
+  'python (svc_gateway)': async () =>
+    JSON.parse(
+      (await run('python3', ['test/clients/verifiers/python_vectors.py', VECTORS_FILE], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } })).stdout,
+    ) as Answer[],
 };
 
 describe('every webhook verifier gives the same answer to every shared vector', () => {
@@ -43,10 +46,21 @@ describe('every webhook verifier gives the same answer to every shared vector', 
 
   test('the vectors cover the cases the clients promise', () => {
     const names = vectors.map((vector) => vector.name);
-    for (const name of ['valid', 'tampered_body', 'old_timestamp', 'missing_signature', 'missing_timestamp', 'missing_nonce', 'rotated_old_secret', 'rotated_new_secret', 'wrong_mode', 'malformed_body']) {
+    for (const name of [
+      'valid',
+      'tampered_body',
+      'old_timestamp',
+      'missing_signature',
+      'missing_timestamp',
+      'missing_nonce',
+      'rotated_old_secret',
+      'rotated_new_secret',
+      'wrong_mode',
+      'malformed_body',
+    ]) {
       expect(names).toContain(name);
     }
-    expect(new Set(vectors.map((vector) => vector.expect.ok ? 'ok' : vector.expect.reason))).toEqual(
+    expect(new Set(vectors.map((vector) => (vector.expect.ok ? 'ok' : vector.expect.reason)))).toEqual(
       new Set(['ok', 'signature_mismatch', 'timestamp_out_of_tolerance', 'missing_header', 'malformed_header', 'livemode_mismatch', 'malformed_body']),
     );
   });

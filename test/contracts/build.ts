@@ -39,6 +39,6 @@ export function compileTestToken(): TokenArtifact {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  fs.writeFileSync(path.join(here, 'TestToken.json'), JSON.stringify(compileTestToken(), null, 2) + '\n');
+  fs.writeFileSync(path.join(here, 'TestToken.json'), `${JSON.stringify(compileTestToken(), null, 2)}\n`);
   console.log('wrote test/contracts/TestToken.json');
 }

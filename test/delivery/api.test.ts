@@ -48,15 +48,26 @@ async function countRows(table: string): Promise<bigint> {
 }
 
 async function emit(merchantId: string, type = 'payment.confirmed', sessionId?: string) {
-  return db.store.transaction((sql) => appendEvent(sql, { merchantId, livemode: false, type, sessionId: sessionId ?? null, data: { id: sessionId ?? 'ses_none', status: 'confirmed' } }));
+  return db.store.transaction((sql) =>
+    appendEvent(sql, { merchantId, livemode: false, type, sessionId: sessionId ?? null, data: { id: sessionId ?? 'ses_none', status: 'confirmed' } }),
+  );
 }
 
 describe('webhook endpoints API', () => {
   test('register (secret shown once), list, get, update, rotate, delete', async () => {
     const m = await newMerchant(db.store);
-    const created = await call('POST', '/api/v1/webhooks', { key: m.test, body: { url: `${receiver.url}/hooks`, enabledEvents: ['payment.confirmed', 'refund.completed'], description: 'orders' } });
+    const created = await call('POST', '/api/v1/webhooks', {
+      key: m.test,
+      body: { url: `${receiver.url}/hooks`, enabledEvents: ['payment.confirmed', 'refund.completed'], description: 'orders' },
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ url: `${receiver.url}/hooks`, enabledEvents: ['payment.confirmed', 'refund.completed'], description: 'orders', status: 'enabled', livemode: false });
+    expect(created.body).toMatchObject({
+      url: `${receiver.url}/hooks`,
+      enabledEvents: ['payment.confirmed', 'refund.completed'],
+      description: 'orders',
+      status: 'enabled',
+      livemode: false,
+    });
     expect(created.body.id).toMatch(/^we_/);
     expect(created.body.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
     const id = created.body.id as string;
@@ -79,8 +90,14 @@ describe('webhook endpoints API', () => {
     const patched = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { enabledEvents: ['*'], description: null } });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ enabledEvents: ['*'], description: null, status: 'enabled' });
-    expect(await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: {} })).toMatchObject({ status: 400, body: { error: 'body must not be empty: send at least one field' } });
-    expect(await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { enabledEvents: [] } })).toMatchObject({ status: 400, body: { error: 'enabledEvents must not be empty' } });
+    expect(await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: {} })).toMatchObject({
+      status: 400,
+      body: { error: 'body must not be empty: send at least one field' },
+    });
+    expect(await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { enabledEvents: [] } })).toMatchObject({
+      status: 400,
+      body: { error: 'enabledEvents must not be empty' },
+    });
     const disabled = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { status: 'disabled' } });
     expect(disabled.body).toMatchObject({ status: 'disabled', disabledReason: 'disabled by the merchant' });
     const enabled = await call('PATCH', `/api/v1/webhooks/${id}`, { key: m.test, body: { status: 'enabled' } });
@@ -101,7 +118,11 @@ describe('webhook endpoints API', () => {
     await expect(verifyWebhook(got.rawBody, got.headers, created.body.secret)).rejects.toThrow('signature does not match');
 
     const deliveries = await call('GET', `/api/v1/webhooks/${id}/deliveries`, { key: m.test });
-    expect(deliveries.body).toMatchObject({ data: [{ eventId: event.id, endpointId: id, status: 'succeeded', attemptCount: 1, origin: 'dispatch' }], hasMore: false, nextCursor: null });
+    expect(deliveries.body).toMatchObject({
+      data: [{ eventId: event.id, endpointId: id, status: 'succeeded', attemptCount: 1, origin: 'dispatch' }],
+      hasMore: false,
+      nextCursor: null,
+    });
     // Paged like every list: two more events, pages of two, newest first, no delivery twice.
     const more = [await emit(m.id), await emit(m.id)];
     await worker().drain();
@@ -155,7 +176,10 @@ describe('webhook endpoints API', () => {
     expect(again.body.id).toBe(first.body.id);
     expect(again.body).not.toHaveProperty('secret');
     expect((await call('GET', '/api/v1/webhooks', { key: m.test })).body.data).toHaveLength(1);
-    const rotated = await call('POST', `/api/v1/webhooks/${first.body.id}/rotate-secret`, { key: m.test, headers: { 'idempotency-key': `rotate-${Date.now()}` } });
+    const rotated = await call('POST', `/api/v1/webhooks/${first.body.id}/rotate-secret`, {
+      key: m.test,
+      headers: { 'idempotency-key': `rotate-${Date.now()}` },
+    });
     expect(rotated.body.secret).toMatch(/^whsec_/);
     const { rows } = await db.store.query('SELECT response_body FROM idempotency_keys WHERE response_body IS NOT NULL');
     const stored = rows.map((r) => r.response_body).join('\n');
@@ -183,7 +207,13 @@ describe('events API: list, attempts, redeliver, replay', () => {
     const third = await emit(m.id, 'payment.expired');
     const all = await call('GET', '/api/v1/events', { key: m.test });
     expect(all.body.data.map((e: { id: string }) => e.id)).toEqual([third.id, second.id, first.id]);
-    expect(all.body.data[1]).toMatchObject({ event: 'payment.confirmed', data: second.data, timestamp: second.timestamp, livemode: false, paymentId: sessionId });
+    expect(all.body.data[1]).toMatchObject({
+      event: 'payment.confirmed',
+      data: second.data,
+      timestamp: second.timestamp,
+      livemode: false,
+      paymentId: sessionId,
+    });
     expect((await call('GET', '/api/v1/events?type=payment.confirmed', { key: m.test })).body.data.map((e: { id: string }) => e.id)).toEqual([second.id]);
     expect((await call('GET', `/api/v1/events?paymentId=${sessionId}`, { key: m.test })).body.data).toHaveLength(2);
     const page1 = await call('GET', '/api/v1/events?limit=2', { key: m.test });
@@ -197,8 +227,14 @@ describe('events API: list, attempts, redeliver, replay', () => {
     expect((await call('GET', '/api/v1/events?createdAfter=yesterday', { key: m.test })).status).toBe(400);
     expect((await call('GET', '/api/v1/events?limit=1000', { key: m.test })).status).toBe(400);
     // A filter or cursor that can never match is reported, as on /payments.
-    expect(await call('GET', '/api/v1/events?type=payment.bogus', { key: m.test })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^type "payment.bogus" is not an event type; one of payment\.confirming, /) } });
-    expect(await call('GET', '/v1/events?startingAfter=evt_nope', { key: m.test })).toMatchObject({ status: 400, body: { error: 'startingAfter "evt_nope" is not an event of this account' } });
+    expect(await call('GET', '/api/v1/events?type=payment.bogus', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: expect.stringMatching(/^type "payment.bogus" is not an event type; one of payment\.confirming, /) },
+    });
+    expect(await call('GET', '/v1/events?startingAfter=evt_nope', { key: m.test })).toMatchObject({
+      status: 400,
+      body: { error: 'startingAfter "evt_nope" is not an event of this account' },
+    });
     expect((await call('GET', `/api/v1/events?startingAfter=${first.id}`, { key: m.live })).status).toBe(400);
     // Live keys and other merchants see none of it.
     expect((await call('GET', '/api/v1/events', { key: m.live })).body.data).toEqual([]);
@@ -244,7 +280,11 @@ describe('events API: list, attempts, redeliver, replay', () => {
       expect(request.headers['x-service-event-id']).toBe(event.id);
       expect(request.headers['x-service-nonce']).not.toBe(first.headers['x-service-nonce']);
     }
-    await expect(verifyWebhook(again.find((r) => r.path === '/redeliver')!.rawBody, again.find((r) => r.path === '/redeliver')!.headers, hook.body.secret, { now: clock.now() })).resolves.toEqual(event);
+    await expect(
+      verifyWebhook(again.find((r) => r.path === '/redeliver')!.rawBody, again.find((r) => r.path === '/redeliver')!.headers, hook.body.secret, {
+        now: clock.now(),
+      }),
+    ).resolves.toEqual(event);
 
     // To one endpoint only, including one registered after the event.
     const late = await call('POST', '/api/v1/webhooks', { key: m.test, body: { url: `${receiver.url}/late` } });
@@ -275,7 +315,12 @@ describe('events API: list, attempts, redeliver, replay', () => {
     expect(replay.status).toBe(202);
     expect(replay.body).toEqual({ endpointId: hook.body.id, replayed: 2 });
     await w.drain();
-    expect(receiver.received.filter((r) => r.path === '/replay').map((r) => r.headers['x-service-event-id']).sort()).toEqual([inWindow[0]!.id, inWindow[2]!.id].sort());
+    expect(
+      receiver.received
+        .filter((r) => r.path === '/replay')
+        .map((r) => r.headers['x-service-event-id'])
+        .sort(),
+    ).toEqual([inWindow[0]!.id, inWindow[2]!.id].sort());
 
     expect((await call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: m.test, body: { from, to: from } })).status).toBe(400);
     expect((await call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: m.test, body: { from: 'last week' } })).status).toBe(400);
@@ -306,7 +351,15 @@ describe('events API: list, attempts, redeliver, replay', () => {
   test('the OpenAPI document describes the webhook and event routes', async () => {
     const response = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
     const paths = Object.keys(response.json().paths);
-    for (const path of ['/api/v1/webhooks', '/api/v1/webhooks/{id}', '/api/v1/webhooks/{id}/rotate-secret', '/api/v1/webhooks/{id}/replay', '/api/v1/events', '/api/v1/events/{id}/attempts', '/api/v1/events/{id}/redeliver']) {
+    for (const path of [
+      '/api/v1/webhooks',
+      '/api/v1/webhooks/{id}',
+      '/api/v1/webhooks/{id}/rotate-secret',
+      '/api/v1/webhooks/{id}/replay',
+      '/api/v1/events',
+      '/api/v1/events/{id}/attempts',
+      '/api/v1/events/{id}/redeliver',
+    ]) {
       expect(paths).toContain(path);
     }
   });

@@ -32,7 +32,11 @@ test('the daemon worker delivers outbox events, and a restart between a failed a
     );
     await receiver.waitFor(1, 10_000);
     // The 503 is recorded with its retry 5 s out; then the daemon goes away.
-    await expect.poll(async () => (await db.store.query("SELECT status, attempt_count FROM webhook_deliveries WHERE event_id = $1", [event.id])).rows[0], { timeout: 5_000 }).toEqual({ status: 'pending', attempt_count: 1 });
+    await expect
+      .poll(async () => (await db.store.query('SELECT status, attempt_count FROM webhook_deliveries WHERE event_id = $1', [event.id])).rows[0], {
+        timeout: 5_000,
+      })
+      .toEqual({ status: 'pending', attempt_count: 1 });
     await first.shutdown.kill('test restart');
 
     const second = await startDaemon({ config, logger, roles: ['worker'] });
@@ -41,7 +45,9 @@ test('the daemon worker delivers outbox events, and a restart between a failed a
       const retry = receiver.received[1]!;
       expect(retry.receivedAt - receiver.received[0]!.receivedAt).toBeGreaterThanOrEqual(4_500);
       expect(await verifyWebhook(retry.rawBody, retry.headers, secret)).toEqual(event);
-      await expect.poll(async () => (await db.store.query('SELECT status FROM webhook_deliveries WHERE event_id = $1', [event.id])).rows[0]!.status, { timeout: 5_000 }).toBe('succeeded');
+      await expect
+        .poll(async () => (await db.store.query('SELECT status FROM webhook_deliveries WHERE event_id = $1', [event.id])).rows[0]!.status, { timeout: 5_000 })
+        .toBe('succeeded');
     } finally {
       await second.shutdown.kill('test done');
     }

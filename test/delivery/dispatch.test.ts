@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 function hmac(secret: string, headers: Record<string, unknown>, body: string): string {
-  return 'sha256=' + createHmac('sha256', secret).update(`${headers['x-service-timestamp']}.${headers['x-service-nonce']}.${body}`).digest('hex');
+  return `sha256=${createHmac('sha256', secret).update(`${headers['x-service-timestamp']}.${headers['x-service-nonce']}.${body}`).digest('hex')}`;
 }
 
 describe('dispatch and signing', () => {
@@ -46,14 +46,19 @@ describe('dispatch and signing', () => {
       expect(event).toEqual(envelope);
       expect(Object.keys(JSON.parse(request.rawBody)).sort()).toEqual(['data', 'event', 'id', 'livemode', 'timestamp']);
       // The other target's secret does not verify it.
-      await expect(verifyWebhook(request.rawBody, request.headers, request.path === '/session' ? endpointSecret : webhookSecret, { now: clock.now() })).rejects.toThrow('signature does not match');
+      await expect(
+        verifyWebhook(request.rawBody, request.headers, request.path === '/session' ? endpointSecret : webhookSecret, { now: clock.now() }),
+      ).rejects.toThrow('signature does not match');
     }
     expect(got[0]!.headers['x-service-nonce']).not.toBe(got[1]!.headers['x-service-nonce']);
 
     // The helper refuses the same real delivery tampered, stale, incomplete or replayed.
     const real = got.find((r) => r.path === '/session')!;
     const verify = (body: string, headers: Record<string, unknown>, options: Parameters<typeof verifyWebhook>[3] = {}) =>
-      verifyWebhook(body, headers as never, webhookSecret, { now: clock.now(), ...options }).then(() => 'accepted', (error) => error.reason);
+      verifyWebhook(body, headers as never, webhookSecret, { now: clock.now(), ...options }).then(
+        () => 'accepted',
+        (error) => error.reason,
+      );
     expect(await verify(real.rawBody.replace('"25.00"', '"2500.00"'), real.headers)).toBe('signature_mismatch');
     expect(await verify(real.rawBody, real.headers, { now: new Date(clock.now().getTime() + 301_000) })).toBe('timestamp_out_of_tolerance');
     for (const name of ['x-service-signature', 'x-service-timestamp', 'x-service-nonce']) {
@@ -94,7 +99,9 @@ describe('dispatch and signing', () => {
     expect(got).toHaveLength(80);
     const keys = new Set(got.map((r) => `${r.path} ${r.headers['x-service-event-id']}`));
     expect(keys.size).toBe(80);
-    const { rows } = await db.store.query<{ n: bigint }>("SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = ANY($1) AND origin = 'dispatch'", [ids]);
+    const { rows } = await db.store.query<{ n: bigint }>("SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = ANY($1) AND origin = 'dispatch'", [
+      ids,
+    ]);
     expect(rows[0]!.n).toBe(80n);
   });
 
@@ -102,7 +109,12 @@ describe('dispatch and signing', () => {
     const { merchant: m } = await merchant(db.store);
     const { endpoint: testAll } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/test-all` });
     const { endpoint: liveAll } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: true, url: `${receiver.url}/live-all` });
-    const { endpoint: liveExpired } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: true, url: `${receiver.url}/live-expired`, enabledEvents: ['payment.expired'] });
+    const { endpoint: liveExpired } = await createEndpoint(db.store, box, {
+      merchantId: m.id,
+      livemode: true,
+      url: `${receiver.url}/live-expired`,
+      enabledEvents: ['payment.expired'],
+    });
     const other = await merchant(db.store, 'Someone else');
     await createEndpoint(db.store, box, { merchantId: other.merchant.id, livemode: true, url: `${receiver.url}/other` });
     const sandbox = await store(false, 'payment.confirmed');
@@ -113,7 +125,11 @@ describe('dispatch and signing', () => {
       'SELECT event_id, endpoint_id FROM webhook_deliveries WHERE event_id = ANY($1) ORDER BY event_id, endpoint_id',
       [[sandbox, live, liveExpiry]],
     );
-    const targets = (eventId: string) => rows.filter((r) => r.event_id === eventId).map((r) => r.endpoint_id).sort();
+    const targets = (eventId: string) =>
+      rows
+        .filter((r) => r.event_id === eventId)
+        .map((r) => r.endpoint_id)
+        .sort();
     expect(targets(sandbox)).toEqual([testAll.id]);
     expect(targets(live)).toEqual([liveAll.id]);
     expect(targets(liveExpiry)).toEqual([liveAll.id, liveExpired.id].sort());
@@ -129,10 +145,18 @@ describe('dispatch and signing', () => {
     const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.confirmed', data: {} }));
     const worker = delivery(db.store, { concurrency: 1 });
     expect(await worker.runOnce()).toBe(1);
-    const { rows } = await db.store.query("SELECT count(*) FILTER (WHERE status = 'pending' AND locked_until IS NULL) AS unleased FROM webhook_deliveries WHERE event_id = $1", [event.id]);
+    const { rows } = await db.store.query(
+      "SELECT count(*) FILTER (WHERE status = 'pending' AND locked_until IS NULL) AS unleased FROM webhook_deliveries WHERE event_id = $1",
+      [event.id],
+    );
     expect(rows[0]!.unleased).toBe(2n);
     expect(await worker.drain()).toBe(2);
-    expect(receiver.received.filter((r) => r.headers['x-service-event-id'] === event.id).map((r) => r.path).sort()).toEqual(['/fan-1', '/fan-2', '/fan-3']);
+    expect(
+      receiver.received
+        .filter((r) => r.headers['x-service-event-id'] === event.id)
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(['/fan-1', '/fan-2', '/fan-3']);
     await worker.stop();
   });
 
@@ -140,7 +164,14 @@ describe('dispatch and signing', () => {
     const { merchant: m, webhookSecrets } = await merchant(db.store);
     const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: `${receiver.url}/refunds` });
     const envelope = await db.store.transaction((sql) =>
-      appendEvent(sql, { merchantId: m.id, livemode: false, type: 'refund.requested', sessionId, refundId: 'rf_1', data: { id: 'rf_1', paymentId: sessionId, amount: '5.00', status: 'requested' } }),
+      appendEvent(sql, {
+        merchantId: m.id,
+        livemode: false,
+        type: 'refund.requested',
+        sessionId,
+        refundId: 'rf_1',
+        data: { id: 'rf_1', paymentId: sessionId, amount: '5.00', status: 'requested' },
+      }),
     );
     const clock = createFakeClock();
     await delivery(db.store, { clock }).drain();
@@ -153,12 +184,19 @@ describe('transport safety', () => {
   test('a private address is refused at delivery time when not allowed: nothing is sent, the attempt says why, no retry', async () => {
     const { merchant: m } = await merchant(db.store);
     const { endpoint } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${receiver.url}/private` });
-    const { endpoint: named } = await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: receiver.url.replace('127.0.0.1', 'localhost') + '/private-name' });
+    const { endpoint: named } = await createEndpoint(db.store, box, {
+      merchantId: m.id,
+      livemode: false,
+      url: `${receiver.url.replace('127.0.0.1', 'localhost')}/private-name`,
+    });
     const before = receiver.received.length;
     const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.expired', data: {} }));
     await delivery(db.store, { config: { webhookAllowPrivate: false, webhookAllowPrivateSandbox: false } }).drain();
     expect(receiver.received.length).toBe(before);
-    const { rows } = await db.store.query('SELECT d.endpoint_id, d.status, d.attempt_count, a.error FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.event_id = $1 ORDER BY d.endpoint_id', [event.id]);
+    const { rows } = await db.store.query(
+      'SELECT d.endpoint_id, d.status, d.attempt_count, a.error FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.event_id = $1 ORDER BY d.endpoint_id',
+      [event.id],
+    );
     const byEndpoint = Object.fromEntries(rows.map((r) => [r.endpoint_id, r]));
     expect(byEndpoint[endpoint.id]).toMatchObject({ status: 'failed', attempt_count: 1, error: '127.0.0.1 is a private, loopback or link-local address' });
     expect(byEndpoint[named.id]).toMatchObject({ status: 'failed', attempt_count: 1 });
@@ -174,18 +212,21 @@ describe('transport safety', () => {
     });
     try {
       const { merchant: m } = await merchant(db.store);
-      for (const path of ['/redirect', '/big', '/hang']) await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${special.url}${path}` });
+      for (const path of ['/redirect', '/big', '/hang'])
+        await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url: `${special.url}${path}` });
       const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.failed', data: {} }));
       const transport = createHttpTransport({ allowPrivate: true, timeoutMs: 300 });
       await delivery(db.store, { fetch: transport }).runOnce();
       await transport.close();
       expect(target.received).toHaveLength(0);
-      const { rows } = await db.store.query('SELECT url, response_status, response_body_excerpt, error, succeeded FROM webhook_attempts WHERE event_id = $1', [event.id]);
+      const { rows } = await db.store.query('SELECT url, response_status, response_body_excerpt, error, succeeded FROM webhook_attempts WHERE event_id = $1', [
+        event.id,
+      ]);
       const byPath = Object.fromEntries(rows.map((r) => [new URL(r.url).pathname, r]));
       expect(byPath['/redirect']).toMatchObject({ response_status: 302, succeeded: false, error: 'HTTP 302' });
       expect(byPath['/big']!.response_body_excerpt).toBe('x'.repeat(2048));
       expect(byPath['/hang']).toMatchObject({ response_status: null, succeeded: false, error: 'timed out after 300 ms' });
-      const { rows: deliveries } = await db.store.query("SELECT status FROM webhook_deliveries WHERE event_id = $1", [event.id]);
+      const { rows: deliveries } = await db.store.query('SELECT status FROM webhook_deliveries WHERE event_id = $1', [event.id]);
       expect(deliveries.map((d) => d.status)).toEqual(['pending', 'pending', 'pending']);
     } finally {
       await special.close();
@@ -200,13 +241,16 @@ describe('transport safety', () => {
     try {
       const stuck = await merchant(db.store, 'Stuck');
       await createEndpoint(db.store, box, { merchantId: stuck.merchant.id, livemode: false, url: `${slow.url}/stuck` });
-      for (let i = 0; i < 10; i++) await db.store.transaction((sql) => appendEvent(sql, { merchantId: stuck.merchant.id, livemode: false, type: 'payment.confirmed', data: { i } }));
+      for (let i = 0; i < 10; i++)
+        await db.store.transaction((sql) => appendEvent(sql, { merchantId: stuck.merchant.id, livemode: false, type: 'payment.confirmed', data: { i } }));
       await worker.start();
       await slow.waitFor(2, 5_000);
       const healthy = await merchant(db.store, 'Healthy');
       await createEndpoint(db.store, box, { merchantId: healthy.merchant.id, livemode: false, url: `${receiver.url}/healthy` });
       const started = Date.now();
-      const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: healthy.merchant.id, livemode: false, type: 'payment.confirmed', data: {} }));
+      const event = await db.store.transaction((sql) =>
+        appendEvent(sql, { merchantId: healthy.merchant.id, livemode: false, type: 'payment.confirmed', data: {} }),
+      );
       await expect.poll(() => receiver.received.some((r) => r.headers['x-service-event-id'] === event.id), { timeout: 3_000, interval: 20 }).toBe(true);
       expect(Date.now() - started).toBeLessThan(3_000); // well before the stuck attempts time out
       expect(slow.received).toHaveLength(2);

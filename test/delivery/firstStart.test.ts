@@ -36,9 +36,13 @@ test('the first-start secret signs sandbox session deliveries (not live ones), a
     return { event, got: receiver.received.find((r) => r.headers['x-service-event-id'] === event.id) };
   };
   const sandbox = await deliver(false);
-  await expect(verifyWebhook(sandbox.got!.rawBody, sandbox.got!.headers, first.sandboxWebhookSecret, { now: clock.now(), livemode: false })).resolves.toEqual(sandbox.event);
+  await expect(verifyWebhook(sandbox.got!.rawBody, sandbox.got!.headers, first.sandboxWebhookSecret, { now: clock.now(), livemode: false })).resolves.toEqual(
+    sandbox.event,
+  );
   const live = await deliver(true);
-  await expect(verifyWebhook(live.got!.rawBody, live.got!.headers, first.sandboxWebhookSecret, { now: clock.now() })).rejects.toThrow('signature does not match');
+  await expect(verifyWebhook(live.got!.rawBody, live.got!.headers, first.sandboxWebhookSecret, { now: clock.now() })).rejects.toThrow(
+    'signature does not match',
+  );
 
   const lines: { line: string; data: Record<string, unknown> }[] = [];
   let stop!: () => void;
@@ -53,10 +57,12 @@ test('the first-start secret signs sandbox session deliveries (not live ones), a
     await expect.poll(() => lines.some((entry) => 'listening' in entry.data), { timeout: 5_000 }).toBe(true);
     expect(lines[0]!.data).toMatchObject({ livemode: false });
     const heard = await deliver(false);
-    await expect.poll(() => lines.find((entry) => (entry.data.event as { id?: string } | undefined)?.id === heard.event.id), { timeout: 5_000 }).toMatchObject({
-      line: expect.stringContaining('signature verified'),
-      data: { verified: true },
-    });
+    await expect
+      .poll(() => lines.find((entry) => (entry.data.event as { id?: string } | undefined)?.id === heard.event.id), { timeout: 5_000 })
+      .toMatchObject({
+        line: expect.stringContaining('signature verified'),
+        data: { verified: true },
+      });
   } finally {
     stop();
     await listening;

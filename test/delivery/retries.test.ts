@@ -68,9 +68,14 @@ describe('retry schedule', () => {
     const hits = t.hits();
     expect(new Set(hits.map((h) => h.headers['x-service-nonce'])).size).toBe(4);
     expect(new Set(hits.map((h) => h.rawBody)).size).toBe(1);
-    expect(hits.map((h) => Number(h.headers['x-service-timestamp']) * 1000)).toEqual([start, start + 5_000, start + 305_000, start + 2_105_000].map((ms) => Math.floor(ms / 1000) * 1000));
+    expect(hits.map((h) => Number(h.headers['x-service-timestamp']) * 1000)).toEqual(
+      [start, start + 5_000, start + 305_000, start + 2_105_000].map((ms) => Math.floor(ms / 1000) * 1000),
+    );
     await expect(verifyWebhook(hits[3]!.rawBody, hits[3]!.headers, t.secret, { now: clock.now() })).resolves.toMatchObject({ id: t.event.id });
-    const { rows: attempts } = await db.store.query('SELECT attempt_number, response_status, response_body_excerpt, succeeded FROM webhook_attempts WHERE event_id = $1 ORDER BY attempt_number', [t.event.id]);
+    const { rows: attempts } = await db.store.query(
+      'SELECT attempt_number, response_status, response_body_excerpt, succeeded FROM webhook_attempts WHERE event_id = $1 ORDER BY attempt_number',
+      [t.event.id],
+    );
     expect(attempts).toEqual([
       { attempt_number: 1, response_status: 500, response_body_excerpt: '', succeeded: false },
       { attempt_number: 2, response_status: 502, response_body_excerpt: 'bad gateway', succeeded: false },
@@ -100,7 +105,10 @@ describe('retry schedule', () => {
   });
 
   test('after the 10th failed attempt the delivery fails for good', async () => {
-    const t = await setup('/down', Array.from({ length: 10 }, () => ({ status: 500 })));
+    const t = await setup(
+      '/down',
+      Array.from({ length: 10 }, () => ({ status: 500 })),
+    );
     const clock = createFakeClock();
     const worker = delivery(db.store, { clock });
     await worker.drain();
@@ -118,7 +126,12 @@ describe('retry schedule', () => {
 describe('disabling endpoints', () => {
   test('410 Gone disables the endpoint at once, ends its pending deliveries, and tells the merchant on its other endpoints', async () => {
     const t = await setup('/gone', [{ status: 500 }, { status: 410 }]);
-    const { endpoint: watcher, secret: watcherSecret } = await createEndpoint(db.store, box, { merchantId: t.merchantId, livemode: false, url: `${receiver.url}/watcher`, enabledEvents: ['webhook_endpoint.disabled'] });
+    const { endpoint: watcher, secret: watcherSecret } = await createEndpoint(db.store, box, {
+      merchantId: t.merchantId,
+      livemode: false,
+      url: `${receiver.url}/watcher`,
+      enabledEvents: ['webhook_endpoint.disabled'],
+    });
     // A second event already queued for the gone endpoint.
     const clock = createFakeClock();
     const worker = delivery(db.store, { clock });
@@ -139,7 +152,10 @@ describe('disabling endpoints', () => {
     const notice = receiver.received.filter((r) => r.path === '/watcher');
     expect(notice).toHaveLength(1);
     const event = await verifyWebhook(notice[0]!.rawBody, notice[0]!.headers, watcherSecret, { now: clock.now() });
-    expect(event).toMatchObject({ event: 'webhook_endpoint.disabled', data: { id: t.endpoint.id, status: 'disabled', reason: 'the endpoint answered 410 Gone' } });
+    expect(event).toMatchObject({
+      event: 'webhook_endpoint.disabled',
+      data: { id: t.endpoint.id, status: 'disabled', reason: 'the endpoint answered 410 Gone' },
+    });
     // Later events skip the disabled endpoint.
     clock.advance(86_400_000);
     const hitsBefore = t.hits().length;
@@ -151,7 +167,10 @@ describe('disabling endpoints', () => {
 
   test('an endpoint that fails every attempt for 5 days is disabled; one success resets the streak', async () => {
     const t = await setup('/sick', []);
-    scripts.set('/sick', Array.from({ length: 100 }, () => ({ status: 500 })));
+    scripts.set(
+      '/sick',
+      Array.from({ length: 100 }, () => ({ status: 500 })),
+    );
     const clock = createFakeClock();
     const start = clock.now().getTime();
     const worker = delivery(db.store, { clock });
@@ -170,7 +189,9 @@ describe('disabling endpoints', () => {
     const endpoint = await t.endpointRow();
     expect(endpoint.status).toBe('disabled');
     expect(endpoint.disabled_reason).toMatch(/^every attempt failed for 5 days/);
-    const { rows } = await db.store.query<{ n: bigint }>("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'", [t.endpoint.id]);
+    const { rows } = await db.store.query<{ n: bigint }>("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'", [
+      t.endpoint.id,
+    ]);
     expect(rows[0]!.n).toBe(0n);
 
     // Another endpoint: failures, then one success clears failing_since.

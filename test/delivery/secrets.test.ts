@@ -24,7 +24,14 @@ async function account() {
   const { merchant, webhookSecrets } = await createMerchant(db.store, box, { name: 'Secrets Ltd' });
   const key = async (livemode: boolean, scopes?: ('read' | 'write')[]) =>
     (await createApiKey(db.store, { merchantId: merchant.id, livemode, ...(scopes ? { scopes } : {}) })).secret;
-  return { id: merchant.id, secrets: webhookSecrets, test: await key(false), live: await key(true), readOnly: await key(false, ['read']), liveReadOnly: await key(true, ['read']) };
+  return {
+    id: merchant.id,
+    secrets: webhookSecrets,
+    test: await key(false),
+    live: await key(true),
+    readOnly: await key(false, ['read']),
+    liveReadOnly: await key(true, ['read']),
+  };
 }
 
 /** Confirms a new session of `livemode` with a webhookUrl on `path`, delivers at `clock`, returns what arrived. */
@@ -67,7 +74,12 @@ describe('rotating the merchant secret of a mode (API)', () => {
     const expiresAt = Date.parse(rotated.body.previousSecretExpiresAt);
     expect(Math.abs(expiresAt - (Date.now() + 3_600_000))).toBeLessThan(60_000);
     const state = await api.call('GET', '/api/v1/webhook-secret', { key: a.readOnly });
-    expect(state.body).toEqual({ livemode: false, createdAt: expect.any(String), rotatedAt: rotated.body.rotatedAt, previousSecretExpiresAt: rotated.body.previousSecretExpiresAt });
+    expect(state.body).toEqual({
+      livemode: false,
+      createdAt: expect.any(String),
+      rotatedAt: rotated.body.rotatedAt,
+      previousSecretExpiresAt: rotated.body.previousSecretExpiresAt,
+    });
 
     const during = await deliverSessionEvent(a.id, false, '/rotate-during', clock);
     expect(String(during.headers['x-service-signature']).split(',')).toHaveLength(2);
@@ -158,13 +170,28 @@ describe('what attempt logs show', () => {
     const signatures = String(sent.headers['x-service-signature']).split(',');
     const eventId = String(sent.headers['x-service-event-id']);
     // An attempt logged before migration 014 still holds its signature in the database.
-    await db.store.query(`UPDATE webhook_attempts SET request_headers = request_headers || jsonb_build_object('x-service-signature', $2::text) WHERE event_id = $1`, [eventId, signatures[0]]);
+    await db.store.query(
+      `UPDATE webhook_attempts SET request_headers = request_headers || jsonb_build_object('x-service-signature', $2::text) WHERE event_id = $1`,
+      [eventId, signatures[0]],
+    );
 
     const readOnly = await api.call('GET', `/api/v1/events/${eventId}/attempts`, { key: a.readOnly });
     expect(readOnly.status).toBe(200);
     expect(readOnly.body.data).toHaveLength(2);
     for (const attempt of readOnly.body.data) {
-      expect(Object.keys(attempt).sort()).toEqual(['attemptNumber', 'deliveryId', 'durationMs', 'endpointId', 'error', 'id', 'responseBodyExcerpt', 'responseStatus', 'startedAt', 'succeeded', 'url']);
+      expect(Object.keys(attempt).sort()).toEqual([
+        'attemptNumber',
+        'deliveryId',
+        'durationMs',
+        'endpointId',
+        'error',
+        'id',
+        'responseBodyExcerpt',
+        'responseStatus',
+        'startedAt',
+        'succeeded',
+        'url',
+      ]);
       expect(attempt.responseStatus).toBe(200);
       expect(attempt.responseBodyExcerpt).toContain('"x-service-signature":"sha256=[redacted]"');
     }
@@ -189,7 +216,10 @@ describe('caps', () => {
     const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => create(a.test, n)));
     expect(answers.filter((answer) => answer.status === 201)).toHaveLength(16);
     for (const refused of answers.filter((answer) => answer.status !== 201)) {
-      expect(refused).toMatchObject({ status: 409, body: { error: 'this account already has 16 sandbox webhook endpoints, the most allowed: delete one first' } });
+      expect(refused).toMatchObject({
+        status: 409,
+        body: { error: 'this account already has 16 sandbox webhook endpoints, the most allowed: delete one first' },
+      });
     }
     expect((await api.call('GET', '/api/v1/webhooks', { key: a.test })).body.data).toHaveLength(16);
     expect((await create(a.live, 99)).status).toBe(201);
@@ -210,7 +240,9 @@ describe('caps', () => {
     const from = new Date(Date.now() - 2 * 3_600_000).toISOString();
     const tooMany = await api.call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: a.test, body: { from } });
     expect(tooMany).toMatchObject({ status: 400, body: { error: 'the window holds more than 1000 events: replay a narrower window' } });
-    const count = async () => (await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND origin = 'replay'", [hook.body.id])).rows[0]!.n;
+    const count = async () =>
+      (await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND origin = 'replay'", [hook.body.id]))
+        .rows[0]!.n;
     expect(await count()).toBe(0);
     const { rows } = await db.store.query<{ created_at: Date }>("SELECT created_at FROM events WHERE id = 'evt_cap1001'");
     const replayed = await api.call('POST', `/api/v1/webhooks/${hook.body.id}/replay`, { key: a.test, body: { from, to: rows[0]!.created_at.toISOString() } });

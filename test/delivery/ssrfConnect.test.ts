@@ -1,4 +1,4 @@
-import dns from 'node:dns';
+import type dns from 'node:dns';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -30,10 +30,17 @@ const named = (address: string) => `host-${address.replace(/[:.]/g, '-') || 'zer
 for (const [, address] of [...EMBEDDED_FORMS, ...INTERNAL_FORMS]) TABLE[named(address)] = [address];
 
 /** dns.lookup's shape, answering from TABLE. */
-const tableLookup = ((hostname: string, _options: dns.LookupOptions, callback: (error: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void) => {
+const tableLookup = ((
+  hostname: string,
+  _options: dns.LookupOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void,
+) => {
   const list = TABLE[hostname];
   if (!list) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
-  callback(null, list.map((address) => ({ address, family: net.isIP(address) })));
+  callback(
+    null,
+    list.map((address) => ({ address, family: net.isIP(address) })),
+  );
 }) as unknown as typeof dns.lookup;
 
 async function send(allowPrivate: AllowPrivate, url: string) {
@@ -53,7 +60,9 @@ describe.each([
     const host = named(address);
     const result = await send(allowPrivate, `http://${host}:${port()}/hook`);
     expect(result).toEqual({ ok: false, unsafe: true, error: `${host} resolves to ${refusal}` });
-    await expect(checkWebhookUrl(`http://${host}/hook`, { allowPrivate, lookup: tableLookup })).rejects.toThrow(`webhook URL host ${host} resolves to ${refusal}`);
+    await expect(checkWebhookUrl(`http://${host}/hook`, { allowPrivate, lookup: tableLookup })).rejects.toThrow(
+      `webhook URL host ${host} resolves to ${refusal}`,
+    );
   });
 
   test.each([...EMBEDDED_FORMS, ...INTERNAL_FORMS])('the IP literal %s (%s) is refused when connecting', async (_name, address) => {
@@ -93,7 +102,9 @@ test('the delivery worker with the default configuration: sandbox deliveries rea
   for (const [name, url] of Object.entries(urls)) ids[(await createEndpoint(db.store, box, { merchantId: m.id, livemode: false, url })).endpoint.id] = name;
   const sessionId = await insertSession(db.store, { merchantId: m.id, webhookUrl: 'http://192.168.1.1/session-hook' });
   const before = receiver.received.length;
-  const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.expired', sessionId, data: { id: sessionId } }));
+  const event = await db.store.transaction((sql) =>
+    appendEvent(sql, { merchantId: m.id, livemode: false, type: 'payment.expired', sessionId, data: { id: sessionId } }),
+  );
   await delivery(db.store, { config }).drain();
 
   expect(receiver.received.slice(before).map((r) => r.path)).toEqual(['/sandbox-local']);
@@ -101,8 +112,14 @@ test('the delivery worker with the default configuration: sandbox deliveries rea
     'SELECT d.endpoint_id, d.status, d.attempt_count, a.error FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.event_id = $1',
     [event.id],
   );
-  const outcome = Object.fromEntries(rows.map((row) => [row.endpoint_id ? ids[row.endpoint_id] : 'session', { status: row.status, attempts: row.attempt_count, error: row.error }]));
-  const refused = (host: string) => ({ status: 'failed', attempts: 1, error: `${host} is a private, link-local or reserved address (sandbox webhooks may reach loopback only)` });
+  const outcome = Object.fromEntries(
+    rows.map((row) => [row.endpoint_id ? ids[row.endpoint_id] : 'session', { status: row.status, attempts: row.attempt_count, error: row.error }]),
+  );
+  const refused = (host: string) => ({
+    status: 'failed',
+    attempts: 1,
+    error: `${host} is a private, link-local or reserved address (sandbox webhooks may reach loopback only)`,
+  });
   expect(outcome).toEqual({
     local: { status: 'succeeded', attempts: 1, error: null },
     private: refused('10.0.0.1'),

@@ -22,8 +22,10 @@ const ROUTES = [
 ];
 
 async function rows(): Promise<string> {
-  const { rows: [row] } = await db.store.query<{ n: string }>(
-    'SELECT (SELECT count(*) FROM webhook_endpoints) || \'/\' || (SELECT count(*) FROM payment_sessions) || \'/\' || (SELECT count(*) FROM payment_links) AS n',
+  const {
+    rows: [row],
+  } = await db.store.query<{ n: string }>(
+    "SELECT (SELECT count(*) FROM webhook_endpoints) || '/' || (SELECT count(*) FROM payment_sessions) || '/' || (SELECT count(*) FROM payment_links) AS n",
   );
   return row!.n;
 }
@@ -39,7 +41,10 @@ const SANDBOX_REFUSAL = 'resolves to a private, link-local or reserved address (
 
 describe.each(ROUTES)('$name', (route) => {
   test.each(EMBEDDED_FORMS)('%s (%s) is refused for live and sandbox keys, writing nothing', async (_name, address) => {
-    for (const [livemode, refusal] of [[true, LIVE_REFUSAL], [false, SANDBOX_REFUSAL]] as const) {
+    for (const [livemode, refusal] of [
+      [true, LIVE_REFUSAL],
+      [false, SANDBOX_REFUSAL],
+    ] as const) {
       const answer = await register(route, livemode, address);
       expect(answer.status, JSON.stringify(answer.body)).toBe(400);
       expect(answer.body).toEqual({ error: `${route.field}: webhook URL host ${canonical(address)} ${refusal}` });

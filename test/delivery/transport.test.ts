@@ -6,7 +6,7 @@ import { UnsafeWebhookUrlError } from '../../src/delivery/ssrf.ts';
 // Whether a failed attempt was the SSRF guard's refusal (recorded as unsafe, not retried like a
 // network error) is decided from the error's class, wherever undici put it in the cause chain.
 describe('isUnsafeUrlFailure()', () => {
-  test('the guard\'s error, or any error caused by it, is an unsafe-URL failure', () => {
+  test("the guard's error, or any error caused by it, is an unsafe-URL failure", () => {
     const refusal = new UnsafeWebhookUrlError('hook.test resolves to a private, loopback or link-local address');
     expect(isUnsafeUrlFailure(refusal)).toBe(true);
     expect(isUnsafeUrlFailure(new TypeError('fetch failed', { cause: refusal }))).toBe(true);
@@ -32,7 +32,11 @@ describe('createHttpTransport()', () => {
     const transport = createHttpTransport({ allowPrivate: false, lookup, timeoutMs: 2_000 });
     try {
       const send = (url: string) => transport({ url, headers: { 'content-type': 'application/json' }, body: '{}' });
-      expect(await send('http://inside.test:9/hook')).toEqual({ ok: false, unsafe: true, error: 'inside.test resolves to a private, loopback or link-local address' });
+      expect(await send('http://inside.test:9/hook')).toEqual({
+        ok: false,
+        unsafe: true,
+        error: 'inside.test resolves to a private, loopback or link-local address',
+      });
       expect(await send('http://nowhere.test:9/hook')).toMatchObject({ ok: false, unsafe: false, error: expect.stringContaining('ENOTFOUND') });
     } finally {
       await transport.close();

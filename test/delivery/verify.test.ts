@@ -4,7 +4,13 @@ import { computeSignature, createMemoryNonceCache, verifyWebhook, WebhookVerific
 import { signedHeaders } from '../../src/delivery/sign.ts';
 
 const secret = 'whsec_TestSecretTestSecretTestSecret12';
-const body = JSON.stringify({ id: 'evt_1', event: 'payment.confirmed', data: { id: 'ses_1', amount: '25.00' }, timestamp: '2026-11-21T12:00:00.000Z', livemode: false });
+const body = JSON.stringify({
+  id: 'evt_1',
+  event: 'payment.confirmed',
+  data: { id: 'ses_1', amount: '25.00' },
+  timestamp: '2026-11-21T12:00:00.000Z',
+  livemode: false,
+});
 const now = new Date('2026-11-21T12:00:00Z');
 
 function headers(overrides: Record<string, string | undefined> = {}, at = now) {
@@ -25,7 +31,7 @@ async function reason(promise: Promise<unknown>): Promise<string> {
 describe('verifyWebhook()', () => {
   test('accepts a signed delivery and returns the envelope; the signature is an independent HMAC of "timestamp.nonce.body"', async () => {
     const h = headers();
-    const independent = 'sha256=' + createHmac('sha256', secret).update(`${h['x-service-timestamp']}.${h['x-service-nonce']}.${body}`).digest('hex');
+    const independent = `sha256=${createHmac('sha256', secret).update(`${h['x-service-timestamp']}.${h['x-service-nonce']}.${body}`).digest('hex')}`;
     expect(h['x-service-signature']).toBe(independent);
     expect(h['x-service-timestamp']).toBe(String(now.getTime() / 1000));
     const event = await verifyWebhook(body, h, secret, { now });
@@ -111,6 +117,6 @@ describe('verifyWebhook()', () => {
   });
 
   test('computeSignature() matches the spec recipe byte for byte', () => {
-    expect(computeSignature('k', 1700000000, 'n', 'b')).toBe('sha256=' + createHmac('sha256', 'k').update('1700000000.n.b').digest('hex'));
+    expect(computeSignature('k', 1700000000, 'n', 'b')).toBe(`sha256=${createHmac('sha256', 'k').update('1700000000.n.b').digest('hex')}`);
   });
 });

@@ -69,7 +69,9 @@ describe('several engines on one database', () => {
     // The session expires while no engine runs ("the process was down").
     await expireNow(db.store, session.id);
     const second = new AbortController();
-    const loops = [0, 1].map(() => createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), intervalMs: 50 }).run(second.signal));
+    const loops = [0, 1].map(() =>
+      createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), intervalMs: 50 }).run(second.signal),
+    );
     const deadline = Date.now() + 10_000;
     while ((await db.store.query(`SELECT 1 FROM payment_sessions WHERE id = $1 AND status = 'expired'`, [session.id])).rowCount === 0) {
       if (Date.now() > deadline) throw new Error('the session did not expire');

@@ -12,16 +12,20 @@ const db = useTestDatabase('engine_cross_merchant');
 const { call } = useApi(db, { checked: false });
 const engine = () => createEngine({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
 
-const session = (key: string, amount: string, wallet: string) => call('POST', '/api/v1/sessions', { key, body: { amount, currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
+const session = (key: string, amount: string, wallet: string) =>
+  call('POST', '/api/v1/sessions', { key, body: { amount, currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
 
 describe('wallets shared between merchants', () => {
-  test("a wallet another merchant verified cannot be used inline (409), and nothing is written", async () => {
+  test('a wallet another merchant verified cannot be used inline (409), and nothing is written', async () => {
     const a = await newMerchant(db.store, 'Owner');
     const b = await newMerchant(db.store, 'Intruder');
     const wallet = newEvmWallet();
     await addWallet(db.store, { merchantId: a.id, chain: 'polygon', address: wallet, verifiedBy: 'operator' });
     const refused = await session(b.live, '7', wallet);
-    expect(refused).toMatchObject({ status: 409, body: { error: `merchantWallet ${wallet} is a verified wallet of another merchant; use a receiving wallet of your own` } });
+    expect(refused).toMatchObject({
+      status: 409,
+      body: { error: `merchantWallet ${wallet} is a verified wallet of another merchant; use a receiving wallet of your own` },
+    });
     const { rowCount } = await db.store.query('SELECT 1 FROM wallets WHERE merchant_id = $1', [b.id]);
     expect(rowCount).toBe(0);
   });

@@ -49,7 +49,10 @@ beforeAll(async () => {
   await app.ready();
   call = createClient(app);
   merchant = await newApiMerchant(db.store);
-  await waitFor(async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1, 'first checkpoint');
+  await waitFor(
+    async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1,
+    'first checkpoint',
+  );
 });
 
 afterAll(async () => {
@@ -76,7 +79,10 @@ async function wallet(): Promise<Address> {
 }
 
 async function createSession(payTo: Address, amount: string, extra: Record<string, unknown> = {}) {
-  const answer = await call('POST', '/api/v1/sessions', { key: merchant.live, body: { amount, currency: 'USDC', chain, merchantWallet: payTo, metadata: { order: amount }, ...extra } });
+  const answer = await call('POST', '/api/v1/sessions', {
+    key: merchant.live,
+    body: { amount, currency: 'USDC', chain, merchantWallet: payTo, metadata: { order: amount }, ...extra },
+  });
   expect(answer.status).toBe(201);
   return answer.body as { id: string; amountDue: string; amountDueBaseUnits: string };
 }
@@ -119,7 +125,16 @@ describe('payments end to end: API -> anvil -> EVM ingester -> engine -> outbox'
     await until(s.id, 'settled');
     expect(await eventsOf(db.store, s.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.settled']);
     const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.confirmed'`, [s.id]);
-    expect(rows[0]!.payload.data).toMatchObject({ id: s.id, amount: '10', currency: 'USDC', chain, status: 'confirmed', txHash: hash, metadata: { order: '10' }, livemode: true });
+    expect(rows[0]!.payload.data).toMatchObject({
+      id: s.id,
+      amount: '10',
+      currency: 'USDC',
+      chain,
+      status: 'confirmed',
+      txHash: hash,
+      metadata: { order: '10' },
+      livemode: true,
+    });
   });
 
   test('underpaid then topped up', async () => {
@@ -219,13 +234,18 @@ describe('payments end to end: API -> anvil -> EVM ingester -> engine -> outbox'
     await pay(to, 15_000_000n); // exactly the due amount again: it pays the confirmed session
     await waitFor(async () => (await session(s.id)).amountPending === '15', 'the duplicate to be pending');
     expect(await session(s.id)).toMatchObject({ status: 'confirmed', amountReceived: '15', amountPending: '15' });
-    expect(await refund({ amount: '20' })).toMatchObject({ status: 409, body: { error: expect.stringContaining('15 USDC more has been seen on chain but is not confirmed yet') } });
+    expect(await refund({ amount: '20' })).toMatchObject({
+      status: 409,
+      body: { error: expect.stringContaining('15 USDC more has been seen on chain but is not confirmed yet') },
+    });
 
     await confirm();
     await waitFor(async () => (await session(s.id)).amountReceived === '30', 'the duplicate to confirm');
     const requested = await refund({ amount: '20' });
     expect(requested.status).toBe(201);
-    expect((await call('POST', `/api/v1/refunds/${requested.body.id}/complete`, { key: merchant.live, body: { txHash: `0x${'ab'.repeat(32)}` } })).status).toBe(200);
+    expect((await call('POST', `/api/v1/refunds/${requested.body.id}/complete`, { key: merchant.live, body: { txHash: `0x${'ab'.repeat(32)}` } })).status).toBe(
+      200,
+    );
 
     // 33 blocks replaced (the duplicate's and the 32 on it), above anvil's finalized block (head - 64).
     await anvil.reorg(DEPTH + 1);

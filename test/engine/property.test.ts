@@ -26,8 +26,18 @@ type Op =
   | { kind: 'restart' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('pay' as const), session: fc.integer({ min: 0, max: 2 }), share: fc.constantFrom('exact', 'part', 'rest', 'over') }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('mine' as const), blocks: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 30, max: 40 })) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('pay' as const),
+      session: fc.integer({ min: 0, max: 2 }),
+      share: fc.constantFrom('exact', 'part', 'rest', 'over'),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('mine' as const), blocks: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 30, max: 40 })) }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('reorg' as const), depth: fc.integer({ min: 1, max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('expire' as const), session: fc.integer({ min: 0, max: 2 }) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'finalize' as const }) },
@@ -54,7 +64,16 @@ async function run(count: number, ops: Op[], settleAtEnd: boolean): Promise<void
   }
   runBase += 10_000n;
   const model: Model = {
-    sessions: prices.map((p) => ({ due: p * UNIT, status: 'created', stored: 0n, reported: 0n, expiresAt: Infinity, expiredBefore: false, failedBefore: false, events: [] })),
+    sessions: prices.map((p) => ({
+      due: p * UNIT,
+      status: 'created',
+      stored: 0n,
+      reported: 0n,
+      expiresAt: Infinity,
+      expiredBefore: false,
+      failedBefore: false,
+      events: [],
+    })),
     transfers: [],
     head: runBase,
     finalized: null,
@@ -138,8 +157,11 @@ async function run(count: number, ops: Op[], settleAtEnd: boolean): Promise<void
 }
 
 describe('engine against a reference model', () => {
-  test('random transfers, reorgs, expiries, restarts and concurrent engines give the model\'s final states and events, each once', async () => {
-    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(opArb, { minLength: 8, maxLength: 40, size: 'max' }), fc.boolean(), run), { numRuns: 80, endOnFailure: true });
+  test("random transfers, reorgs, expiries, restarts and concurrent engines give the model's final states and events, each once", async () => {
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(opArb, { minLength: 8, maxLength: 40, size: 'max' }), fc.boolean(), run), {
+      numRuns: 80,
+      endOnFailure: true,
+    });
     if (process.env.ENGINE_STATS) console.log(Object.fromEntries(stats));
   });
 });

@@ -183,7 +183,9 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     await e.reconcile({ chain, livemode });
     expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created', amount_received: '0', confirmations: 0 });
     // The removed transaction is no longer the payment's: txHash is null again, in the row and the event.
-    const { rows: [stored] } = await db.store.query('SELECT tx_hash FROM payment_sessions WHERE id = $1', [session.id]);
+    const {
+      rows: [stored],
+    } = await db.store.query('SELECT tx_hash FROM payment_sessions WHERE id = $1', [session.id]);
     expect(stored).toEqual({ tx_hash: null });
     const { rows } = await db.store.query(`SELECT payload FROM events WHERE session_id = $1 AND type = 'payment.reorged'`, [session.id]);
     expect(rows[0]!.payload.data).toMatchObject({ status: 'created', amountReceived: '0', amountRemaining: '10', txHash: null });
@@ -205,7 +207,9 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'created' });
     expect(await eventsOf(db.store, session.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.reorged']);
     const { rows } = await db.store.query('SELECT kind, details FROM engine_incidents WHERE session_id = $1', [session.id]);
-    expect(rows).toEqual([{ kind: 'deep_reorg', details: { status: 'confirmed', stored_received: '10000000', received: '0', stored_confirmed: '10000000', confirmed: '0' } }]);
+    expect(rows).toEqual([
+      { kind: 'deep_reorg', details: { status: 'confirmed', stored_received: '10000000', received: '0', stored_confirmed: '10000000', confirmed: '0' } },
+    ]);
   });
 
   test('two sessions for the same amount on one wallet get distinct due amounts and match in either order', async () => {

@@ -23,7 +23,15 @@ describe('solana: Solana Pay reference matching and finalized-only confirmation'
     const second = await newSession(db.store, { merchantId, wallet, amount: '5', chain });
     expect(first.reference).toEqual(expect.any(String));
     // The amount is the second session's due amount (5.000001), but the reference names the first (due 5).
-    await insertTransfer(db.store, { chain, to: wallet, token: USDC_MINT, amount: second.amountDue, block: 990n, referenceKeys: [solanaAddress(), first.reference!], txHash: signature() });
+    await insertTransfer(db.store, {
+      chain,
+      to: wallet,
+      token: USDC_MINT,
+      amount: second.amountDue,
+      block: 990n,
+      referenceKeys: [solanaAddress(), first.reference!],
+      txHash: signature(),
+    });
     await setHead(db.store, { chain, head: 1000n, finalized: 989n });
     await e.reconcile({ chain, livemode: true });
     expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'confirming', confirmations: 11 });
@@ -48,7 +56,15 @@ describe('solana: Solana Pay reference matching and finalized-only confirmation'
     const merchantId = await newMerchant(db.store);
     const wallet = solanaAddress();
     const session = await newSession(db.store, { merchantId, wallet, amount: '5', chain });
-    const { id } = await insertTransfer(db.store, { chain, to: solanaAddress(), token: USDC_MINT, amount: session.amountDue, block: 1100n, referenceKeys: [session.reference!], txHash: signature() });
+    const { id } = await insertTransfer(db.store, {
+      chain,
+      to: solanaAddress(),
+      token: USDC_MINT,
+      amount: session.amountDue,
+      block: 1100n,
+      referenceKeys: [session.reference!],
+      txHash: signature(),
+    });
     const result = await e.reconcile({ chain, livemode: true });
     expect(result.unmatched).toBe(1);
     const { rows } = await db.store.query('SELECT session_id FROM transfers WHERE id = $1', [id]);
@@ -63,7 +79,15 @@ describe('solana: Solana Pay reference matching and finalized-only confirmation'
     const ten = await newSession(db.store, { merchantId, wallet, amount: '10', chain });
     const twenty = await newSession(db.store, { merchantId, wallet, amount: '20', chain });
     // The balance shows only the 30 that arrived; which part belongs to whom cannot be told.
-    const { id } = await insertTransfer(db.store, { chain, to: wallet, token: USDC_MINT, amount: ten.amountDue + twenty.amountDue, block: 1200n, referenceKeys: [ten.reference!, twenty.reference!], txHash: signature() });
+    const { id } = await insertTransfer(db.store, {
+      chain,
+      to: wallet,
+      token: USDC_MINT,
+      amount: ten.amountDue + twenty.amountDue,
+      block: 1200n,
+      referenceKeys: [ten.reference!, twenty.reference!],
+      txHash: signature(),
+    });
     const result = await e.reconcile({ chain, livemode: true });
     expect(result).toMatchObject({ matched: 0, unmatched: 1 });
     expect((await db.store.query('SELECT session_id FROM transfers WHERE id = $1', [id])).rows[0]!.session_id).toBeNull();

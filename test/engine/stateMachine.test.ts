@@ -24,18 +24,38 @@ const base: SessionFacts = {
  */
 const CASES: Record<string, { facts: Partial<SessionFacts>; events: string[] }> = {
   'created>confirming:detected': { facts: { received: 100n, unconfirmedCount: 1 }, events: ['payment.confirming'] },
-  'pending>confirming:detected': { facts: { status: 'pending', storedReceived: 40n, received: 100n, confirmedReceived: 40n, unconfirmedCount: 1 }, events: ['payment.confirming'] },
-  'expired>confirming:detected': { facts: { status: 'expired', expiredBefore: true, pastExpiry: true, received: 100n, unconfirmedCount: 1 }, events: ['payment.confirming'] },
+  'pending>confirming:detected': {
+    facts: { status: 'pending', storedReceived: 40n, received: 100n, confirmedReceived: 40n, unconfirmedCount: 1 },
+    events: ['payment.confirming'],
+  },
+  'expired>confirming:detected': {
+    facts: { status: 'expired', expiredBefore: true, pastExpiry: true, received: 100n, unconfirmedCount: 1 },
+    events: ['payment.confirming'],
+  },
   'failed>confirming:detected': {
     facts: { status: 'failed', failedBefore: true, pastExpiry: true, storedReceived: 40n, received: 100n, confirmedReceived: 40n, unconfirmedCount: 1 },
     events: ['payment.confirming'],
   },
-  'confirming>confirmed:paid': { facts: { status: 'confirming', storedReceived: 100n, received: 100n, confirmedReceived: 100n }, events: ['payment.confirmed'] },
+  'confirming>confirmed:paid': {
+    facts: { status: 'confirming', storedReceived: 100n, received: 100n, confirmedReceived: 100n },
+    events: ['payment.confirmed'],
+  },
   'confirming>confirmed:paid_late': {
-    facts: { status: 'confirming', expiredBefore: true, pastExpiry: true, paidAfterExpiry: true, storedReceived: 100n, received: 100n, confirmedReceived: 100n },
+    facts: {
+      status: 'confirming',
+      expiredBefore: true,
+      pastExpiry: true,
+      paidAfterExpiry: true,
+      storedReceived: 100n,
+      received: 100n,
+      confirmedReceived: 100n,
+    },
     events: ['payment.late_confirmed'],
   },
-  'confirming>pending:underpaid': { facts: { status: 'confirming', storedReceived: 40n, received: 40n, confirmedReceived: 40n }, events: ['payment.underpaid'] },
+  'confirming>pending:underpaid': {
+    facts: { status: 'confirming', storedReceived: 40n, received: 40n, confirmedReceived: 40n },
+    events: ['payment.underpaid'],
+  },
   'confirming>failed:underpaid_expired': {
     facts: { status: 'confirming', pastExpiry: true, storedReceived: 40n, received: 40n, confirmedReceived: 40n },
     events: ['payment.failed'],
@@ -46,13 +66,19 @@ const CASES: Record<string, { facts: Partial<SessionFacts>; events: string[] }> 
   },
   'confirming>created:reorg': { facts: { status: 'confirming', storedReceived: 100n, received: 0n }, events: ['payment.reorged'] },
   'confirming>pending:reorg': { facts: { status: 'confirming', storedReceived: 100n, received: 40n, confirmedReceived: 40n }, events: ['payment.reorged'] },
-  'confirming>expired:reorg': { facts: { status: 'confirming', expiredBefore: true, pastExpiry: true, storedReceived: 100n, received: 0n }, events: ['payment.reorged'] },
+  'confirming>expired:reorg': {
+    facts: { status: 'confirming', expiredBefore: true, pastExpiry: true, storedReceived: 100n, received: 0n },
+    events: ['payment.reorged'],
+  },
   'confirming>failed:reorg': {
     facts: { status: 'confirming', failedBefore: true, pastExpiry: true, storedReceived: 100n, received: 40n, confirmedReceived: 40n },
     events: ['payment.reorged'],
   },
   'created>expired:expired': { facts: { pastExpiry: true }, events: ['payment.expired'] },
-  'pending>failed:underpaid_expired': { facts: { status: 'pending', pastExpiry: true, storedReceived: 40n, received: 40n, confirmedReceived: 40n }, events: ['payment.failed'] },
+  'pending>failed:underpaid_expired': {
+    facts: { status: 'pending', pastExpiry: true, storedReceived: 40n, received: 40n, confirmedReceived: 40n },
+    events: ['payment.failed'],
+  },
   'confirmed>settled:finalized': {
     facts: { status: 'confirmed', storedReceived: 100n, reportedReceived: 100n, received: 100n, confirmedReceived: 100n, allSettled: true },
     events: ['payment.settled'],
@@ -97,7 +123,9 @@ describe('payment state machine', () => {
   });
 
   test('an allowed pair with the wrong cause is refused', () => {
-    expect(() => assertTransition('created', 'expired', 'paid')).toThrowErrorMatchingInlineSnapshot(`[IllegalTransitionError: payment transition created -> expired (paid) is not allowed]`);
+    expect(() => assertTransition('created', 'expired', 'paid')).toThrowErrorMatchingInlineSnapshot(
+      `[IllegalTransitionError: payment transition created -> expired (paid) is not allowed]`,
+    );
   });
 
   test('settled is terminal and nothing leaves confirmed except settlement or an alerted deep reorg', () => {

@@ -11,7 +11,6 @@ const db = useTestDatabase('engine_transfers_api');
 const { call } = useApi(db);
 const engine = () => createEngine({ store: db.store, logger: pino({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
 
-
 let block = 1000n;
 
 /**
@@ -39,7 +38,17 @@ describe('GET /transfers/unmatched and POST /transfers/:id/attribution', () => {
     expect(listed.status).toBe(200);
     expect(listed.body).toMatchObject({ hasMore: false, nextCursor: null });
     expect(listed.body.data).toEqual([
-      expect.objectContaining({ id, chain: 'polygon', currency: 'USDC', amount: '20', amountBaseUnits: '20000000', txHash: transfer.txHash, status: 'unmatched', sessionId: null, livemode: false }),
+      expect.objectContaining({
+        id,
+        chain: 'polygon',
+        currency: 'USDC',
+        amount: '20',
+        amountBaseUnits: '20000000',
+        txHash: transfer.txHash,
+        status: 'unmatched',
+        sessionId: null,
+        livemode: false,
+      }),
     ]);
     const other = await newApiMerchant(db.store);
     expect((await call('GET', '/v1/transfers/unmatched', { key: other.test })).body.data).toEqual([]);
@@ -48,7 +57,10 @@ describe('GET /transfers/unmatched and POST /transfers/:id/attribution', () => {
 
     const attributed = await call('POST', `/api/v1/transfers/${id}/attribution`, { key: m.test, body: { sessionId: b.id } });
     expect(attributed.status).toBe(200);
-    expect(attributed.body).toMatchObject({ transfer: { id, status: 'matched', sessionId: b.id, matchMethod: 'manual' }, session: { id: b.id, status: 'pending' } });
+    expect(attributed.body).toMatchObject({
+      transfer: { id, status: 'matched', sessionId: b.id, matchMethod: 'manual' },
+      session: { id: b.id, status: 'pending' },
+    });
     expect(await eventsOf(db.store, b.id)).toEqual(['payment.confirming', 'payment.underpaid']);
     expect(await statusOf(db.store, b.id)).toMatchObject({ status: 'pending', amount_received: '20000000' });
     expect((await call('GET', '/api/v1/transfers/unmatched', { key: m.test })).body.data).toEqual([]);

@@ -20,7 +20,9 @@ describe('anvil helper', () => {
   test('a transfer to a merchant at the real polygon USDC address is visible through viem on chain id 137', async () => {
     const client = createPublicClient({ transport: http(anvil.rpcUrl) });
     expect(await client.getChainId()).toBe(137);
-    expect(await client.readContract({ address: polygonUsdc, abi: [parseAbiItem('function decimals() view returns (uint8)')], functionName: 'decimals' })).toBe(6);
+    expect(await client.readContract({ address: polygonUsdc, abi: [parseAbiItem('function decimals() view returns (uint8)')], functionName: 'decimals' })).toBe(
+      6,
+    );
 
     const receipt = await anvil.waitMined(await anvil.pay(polygonUsdc, MERCHANT, 12_500_000n));
     expect(receipt.status).toBe('success');

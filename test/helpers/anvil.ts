@@ -4,15 +4,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
-import {
-  createTestClient,
-  http,
-  publicActions,
-  walletActions,
-  defineChain,
-  type Address,
-  type Hash,
-} from 'viem';
+import { createTestClient, http, publicActions, walletActions, defineChain, type Address, type Hash } from 'viem';
 import { loadChains } from '../../src/internal/chains.ts';
 import type { ChainName } from '../../src/internal/config.ts';
 
@@ -27,8 +19,26 @@ export const testToken = JSON.parse(fs.readFileSync(path.join(here, '../contract
 
 const tokenAbi = [
   { type: 'function', name: 'setDecimals', stateMutability: 'nonpayable', inputs: [{ name: 'd', type: 'uint8' }], outputs: [] },
-  { type: 'function', name: 'mint', stateMutability: 'nonpayable', inputs: [{ name: 'to', type: 'address' }, { name: 'amount', type: 'uint256' }], outputs: [] },
-  { type: 'function', name: 'transfer', stateMutability: 'nonpayable', inputs: [{ name: 'to', type: 'address' }, { name: 'amount', type: 'uint256' }], outputs: [{ type: 'bool' }] },
+  {
+    type: 'function',
+    name: 'mint',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'to', type: 'address' },
+      { name: 'amount', type: 'uint256' },
+    ],
+    outputs: [],
+  },
+  {
+    type: 'function',
+    name: 'transfer',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'to', type: 'address' },
+      { name: 'amount', type: 'uint256' },
+    ],
+    outputs: [{ type: 'bool' }],
+  },
   { type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint8' }] },
   { type: 'function', name: 'balanceOf', stateMutability: 'view', inputs: [{ name: 'a', type: 'address' }], outputs: [{ type: 'uint256' }] },
 ] as const;
@@ -79,7 +89,9 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
-  const client = createTestClient({ chain, mode: 'anvil', transport: http(rpcUrl) }).extend(publicActions).extend(walletActions);
+  const client = createTestClient({ chain, mode: 'anvil', transport: http(rpcUrl) })
+    .extend(publicActions)
+    .extend(walletActions);
   await waitForRpc(client, () => stderr, child);
 
   const chainConfig = loadChains()[params.chain as ChainName];
@@ -113,11 +125,15 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
     },
     /** Mints `amount` base units of `token` to `to`. */
     async mint(token: Address, to: Address, amount: bigint): Promise<Hash> {
-      return impersonated(PAYER, () => client.writeContract({ account: PAYER, chain, address: token, abi: tokenAbi, functionName: 'mint', args: [to, amount] }));
+      return impersonated(PAYER, () =>
+        client.writeContract({ account: PAYER, chain, address: token, abi: tokenAbi, functionName: 'mint', args: [to, amount] }),
+      );
     },
     /** Sends `amount` base units of `token` from `from` (impersonated) to `to`; returns the tx hash. */
     async transfer(token: Address, from: Address, to: Address, amount: bigint): Promise<Hash> {
-      return impersonated(from, () => client.writeContract({ account: from, chain, address: token, abi: tokenAbi, functionName: 'transfer', args: [to, amount] }));
+      return impersonated(from, () =>
+        client.writeContract({ account: from, chain, address: token, abi: tokenAbi, functionName: 'transfer', args: [to, amount] }),
+      );
     },
     /** Mints to the payer then transfers, the common "customer pays" step. */
     async pay(token: Address, to: Address, amount: bigint): Promise<Hash> {

@@ -25,7 +25,9 @@ export const box = createSecretBox(randomBytes(32));
  * An RPC URL for every chain, so live sessions are accepted on all six (the API never talks to a
  * chain: any URL does). Override one with '' to make that chain sandbox-only.
  */
-export const EVERY_CHAIN_LIVE: Record<string, string> = Object.fromEntries(CHAIN_NAMES.map((chain) => [`SVC_${chain.toUpperCase()}_RPC_URL`, `http://rpc.invalid/${chain}`]));
+export const EVERY_CHAIN_LIVE: Record<string, string> = Object.fromEntries(
+  CHAIN_NAMES.map((chain) => [`SVC_${chain.toUpperCase()}_RPC_URL`, `http://rpc.invalid/${chain}`]),
+);
 
 /** A real API (fastify) on `store`, as the daemon builds it, with every chain live unless `env` says otherwise. */
 export function buildApi(store: Store, options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string> } = {}): FastifyInstance {
@@ -106,7 +108,12 @@ export function createSocketClient(baseUrl: string, checker?: { check(method: st
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (options.key) Object.assign(headers, options.as === 'x-api-key' ? xApiKey(options.key) : bearer(options.key));
     if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${baseUrl}${url}`, { method, headers, redirect: 'manual', ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+    const response = await fetch(`${baseUrl}${url}`, {
+      method,
+      headers,
+      redirect: 'manual',
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    });
     const text = await response.text();
     const body = (response.headers.get('content-type') ?? '').includes('application/json') && text ? JSON.parse(text) : text;
     checker?.check(method, url, response.status, body);

@@ -27,8 +27,13 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 /** Creates an empty database on the test cluster; `migrated` applies migrations/. */
-export async function createDatabase(params: { label?: string; migrated?: boolean } = {}): Promise<{ name: string; connectionString: string; drop(): Promise<void> }> {
-  const name = `svc_test_${Math.floor(Date.now() / 1000)}_${(params.label ?? 'db').replace(/[^a-z0-9]/gi, '_').toLowerCase().slice(0, 30)}_${randomBase62(8).toLowerCase()}`;
+export async function createDatabase(
+  params: { label?: string; migrated?: boolean } = {},
+): Promise<{ name: string; connectionString: string; drop(): Promise<void> }> {
+  const name = `svc_test_${Math.floor(Date.now() / 1000)}_${(params.label ?? 'db')
+    .replace(/[^a-z0-9]/gi, '_')
+    .toLowerCase()
+    .slice(0, 30)}_${randomBase62(8).toLowerCase()}`;
   await admin((client) => client.query(`CREATE DATABASE "${name}"`));
   const connectionString = withDatabase(inject('pgAdminUrl'), name);
   if (params.migrated ?? true) await migrate({ connectionString });

@@ -42,7 +42,10 @@ export async function insertSession(store: Store, params: { merchantId: string; 
 }
 
 /** The state change and its event in one transaction, as the engine does it. */
-export async function confirmSession(store: Store, params: { merchantId: string; sessionId: string; livemode?: boolean; type?: string }): Promise<EventEnvelope> {
+export async function confirmSession(
+  store: Store,
+  params: { merchantId: string; sessionId: string; livemode?: boolean; type?: string },
+): Promise<EventEnvelope> {
   return store.transaction(async (sql) => {
     await sql.query(`UPDATE payment_sessions SET status = 'confirmed', confirmed_at = now(), tx_hash = '0xabc' WHERE id = $1`, [params.sessionId]);
     return appendEvent(sql, {
@@ -50,7 +53,15 @@ export async function confirmSession(store: Store, params: { merchantId: string;
       livemode: params.livemode ?? false,
       type: params.type ?? 'payment.confirmed',
       sessionId: params.sessionId,
-      data: { id: params.sessionId, amount: '25.00', currency: 'USDC', chain: 'polygon', status: 'confirmed', txHash: '0xabc', confirmedAt: new Date().toISOString() },
+      data: {
+        id: params.sessionId,
+        amount: '25.00',
+        currency: 'USDC',
+        chain: 'polygon',
+        status: 'confirmed',
+        txHash: '0xabc',
+        confirmedAt: new Date().toISOString(),
+      },
     });
   });
 }

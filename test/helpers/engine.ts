@@ -30,7 +30,16 @@ export function usdc(chain: ChainName = 'polygon'): string {
 /** A session created exactly as the API creates it (createSession, in a transaction). */
 export async function newSession(
   store: Store,
-  params: { merchantId: string; wallet: string; amount: string; chain?: ChainName; livemode?: boolean; expiresIn?: number; monitorWindowSeconds?: number; metadata?: Record<string, string> },
+  params: {
+    merchantId: string;
+    wallet: string;
+    amount: string;
+    chain?: ChainName;
+    livemode?: boolean;
+    expiresIn?: number;
+    monitorWindowSeconds?: number;
+    metadata?: Record<string, string>;
+  },
 ): Promise<Session> {
   return store.transaction((sql) =>
     createSession(sql, {
@@ -55,7 +64,17 @@ let txCounter = 0;
  */
 export async function insertTransfer(
   sql: Sql,
-  params: { chain?: ChainName; livemode?: boolean; to: string; amount: bigint; block: bigint; token?: string; blockTime?: Date; referenceKeys?: string[]; txHash?: string },
+  params: {
+    chain?: ChainName;
+    livemode?: boolean;
+    to: string;
+    amount: bigint;
+    block: bigint;
+    token?: string;
+    blockTime?: Date;
+    referenceKeys?: string[];
+    txHash?: string;
+  },
 ): Promise<{ id: bigint; txHash: string }> {
   const chain = params.chain ?? 'polygon';
   const txHash = params.txHash ?? `0x${randomBytes(31).toString('hex')}${(txCounter++ % 256).toString(16).padStart(2, '0')}`;
@@ -86,17 +105,21 @@ export async function setHead(sql: Sql, params: { chain?: ChainName; livemode?: 
      VALUES ($1, $2, $3, $3, $4, now())
      ON CONFLICT (livemode, chain) DO UPDATE SET head_block = excluded.head_block, processed_block = excluded.processed_block,
        finalized_block = excluded.finalized_block, head_seen_at = now(), updated_at = now()`,
-    [params.livemode ?? true, params.chain ?? 'polygon', String(params.head), params.finalized === undefined || params.finalized === null ? null : String(params.finalized)],
+    [
+      params.livemode ?? true,
+      params.chain ?? 'polygon',
+      String(params.head),
+      params.finalized === undefined || params.finalized === null ? null : String(params.finalized),
+    ],
   );
 }
 
 /** Marks every transfer above `block` removed, as the ingester does on a reorg. */
 export async function removeAbove(sql: Sql, params: { chain?: ChainName; livemode?: boolean; block: bigint }): Promise<void> {
-  await sql.query(`UPDATE transfers SET status = 'removed', removed_at = now() WHERE livemode = $1 AND chain = $2 AND block_number > $3 AND status = 'observed'`, [
-    params.livemode ?? true,
-    params.chain ?? 'polygon',
-    String(params.block),
-  ]);
+  await sql.query(
+    `UPDATE transfers SET status = 'removed', removed_at = now() WHERE livemode = $1 AND chain = $2 AND block_number > $3 AND status = 'observed'`,
+    [params.livemode ?? true, params.chain ?? 'polygon', String(params.block)],
+  );
 }
 
 /** Moves a session's expiry (and monitoring window) into the past by `seconds` (the window stays open by default). */
@@ -114,7 +137,10 @@ export async function eventsOf(sql: Sql, sessionId: string): Promise<string[]> {
   return rows.map((row) => row.type);
 }
 
-export async function statusOf(sql: Sql, sessionId: string): Promise<{ status: string; amount_received: string; confirmations: number; tx_hash: string | null }> {
+export async function statusOf(
+  sql: Sql,
+  sessionId: string,
+): Promise<{ status: string; amount_received: string; confirmations: number; tx_hash: string | null }> {
   const { rows } = await sql.query('SELECT status, amount_received::text, confirmations, tx_hash FROM payment_sessions WHERE id = $1', [sessionId]);
   return rows[0] as never;
 }

@@ -35,14 +35,12 @@ export async function merchantWithWallets(store: Store, chain: ChainName, addres
 }
 
 /** Starts createIngest for one chain against the given RPC URLs, with fast polling for tests. */
-export function startIngest(params: {
-  db: TestDatabase;
-  chain: ChainName;
-  http: string[];
-  ws?: string[];
-  backfillBlocks?: number;
-  concurrency?: number;
-}): { ingest: Ingest; changes: ChainChange[]; logs: CapturedLogs; metrics: ReturnType<typeof createMetricsRegistry> } {
+export function startIngest(params: { db: TestDatabase; chain: ChainName; http: string[]; ws?: string[]; backfillBlocks?: number; concurrency?: number }): {
+  ingest: Ingest;
+  changes: ChainChange[];
+  logs: CapturedLogs;
+  metrics: ReturnType<typeof createMetricsRegistry>;
+} {
   const upper = params.chain.toUpperCase();
   const config = loadConfig({ [`SVC_${upper}_RPC_URL`]: params.http.join(','), [`SVC_${upper}_WS_URL`]: (params.ws ?? []).join(',') });
   const { logger, logs } = captureLogger();
@@ -78,10 +76,14 @@ export async function processedBlock(store: Store, chain: ChainName): Promise<bi
 
 /** Waits until the ingester's checkpoint reaches `block`. */
 export function waitProcessed(store: Store, chain: ChainName, block: bigint, timeoutMs = 20_000): Promise<bigint> {
-  return waitFor(async () => {
-    const processed = await processedBlock(store, chain);
-    return processed !== undefined && processed >= block ? processed : undefined;
-  }, timeoutMs, `${chain} processed_block >= ${block}`);
+  return waitFor(
+    async () => {
+      const processed = await processedBlock(store, chain);
+      return processed !== undefined && processed >= block ? processed : undefined;
+    },
+    timeoutMs,
+    `${chain} processed_block >= ${block}`,
+  );
 }
 
 export interface TransferRow {
@@ -112,7 +114,9 @@ export async function metricValue(registry: ReturnType<typeof createMetricsRegis
   const base = /_(count|sum)$/.test(name) && !registry.getSingleMetric(name) ? name.replace(/_(count|sum)$/, '') : name;
   const metric = await registry.getSingleMetric(base)?.get();
   const matches = metric?.values.filter(
-    (value) => (base === name || (value as { metricName?: string }).metricName === name) && Object.entries(labels).every(([key, wanted]) => String(value.labels[key]) === wanted),
+    (value) =>
+      (base === name || (value as { metricName?: string }).metricName === name) &&
+      Object.entries(labels).every(([key, wanted]) => String(value.labels[key]) === wanted),
   );
   return (matches ?? []).reduce((sum, value) => sum + value.value, 0);
 }

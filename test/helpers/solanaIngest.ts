@@ -20,7 +20,13 @@ export async function createSolanaMerchant(store: Store, rpc: SolanaTestRpc): Pr
 }
 
 /** The real ingester against the test RPC, with fast polling; `changes` records its callbacks. */
-export function startIngester(params: { store: Store; rpc: SolanaTestRpc; websocket?: boolean; registry?: Registry; onChainChange?: (change: SolanaChainChange) => void }): {
+export function startIngester(params: {
+  store: Store;
+  rpc: SolanaTestRpc;
+  websocket?: boolean;
+  registry?: Registry;
+  onChainChange?: (change: SolanaChainChange) => void;
+}): {
   ingester: SolanaIngester;
   changes: SolanaChainChange[];
   registry: Registry;
@@ -80,12 +86,17 @@ export async function transfersOf(store: Store, signature: string): Promise<Tran
 }
 
 export async function chainHead(store: Store): Promise<{ head_block: bigint | null; finalized_block: bigint | null } | undefined> {
-  const { rows } = await store.query<{ head_block: bigint | null; finalized_block: bigint | null }>("SELECT head_block, finalized_block FROM chain_heads WHERE livemode AND chain = 'solana'");
+  const { rows } = await store.query<{ head_block: bigint | null; finalized_block: bigint | null }>(
+    "SELECT head_block, finalized_block FROM chain_heads WHERE livemode AND chain = 'solana'",
+  );
   return rows[0];
 }
 
 /** The real ingester feeding the real engine, started: what a session on solana goes through. */
-export async function startIngesterWithEngine(params: { store: Store; rpc: SolanaTestRpc }): Promise<{ ingester: SolanaIngester; engine: Engine; stop(): Promise<void> }> {
+export async function startIngesterWithEngine(params: {
+  store: Store;
+  rpc: SolanaTestRpc;
+}): Promise<{ ingester: SolanaIngester; engine: Engine; stop(): Promise<void> }> {
   const registry = createMetricsRegistry({ defaultMetrics: false });
   const engine = createEngine({ store: params.store, logger: createLogger({ level: 'silent' }), metrics: registry, config: { monitorWindowSeconds: 3600 } });
   const { ingester } = startIngester({ store: params.store, rpc: params.rpc, registry, onChainChange: (change) => engine.onChainChange(change) });

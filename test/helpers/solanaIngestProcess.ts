@@ -17,5 +17,8 @@ const ingester = createSolanaIngester({
 });
 await ingester.start();
 process.on('SIGTERM', () => {
-  void ingester.stop().then(() => store.close()).then(() => process.exit(0));
+  void ingester
+    .stop()
+    .then(() => store.close())
+    .then(() => process.exit(0));
 });

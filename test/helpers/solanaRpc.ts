@@ -86,8 +86,17 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
   svm.airdrop(mintAuthority.address, lamports(1_000_000_000_000n));
   const mints = {} as { USDC: Address; USDT: Address };
   for (const token of chain.tokens) {
-    const data = new Uint8Array(getMintEncoder().encode({ mintAuthority: mintAuthority.address, supply: 0n, decimals: token.decimals, isInitialized: true, freezeAuthority: null }));
-    svm.setAccount({ address: token.address as Address, data, executable: false, lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(MINT_SPACE))), programAddress: TOKEN_PROGRAM_ADDRESS, space: BigInt(data.length) });
+    const data = new Uint8Array(
+      getMintEncoder().encode({ mintAuthority: mintAuthority.address, supply: 0n, decimals: token.decimals, isInitialized: true, freezeAuthority: null }),
+    );
+    svm.setAccount({
+      address: token.address as Address,
+      data,
+      executable: false,
+      lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(MINT_SPACE))),
+      programAddress: TOKEN_PROGRAM_ADDRESS,
+      space: BigInt(data.length),
+    });
     mints[token.currency] = token.address as Address;
   }
 
@@ -178,10 +187,29 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
     for (const [subscription, { socket, kind, address }] of subscriptions) {
       if (socket.readyState !== socket.OPEN) continue;
       if (kind === 'slot') {
-        socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'slotNotification', params: { subscription, result: { parent: Number(ledger.slot) - 1, root: Number(ledger.finalizedSlot), slot: Number(ledger.slot) } } }));
+        socket.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            method: 'slotNotification',
+            params: { subscription, result: { parent: Number(ledger.slot) - 1, root: Number(ledger.finalizedSlot), slot: Number(ledger.slot) } },
+          }),
+        );
       } else if (entry && address && entry.writable.includes(address as Address)) {
-        const value = encodeAccountInfo(svm, address as Address) ?? { data: ['', 'base64'], executable: false, lamports: 0, owner: '11111111111111111111111111111111', rentEpoch: 0, space: 0 };
-        socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'accountNotification', params: { subscription, result: { context: { slot: Number(ledger.slot) }, value } } }));
+        const value = encodeAccountInfo(svm, address as Address) ?? {
+          data: ['', 'base64'],
+          executable: false,
+          lamports: 0,
+          owner: '11111111111111111111111111111111',
+          rentEpoch: 0,
+          space: 0,
+        };
+        socket.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            method: 'accountNotification',
+            params: { subscription, result: { context: { slot: Number(ledger.slot) }, value } },
+          }),
+        );
       }
     }
   });
@@ -217,8 +245,13 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
       const transfer = checked
         ? getTransferCheckedInstruction({ source, mint: mints[currency], destination, authority: from, amount, decimals: 6 })
         : getTransferInstruction({ source, destination, authority: from, amount });
-      const withReferences: Instruction = { ...transfer, accounts: [...transfer.accounts, ...references.map((address) => ({ address, role: AccountRole.READONLY }))] };
-      const instructions: Instruction[] = toTokenAccount ? [] : [getCreateAssociatedTokenIdempotentInstruction({ payer: from, ata: destination, owner: to, mint: mints[currency] })];
+      const withReferences: Instruction = {
+        ...transfer,
+        accounts: [...transfer.accounts, ...references.map((address) => ({ address, role: AccountRole.READONLY }))],
+      };
+      const instructions: Instruction[] = toTokenAccount
+        ? []
+        : [getCreateAssociatedTokenIdempotentInstruction({ payer: from, ata: destination, owner: to, mint: mints[currency] })];
       instructions.push(withReferences);
       return send(from, instructions, version);
     },
@@ -233,7 +266,14 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
       view.setUint32(0, 1, true);
       view.setBigUint64(4, 0xffffffffffffffffn, true);
       addresses.forEach((address, index) => data.set(getAddressEncoder().encode(address), 56 + 32 * index));
-      svm.setAccount({ address: table, data, executable: false, lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))), programAddress: 'AddressLookupTab1e1111111111111111111111111' as Address, space: BigInt(data.length) });
+      svm.setAccount({
+        address: table,
+        data,
+        executable: false,
+        lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
+        programAddress: 'AddressLookupTab1e1111111111111111111111111' as Address,
+        space: BigInt(data.length),
+      });
       return table;
     },
     async stop() {

@@ -1,12 +1,5 @@
 import { FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from 'litesvm';
-import {
-  getBase58Decoder,
-  getBase64Encoder,
-  getCompiledTransactionMessageDecoder,
-  lamports,
-  type Address,
-  type Transaction,
-} from '@solana/kit';
+import { getBase58Decoder, getBase64Encoder, getCompiledTransactionMessageDecoder, lamports, type Address, type Transaction } from '@solana/kit';
 import { TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 
 /**

@@ -15,7 +15,10 @@ export function rpcMethods(ledger: Ledger): Record<string, (params: unknown[]) =
   return {
     getSlot: ([config]) => Number(commitmentOf(config) === 'finalized' ? ledger.finalizedSlot : ledger.slot),
     getBlockHeight: () => Number(ledger.slot),
-    getLatestBlockhash: () => ({ context: { slot: Number(ledger.slot) }, value: { blockhash: svm.latestBlockhash(), lastValidBlockHeight: Number(ledger.slot) + 150 } }),
+    getLatestBlockhash: () => ({
+      context: { slot: Number(ledger.slot) },
+      value: { blockhash: svm.latestBlockhash(), lastValidBlockHeight: Number(ledger.slot) + 150 },
+    }),
     getAccountInfo: ([address]) => ({ context: { slot: Number(ledger.slot) }, value: encodeAccountInfo(svm, address as Address) }),
     getBalance: ([address]) => ({ context: { slot: Number(ledger.slot) }, value: Number(svm.getBalance(address as Address) ?? 0n) }),
     getTokenAccountsByOwner: ([owner, filter]) => {
@@ -57,7 +60,10 @@ export function rpcMethods(ledger: Ledger): Record<string, (params: unknown[]) =
       const entry = ledger.find(signature as string);
       if (!entry || (commitmentOf(config) === 'finalized' && !ledger.isFinalized(entry))) return null;
       if (entry.version === 0 && maxSupportedTransactionVersion === undefined) {
-        throw new RpcError(-32015, 'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0');
+        throw new RpcError(
+          -32015,
+          'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
+        );
       }
       return {
         slot: Number(entry.slot),
@@ -82,7 +88,13 @@ export function rpcMethods(ledger: Ledger): Record<string, (params: unknown[]) =
         const entry = ledger.find(signature);
         if (!entry) return null;
         const finalized = ledger.isFinalized(entry);
-        return { slot: Number(entry.slot), confirmations: finalized ? null : Number(ledger.slot - entry.slot), err: entry.meta.err, status: entry.meta.status, confirmationStatus: finalized ? 'finalized' : 'confirmed' };
+        return {
+          slot: Number(entry.slot),
+          confirmations: finalized ? null : Number(ledger.slot - entry.slot),
+          err: entry.meta.err,
+          status: entry.meta.status,
+          confirmationStatus: finalized ? 'finalized' : 'confirmed',
+        };
       }),
     }),
     sendTransaction: ([wire, config]) => {
@@ -91,7 +103,7 @@ export function rpcMethods(ledger: Ledger): Record<string, (params: unknown[]) =
       const transaction = getTransactionDecoder().decode(decodeBase64(wire as string));
       if (!skipPreflight) {
         const simulated = svm.simulateTransaction(transaction);
-        if ('err' in simulated) throw new RpcError(-32002, 'Transaction simulation failed: ' + String(simulated.err()));
+        if ('err' in simulated) throw new RpcError(-32002, `Transaction simulation failed: ${String(simulated.err())}`);
       }
       return ledger.execute(transaction).signature;
     },
@@ -100,7 +112,10 @@ export function rpcMethods(ledger: Ledger): Record<string, (params: unknown[]) =
 
 /** A JSON-RPC error answer: `code` and `message` as a node sends them. */
 export class RpcError extends Error {
-  constructor(readonly code: number, message: string) {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -17,7 +17,8 @@ test('every svc_ingest_* series the dashboard and the alert rules query is one t
   }
   const dashboard = JSON.parse(fs.readFileSync(path.join(root, 'dashboards/ingest.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
   const queried = new Set<string>();
-  for (const panel of dashboard.panels) for (const target of panel.targets) for (const name of target.expr.match(/svc_ingest_[a-z_]+/g) ?? []) queried.add(name);
+  for (const panel of dashboard.panels)
+    for (const target of panel.targets) for (const name of target.expr.match(/svc_ingest_[a-z_]+/g) ?? []) queried.add(name);
   for (const name of fs.readFileSync(path.join(root, 'dashboards/alerts.yml'), 'utf8').match(/svc_ingest_[a-z_]+/g) ?? []) queried.add(name);
   expect(queried.size).toBeGreaterThan(8);
   expect([...queried].filter((name) => !exported.has(name))).toEqual([]);

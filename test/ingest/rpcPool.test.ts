@@ -70,7 +70,10 @@ test('a JSON-RPC error about the request itself is thrown at once, to no other U
   const strict = await server((body) => ({ status: 200, body: { jsonrpc: '2.0', id: body.id, error: { code: -32602, message: 'invalid params' } } }));
   const other = await server(ok);
   const { rpc } = rpcOver([strict.url, other.url]);
-  const error = (await rpc.request('eth_getBlockByNumber', ['0x1', false]).then(() => undefined, (caught: unknown) => caught)) as RpcRequestRejected;
+  const error = (await rpc.request('eth_getBlockByNumber', ['0x1', false]).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  )) as RpcRequestRejected;
   expect(error).toBeInstanceOf(RpcRequestRejected);
   expect(error).toBeInstanceOf(RetryableError);
   expect(error.kind).toBe('rejected');
@@ -81,7 +84,10 @@ test('when every URL fails, the call retries in rounds with growing waits, then 
   const dead = await server(() => ({ status: 500, body: 'Internal Server Error' }));
   const { rpc } = rpcOver([dead.url]);
   const started = Date.now();
-  const error = (await rpc.request('eth_blockNumber').then(() => undefined, (caught: unknown) => caught)) as Error;
+  const error = (await rpc.request('eth_blockNumber').then(
+    () => undefined,
+    (caught: unknown) => caught,
+  )) as Error;
   expect(error).toBeInstanceOf(RetryableError);
   expect(error.message).toBe('polygon: eth_blockNumber failed on every RPC URL');
   // Six rounds: 0.25 + 0.5 + 1 + 2 + 4 + 8 s of waits would be 15.75 s; the resting URL is still

@@ -24,7 +24,16 @@ function supervise(lead: (context: LeadContext) => Promise<void>, key: LockPair 
   const registry = createMetricsRegistry({ defaultMetrics: false });
   const locks: LeaderLocks = createLeaderLocks({ connection: { connectionString: db.connectionString }, logger });
   const controller = new AbortController();
-  const supervisor: ChainSupervisor = superviseChain({ chain: 'testchain', lockKey: key, locks, logger, metrics: createIngestMetrics(registry), signal: controller.signal, standbyPollMs: 50, lead });
+  const supervisor: ChainSupervisor = superviseChain({
+    chain: 'testchain',
+    lockKey: key,
+    locks,
+    logger,
+    metrics: createIngestMetrics(registry),
+    signal: controller.signal,
+    standbyPollMs: 50,
+    lead,
+  });
   const stop = async () => {
     controller.abort();
     await supervisor.done;

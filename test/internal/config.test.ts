@@ -59,7 +59,9 @@ describe('loadConfig()', () => {
     expect(problemsOf({ SVC_PUBLIC_URL: 'ftp://x' })).toEqual(['SVC_PUBLIC_URL="ftp://x": must use http: or https:, not ftp:']);
     expect(problemsOf({ SVC_BSC_RPC_URL: 'not a url' })).toEqual(['SVC_BSC_RPC_URL="not a url": must be an absolute http/https URL']);
     expect(problemsOf({ SVC_BASE_WS_URL: 'https://x' })).toEqual(['SVC_BASE_WS_URL="https://x": must use ws: or wss:, not https:']);
-    expect(problemsOf({ SVC_WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toEqual(['SVC_WEBHOOK_ALLOW_PRIVATE="maybe": must be sandbox, true or false (also 1, 0, yes, no)']);
+    expect(problemsOf({ SVC_WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toEqual([
+      'SVC_WEBHOOK_ALLOW_PRIVATE="maybe": must be sandbox, true or false (also 1, 0, yes, no)',
+    ]);
     expect(problemsOf({ LOG_LEVEL: 'loud' })).toEqual(['LOG_LEVEL="loud": must be one of fatal, error, warn, info, debug, trace, silent']);
     expect(problemsOf({ SVC_ENCRYPTION_KEY: 'short' })).toEqual(['SVC_ENCRYPTION_KEY="short": must be 32 bytes, as 64 hex characters or base64']);
   });

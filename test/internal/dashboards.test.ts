@@ -52,16 +52,24 @@ test('the compose stack’s Grafana provisioning parses, points at its Prometheu
   const files = fs.readdirSync(path.join(root, 'dashboards')).filter((file) => file.endsWith('.json'));
   expect(files.sort()).toEqual(['ingest.json', 'payments.json']);
   for (const file of files) {
-    const dashboard = JSON.parse(fs.readFileSync(path.join(root, 'dashboards', file), 'utf8')) as { uid: string; panels: { datasource: { uid: string }; targets: { expr: string }[] }[]; templating: { list: { name: string; query: string }[] } };
+    const dashboard = JSON.parse(fs.readFileSync(path.join(root, 'dashboards', file), 'utf8')) as {
+      uid: string;
+      panels: { datasource: { uid: string }; targets: { expr: string }[] }[];
+      templating: { list: { name: string; query: string }[] };
+    };
     expect(dashboard.uid, file).toBeTruthy();
     // Every panel uses the dashboard's datasource variable, which picks the provisioned Prometheus.
     expect(dashboard.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', query: 'prometheus' }));
     const queried = new Set<string>();
     for (const panel of dashboard.panels) {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's datasource variable, literally
       expect(panel.datasource.uid, `${file}: a panel`).toBe('${datasource}');
       for (const target of panel.targets) for (const name of target.expr.match(/svc_[a-z_]+/g) ?? []) queried.add(name);
     }
     expect(queried.size, file).toBeGreaterThan(5);
-    expect([...queried].filter((name) => !exported.has(name)), file).toEqual([]);
+    expect(
+      [...queried].filter((name) => !exported.has(name)),
+      file,
+    ).toEqual([]);
   }
 });

@@ -21,7 +21,9 @@ function capture() {
 
 describe('backoffDelay and createBackoff', () => {
   test('waits start at initialMs and double per consecutive failure up to maxMs; a success starts over', () => {
-    expect([1, 2, 3, 4, 5, 6, 7].map((failures) => backoffDelay(failures, { initialMs: 1_000, maxMs: 30_000 }))).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+    expect([1, 2, 3, 4, 5, 6, 7].map((failures) => backoffDelay(failures, { initialMs: 1_000, maxMs: 30_000 }))).toEqual([
+      1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000,
+    ]);
     const backoff = createBackoff({ initialMs: 250, maxMs: 1_000 });
     expect([backoff.failed(), backoff.failed(), backoff.failed(), backoff.failed()]).toEqual([250, 500, 1_000, 1_000]);
     expect(backoff.failures).toBe(4);
@@ -59,7 +61,11 @@ describe('createFailureBackoff', () => {
     await sleep(60);
     backoff.failed(new TypeError('a bug in a row')); // still failing after remindMs: said again
     await sleep(20);
-    expect(lines.map((line) => line.msg)).toEqual(['Thing failed; retrying with backoff, logging again on recovery', 'Thing still failing', 'Thing still failing']);
+    expect(lines.map((line) => line.msg)).toEqual([
+      'Thing failed; retrying with backoff, logging again on recovery',
+      'Thing still failing',
+      'Thing still failing',
+    ]);
   });
 });
 

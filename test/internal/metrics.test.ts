@@ -94,7 +94,13 @@ describe('/metrics on the API port', () => {
     const { createSecretBox } = await import('../../src/internal/crypto.ts');
     const store = db.store;
     const build = (env: Record<string, string>) =>
-      createApi({ store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config: loadConfig(env), box: createSecretBox(Buffer.alloc(32)) });
+      createApi({
+        store,
+        logger: createLogger({ level: 'silent' }),
+        metrics: createMetricsRegistry({ defaultMetrics: false }),
+        config: loadConfig(env),
+        box: createSecretBox(Buffer.alloc(32)),
+      });
     const open = build({});
     const closed = build({ SVC_METRICS_PORT: '9464' });
     try {

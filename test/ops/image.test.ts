@@ -8,7 +8,7 @@ import { freePort } from '../helpers/anvil.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { readYamlDocuments } from '../helpers/kustomize.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { ConfigError } from '../../src/internal/errors.ts';
+import type { ConfigError } from '../../src/internal/errors.ts';
 
 /**
  * The container image and the compose stack, checked without a Docker engine: the Dockerfile's
@@ -87,7 +87,8 @@ describe('Dockerfile', () => {
     }
     const user = instruction('USER')[0]!.args;
     const uid = Number(/--uid (\d+)/.exec(instruction('RUN').find((entry) => entry.args.includes('useradd'))!.args)![1]);
-    if (spawnSync('id', ['-u', user]).status !== 0) execFileSync('useradd', ['--system', '--uid', String(uid), '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', user]);
+    if (spawnSync('id', ['-u', user]).status !== 0)
+      execFileSync('useradd', ['--system', '--uid', String(uid), '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', user]);
     const ids = { uid: Number(execFileSync('id', ['-u', user], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', user], { encoding: 'utf8' })) };
     expect(ids.uid).toBe(uid);
     // The image's dist/ is this checkout's compiled sources (npm install builds it; rebuilt when stale).
@@ -100,11 +101,23 @@ describe('Dockerfile', () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
     const base = { PATH: process.env.PATH!, ...imageEnv(), HOST: '127.0.0.1', PORT: String(port), SVC_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn' };
 
-    const refused = spawnSync(process.execPath, argv, { env: { ...base, SVC_ENCRYPTION_KEY: '33'.repeat(32) }, uid: ids.uid, gid: ids.gid, encoding: 'utf8', cwd: os.tmpdir() });
+    const refused = spawnSync(process.execPath, argv, {
+      env: { ...base, SVC_ENCRYPTION_KEY: '33'.repeat(32) },
+      uid: ids.uid,
+      gid: ids.gid,
+      encoding: 'utf8',
+      cwd: os.tmpdir(),
+    });
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain('DATABASE_URL is required: SVC_STATELESS=true (the container image) runs no embedded Postgres');
 
-    const child = spawn(process.execPath, argv, { env: { ...base, DATABASE_URL: db.connectionString, SVC_ENCRYPTION_KEY: '33'.repeat(32) }, uid: ids.uid, gid: ids.gid, cwd: os.tmpdir(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, argv, {
+      env: { ...base, DATABASE_URL: db.connectionString, SVC_ENCRYPTION_KEY: '33'.repeat(32) },
+      uid: ids.uid,
+      gid: ids.gid,
+      cwd: os.tmpdir(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let output = '';
     child.stdout!.on('data', (chunk) => (output += chunk));
@@ -114,7 +127,9 @@ describe('Dockerfile', () => {
     expect(await ready(`http://127.0.0.1:${port}/ready`)).toBe(200);
     const report = (await (await fetch(`http://127.0.0.1:${metricsPort}/ready`)).json()) as { roles: string[] };
     expect(report.roles).toEqual(['api', 'ingest', 'worker']);
-    const { rows } = await db.store.query<{ usename: string }>("SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc-gateway'");
+    const { rows } = await db.store.query<{ usename: string }>(
+      "SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc-gateway'",
+    );
     expect(rows.length).toBeGreaterThan(0);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
@@ -137,7 +152,9 @@ test('SVC_STATELESS=true (the image) requires DATABASE_URL and SVC_ENCRYPTION_KE
   ]);
   expect(problems({ SVC_STATELESS: 'true', DATABASE_URL: 'postgres://db/svc', SVC_ENCRYPTION_KEY: '44'.repeat(32) })).toEqual([]);
   // A malformed value is reported once, as itself.
-  expect(problems({ SVC_STATELESS: 'true', DATABASE_URL: 'mysql://db', SVC_ENCRYPTION_KEY: '44'.repeat(32) })).toEqual(['DATABASE_URL="mysql://db": must be a postgres:// connection URL']);
+  expect(problems({ SVC_STATELESS: 'true', DATABASE_URL: 'mysql://db', SVC_ENCRYPTION_KEY: '44'.repeat(32) })).toEqual([
+    'DATABASE_URL="mysql://db": must be a postgres:// connection URL',
+  ]);
   expect(problems({})).toEqual([]);
   expect(problems({ SVC_STATELESS: 'maybe' })[0]).toContain('SVC_STATELESS="maybe"');
 });
@@ -170,7 +187,9 @@ describe('compose stack', () => {
     }
     expect(services.ingest.deploy.replicas).toBe(2);
     expect(services.prometheus.volumes).toContain('../../dashboards/alerts.yml:/etc/prometheus/rules/alerts.yml:ro');
-    expect(services.grafana.volumes).toEqual(expect.arrayContaining(['./grafana/provisioning:/etc/grafana/provisioning:ro', '../../dashboards:/etc/grafana/dashboards/svc:ro']));
+    expect(services.grafana.volumes).toEqual(
+      expect.arrayContaining(['./grafana/provisioning:/etc/grafana/provisioning:ro', '../../dashboards:/etc/grafana/dashboards/svc:ro']),
+    );
   });
 
   test('Prometheus scrapes every gateway service on the metrics port as job svc-gateway, and promtool accepts its configuration and rules', (context) => {
@@ -184,7 +203,10 @@ describe('compose stack', () => {
     }
     // As mounted in the container: the rule file path points at the project's alerts.yml.
     const copy = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-prometheus-')), 'prometheus.yml');
-    fs.writeFileSync(copy, fs.readFileSync(path.join(dir, 'prometheus.yml'), 'utf8').replace('/etc/prometheus/rules/alerts.yml', path.join(root, 'dashboards/alerts.yml')));
+    fs.writeFileSync(
+      copy,
+      fs.readFileSync(path.join(dir, 'prometheus.yml'), 'utf8').replace('/etc/prometheus/rules/alerts.yml', path.join(root, 'dashboards/alerts.yml')),
+    );
     const checked = spawnSync('promtool', ['check', 'config', copy], { encoding: 'utf8' });
     expect(checked.stdout + checked.stderr).toContain('SUCCESS: 10 rules found');
     expect(checked.status).toBe(0);

@@ -24,9 +24,10 @@ const NO_SCHEMA = new Set(['postgresql.cnpg.io/v1/Cluster']);
 async function validate(object: K8sObject): Promise<void> {
   const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : [undefined, object.apiVersion];
   if (NO_SCHEMA.has(`${object.apiVersion}/${object.kind}`)) return;
-  const module = group === 'monitoring.coreos.com'
-    ? await import(`@kubernetes-models/prometheus-operator/${group}/${version}/${object.kind}`)
-    : await import(`kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`);
+  const module =
+    group === 'monitoring.coreos.com'
+      ? await import(`@kubernetes-models/prometheus-operator/${group}/${version}/${object.kind}`)
+      : await import(`kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`);
   new module[object.kind](object).validate();
 }
 
@@ -95,7 +96,10 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
   });
 
   test('the configuration names only variables the daemon reads; the secrets give a database, the encryption key and every chain’s RPC URLs', () => {
-    const known = new Set([...Object.values(VARIABLES).map((variable) => variable.name), ...CHAIN_NAMES.flatMap((chain) => Object.values(rpcVariableNames(chain)))]);
+    const known = new Set([
+      ...Object.values(VARIABLES).map((variable) => variable.name),
+      ...CHAIN_NAMES.flatMap((chain) => Object.values(rpcVariableNames(chain))),
+    ]);
     const config = find(objects, 'ConfigMap', 'svc-gateway-config');
     expect(Object.keys(config.data).filter((name) => !known.has(name))).toEqual([]);
     expect(config.data).toMatchObject({ SVC_STATELESS: 'true', SVC_METRICS_PORT: '9464', HOST: '0.0.0.0' });
@@ -104,12 +108,19 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     expect(keys.filter((name) => !known.has(name))).toEqual([]);
     expect(keys).toContain('SVC_ENCRYPTION_KEY');
     for (const chain of CHAIN_NAMES) expect(keys).toContain(rpcVariableNames(chain).http);
-    const databaseFromCluster = find(objects, 'Deployment', 'svc-gateway-api').spec.template.spec.containers[0].env?.some((variable: { name: string }) => variable.name === 'DATABASE_URL');
+    const databaseFromCluster = find(objects, 'Deployment', 'svc-gateway-api').spec.template.spec.containers[0].env?.some(
+      (variable: { name: string }) => variable.name === 'DATABASE_URL',
+    );
     expect(keys.includes('DATABASE_URL') !== Boolean(databaseFromCluster), 'DATABASE_URL comes from exactly one place').toBe(true);
   });
 
   test('Services select the pods, and the ServiceMonitor scrapes every role’s metrics port as job svc-gateway', () => {
-    const pods = objects.filter((object) => object.kind === 'Deployment').map((object) => ({ labels: object.spec.template.metadata.labels, ports: object.spec.template.spec.containers[0].ports.map((port: { name: string }) => port.name) }));
+    const pods = objects
+      .filter((object) => object.kind === 'Deployment')
+      .map((object) => ({
+        labels: object.spec.template.metadata.labels,
+        ports: object.spec.template.spec.containers[0].ports.map((port: { name: string }) => port.name),
+      }));
     for (const service of objects.filter((object) => object.kind === 'Service')) {
       const selected = pods.filter((pod) => Object.entries(service.spec.selector).every(([key, value]) => pod.labels[key] === value));
       expect(selected.length, service.metadata.name).toBeGreaterThan(0);
@@ -117,7 +128,10 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     }
     expect(pods.length).toBe(3);
     const monitor = find(objects, 'ServiceMonitor', 'svc-gateway');
-    const metrics = objects.find((object) => object.kind === 'Service' && Object.entries(monitor.spec.selector.matchLabels).every(([key, value]) => object.metadata.labels?.[key] === value))!;
+    const metrics = objects.find(
+      (object) =>
+        object.kind === 'Service' && Object.entries(monitor.spec.selector.matchLabels).every(([key, value]) => object.metadata.labels?.[key] === value),
+    )!;
     expect(metrics.metadata.name).toBe('svc-gateway-metrics');
     expect(metrics.metadata.labels![monitor.spec.jobLabel]).toBe('svc-gateway');
     expect(Object.keys(metrics.spec.selector)).toEqual(['app.kubernetes.io/name']);
@@ -150,9 +164,18 @@ describe('alert rules', () => {
     const sections = new Map<string, string>();
     for (const part of runbooks.split(/^## /m).slice(1)) {
       const heading = part.split('\n')[0]!.trim();
-      sections.set(heading.toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-'), part);
+      sections.set(
+        heading
+          .toLowerCase()
+          .replace(/[^\w\- ]/g, '')
+          .replace(/ /g, '-'),
+        part,
+      );
     }
-    const rules = readYamlDocuments(ALERTS_FILE)[0].groups.flatMap((group: { rules: unknown[] }) => group.rules) as { alert: string; annotations: Record<string, string> }[];
+    const rules = readYamlDocuments(ALERTS_FILE)[0].groups.flatMap((group: { rules: unknown[] }) => group.rules) as {
+      alert: string;
+      annotations: Record<string, string>;
+    }[];
     expect(rules).toHaveLength(10);
     for (const rule of rules) {
       const url = rule.annotations.runbook_url;

@@ -113,7 +113,9 @@ describe('/ready', () => {
   });
 
   test('a migration file not applied (a restored older backup) or an applied one this release does not know (a newer release ran): not ready', async () => {
-    const { rows } = await db.store.query<{ version: number; name: string; checksum: string; applied_at: Date }>('SELECT * FROM schema_migrations ORDER BY version DESC LIMIT 1');
+    const { rows } = await db.store.query<{ version: number; name: string; checksum: string; applied_at: Date }>(
+      'SELECT * FROM schema_migrations ORDER BY version DESC LIMIT 1',
+    );
     const latest = rows[0]!;
     await db.store.query('DELETE FROM schema_migrations WHERE version = $1', [latest.version]);
     try {
@@ -124,7 +126,12 @@ describe('/ready', () => {
         expect(body.reasons[0]).toContain(`migrations not applied: ${latest.version}`);
       }
     } finally {
-      await db.store.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)', [latest.version, latest.name, latest.checksum, latest.applied_at]);
+      await db.store.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)', [
+        latest.version,
+        latest.name,
+        latest.checksum,
+        latest.applied_at,
+      ]);
     }
     await db.store.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, 'from_a_newer_release', 'x')");
     try {
@@ -141,7 +148,10 @@ describe('/ready', () => {
     const second = await daemon(['ingest'], { SVC_SOLANA_RPC_URL: deadRpc });
     // One of the two holds the Solana lock (it leads, retrying its passes against the dead RPC);
     // the other stands by. Which one depends on the earlier test, which cut the first's lock.
-    const states = async () => (await Promise.all([ingest, second].map(async (d) => (await ready(d.metricsUrl!)).body.ingest?.solana?.state))).map((state) => (state === 'retrying' ? 'leader' : state)).sort();
+    const states = async () =>
+      (await Promise.all([ingest, second].map(async (d) => (await ready(d.metricsUrl!)).body.ingest?.solana?.state)))
+        .map((state) => (state === 'retrying' ? 'leader' : state))
+        .sort();
     await expect.poll(states, { timeout: 20_000 }).toEqual(['leader', 'standby']);
     for (const process of [ingest, second]) {
       const { status, body } = await ready(process.metricsUrl!);
@@ -165,7 +175,7 @@ describe('/ready', () => {
     expect(Object.keys(openapi.paths)).not.toContain('/ready');
   });
 
-  test('the metrics port cuts slow clients off with the API\'s timeouts (SVC_HTTP_*), not Node\'s defaults', async () => {
+  test("the metrics port cuts slow clients off with the API's timeouts (SVC_HTTP_*), not Node's defaults", async () => {
     const quick = await daemon(['worker'], { SVC_HTTP_IDLE_TIMEOUT_MS: '600', SVC_API_DB_TIMEOUT_MS: '500' });
     const { hostname, port } = new URL(quick.metricsUrl!);
     const started = Date.now();

@@ -77,9 +77,19 @@ beforeAll(async () => {
   const registered = await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: { authorization: `Bearer ${merchant.test}` }, payload: { url } });
   expect(registered.statusCode).toBe(201);
   secret = registered.json().secret;
-  delivery = createDelivery({ store: db.store, logger, metrics, config: { webhookAllowPrivate: false, webhookAllowPrivateSandbox: true }, box, pollIntervalMs: 50 });
+  delivery = createDelivery({
+    store: db.store,
+    logger,
+    metrics,
+    config: { webhookAllowPrivate: false, webhookAllowPrivateSandbox: true },
+    box,
+    pollIntervalMs: 50,
+  });
   await delivery.start();
-  await waitFor(async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1, 'first checkpoint');
+  await waitFor(
+    async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1,
+    'first checkpoint',
+  );
 });
 
 afterAll(async () => {
@@ -101,7 +111,12 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 }
 
 async function api(method: 'GET' | 'POST', url: string, key: string, payload?: unknown) {
-  const response = await app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload === undefined ? {} : { payload: payload as object }) });
+  const response = await app.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${key}` },
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
   return { status: response.statusCode, body: response.json() };
 }
 
@@ -122,21 +137,26 @@ const EXPECTED: Record<string, string[]> = {
 };
 
 describe('sandbox through the API and webhooks', () => {
-  test.each([...SANDBOX_OUTCOMES])('POST /sandbox/sessions/{id}/pay outcome %s: outbox and verified webhooks carry the same events, livemode false', async (outcome) => {
-    const session = await createSession(merchant.test, '12.5');
-    const paid = await api('POST', `/api/v1/sandbox/sessions/${session.id}/pay`, merchant.test, { outcome });
-    expect(paid.status).toBe(200);
-    expect(paid.body).toMatchObject({ sessionId: session.id, outcome, livemode: false });
-    await waitFor(async () => (await eventsOf(db.store, session.id)).length >= EXPECTED[outcome]!.length, `${outcome} events`);
-    expect(await eventsOf(db.store, session.id)).toEqual(EXPECTED[outcome]);
-    await waitFor(async () => received.filter((r) => r.sessionId === session.id).length >= EXPECTED[outcome]!.length, `${outcome} webhooks`);
-    expect(received.filter((r) => r.sessionId === session.id)).toEqual(EXPECTED[outcome]!.map((event) => ({ event, sessionId: session.id, livemode: false })));
-    // The sandbox routes its payment by a reference kept on the session; on an EVM chain that is
-    // not a Solana Pay key for payers, so neither the API nor the checkout instructions show one.
-    expect((await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body).toMatchObject({ chain, reference: null });
-    const instructions = await app.inject({ method: 'GET', url: `/checkout/${session.id}`, headers: { accept: 'application/json' } });
-    expect(instructions.json()).toMatchObject({ reference: null });
-  });
+  test.each([...SANDBOX_OUTCOMES])(
+    'POST /sandbox/sessions/{id}/pay outcome %s: outbox and verified webhooks carry the same events, livemode false',
+    async (outcome) => {
+      const session = await createSession(merchant.test, '12.5');
+      const paid = await api('POST', `/api/v1/sandbox/sessions/${session.id}/pay`, merchant.test, { outcome });
+      expect(paid.status).toBe(200);
+      expect(paid.body).toMatchObject({ sessionId: session.id, outcome, livemode: false });
+      await waitFor(async () => (await eventsOf(db.store, session.id)).length >= EXPECTED[outcome]!.length, `${outcome} events`);
+      expect(await eventsOf(db.store, session.id)).toEqual(EXPECTED[outcome]);
+      await waitFor(async () => received.filter((r) => r.sessionId === session.id).length >= EXPECTED[outcome]!.length, `${outcome} webhooks`);
+      expect(received.filter((r) => r.sessionId === session.id)).toEqual(
+        EXPECTED[outcome]!.map((event) => ({ event, sessionId: session.id, livemode: false })),
+      );
+      // The sandbox routes its payment by a reference kept on the session; on an EVM chain that is
+      // not a Solana Pay key for payers, so neither the API nor the checkout instructions show one.
+      expect((await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body).toMatchObject({ chain, reference: null });
+      const instructions = await app.inject({ method: 'GET', url: `/checkout/${session.id}`, headers: { accept: 'application/json' } });
+      expect(instructions.json()).toMatchObject({ reference: null });
+    },
+  );
 
   test('isolation both ways: keys see only their mode; live keys cannot simulate; live events never reach a test endpoint', async () => {
     const sandboxSession = await createSession(merchant.test, '3');

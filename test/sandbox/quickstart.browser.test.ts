@@ -36,7 +36,13 @@ beforeAll(async () => {
   const config = loadConfig({ PORT: String(port), LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '20' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
   const engine = createEngine({ store: db.store, logger, metrics, config, intervalMs: 200 });
-  const sandbox = createSandbox({ store: db.store, logger, chains: loadChains(), blockMs: 20, reconcile: async (change) => void (await engine.reconcile(change)) });
+  const sandbox = createSandbox({
+    store: db.store,
+    logger,
+    chains: loadChains(),
+    blockMs: 20,
+    reconcile: async (change) => void (await engine.reconcile(change)),
+  });
   delivery = createDelivery({ store: db.store, logger, metrics, config, box, pollIntervalMs: 50 });
   await delivery.start();
   loops.push(sandbox.run(controller.signal), engine.run(controller.signal));
@@ -63,7 +69,13 @@ describe('sandbox quick start', () => {
     let stopListening!: (reason: string) => void;
     const listening = main(['webhooks', 'listen', '--key', key, '--port', '0', '--api', url, '--json'], {
       env: {},
-      out: (text) => lines.push(...text.trim().split('\n').map((line) => JSON.parse(line))),
+      out: (text) =>
+        lines.push(
+          ...text
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line)),
+        ),
       err: (text) => lines.push({ error: text }),
       stopSignal: new Promise((resolve) => (stopListening = resolve)),
     });
@@ -102,7 +114,9 @@ describe('sandbox quick start', () => {
     stopListening('done');
     expect(await listening).toBe(0);
     // The listener removed its temporary endpoint.
-    const { rows } = await db.store.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_endpoints WHERE merchant_id = $1 AND deleted_at IS NULL", [merchant.id]);
+    const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE merchant_id = $1 AND deleted_at IS NULL', [
+      merchant.id,
+    ]);
     expect(rows[0]!.n).toBe(0);
   });
 });

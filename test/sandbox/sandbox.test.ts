@@ -30,7 +30,9 @@ async function sandboxSession(chain: ChainName, amount = '25') {
 }
 
 async function eventsOf(sessionId: string): Promise<string[]> {
-  const { rows } = await db.store.query<{ type: string; livemode: boolean }>('SELECT type, livemode FROM events WHERE session_id = $1 ORDER BY seq', [sessionId]);
+  const { rows } = await db.store.query<{ type: string; livemode: boolean }>('SELECT type, livemode FROM events WHERE session_id = $1 ORDER BY seq', [
+    sessionId,
+  ]);
   expect(rows.every((row) => row.livemode === false)).toBe(true);
   return rows.map((row) => row.type.replace('payment.', ''));
 }
@@ -87,7 +89,15 @@ describe('sandbox payments run through the real engine', () => {
     const { sandbox } = setup();
     const { merchant } = await createMerchant(db.store, createSecretBox(randomBytes(32)), { name: 'Live Shop' });
     const live = await db.store.transaction((sql) =>
-      createSession(sql, { merchantId: merchant.id, livemode: true, amount: '5', currency: 'USDC', chain: 'base', monitorWindowSeconds: 3600, merchantWallet: '0x52908400098527886E0F7030069857D2E4169EE7' }),
+      createSession(sql, {
+        merchantId: merchant.id,
+        livemode: true,
+        amount: '5',
+        currency: 'USDC',
+        chain: 'base',
+        monitorWindowSeconds: 3600,
+        merchantWallet: '0x52908400098527886E0F7030069857D2E4169EE7',
+      }),
     );
     await expect(sandbox.pay({ merchantId: merchant.id, sessionId: live.id, outcome: 'exact' })).rejects.toThrow(`sandbox session ${live.id} not found`);
     const { merchantId, session } = await sandboxSession('base');
@@ -100,6 +110,8 @@ describe('sandbox payments run through the real engine', () => {
     const { sandbox } = setup();
     const { merchantId, session } = await sandboxSession('polygon');
     await expect(sandbox.pay({ merchantId, sessionId: session.id, outcome: 'underpaid', amount: '0' })).rejects.toThrow(/^amount must be greater than zero$/);
-    await expect(sandbox.pay({ merchantId, sessionId: session.id, outcome: 'exact', amount: '0.000000' })).rejects.toThrow(/^amount must be greater than zero$/);
+    await expect(sandbox.pay({ merchantId, sessionId: session.id, outcome: 'exact', amount: '0.000000' })).rejects.toThrow(
+      /^amount must be greater than zero$/,
+    );
   });
 });

@@ -30,7 +30,14 @@ test('while the database is down the sandbox tick backs off and logs the outage 
   });
   const logger = createLogger({ level: 'info', destination });
   const engine = createEngine({ store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), config: { monitorWindowSeconds: 3600 } });
-  const sandbox = createSandbox({ store, logger, chains: loadChains(), blockMs: 10, backoff: { initialMs: 20, maxMs: 160 }, reconcile: async (change) => void (await engine.reconcile(change)) });
+  const sandbox = createSandbox({
+    store,
+    logger,
+    chains: loadChains(),
+    blockMs: 10,
+    backoff: { initialMs: 20, maxMs: 160 },
+    reconcile: async (change) => void (await engine.reconcile(change)),
+  });
   const stop = new AbortController();
   const running = sandbox.run(stop.signal);
   cleanup.push(async () => {

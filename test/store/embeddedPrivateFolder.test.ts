@@ -29,7 +29,18 @@ test('as root, the embedded Postgres starts in a data folder under a 0700 folder
   const privateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-private-'));
   fs.chmodSync(privateDir, 0o700);
   const lines: { msg: string; folders?: string[] }[] = [];
-  const logger = createLogger({ level: 'info', destination: new Writable({ write: (chunk, _e, done) => (String(chunk).split('\n').filter(Boolean).forEach((line) => lines.push(JSON.parse(line))), done()) }) });
+  const logger = createLogger({
+    level: 'info',
+    destination: new Writable({
+      write: (chunk, _e, done) => (
+        String(chunk)
+          .split('\n')
+          .filter(Boolean)
+          .forEach((line) => lines.push(JSON.parse(line))),
+        done()
+      ),
+    }),
+  });
   const embedded = await startEmbeddedPostgres({ dataDir: path.join(privateDir, 'clone', '.data'), port: await freePort(), logger });
   try {
     const client = new pg.Client({ connectionString: embedded.connectionString });

@@ -42,7 +42,10 @@ test('011 with 012 backfills the account and mode of existing keys and keeps the
   const { connectionString, store } = await databaseAt(migrationsBelow('011'), 'migration_011');
   // The merchants table as 010 had it (createMerchant writes today's schema, from migration 014 on).
   const merchant = { id: 'mer_upgraded011' };
-  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Upgraded', $2)", [merchant.id, createSecretBox(randomBytes(32)).seal('whsec_x')]);
+  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Upgraded', $2)", [
+    merchant.id,
+    createSecretBox(randomBytes(32)).seal('whsec_x'),
+  ]);
   const first = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   const second = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   const live = (await createApiKey(store, { merchantId: merchant.id, livemode: true })).apiKey;
@@ -67,7 +70,9 @@ test('011 with 012 backfills the account and mode of existing keys and keeps the
     { idempotency_key: 'order-1', livemode: true, api_key_id: live.id, state: 'done', merchant_id: merchant.id },
     { idempotency_key: 'order-2', livemode: false, api_key_id: second.id, state: 'done', merchant_id: merchant.id },
   ]);
-  const { rows: order } = await store.query<{ version: number }>('SELECT version FROM schema_migrations WHERE version IN (11, 12) ORDER BY applied_at, version');
+  const { rows: order } = await store.query<{ version: number }>(
+    'SELECT version FROM schema_migrations WHERE version IN (11, 12) ORDER BY applied_at, version',
+  );
   expect(order.map((applied) => applied.version)).toEqual([12, 11]);
 });
 
@@ -79,7 +84,10 @@ test.each([
 ])('a database that applied %s starts: no checksum error, 012 applies and deletes nothing', async (_label, text) => {
   const { connectionString, store } = await databaseAt(migrationsBelow('011', { '011_idempotency_per_account.sql': text }), 'migration_011_applied');
   const merchant = { id: 'mer_early011' };
-  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Early', $2)", [merchant.id, createSecretBox(randomBytes(32)).seal('whsec_x')]);
+  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Early', $2)", [
+    merchant.id,
+    createSecretBox(randomBytes(32)).seal('whsec_x'),
+  ]);
   const key = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   await store.query(
     `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)

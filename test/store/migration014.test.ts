@@ -39,9 +39,14 @@ test('014 keeps the existing merchant secret as the live one; sandbox deliveries
   await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Upgraded', $2)", [merchantId, box.seal(oldSecret)]);
 
   await migrate({ connectionString: database.connectionString });
-  const { rows } = await store.query<{ livemode: boolean; secret_sealed: string }>('SELECT livemode, secret_sealed FROM merchant_webhook_secrets WHERE merchant_id = $1', [merchantId]);
+  const { rows } = await store.query<{ livemode: boolean; secret_sealed: string }>(
+    'SELECT livemode, secret_sealed FROM merchant_webhook_secrets WHERE merchant_id = $1',
+    [merchantId],
+  );
   expect(rows.map((row) => [row.livemode, box.open(row.secret_sealed)])).toEqual([[true, oldSecret]]);
-  const { rows: columns } = await store.query("SELECT 1 FROM information_schema.columns WHERE table_name = 'merchants' AND column_name = 'webhook_secret_sealed'");
+  const { rows: columns } = await store.query(
+    "SELECT 1 FROM information_schema.columns WHERE table_name = 'merchants' AND column_name = 'webhook_secret_sealed'",
+  );
   expect(columns).toEqual([]);
 
   const receiver = await startReceiver();
@@ -54,7 +59,10 @@ test('014 keeps the existing merchant secret as the live one; sandbox deliveries
     return receiver.received.find((r) => r.headers['x-service-event-id'] === event.id)!;
   };
   const verdict = (got: { rawBody: string; headers: Record<string, unknown> }, secret: string) =>
-    verifyWebhook(got.rawBody, got.headers as never, secret, { now: clock.now() }).then(() => 'verified', (error) => error.reason);
+    verifyWebhook(got.rawBody, got.headers as never, secret, { now: clock.now() }).then(
+      () => 'verified',
+      (error) => error.reason,
+    );
 
   expect(await verdict(await deliver(true), oldSecret)).toBe('verified');
   // The first sandbox delivery made a sandbox secret (nobody has seen it): the old one fails.

@@ -70,6 +70,8 @@ test('015 backfills amount_confirmed by the confirmation rule: depth or finalize
     { id: 'ses_none', amount_confirmed: '0' },
     { id: 'ses_sol', amount_confirmed: '10000000' },
   ]);
-  const { rows: refunds } = await store.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'refunds' AND column_name LIKE 'flag%' ORDER BY 1`);
+  const { rows: refunds } = await store.query(
+    `SELECT column_name FROM information_schema.columns WHERE table_name = 'refunds' AND column_name LIKE 'flag%' ORDER BY 1`,
+  );
   expect(refunds.map((row) => row.column_name)).toEqual(['flag_reason', 'flagged_at']);
 });

@@ -27,7 +27,10 @@ const PINNED: Record<string, string> = {
 const RULE = 'landed migrations are never edited; add a new file and pin it';
 
 test('every migration file is pinned by its checksum: a landed one never changes, a new one is added to the table', () => {
-  const files = readMigrations().map((migration) => ({ file: `${String(migration.version).padStart(3, '0')}_${migration.name}.sql`, checksum: migration.checksum }));
+  const files = readMigrations().map((migration) => ({
+    file: `${String(migration.version).padStart(3, '0')}_${migration.name}.sql`,
+    checksum: migration.checksum,
+  }));
   for (const { file, checksum } of files) {
     expect(PINNED[file], `${file} is not in PINNED (test/store/migrationsPinned.test.ts): ${RULE} (its checksum: ${checksum})`).toBeDefined();
     expect(checksum, `${file} changed: ${RULE}`).toBe(PINNED[file]);

@@ -17,15 +17,25 @@ describe('pruneExpiredRows()', () => {
   test('deletes only what is past its retention, and keeps delivery summaries', async () => {
     const { merchant } = await createMerchant(db.store, createSecretBox(randomBytes(32)), { name: 'Retained' });
     const { apiKey } = await createApiKey(db.store, { merchantId: merchant.id, livemode: false });
-    for (const [key, expires] of [['old', "now() - interval '1 hour'"], ['fresh', "now() + interval '23 hours'"]]) {
+    for (const [key, expires] of [
+      ['old', "now() - interval '1 hour'"],
+      ['fresh', "now() + interval '23 hours'"],
+    ]) {
       await db.store.query(
         `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, created_at, expires_at)
          VALUES ($3, false, $1, $2, 'h', 'done', now(), now(), ${expires})`,
         [apiKey.id, key, apiKey.merchantId],
       );
     }
-    await db.store.query(`INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES ('k', now() - interval '1 hour', 3), ('k', date_trunc('minute', now()), 1)`);
-    await createWalletChallenge(db.store, { merchantId: merchant.id, chain: 'polygon', address: '0x52908400098527886E0F7030069857D2E4169EE7', now: new Date(Date.now() - 3 * 86400_000) });
+    await db.store.query(
+      `INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES ('k', now() - interval '1 hour', 3), ('k', date_trunc('minute', now()), 1)`,
+    );
+    await createWalletChallenge(db.store, {
+      merchantId: merchant.id,
+      chain: 'polygon',
+      address: '0x52908400098527886E0F7030069857D2E4169EE7',
+      now: new Date(Date.now() - 3 * 86400_000),
+    });
     await createWalletChallenge(db.store, { merchantId: merchant.id, chain: 'polygon', address: '0x52908400098527886E0F7030069857D2E4169EE7' });
     const event = await db.store.transaction((sql) => appendEvent(sql, { merchantId: merchant.id, livemode: false, type: 'payment.expired', data: {} }));
     await db.store.query(
@@ -33,7 +43,10 @@ describe('pruneExpiredRows()', () => {
        VALUES ('wdl_1', $1, $2, false, 'https://example.com/h', 'dispatch', 'session', 'succeeded', 2, now())`,
       [event.id, merchant.id],
     );
-    for (const [number, age] of [[1, '40 days'], [2, '1 day']]) {
+    for (const [number, age] of [
+      [1, '40 days'],
+      [2, '1 day'],
+    ]) {
       await db.store.query(
         `INSERT INTO webhook_attempts (id, delivery_id, event_id, attempt_number, url, request_headers, request_body, duration_ms, succeeded, started_at)
          VALUES ($1, 'wdl_1', $2, $3, 'https://example.com/h', '{}', '{}', 5, $4, now() - $5::interval)`,
@@ -41,17 +54,32 @@ describe('pruneExpiredRows()', () => {
       );
     }
 
-    await db.store.query(`INSERT INTO solana_token_accounts (address, owner, mint, token_program, associated, floor_slot) VALUES ('TokAcct1', 'Owner1', 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', true, 0)`);
-    for (const [signature, commitment, age] of [['old-final', 'finalized', '8 days'], ['old-pending', 'confirmed', '8 days'], ['new-final', 'finalized', '1 day']]) {
+    await db.store.query(
+      `INSERT INTO solana_token_accounts (address, owner, mint, token_program, associated, floor_slot) VALUES ('TokAcct1', 'Owner1', 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', true, 0)`,
+    );
+    for (const [signature, commitment, age] of [
+      ['old-final', 'finalized', '8 days'],
+      ['old-pending', 'confirmed', '8 days'],
+      ['new-final', 'finalized', '1 day'],
+    ]) {
       await db.store.query(
         `INSERT INTO solana_signatures (token_account, signature, slot, commitment, failed, updated_at) VALUES ('TokAcct1', $1, 1, $2, false, now() - $3::interval)`,
         [signature, commitment, age],
       );
     }
 
-    expect(await pruneExpiredRows(db.store)).toEqual({ idempotency_keys: 1, rate_limit_counters: 1, wallet_challenges: 1, solana_signatures: 1, webhook_attempts: 1 });
+    expect(await pruneExpiredRows(db.store)).toEqual({
+      idempotency_keys: 1,
+      rate_limit_counters: 1,
+      wallet_challenges: 1,
+      solana_signatures: 1,
+      webhook_attempts: 1,
+    });
     // Still waiting for finality: kept however old.
-    expect((await db.store.query("SELECT signature FROM solana_signatures ORDER BY signature")).rows.map((row) => row.signature)).toEqual(['new-final', 'old-pending']);
+    expect((await db.store.query('SELECT signature FROM solana_signatures ORDER BY signature')).rows.map((row) => row.signature)).toEqual([
+      'new-final',
+      'old-pending',
+    ]);
     expect(await count('idempotency_keys')).toBe(1);
     expect(await count('rate_limit_counters')).toBe(1);
     expect(await count('wallet_challenges')).toBe(1);

@@ -79,7 +79,8 @@ const BY_STATUS: Record<number, typeof GatewayError> = {
 
 /** The error for a non-2xx answer: the class of its status, the gateway's `error` text as message. */
 export function errorFromResponse(status: number, headers: Record<string, string>, body: unknown): GatewayError {
-  const given = body !== null && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error : undefined;
+  const given =
+    body !== null && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error : undefined;
   const message = given ?? (typeof body === 'string' && body.length > 0 ? body.slice(0, 500) : `HTTP ${status}`);
   const ErrorClass = BY_STATUS[status] ?? (status >= 500 ? ServerError : GatewayError);
   const requestId = headers['x-request-id'] ?? headers['request-id'];

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConflictError, APIConnectionError, errorFromResponse, GatewayError } from './errors.ts';
+import { ConflictError, APIConnectionError, errorFromResponse, type GatewayError } from './errors.ts';
 import { DEFAULT_BASE_URL } from './generated/resources.ts';
 import { VERSION } from './version.ts';
 
@@ -118,7 +118,12 @@ export function createTransport(options: ClientOptions): Transport {
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs;
 
   /** One attempt: an answer (any status) or an APIConnectionError. */
-  async function attempt(url: string, init: RequestInit, timeoutMs: number, signal: AbortSignal | undefined): Promise<{ status: number; headers: Record<string, string>; body: unknown }> {
+  async function attempt(
+    url: string,
+    init: RequestInit,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<{ status: number; headers: Record<string, string>; body: unknown }> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     const onAbort = () => controller.abort(signal!.reason);
@@ -139,7 +144,10 @@ export function createTransport(options: ClientOptions): Transport {
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       const reason = controller.signal.aborted ? (controller.signal.reason as Error) : (error as Error);
-      throw new APIConnectionError(`${init.method} ${url}: ${reason.message}${(reason as { cause?: Error }).cause?.message ? ` (${(reason as { cause?: Error }).cause!.message})` : ''}`, { cause: reason });
+      throw new APIConnectionError(
+        `${init.method} ${url}: ${reason.message}${(reason as { cause?: Error }).cause?.message ? ` (${(reason as { cause?: Error }).cause!.message})` : ''}`,
+        { cause: reason },
+      );
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -153,7 +161,12 @@ export function createTransport(options: ClientOptions): Transport {
       const headers: Record<string, string> = { ...auth, accept: 'application/json', 'user-agent': `svc-gateway-node/${VERSION}` };
       if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
       if (request.body !== undefined) headers['content-type'] = 'application/json';
-      const init: RequestInit = { method: request.method, headers, ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}), redirect: 'manual' };
+      const init: RequestInit = {
+        method: request.method,
+        headers,
+        ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+        redirect: 'manual',
+      };
       const maxRetries = call.maxRetries ?? options.maxRetries ?? DEFAULTS.maxRetries;
       const timeoutMs = call.timeoutMs ?? options.timeoutMs ?? DEFAULTS.timeoutMs;
 

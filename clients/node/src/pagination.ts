@@ -33,7 +33,11 @@ export class PagePromise<T> implements PromiseLike<Page<T>>, AsyncIterable<T> {
     return (this.#first ??= this.#transport.request<Page<T>>(this.#request, this.#options));
   }
 
-  then<A = Page<T>, B = never>(onFulfilled?: ((page: Page<T>) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+  // biome-ignore lint/suspicious/noThenProperty: a list call is awaitable (the first page) and async-iterable (every item), as Stripe's is
+  then<A = Page<T>, B = never>(
+    onFulfilled?: ((page: Page<T>) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
     return this.#load().then(onFulfilled, onRejected);
   }
 

@@ -66,7 +66,13 @@ export function currencyRoutes(app: FastifyInstance, deps: ApiDeps): void {
             decimals,
             tokens: chain.tokens
               .filter((token) => token.currency === currency)
-              .map((token) => ({ symbol: token.symbol, address: token.address, decimals: token.decimals, variant: token.variant, acceptedByDefault: token.acceptedByDefault })),
+              .map((token) => ({
+                symbol: token.symbol,
+                address: token.address,
+                decimals: token.decimals,
+                variant: token.variant,
+                acceptedByDefault: token.acceptedByDefault,
+              })),
             confirmations: { required: requiredConfirmations(chain), rule: String(chain.confirmations.confirmed), why: chain.confirmations.why },
             minAmount: AMOUNT_LIMITS.min,
             maxAmount: AMOUNT_LIMITS.max,

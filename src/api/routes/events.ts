@@ -4,7 +4,16 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf, type RequestAuth } from '../auth.ts';
 import { badRequest, conflict, notFound } from '../../internal/errors.ts';
-import { getEvent, listAttempts, listDeliveries, listEvents, redeliverEvent, RESPONSE_EXCERPT_BYTES, type AttemptLogRecord, type EventRecord } from '../../delivery/index.ts';
+import {
+  getEvent,
+  listAttempts,
+  listDeliveries,
+  listEvents,
+  redeliverEvent,
+  RESPONSE_EXCERPT_BYTES,
+  type AttemptLogRecord,
+  type EventRecord,
+} from '../../delivery/index.ts';
 import { SUBSCRIBABLE_EVENTS } from './webhooks.ts';
 import { DeliverySchema, deliveryView, webhookErrors } from './webhookViews.ts';
 
@@ -19,9 +28,14 @@ const EventSchema = Type.Object(
     livemode: Type.Boolean(),
     paymentId: Nullable(Type.String()),
     refundId: Nullable(Type.String()),
-    dispatchedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When deliveries were made for it; null for a moment after it happens.' }),
+    dispatchedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'When deliveries were made for it; null for a moment after it happens.',
+    }),
   },
-  { additionalProperties: false, description: 'An event: `id`, `event`, `data`, `timestamp`, `livemode` are the webhook envelope (spec §6.2) exactly as delivered.' },
+  {
+    additionalProperties: false,
+    description: 'An event: `id`, `event`, `data`, `timestamp`, `livemode` are the webhook envelope (spec §6.2) exactly as delivered.',
+  },
 );
 
 const AttemptSchema = Type.Object(
@@ -46,7 +60,11 @@ const AttemptSchema = Type.Object(
     succeeded: Type.Boolean(),
     startedAt: Type.String({ format: 'date-time' }),
   },
-  { additionalProperties: false, description: 'One HTTP attempt: its timing, the status and the start of the response body, or the network error; for write keys also the request as sent, never its signature.' },
+  {
+    additionalProperties: false,
+    description:
+      'One HTTP attempt: its timing, the status and the start of the response body, or the network error; for write keys also the request as sent, never its signature.',
+  },
 );
 
 /**
@@ -67,7 +85,10 @@ function attemptView(attempt: AttemptLogRecord, auth: RequestAuth) {
   };
 }
 
-const EventIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Event identifier (`evt_…`).', 'x-not-found': 'event' }) }, { additionalProperties: false });
+const EventIdParams = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 64, description: 'Event identifier (`evt_…`).', 'x-not-found': 'event' }) },
+  { additionalProperties: false },
+);
 
 function eventView(event: EventRecord) {
   return {
@@ -99,7 +120,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: TAGS,
         summary: 'List events',
-        description: 'Events of the key\'s mode, newest first, kept indefinitely.',
+        description: "Events of the key's mode, newest first, kept indefinitely.",
         querystring: Type.Object(
           {
             type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only this kind, e.g. `payment.confirmed`.' })),
@@ -112,7 +133,10 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ data: Type.Array(EventSchema), hasMore: Type.Boolean(), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: false }),
+          200: Type.Object(
+            { data: Type.Array(EventSchema), hasMore: Type.Boolean(), nextCursor: Type.Union([Type.String(), Type.Null()]) },
+            { additionalProperties: false },
+          ),
           ...webhookErrors(400, 401, 403, 429),
         },
       },
@@ -202,7 +226,10 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
           { additionalProperties: false, description: 'Optional: a request without a body redelivers to every original target.' },
         ),
         response: {
-          202: Type.Object({ eventId: Type.String(), deliveries: Type.Array(Type.String(), { description: 'Ids of the new deliveries (`whd_…`).' }) }, { additionalProperties: false }),
+          202: Type.Object(
+            { eventId: Type.String(), deliveries: Type.Array(Type.String(), { description: 'Ids of the new deliveries (`whd_…`).' }) },
+            { additionalProperties: false },
+          ),
           ...webhookErrors(400, 401, 403, 404, 409, 422, 429),
         },
       },
@@ -214,7 +241,8 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const endpointId = request.body.endpointId;
       const result = await deps.store.transaction((sql) => redeliverEvent(sql, authOf(request), request.params.id, { endpointId }));
-      if (result === undefined) throw notFound(endpointId ? `no event ${request.params.id} or no webhook endpoint ${endpointId}` : `no event ${request.params.id}`);
+      if (result === undefined)
+        throw notFound(endpointId ? `no event ${request.params.id} or no webhook endpoint ${endpointId}` : `no event ${request.params.id}`);
       if (result === 'not_dispatched') throw conflict('the event has not been dispatched yet; it will be within a second');
       if (result === 'endpoint_disabled') throw conflict('the endpoint is disabled: enable it first (PATCH status "enabled")');
       if (result.length === 0) throw conflict('the event has no enabled target to redeliver to: pass endpointId');

@@ -46,7 +46,13 @@ export function feeRoutes(app: FastifyInstance, deps: ApiDeps): void {
         object: 'fee_summary' as const,
         rate: '0.01',
         livemode: auth.livemode,
-        data: rows.map((row) => ({ chain: row.chain, currency: row.currency, payments: row.payments, fee: formatAmount(row.fee, row.decimals), feeBaseUnits: row.fee.toString() })),
+        data: rows.map((row) => ({
+          chain: row.chain,
+          currency: row.currency,
+          payments: row.payments,
+          fee: formatAmount(row.fee, row.decimals),
+          feeBaseUnits: row.fee.toString(),
+        })),
       };
     },
   );

@@ -31,7 +31,8 @@ export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface A'],
         summary: 'Health check (no authentication)',
-        description: 'For load balancers and orchestrators: 200 when this process answers and its database does, 503 when the database does not (within about 2 s).',
+        description:
+          'For load balancers and orchestrators: 200 when this process answers and its database does, 503 when the database does not (within about 2 s).',
         response: {
           200: HealthSchema('healthy', 'ok', 'Healthy.'),
           503: HealthSchema('unhealthy', 'unavailable', 'The database does not answer.'),

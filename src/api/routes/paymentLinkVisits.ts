@@ -27,8 +27,14 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
           'Creates a fresh payment session from the link and redirects (303) to its checkout page. 429 with `Retry-After` while the link has 200 unpaid checkouts open, or while unpaid link checkouts still hold 1,000 due amounts at its price and wallet (each holds one until its late-payment window ends).',
         // Any string: a link pasted with a stray character still reaches the handler, whose 404
         // is a page for the customer's browser.
-        params: Type.Object({ linkId: Type.String({ minLength: 1, description: 'Payment link identifier (`plink_…`).', 'x-not-found': 'payment link' }) }, { additionalProperties: false }),
-        response: { 303: Type.Null({ description: 'Redirect to the new session\'s checkoutUrl (Location header).' }), ...errorResponses(400, 404, 409, 410, 429) },
+        params: Type.Object(
+          { linkId: Type.String({ minLength: 1, description: 'Payment link identifier (`plink_…`).', 'x-not-found': 'payment link' }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          303: Type.Null({ description: "Redirect to the new session's checkoutUrl (Location header)." }),
+          ...errorResponses(400, 404, 409, 410, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -46,7 +52,11 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
   );
 
   async function visit(linkId: string, reply: FastifyReply) {
-    const session = await openSessionFromLink(deps.store, { linkId, monitorWindowSeconds: deps.config.monitorWindowSeconds, liveChains: liveChains(deps.config) });
+    const session = await openSessionFromLink(deps.store, {
+      linkId,
+      monitorWindowSeconds: deps.config.monitorWindowSeconds,
+      liveChains: liveChains(deps.config),
+    });
     return reply.header('cache-control', 'no-store').redirect(checkoutUrl(deps.config.publicUrl, session.id), 303);
   }
 }

@@ -36,7 +36,9 @@ const PaymentLinkSchema = Type.Object(
     amount: Type.String(),
     currency: CurrencySchema,
     chain: ChainSchema,
-    merchantWallet: Type.Union([Type.String(), Type.Null()], { description: 'Fixed receiving wallet, or null for the merchant\'s default wallet on the chain at each visit.' }),
+    merchantWallet: Type.Union([Type.String(), Type.Null()], {
+      description: "Fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit.",
+    }),
     metadata: MetadataSchema,
     webhookUrl: Type.Union([Type.String(), Type.Null()]),
     successUrl: Type.Union([Type.String(), Type.Null()]),
@@ -143,7 +145,13 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       if (after !== null && !(await getPaymentLink(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: after }))) {
         throw badRequest(`startingAfter ${JSON.stringify(after)} is not a payment link of this account`);
       }
-      const rows = await listPaymentLinks(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, active: request.query.active, startingAfter: after ?? undefined, limit: limit + 1 });
+      const rows = await listPaymentLinks(deps.store, {
+        merchantId: auth.merchantId,
+        livemode: auth.livemode,
+        active: request.query.active,
+        startingAfter: after ?? undefined,
+        limit: limit + 1,
+      });
       const page = rows.slice(0, limit).map((row) => view(row, deps.config.publicUrl));
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
@@ -181,7 +189,12 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const link = await setPaymentLinkActive(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, active: request.body.active });
+      const link = await setPaymentLinkActive(deps.store, {
+        merchantId: auth.merchantId,
+        livemode: auth.livemode,
+        id: request.params.id!,
+        active: request.body.active,
+      });
       if (!link) throw notFound(`payment link ${request.params.id} not found`);
       return view(link, deps.config.publicUrl);
     },

@@ -6,7 +6,18 @@ import { authOf } from '../auth.ts';
 import { createSessionHandler } from '../createSessionHandler.ts';
 import { getSession, listSessions } from '../../payments/sessions.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
-import { ChainSchema, CreatePaymentBody, CurrencySchema, IdParam, ListSchema, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
+import {
+  ChainSchema,
+  CreatePaymentBody,
+  CurrencySchema,
+  IdParam,
+  ListSchema,
+  PaymentBSchema,
+  READ_ERRORS,
+  WRITE_ERRORS,
+  errorResponses,
+  pagingQuery,
+} from '../schemas.ts';
 import { paymentViewB } from '../views.ts';
 
 /** Default page size of list endpoints (Stripe's 10 is small for reconciliation jobs; 20 is BTCPay's feel). */
@@ -24,8 +35,12 @@ const ListPaymentsQuery = Type.Object(
     ),
     chain: Type.Optional(ChainSchema),
     currency: Type.Optional(CurrencySchema),
-    createdGte: Type.Optional(Type.String({ format: 'date-time', description: 'Created at or after this ISO 8601 time.', 'x-error': 'must be an ISO 8601 date-time' })),
-    createdLt: Type.Optional(Type.String({ format: 'date-time', description: 'Created before this ISO 8601 time.', 'x-error': 'must be an ISO 8601 date-time' })),
+    createdGte: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Created at or after this ISO 8601 time.', 'x-error': 'must be an ISO 8601 date-time' }),
+    ),
+    createdLt: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Created before this ISO 8601 time.', 'x-error': 'must be an ISO 8601 date-time' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -84,7 +99,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface B'],
         summary: 'List payments',
-        description: 'Newest first. Pass the previous page\'s `nextCursor` as `startingAfter` for the next page.',
+        description: "Newest first. Pass the previous page's `nextCursor` as `startingAfter` for the next page.",
         querystring: ListPaymentsQuery,
         response: { 200: ListSchema(PaymentBSchema, 'A page of payments, newest first.'), ...errorResponses(...READ_ERRORS) },
       },

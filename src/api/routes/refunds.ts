@@ -4,7 +4,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
-import { AmountSchema, ChainSchema, CurrencySchema, IdParam, ListSchema, MetadataSchema, READ_ERRORS, WRITE_ERRORS, errorResponses, pagingQuery } from '../schemas.ts';
+import {
+  AmountSchema,
+  ChainSchema,
+  CurrencySchema,
+  IdParam,
+  ListSchema,
+  MetadataSchema,
+  READ_ERRORS,
+  WRITE_ERRORS,
+  errorResponses,
+  pagingQuery,
+} from '../schemas.ts';
 import { completeRefund, getRefund, listRefunds, rejectRefund, requestRefund } from '../../payments/refunds.ts';
 import { refundView } from '../../payments/refund.ts';
 import { badRequest } from '../../internal/errors.ts';
@@ -24,7 +35,7 @@ const RefundSchema = Type.Object(
     address: Type.String({ description: 'Where the merchant sends the refund.' }),
     reason: Nullable(Type.String()),
     metadata: MetadataSchema,
-    txHash: Nullable(Type.String({ description: 'The merchant\'s refund transaction, once completed.' })),
+    txHash: Nullable(Type.String({ description: "The merchant's refund transaction, once completed." })),
     rejectionReason: Nullable(Type.String()),
     requiresAttention: Type.Boolean({
       description:
@@ -47,7 +58,10 @@ const RefundSchema = Type.Object(
 const CreateRefundBody = Type.Object(
   {
     paymentId: Type.String({ minLength: 1, maxLength: 64, description: 'The payment (session) to refund.' }),
-    amount: Type.Optional({ ...AmountSchema, description: "Decimal text; default: all the payment's confirmed money (`amountReceived`) not yet refunded or requested." }),
+    amount: Type.Optional({
+      ...AmountSchema,
+      description: "Decimal text; default: all the payment's confirmed money (`amountReceived`) not yet refunded or requested.",
+    }),
     address: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Refund destination; default: the sender of the payment.' })),
     reason: Type.Optional(Type.String({ maxLength: 500 })),
     metadata: Type.Optional(MetadataSchema),
@@ -105,10 +119,19 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
           throw badRequest(`startingAfter ${JSON.stringify(request.query.startingAfter)} is not a refund of this account`);
         });
       }
-      if (request.query.paymentId !== undefined && !(await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.query.paymentId }))) {
+      if (
+        request.query.paymentId !== undefined &&
+        !(await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.query.paymentId }))
+      ) {
         throw badRequest(`paymentId ${JSON.stringify(request.query.paymentId)} is not a payment of this account`);
       }
-      const rows = await listRefunds(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, paymentId: request.query.paymentId, startingAfter: request.query.startingAfter, limit: limit + 1 });
+      const rows = await listRefunds(deps.store, {
+        merchantId: auth.merchantId,
+        livemode: auth.livemode,
+        paymentId: request.query.paymentId,
+        startingAfter: request.query.startingAfter,
+        limit: limit + 1,
+      });
       const page = rows.slice(0, limit).map(refundView);
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
@@ -117,7 +140,14 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   typed.get(
     '/refunds/:id',
-    { schema: { tags: ['Interface B'], summary: 'Retrieve a refund', params: IdParam('id', 'rfd'), response: { 200: RefundSchema, ...errorResponses(...READ_ERRORS) } } },
+    {
+      schema: {
+        tags: ['Interface B'],
+        summary: 'Retrieve a refund',
+        params: IdParam('id', 'rfd'),
+        response: { 200: RefundSchema, ...errorResponses(...READ_ERRORS) },
+      },
+    },
     async (request) => {
       const auth = authOf(request);
       return refundView(await getRefund(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! }));
@@ -133,14 +163,19 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
         description:
           "409 when the refund is not in state `requested`, or when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending).",
         params: IdParam('id', 'rfd'),
-        body: Type.Object({ txHash: Type.String({ minLength: 1, maxLength: 100, description: 'EVM: 0x + 64 hex; solana: base58 signature.' }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { txHash: Type.String({ minLength: 1, maxLength: 100, description: 'EVM: 0x + 64 hex; solana: base58 signature.' }) },
+          { additionalProperties: false },
+        ),
         response: { 200: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
       },
     },
     async (request) => {
       const auth = authOf(request);
       return deps.store.transaction(async (sql) => {
-        const refund = refundView(await completeRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash }));
+        const refund = refundView(
+          await completeRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash }),
+        );
         await saveIdempotentResponse(sql, request, 200, refund);
         return refund;
       });
@@ -155,14 +190,18 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
         summary: 'Reject a refund request',
         description: '409 when the refund is not in state `requested`. The amount becomes refundable again.',
         params: IdParam('id', 'rfd'),
-        body: Type.Union([Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false }), Type.Null()], { description: 'Optional: {"reason": "…"}.' }),
+        body: Type.Union([Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false }), Type.Null()], {
+          description: 'Optional: {"reason": "…"}.',
+        }),
         response: { 200: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
       },
     },
     async (request) => {
       const auth = authOf(request);
       return deps.store.transaction(async (sql) => {
-        const refund = refundView(await rejectRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, reason: request.body?.reason }));
+        const refund = refundView(
+          await rejectRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, reason: request.body?.reason }),
+        );
         await saveIdempotentResponse(sql, request, 200, refund);
         return refund;
       });

@@ -56,7 +56,13 @@ export function sandboxRoutes(app: FastifyInstance, deps: ApiDeps): void {
       if (!deps.sandbox) throw new UnavailableError('the sandbox is not running in this process');
       const { sessionId } = request.params as { sessionId: string };
       const body = request.body;
-      const result = await deps.sandbox.pay({ merchantId: auth.merchantId, sessionId, outcome: body.outcome ?? 'exact', amount: body.amount, store: deps.store });
+      const result = await deps.sandbox.pay({
+        merchantId: auth.merchantId,
+        sessionId,
+        outcome: body.outcome ?? 'exact',
+        amount: body.amount,
+        store: deps.store,
+      });
       const session = await getSession(deps.store, { merchantId: auth.merchantId, livemode: false, id: sessionId });
       return {
         sessionId,

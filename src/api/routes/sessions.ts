@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { createSessionHandler } from '../createSessionHandler.ts';
-import { createSession, getSession } from '../../payments/sessions.ts';
+import { getSession } from '../../payments/sessions.ts';
 import { notFound } from '../../internal/errors.ts';
 import { CreateSessionBody, IdParam, READ_ERRORS, SessionASchema, WRITE_ERRORS, errorResponses } from '../schemas.ts';
 import { sessionViewA } from '../views.ts';

@@ -20,16 +20,19 @@ const ChainStatusSchema = Type.Object(
     mode: Type.Unsafe<string>({
       type: 'string',
       enum: ['live', 'sandbox', 'sandbox-only'],
-      description: '`live`: a live key on a chain with an RPC URL, watched by a listener. `sandbox`: a test key (simulated chain). `sandbox-only`: a live key on a chain without RPC URL, not watched in live mode.',
+      description:
+        '`live`: a live key on a chain with an RPC URL, watched by a listener. `sandbox`: a test key (simulated chain). `sandbox-only`: a live key on a chain without RPC URL, not watched in live mode.',
     }),
     status: Type.Unsafe<string>({
       type: 'string',
       enum: ['healthy', 'lagging', 'unknown', 'sandbox-only'],
       description:
-        'Live: `healthy` when the listener\'s head moved within max(60 s, 20 block times), `lagging` when not, `unknown` when no head was seen yet; `sandbox-only` when the chain has no RPC URL. Sandbox: always `healthy`, since a simulated chain\'s head is a function of the clock and cannot lag.',
+        "Live: `healthy` when the listener's head moved within max(60 s, 20 block times), `lagging` when not, `unknown` when no head was seen yet; `sandbox-only` when the chain has no RPC URL. Sandbox: always `healthy`, since a simulated chain's head is a function of the clock and cannot lag.",
     }),
     headBlock: Type.Union([Type.String(), Type.Null()], { description: 'Last head block (slot on solana), integer text. Sandbox: the simulated height now.' }),
-    processedBlock: Type.Union([Type.String(), Type.Null()], { description: 'The block processed so far. Sandbox: the height the simulator last advanced to, which moves only while a sandbox payment is in flight.' }),
+    processedBlock: Type.Union([Type.String(), Type.Null()], {
+      description: 'The block processed so far. Sandbox: the height the simulator last advanced to, which moves only while a sandbox payment is in flight.',
+    }),
     headSeenAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     lagSeconds: Type.Union([Type.Integer(), Type.Null()], { description: 'Seconds since the head was last seen (0 in the sandbox).' }),
   },
@@ -37,7 +40,7 @@ const ChainStatusSchema = Type.Object(
 );
 
 const STATUS_DESCRIPTION = [
-  'The API and each chain listener, for the caller\'s mode. The top-level `status` is `healthy`, or `degraded` with `reasons` saying why:',
+  "The API and each chain listener, for the caller's mode. The top-level `status` is `healthy`, or `degraded` with `reasons` saying why:",
   'for a live key, a watched chain that is `lagging` or `unknown`, or no chain watched at all (no `SVC_<CHAIN>_RPC_URL` is set, so no live payment can be detected).',
   'Chains without RPC URL are `sandbox-only` for live keys; that alone (with at least one chain watched) is a deployment choice, not a fault.',
   'For a test key the simulated chains are always `healthy`: their heads only move while a sandbox payment is in flight, which is not a lag.',
@@ -74,7 +77,13 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const chains = loadChains();
       const live = new Set(liveChains(deps.config));
-      const { rows } = await deps.store.query<{ chain: string; head_block: bigint | null; processed_block: bigint | null; head_seen_at: Date | null; lag: number | null }>(
+      const { rows } = await deps.store.query<{
+        chain: string;
+        head_block: bigint | null;
+        processed_block: bigint | null;
+        head_seen_at: Date | null;
+        lag: number | null;
+      }>(
         `SELECT chain, head_block, processed_block, head_seen_at, floor(extract(epoch FROM now() - head_seen_at))::int AS lag FROM chain_heads WHERE livemode = $1`,
         [auth.livemode],
       );
@@ -111,7 +120,8 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
           lagSeconds: row?.lag ?? null,
         };
       });
-      if (auth.livemode && live.size === 0) reasons.unshift('no chain is watched in live mode (no SVC_<CHAIN>_RPC_URL is set): live payments cannot be detected');
+      if (auth.livemode && live.size === 0)
+        reasons.unshift('no chain is watched in live mode (no SVC_<CHAIN>_RPC_URL is set): live payments cannot be detected');
       return {
         status: reasons.length > 0 ? 'degraded' : 'healthy',
         reasons,

@@ -100,7 +100,7 @@ export function transferRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'List unmatched transfers',
         description:
-          'Transfers into your wallets that the engine could not attribute to a session: no Solana Pay reference, no unique due amount, no single session waiting on that wallet and token, or paid outside every session\'s window (creation to expiry plus the monitoring window). Newest first; pass `nextCursor` as `startingAfter`. Attribute one with `POST /transfers/{id}/attribution`.',
+          "Transfers into your wallets that the engine could not attribute to a session: no Solana Pay reference, no unique due amount, no single session waiting on that wallet and token, or paid outside every session's window (creation to expiry plus the monitoring window). Newest first; pass `nextCursor` as `startingAfter`. Attribute one with `POST /transfers/{id}/attribution`.",
         querystring: ListUnmatchedQuery,
         response: { 200: ListSchema(TransferSchema, 'A page of unmatched transfers, newest first.'), ...errorResponses(...READ_ERRORS) },
       },
@@ -113,7 +113,13 @@ export function transferRoutes(app: FastifyInstance, deps: ApiDeps): void {
         startingAfter = parseTransferId(request.query.startingAfter);
         if (startingAfter === undefined) throw badRequest(`startingAfter ${JSON.stringify(request.query.startingAfter)} is not a transfer id (trf_…)`);
       }
-      const rows = await listUnmatchedTransfers(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, chain: request.query.chain, limit: limit + 1, startingAfter });
+      const rows = await listUnmatchedTransfers(deps.store, {
+        merchantId: auth.merchantId,
+        livemode: auth.livemode,
+        chain: request.query.chain,
+        limit: limit + 1,
+        startingAfter,
+      });
       const page = rows.slice(0, limit).map(transferView);
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };

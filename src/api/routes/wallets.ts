@@ -16,10 +16,15 @@ const WalletSchema = Type.Object(
     verified: Type.Boolean({ description: 'Ownership shown by a signature (or added by the operator).' }),
     verificationMethod: Type.Union([Type.Unsafe<string>({ type: 'string', enum: ['eip191', 'ed25519', 'operator'] }), Type.Null()]),
     verifiedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    default: Type.Boolean({ description: 'The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.' }),
+    default: Type.Boolean({
+      description: 'The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.',
+    }),
     createdAt: Type.String({ format: 'date-time' }),
   },
-  { additionalProperties: false, description: 'A receiving wallet of the merchant. Any key of the merchant lists them; only a live key with the write scope manages them.' },
+  {
+    additionalProperties: false,
+    description: 'A receiving wallet of the merchant. Any key of the merchant lists them; only a live key with the write scope manages them.',
+  },
 );
 
 const ChallengeSchema = Type.Object(
@@ -27,7 +32,9 @@ const ChallengeSchema = Type.Object(
     id: Type.String({ description: 'Challenge identifier (`wch_…`).' }),
     chain: ChainSchema,
     address: Type.String(),
-    message: Type.String({ description: 'Sign exactly this text: EIP-191 personal_sign on EVM chains; ed25519 over the UTF-8 bytes on solana (base58 or base64 signature).' }),
+    message: Type.String({
+      description: 'Sign exactly this text: EIP-191 personal_sign on EVM chains; ed25519 over the UTF-8 bytes on solana (base58 or base64 signature).',
+    }),
     expiresAt: Type.String({ format: 'date-time', description: 'Ten minutes after issue; single use.' }),
   },
   { additionalProperties: false },
@@ -53,7 +60,9 @@ function view(wallet: Wallet) {
  */
 async function requireLiveKey(request: FastifyRequest): Promise<void> {
   if (!authOf(request).livemode) {
-    throw forbidden('receiving wallets are managed with a live API key (write scope): a test key may list them but not add, verify, remove or choose the default wallet, since live payments are paid to them');
+    throw forbidden(
+      'receiving wallets are managed with a live API key (write scope): a test key may list them but not add, verify, remove or choose the default wallet, since live payments are paid to them',
+    );
   }
 }
 

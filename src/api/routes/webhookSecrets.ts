@@ -34,7 +34,10 @@ const SecretInfoProperties = {
     'null: this mode has no secret yet (a merchant from before per-mode secrets: one is made at its first sandbox delivery, and nobody has seen it; rotate to get one).',
   ),
   rotatedAt: Nullable(Type.String({ format: 'date-time' })),
-  previousSecretExpiresAt: Nullable(Type.String({ format: 'date-time' }), 'Until when the replaced secret still signs (a second signature); null when only one secret signs.'),
+  previousSecretExpiresAt: Nullable(
+    Type.String({ format: 'date-time' }),
+    'Until when the replaced secret still signs (a second signature); null when only one secret signs.',
+  ),
 };
 
 const SecretInfoSchema = Type.Object(SecretInfoProperties, {
@@ -47,7 +50,8 @@ const RotatedSecretSchema = Type.Object(
     ...SecretInfoProperties,
     secret: Type.Optional(
       Type.String({
-        description: 'The new signing secret (`whsec_…`). Shown this once; store it now. Absent from an idempotent replay (same Idempotency-Key): rotate again to get a new one.',
+        description:
+          'The new signing secret (`whsec_…`). Shown this once; store it now. Absent from an idempotent replay (same Idempotency-Key): rotate again to get a new one.',
       }),
     ),
   },

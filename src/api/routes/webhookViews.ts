@@ -52,7 +52,10 @@ export const EndpointWithSecretSchema = Type.Object(
 export const RotatedEndpointSchema = Type.Object(
   {
     ...EndpointWithSecretSchema.properties,
-    previousSecretExpiresAt: Nullable(Type.String({ format: 'date-time' }), 'Until when the replaced secret still signs (a second signature); null when it stopped at once.'),
+    previousSecretExpiresAt: Nullable(
+      Type.String({ format: 'date-time' }),
+      'Until when the replaced secret still signs (a second signature); null when it stopped at once.',
+    ),
   },
   { additionalProperties: false },
 );
@@ -61,7 +64,7 @@ export const DeliverySchema = Type.Object(
   {
     id: Type.String({ description: 'Delivery identifier (`whd_…`).' }),
     eventId: Type.String(),
-    endpointId: Nullable(Type.String(), 'null for a session\'s webhookUrl.'),
+    endpointId: Nullable(Type.String(), "null for a session's webhookUrl."),
     url: Type.String(),
     origin: Type.Unsafe<string>({ type: 'string', enum: ['dispatch', 'redeliver', 'replay'] }),
     status: Type.Unsafe<string>({ type: 'string', enum: ['pending', 'succeeded', 'failed'] }),

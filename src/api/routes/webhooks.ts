@@ -8,7 +8,17 @@ import { saveIdempotentResponse } from '../idempotency.ts';
 import { badRequest, conflict, notFound } from '../../internal/errors.ts';
 import { EVENT_TYPES } from '../../engine/outbox.ts';
 import { RotateBodySchema, webhookSecretRoutes } from './webhookSecrets.ts';
-import { DeliverySchema, deliveryView, EndpointSchema, EndpointWithSecretSchema, endpointView, iso, Nullable, RotatedEndpointSchema, webhookErrors } from './webhookViews.ts';
+import {
+  DeliverySchema,
+  deliveryView,
+  EndpointSchema,
+  EndpointWithSecretSchema,
+  endpointView,
+  iso,
+  Nullable,
+  RotatedEndpointSchema,
+  webhookErrors,
+} from './webhookViews.ts';
 
 // Other modules imported these from here first.
 export { DeliverySchema, deliveryView, WebhookErrorSchema, webhookErrors } from './webhookViews.ts';
@@ -35,7 +45,10 @@ import {
 /** Event kinds an endpoint may subscribe to: spec §6.1, the endpoint-disabled notice, and `*`. */
 export const SUBSCRIBABLE_EVENTS = ['*', ...EVENT_TYPES, ENDPOINT_DISABLED_EVENT] as const;
 
-export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).', 'x-not-found': 'webhook endpoint' }) }, { additionalProperties: false });
+export const WebhookIdParams = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).', 'x-not-found': 'webhook endpoint' }) },
+  { additionalProperties: false },
+);
 
 const EnabledEventsSchema = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }), {
   minItems: 1,
@@ -88,8 +101,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: TAGS,
         summary: 'Register a webhook endpoint',
-        description:
-          `Registers a URL to receive signed events (spec §6) of the API key's mode: live keys register live endpoints, test keys sandbox endpoints. The response carries the signing secret, once. At most ${MAX_ENDPOINTS_PER_MODE} endpoints per mode (409 beyond).`,
+        description: `Registers a URL to receive signed events (spec §6) of the API key's mode: live keys register live endpoints, test keys sandbox endpoints. The response carries the signing secret, once. At most ${MAX_ENDPOINTS_PER_MODE} endpoints per mode (409 beyond).`,
         body: Type.Object(
           {
             url: WebhookUrlSchema,
@@ -104,21 +116,23 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const auth = authOf(request);
       const url = await safeUrl(request.body.url, deps, auth.livemode);
-      const { endpoint, secret } = await deps.store.transaction(async (sql) => {
-        const created = await createEndpoint(sql, deps.box, {
-          merchantId: auth.merchantId,
-          livemode: auth.livemode,
-          url,
-          description: request.body.description ?? null,
-          enabledEvents: normaliseEvents(request.body.enabledEvents),
+      const { endpoint, secret } = await deps.store
+        .transaction(async (sql) => {
+          const created = await createEndpoint(sql, deps.box, {
+            merchantId: auth.merchantId,
+            livemode: auth.livemode,
+            url,
+            description: request.body.description ?? null,
+            enabledEvents: normaliseEvents(request.body.enabledEvents),
+          });
+          // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
+          await saveIdempotentResponse(sql, request, 201, endpointView(created.endpoint));
+          return created;
+        })
+        .catch((error: unknown) => {
+          if (error instanceof TooManyEndpointsError) throw conflict(error.message);
+          throw error;
         });
-        // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
-        await saveIdempotentResponse(sql, request, 201, endpointView(created.endpoint));
-        return created;
-      }).catch((error: unknown) => {
-        if (error instanceof TooManyEndpointsError) throw conflict(error.message);
-        throw error;
-      });
       return reply.status(201).send({ ...endpointView(endpoint), secret });
     },
   );
@@ -140,7 +154,14 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   typed.get(
     '/webhooks/:id',
-    { schema: { tags: TAGS, summary: 'Get a webhook endpoint', params: WebhookIdParams, response: { 200: EndpointSchema, ...webhookErrors(400, 401, 403, 404, 429) } } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Get a webhook endpoint',
+        params: WebhookIdParams,
+        response: { 200: EndpointSchema, ...webhookErrors(400, 401, 403, 404, 429) },
+      },
+    },
     async (request) => {
       const endpoint = await getEndpoint(deps.store, authOf(request), request.params.id);
       if (!endpoint) throw notFound(`no webhook endpoint ${request.params.id}`);
@@ -196,7 +217,10 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         summary: 'Delete a webhook endpoint',
         description: 'Stops deliveries to it at once (pending ones end). Its delivery log stays readable through the events API.',
         params: WebhookIdParams,
-        response: { 200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }, { additionalProperties: false }), ...webhookErrors(400, 401, 403, 404, 429) },
+        response: {
+          200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }, { additionalProperties: false }),
+          ...webhookErrors(400, 401, 403, 404, 429),
+        },
       },
     },
     async (request) => {
@@ -245,12 +269,17 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         querystring: Type.Object(
           {
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size, 1..100, default 20.' })),
-            startingAfter: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Cursor: the id of the last delivery of the previous page.' })),
+            startingAfter: Type.Optional(
+              Type.String({ minLength: 1, maxLength: 64, description: 'Cursor: the id of the last delivery of the previous page.' }),
+            ),
           },
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ data: Type.Array(DeliverySchema), hasMore: Type.Boolean(), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: false }),
+          200: Type.Object(
+            { data: Type.Array(DeliverySchema), hasMore: Type.Boolean(), nextCursor: Type.Union([Type.String(), Type.Null()]) },
+            { additionalProperties: false },
+          ),
           ...webhookErrors(400, 401, 403, 404, 429),
         },
       },
@@ -260,12 +289,10 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const { limit = 20, startingAfter } = request.query;
       if (!(await getEndpoint(deps.store, auth, request.params.id))) throw notFound(`no webhook endpoint ${request.params.id}`);
       if (startingAfter !== undefined) {
-        const { rowCount } = await deps.store.query('SELECT 1 FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND merchant_id = $3 AND livemode = $4', [
-          startingAfter,
-          request.params.id,
-          auth.merchantId,
-          auth.livemode,
-        ]);
+        const { rowCount } = await deps.store.query(
+          'SELECT 1 FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND merchant_id = $3 AND livemode = $4',
+          [startingAfter, request.params.id, auth.merchantId, auth.livemode],
+        );
         if (!rowCount) throw badRequest(`startingAfter ${JSON.stringify(startingAfter)} is not a delivery to this endpoint`);
       }
       const page = await listDeliveries(deps.store, auth, { endpointId: request.params.id, limit: limit + 1, startingAfter });

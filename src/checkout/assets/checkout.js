@@ -1,7 +1,6 @@
 // Hosted checkout page script: live status, countdown, copy buttons, refund form. Runs under a
 // hash-pinned CSP; talks only to its own origin. The page works without it (reload for status).
-(function () {
-  'use strict';
+(() => {
   var dataNode = document.getElementById('checkout-data');
   if (!dataNode) return;
   var state = JSON.parse(dataNode.textContent);
@@ -15,19 +14,31 @@
   // Fallback polling when server-sent events are unavailable (proxies that buffer streams).
   var POLL_MS = 3000;
 
-  function byId(id) { return document.getElementById(id); }
-  function setText(id, text) { var node = byId(id); if (node) node.textContent = text; }
-  function unit() { return ' ' + state.currency; }
+  function byId(id) {
+    return document.getElementById(id);
+  }
+  function setText(id, text) {
+    var node = byId(id);
+    if (node) node.textContent = text;
+  }
+  function unit() {
+    return ` ${state.currency}`;
+  }
 
   function statusText(s) {
     switch (s.view) {
-      case 'awaiting': return 'Waiting for your payment.';
+      case 'awaiting':
+        return 'Waiting for your payment.';
       case 'detected':
-        return 'Payment detected: ' + s.confirmations + ' of ' + s.requiredConfirmations + ' confirmations.';
-      case 'underpaid': return 'Partly paid: ' + s.amountRemaining + unit() + ' still to pay.';
-      case 'paid': return 'Payment confirmed. Thank you!';
-      case 'expired': return 'This payment request has expired.';
-      case 'failed': return 'Payment incomplete: the request expired before the full amount arrived.';
+        return `Payment detected: ${s.confirmations} of ${s.requiredConfirmations} confirmations.`;
+      case 'underpaid':
+        return `Partly paid: ${s.amountRemaining}${unit()} still to pay.`;
+      case 'paid':
+        return 'Payment confirmed. Thank you!';
+      case 'expired':
+        return 'This payment request has expired.';
+      case 'failed':
+        return 'Payment incomplete: the request expired before the full amount arrived.';
     }
     return s.view;
   }
@@ -37,7 +48,9 @@
     try {
       var url = new URL(text);
       return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
-    } catch (e) { return null; }
+    } catch (e) {
+      return null;
+    }
   }
 
   function apply(s) {
@@ -58,14 +71,20 @@
     setText('confirmations', String(s.confirmations));
     setText('required-confirmations', String(s.requiredConfirmations));
     var progress = byId('confirm-progress');
-    if (progress) { progress.max = Math.max(1, s.requiredConfirmations); progress.value = Math.min(s.confirmations, s.requiredConfirmations); }
+    if (progress) {
+      progress.max = Math.max(1, s.requiredConfirmations);
+      progress.value = Math.min(s.confirmations, s.requiredConfirmations);
+    }
     var tx = byId('tx-hash');
-    if (tx) { tx.textContent = s.txHash || ''; tx.parentNode.hidden = !s.txHash; }
+    if (tx) {
+      tx.textContent = s.txHash || '';
+      tx.parentNode.hidden = !s.txHash;
+    }
     if (s.paymentUri) {
       var link = byId('wallet-link');
       if (link) link.href = s.paymentUri;
       var qr = byId('qr');
-      var wanted = state.qrBase + '?amount=' + s.amountRemainingBaseUnits;
+      var wanted = `${state.qrBase}?amount=${s.amountRemainingBaseUnits}`;
       if (qr && qr.getAttribute('src') !== wanted) qr.setAttribute('src', wanted);
     }
     var refund = byId('refund');
@@ -75,7 +94,7 @@
     if (s.view === 'paid' && viewChanged) startRedirect();
     if (s.view === 'paid' || s.view === 'expired' || s.view === 'failed') stopLive();
     if (viewChanged) {
-      var heading = document.querySelector('[data-views~="' + s.view + '"] h2');
+      var heading = document.querySelector(`[data-views~="${s.view}"] h2`);
       if (heading && s.view !== 'awaiting') heading.focus({ preventScroll: true });
     }
   }
@@ -85,19 +104,29 @@
     if (!target || redirectTimer) return;
     var note = byId('redirect-note');
     if (note) note.hidden = false;
-    redirectTimer = setTimeout(function () { window.location.assign(target); }, REDIRECT_DELAY_MS);
+    redirectTimer = setTimeout(() => {
+      window.location.assign(target);
+    }, REDIRECT_DELAY_MS);
   }
 
   function stopLive() {
-    if (source) { source.close(); source = null; }
-    if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+    if (source) {
+      source.close();
+      source = null;
+    }
+    if (pollTimer) {
+      clearInterval(pollTimer);
+      pollTimer = null;
+    }
   }
 
   function poll() {
     fetch(state.statusPath, { headers: { accept: 'application/json' }, cache: 'no-store' })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (s) { if (s) apply(s); })
-      .catch(function () {});
+      .then((r) => (r.ok ? r.json() : null))
+      .then((s) => {
+        if (s) apply(s);
+      })
+      .catch(() => {});
   }
 
   function startPolling() {
@@ -107,22 +136,32 @@
 
   function startLive() {
     if (state.view === 'paid' || state.view === 'expired' || state.view === 'failed') return;
-    if (!window.EventSource) { startPolling(); return; }
+    if (!window.EventSource) {
+      startPolling();
+      return;
+    }
     source = new EventSource(state.eventsPath);
-    source.addEventListener('status', function (event) { apply(JSON.parse(event.data)); });
-    source.onerror = function () {
-      if (source && source.readyState === EventSource.CLOSED) { source = null; startPolling(); }
+    source.addEventListener('status', (event) => {
+      apply(JSON.parse(event.data));
+    });
+    source.onerror = () => {
+      if (source && source.readyState === EventSource.CLOSED) {
+        source = null;
+        startPolling();
+      }
     };
   }
 
   function tick() {
     var left = Math.max(0, Math.floor((Date.parse(state.expiresAt) - (Date.now() + clockOffset)) / 1000));
-    var h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), sec = left % 60;
-    var text = (h > 0 ? h + ':' + String(m).padStart(2, '0') : String(m)) + ':' + String(sec).padStart(2, '0');
+    var h = Math.floor(left / 3600),
+      m = Math.floor((left % 3600) / 60),
+      sec = left % 60;
+    var text = `${h > 0 ? `${h}:${String(m).padStart(2, '0')}` : String(m)}:${String(sec).padStart(2, '0')}`;
     setText('countdown', text);
     // Screen readers hear the countdown only at these marks, not every second.
     if (state.view === 'awaiting' || state.view === 'underpaid') {
-      if (left === 300 || left === 60) announce((left / 60) + (left === 60 ? ' minute' : ' minutes') + ' left to pay');
+      if (left === 300 || left === 60) announce(`${left / 60 + (left === 60 ? ' minute' : ' minutes')} left to pay`);
     }
     if (left === 0 && (state.view === 'awaiting' || state.view === 'underpaid')) {
       // Show the expired view at once; the server's answer follows from the feed or a poll.
@@ -139,16 +178,23 @@
     var node = byId('announce');
     if (!node) return;
     node.textContent = '';
-    setTimeout(function () { node.textContent = text; }, 50);
+    setTimeout(() => {
+      node.textContent = text;
+    }, 50);
   }
 
   function copy(button) {
     var target = byId(button.getAttribute('data-copy'));
     if (!target) return;
     var text = target.textContent.trim();
-    var done = function () { announce(button.getAttribute('data-copied') || 'Copied'); button.setAttribute('data-state', 'copied'); };
+    var done = () => {
+      announce(button.getAttribute('data-copied') || 'Copied');
+      button.setAttribute('data-state', 'copied');
+    };
     if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(target, done); });
+      navigator.clipboard.writeText(text).then(done, () => {
+        fallbackCopy(target, done);
+      });
     } else {
       fallbackCopy(target, done);
     }
@@ -160,7 +206,12 @@
     var selection = window.getSelection();
     selection.removeAllRanges();
     selection.addRange(range);
-    try { if (document.execCommand('copy')) done(); else announce('Selected: press Ctrl+C to copy'); } catch (e) { announce('Selected: press Ctrl+C to copy'); }
+    try {
+      if (document.execCommand('copy')) done();
+      else announce('Selected: press Ctrl+C to copy');
+    } catch (e) {
+      announce('Selected: press Ctrl+C to copy');
+    }
   }
 
   function submitRefund(form) {
@@ -173,24 +224,44 @@
     var submit = form.querySelector('button[type="submit"]');
     submit.disabled = true;
     fetch(state.refundPath, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) })
-      .then(function (r) { return r.json().then(function (json) { return { ok: r.ok, json: json }; }); })
-      .then(function (answer) {
+      .then((r) => r.json().then((json) => ({ ok: r.ok, json: json })))
+      .then((answer) => {
         submit.disabled = false;
-        if (!answer.ok) { error.textContent = answer.json.error || 'The request failed.'; form.elements.destination.focus(); return; }
+        if (!answer.ok) {
+          error.textContent = answer.json.error || 'The request failed.';
+          form.elements.destination.focus();
+          return;
+        }
         byId('refund-details').hidden = true;
         result.hidden = false;
-        result.textContent = 'Refund requested (' + answer.json.id + '). The merchant will review it and send ' + answer.json.amount + ' ' + answer.json.currency + ' to ' + answer.json.destination + '.';
+        result.textContent =
+          'Refund requested (' +
+          answer.json.id +
+          '). The merchant will review it and send ' +
+          answer.json.amount +
+          ' ' +
+          answer.json.currency +
+          ' to ' +
+          answer.json.destination +
+          '.';
         result.focus();
       })
-      .catch(function () { submit.disabled = false; error.textContent = 'Network error: try again.'; });
+      .catch(() => {
+        submit.disabled = false;
+        error.textContent = 'Network error: try again.';
+      });
   }
 
-  document.addEventListener('click', function (event) {
+  document.addEventListener('click', (event) => {
     var button = event.target.closest ? event.target.closest('[data-copy]') : null;
     if (button) copy(button);
   });
   var refundForm = byId('refund-form');
-  if (refundForm) refundForm.addEventListener('submit', function (event) { event.preventDefault(); submitRefund(refundForm); });
+  if (refundForm)
+    refundForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      submitRefund(refundForm);
+    });
 
   apply(state);
   tick();

@@ -21,8 +21,18 @@ function formatConfigTable(env: Record<string, string | undefined>): { rows: Con
   for (const chain of CHAIN_NAMES) {
     const names = rpcVariableNames(chain);
     rows.push(
-      { variable: names.http, default: null, set: Boolean(env[names.http]), description: `${chain} HTTP JSON-RPC URLs, comma-separated for failover; unset: ${chain} runs sandbox-only` },
-      { variable: names.ws, default: null, set: Boolean(env[names.ws]), description: `${chain} WebSocket URLs, comma-separated; unset: the ingester polls over HTTP` },
+      {
+        variable: names.http,
+        default: null,
+        set: Boolean(env[names.http]),
+        description: `${chain} HTTP JSON-RPC URLs, comma-separated for failover; unset: ${chain} runs sandbox-only`,
+      },
+      {
+        variable: names.ws,
+        default: null,
+        set: Boolean(env[names.ws]),
+        description: `${chain} WebSocket URLs, comma-separated; unset: the ingester polls over HTTP`,
+      },
     );
   }
   let problems: string[] = [];

@@ -23,7 +23,12 @@ export const ingestStatus: Command = {
   async run({ io, json }) {
     return withStore(io, async (store, { config }) => {
       const chains = await readIngestStatus(store, liveChains(config));
-      emit(io, json, chains, chains.length === 0 ? 'No chain is ingested: no RPC URL is set here and the database has no checkpoint' : chains.map(describe).join('\n'));
+      emit(
+        io,
+        json,
+        chains,
+        chains.length === 0 ? 'No chain is ingested: no RPC URL is set here and the database has no checkpoint' : chains.map(describe).join('\n'),
+      );
       return 0;
     });
   },

@@ -31,7 +31,12 @@ export const keysCreate: Command = {
         style,
         ...(typeof values.description === 'string' ? { description: values.description } : {}),
       });
-      emit(io, json, { ...apiKey, secret }, `Created ${mode} key ${apiKey.id} with scopes ${apiKey.scopes.join(', ')}\n  ${secret}\n  (shown once; store it now)`);
+      emit(
+        io,
+        json,
+        { ...apiKey, secret },
+        `Created ${mode} key ${apiKey.id} with scopes ${apiKey.scopes.join(', ')}\n  ${secret}\n  (shown once; store it now)`,
+      );
       return 0;
     });
   },

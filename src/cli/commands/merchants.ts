@@ -9,7 +9,11 @@ export const merchantsCreate: Command = {
   usage: 'svc merchants create --name NAME [--wallet CHAIN:ADDRESS …] [--json]',
   options: {
     name: { type: 'string', description: 'display name shown on checkout pages' },
-    wallet: { type: 'string', multiple: true, description: 'a receiving wallet, e.g. polygon:0xAbc…; verified by the operator, not a default (svc wallets default)' },
+    wallet: {
+      type: 'string',
+      multiple: true,
+      description: 'a receiving wallet, e.g. polygon:0xAbc…; verified by the operator, not a default (svc wallets default)',
+    },
     ...jsonOption,
   },
   async run({ values, io, json }) {
@@ -48,7 +52,9 @@ export const merchantsList: Command = {
   async run({ io, json }) {
     return withStore(io, async (store) => {
       const merchants = await listMerchants(store);
-      const withWallets = await Promise.all(merchants.map(async (merchant) => ({ ...merchant, wallets: await listWallets(store, { merchantId: merchant.id }) })));
+      const withWallets = await Promise.all(
+        merchants.map(async (merchant) => ({ ...merchant, wallets: await listWallets(store, { merchantId: merchant.id }) })),
+      );
       emit(
         io,
         json,
@@ -56,7 +62,10 @@ export const merchantsList: Command = {
         withWallets.length === 0
           ? 'No merchants yet'
           : withWallets
-              .map((m) => `${m.id}  ${m.name}  created ${m.createdAt.toISOString()}${m.wallets.map((w) => `\n    ${w.chain}:${w.address}${w.verified ? '' : ' (unverified)'}${w.isDefault ? ' (default)' : ''}`).join('')}`)
+              .map(
+                (m) =>
+                  `${m.id}  ${m.name}  created ${m.createdAt.toISOString()}${m.wallets.map((w) => `\n    ${w.chain}:${w.address}${w.verified ? '' : ' (unverified)'}${w.isDefault ? ' (default)' : ''}`).join('')}`,
+              )
               .join('\n'),
       );
       return 0;
@@ -69,14 +78,16 @@ function perMinuteLimit(values: Record<string, unknown>, name: string): number |
   const raw = values[name];
   if (raw === undefined) return undefined;
   if (raw === 'default') return null;
-  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1_000_000) throw new UsageError(`--${name} must be a whole number from 1 to 1000000, or "default"`);
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1_000_000)
+    throw new UsageError(`--${name} must be a whole number from 1 to 1000000, or "default"`);
   return Number(raw);
 }
 
 /** `svc merchants update`: the settings only an operator changes (rate limits, bridged tokens, tolerance). */
 export const merchantsUpdate: Command = {
   summary: 'change a merchant’s settings: rate limits, bridged tokens, payment tolerance',
-  usage: 'svc merchants update --merchant ID [--create-per-minute N] [--read-per-minute N] [--write-per-minute N] [--accept-bridged true|false] [--tolerance-bps N] [--json]',
+  usage:
+    'svc merchants update --merchant ID [--create-per-minute N] [--read-per-minute N] [--write-per-minute N] [--accept-bridged true|false] [--tolerance-bps N] [--json]',
   options: {
     merchant: { type: 'string', description: 'merchant id (mer_…)' },
     'create-per-minute': { type: 'string', description: 'payment creations per key per minute (spec default 10); "default" resets' },
@@ -88,11 +99,16 @@ export const merchantsUpdate: Command = {
   },
   async run({ values, io, json }) {
     const merchantId = requireString(values, 'merchant');
-    const limits = { create: perMinuteLimit(values, 'create-per-minute'), read: perMinuteLimit(values, 'read-per-minute'), write: perMinuteLimit(values, 'write-per-minute') };
+    const limits = {
+      create: perMinuteLimit(values, 'create-per-minute'),
+      read: perMinuteLimit(values, 'read-per-minute'),
+      write: perMinuteLimit(values, 'write-per-minute'),
+    };
     const bridged = values['accept-bridged'];
     if (bridged !== undefined && bridged !== 'true' && bridged !== 'false') throw new UsageError('--accept-bridged must be true or false');
     const tolerance = values['tolerance-bps'];
-    if (tolerance !== undefined && !(typeof tolerance === 'string' && /^\d+$/.test(tolerance) && Number(tolerance) <= 1000)) throw new UsageError('--tolerance-bps must be a whole number from 0 to 1000');
+    if (tolerance !== undefined && !(typeof tolerance === 'string' && /^\d+$/.test(tolerance) && Number(tolerance) <= 1000))
+      throw new UsageError('--tolerance-bps must be a whole number from 0 to 1000');
     return withStore(io, async (store) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
       const settings = await store.transaction(async (sql) => {

@@ -9,11 +9,18 @@ async function findWallet(store: Store, merchantId: string, given: { chain: Chai
   if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
   const canonical = canonicalAddress(given.chain, given.address);
   const wallet = (await listWallets(store, { merchantId, chain: given.chain })).find((candidate) => candidate.address === canonical);
-  if (!wallet) throw new UsageError(`merchant ${merchantId} has no wallet ${given.chain}:${given.address}; add it with svc wallets add (--default to make it the default)`);
+  if (!wallet)
+    throw new UsageError(
+      `merchant ${merchantId} has no wallet ${given.chain}:${given.address}; add it with svc wallets add (--default to make it the default)`,
+    );
   return wallet;
 }
 
-const walletOptions = { merchant: { type: 'string', description: 'merchant id (mer_…)' }, wallet: { type: 'string', description: 'CHAIN:ADDRESS of one of its wallets' }, ...jsonOption } as const;
+const walletOptions = {
+  merchant: { type: 'string', description: 'merchant id (mer_…)' },
+  wallet: { type: 'string', description: 'CHAIN:ADDRESS of one of its wallets' },
+  ...jsonOption,
+} as const;
 
 /** `svc wallets add`: a receiving wallet the operator vouches for, optionally its chain's default. */
 export const walletsAdd: Command = {
@@ -65,7 +72,12 @@ export const walletsRemove: Command = {
     return withStore(io, async (store) => {
       const wallet = await findWallet(store, merchantId, given);
       const removed = await store.transaction((sql) => removeWallet(sql, { merchantId, walletId: wallet.id }));
-      emit(io, json, { ...removed, deleted: true }, `Removed wallet ${removed.id}: ${removed.chain}:${removed.address}${removed.isDefault ? ` (${removed.chain} has no default wallet now)` : ''}`);
+      emit(
+        io,
+        json,
+        { ...removed, deleted: true },
+        `Removed wallet ${removed.id}: ${removed.chain}:${removed.address}${removed.isDefault ? ` (${removed.chain} has no default wallet now)` : ''}`,
+      );
       return 0;
     });
   },

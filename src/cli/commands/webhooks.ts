@@ -77,11 +77,19 @@ export const webhooksRotateSecret: Command = {
       emit(
         io,
         json,
-        { merchantId, livemode: owner.livemode, endpointId: endpointId ?? null, secret: rotated.secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt },
+        {
+          merchantId,
+          livemode: owner.livemode,
+          endpointId: endpointId ?? null,
+          secret: rotated.secret,
+          previousSecretExpiresAt: rotated.previousSecretExpiresAt,
+        },
         [
           `Rotated the signing secret of ${what}`,
           `  new secret (shown once): ${rotated.secret}`,
-          rotated.previousSecretExpiresAt ? `  the old secret also signs every delivery until ${rotated.previousSecretExpiresAt.toISOString()}` : '  the old secret stopped signing now',
+          rotated.previousSecretExpiresAt
+            ? `  the old secret also signs every delivery until ${rotated.previousSecretExpiresAt.toISOString()}`
+            : '  the old secret stopped signing now',
         ].join('\n'),
       );
       return 0;
@@ -110,12 +118,16 @@ export const webhooksRedeliver: Command = {
     if (mode !== 'live' && mode !== 'test') throw new UsageError('--mode must be live or test');
     return withStore(io, async (store) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
-      const result = await store.transaction((sql) => redeliverFailed(sql, { merchantId, livemode: mode === 'live', since, until, dryRun: values['dry-run'] === true }));
+      const result = await store.transaction((sql) =>
+        redeliverFailed(sql, { merchantId, livemode: mode === 'live', since, until, dryRun: values['dry-run'] === true }),
+      );
       if (result === 'too_many') throw new UsageError(`more than ${MAX_REPLAY_EVENTS} failed deliveries in the window: split it`);
       const sent = result.redelivered.length;
       const lines = [
         `${result.failed} failed deliveries of ${merchantId} (${mode}) from ${since.toISOString()} to ${until.toISOString()}: ${result.dryRun ? `${sent} redeliveries would be made` : `${sent} redelivered`}, ${result.skipped.length} skipped`,
-        ...result.redelivered.map((entry) => `  ${result.dryRun ? 'would redeliver' : 'redelivered'} ${entry.eventId} to ${entry.endpointId ?? 'its original targets'}`),
+        ...result.redelivered.map(
+          (entry) => `  ${result.dryRun ? 'would redeliver' : 'redelivered'} ${entry.eventId} to ${entry.endpointId ?? 'its original targets'}`,
+        ),
         ...result.skipped.map((entry) => `  skipped ${entry.eventId} (${entry.endpointId ?? 'session URL'}): ${entry.reason}`),
       ];
       emit(io, json, result, lines.join('\n'));

@@ -51,10 +51,13 @@ export async function listenForWebhooks(params: ListenParams): Promise<void> {
         // The endpoint's mode: a sandbox listener refuses a live event and the other way round.
         const event = await verifyWebhook(body, request.headers, secret, livemode === undefined ? {} : { livemode });
         const envelope = JSON.parse(body) as { id: string; event: string; data: Record<string, unknown>; livemode: boolean };
-        params.print(`✓ ${envelope.event.padEnd(24)} ${envelope.id}  ${String(envelope.data.id ?? '')}  status=${String(envelope.data.status ?? '')}  signature verified`, {
-          verified: true,
-          event: event,
-        });
+        params.print(
+          `✓ ${envelope.event.padEnd(24)} ${envelope.id}  ${String(envelope.data.id ?? '')}  status=${String(envelope.data.status ?? '')}  signature verified`,
+          {
+            verified: true,
+            event: event,
+          },
+        );
         response.writeHead(200).end();
       } catch (error) {
         const reason = error instanceof WebhookVerificationError ? error.reason : 'malformed_body';
@@ -67,7 +70,11 @@ export async function listenForWebhooks(params: ListenParams): Promise<void> {
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}/webhooks`;
   try {
-    const endpoint = await api(params, 'POST', '/webhooks', { url, description: 'svc webhooks listen', ...(params.events ? { enabledEvents: params.events } : {}) });
+    const endpoint = await api(params, 'POST', '/webhooks', {
+      url,
+      description: 'svc webhooks listen',
+      ...(params.events ? { enabledEvents: params.events } : {}),
+    });
     secret = String(endpoint.secret);
     livemode = endpoint.livemode === true;
     params.print(`Listening on ${url} as endpoint ${String(endpoint.id)} (${endpoint.livemode ? 'live' : 'sandbox'} events); Ctrl-C to stop`, {

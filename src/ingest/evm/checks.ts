@@ -21,7 +21,12 @@ export async function checkChain(params: { rpc: Rpc; chain: ChainConfig; logger:
     try {
       reported = await rpc.requestAt<string>(index, 'eth_chainId');
     } catch (error) {
-      logger.warn({ msg: 'RPC endpoint did not answer eth_chainId; skipping it for the check', chain: chain.name, endpoint: label, error: (error as Error).message?.split('\n')[0] });
+      logger.warn({
+        msg: 'RPC endpoint did not answer eth_chainId; skipping it for the check',
+        chain: chain.name,
+        endpoint: label,
+        error: (error as Error).message?.split('\n')[0],
+      });
       continue;
     }
     answered += 1;
@@ -38,7 +43,10 @@ export async function checkChain(params: { rpc: Rpc; chain: ChainConfig; logger:
     const result = await rpc.request<string>('eth_call', [{ to: token.address, data: DECIMALS_CALL }, 'latest']).catch((error) => {
       // A node that refuses the call itself (a revert: no decimals() there) refuses it every time.
       if (error instanceof RpcRequestRejected) {
-        throw new NonRetryableError(`${chain.name}: token ${token.symbol} at ${token.address}: decimals() rejected by the node; the ${chain.name} ingester refuses to start`, { cause: error });
+        throw new NonRetryableError(
+          `${chain.name}: token ${token.symbol} at ${token.address}: decimals() rejected by the node; the ${chain.name} ingester refuses to start`,
+          { cause: error },
+        );
       }
       throw error;
     });

@@ -100,7 +100,8 @@ export function createRangeFetcher(params: { chain: ChainConfig; rpc: Rpc; watch
     }
     const logs = await fetchTransferLogs({ rpc, from, to, tokens, watched, split: false, onRangeError: params.onRangeRefused }).catch((error) => {
       // Re-plan with the halved size rather than split here: commits stay small and pipelined.
-      if (error instanceof RpcRequestRejected && error.kind === 'range') throw new ChainMovedError(`${name}: range of ${to - from + 1n} blocks refused; shrinking`, { cause: error });
+      if (error instanceof RpcRequestRejected && error.kind === 'range')
+        throw new ChainMovedError(`${name}: range of ${to - from + 1n} blocks refused; shrinking`, { cause: error });
       throw error;
     });
     if (!atHead) headers = await fetchHeaders(firstUnfinalized, to);

@@ -16,7 +16,6 @@ import { createBranchTracker } from './reorg.ts';
 import { RpcRequestRejected, type Rpc } from './rpc.ts';
 import { createWatchedWallets } from './watched.ts';
 
-
 /** Real dependencies of one chain's ingester; tests and the benchmark pass their own. */
 export interface EvmIngesterParams {
   chain: ChainConfig;

@@ -66,10 +66,13 @@ export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ writ
     );
     removed = result.rowCount ?? 0;
     await sql.query('DELETE FROM chain_blocks WHERE livemode AND chain = $1 AND number > $2', [commit.chain, commit.rewind.to]);
-    await sql.query(
-      'INSERT INTO chain_reorgs (livemode, chain, common_ancestor, depth, removed_transfers, beyond_rule) VALUES (true, $1, $2, $3, $4, $5)',
-      [commit.chain, commit.rewind.to, commit.rewind.depth, removed, commit.rewind.beyondRule],
-    );
+    await sql.query('INSERT INTO chain_reorgs (livemode, chain, common_ancestor, depth, removed_transfers, beyond_rule) VALUES (true, $1, $2, $3, $4, $5)', [
+      commit.chain,
+      commit.rewind.to,
+      commit.rewind.depth,
+      removed,
+      commit.rewind.beyondRule,
+    ]);
   }
   let written = 0;
   if (commit.transfers.length > 0) {

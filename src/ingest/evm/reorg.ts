@@ -132,7 +132,12 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       const pending = rewind;
       const depth = pending ? BigInt(pending.depth) + (pending.to - ancestor) : processed - ancestor;
       const belowFinality = beyondStored || ancestor < finalized;
-      const fields = { reorg_depth: Number(depth), common_ancestor_block: ancestor.toString(), processed_block: processed.toString(), finalized_block: finalized.toString() };
+      const fields = {
+        reorg_depth: Number(depth),
+        common_ancestor_block: ancestor.toString(),
+        processed_block: processed.toString(),
+        finalized_block: finalized.toString(),
+      };
       let beyondRule: Rewind['beyondRule'] = null;
       if (belowFinality) {
         beyondRule = 'finalized';
@@ -150,7 +155,11 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       dropAbove(ancestor);
       // A second reorg before the rewind commits: one rewind down to the lower ancestor covers
       // both; a higher ancestor is already covered by the pending one.
-      rewind = { to: ancestor, depth: Number(depth), beyondRule: severity(beyondRule) >= severity(pending?.beyondRule) ? beyondRule : (pending?.beyondRule ?? null) };
+      rewind = {
+        to: ancestor,
+        depth: Number(depth),
+        beyondRule: severity(beyondRule) >= severity(pending?.beyondRule) ? beyondRule : (pending?.beyondRule ?? null),
+      };
       return ancestor;
     },
 

@@ -27,19 +27,13 @@ type ViemTransport = ReturnType<Transport>;
  * rate rules apply; errors the node gives about the request itself (`range`, `rejected`) are
  * thrown at once as {@link RpcRequestRejected}. The transports carry the per-request timeout.
  */
-export function createRpc(params: {
-  chain: string;
-  urls: string[];
-  logger: Logger;
-  metrics: IngestMetrics;
-  timeoutMs?: number;
-  signal?: AbortSignal;
-}): Rpc {
+export function createRpc(params: { chain: string; urls: string[]; logger: Logger; metrics: IngestMetrics; timeoutMs?: number; signal?: AbortSignal }): Rpc {
   const timeout = params.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const pool = createEndpointPool<ViemTransport>({
     chain: params.chain,
     urls: params.urls,
-    client: (url) => (url.startsWith('ws') ? webSocket(url, { timeout, retryCount: 0, reconnect: false }) : http(url, { timeout, retryCount: 0 }))({ retryCount: 0, timeout }),
+    client: (url) =>
+      (url.startsWith('ws') ? webSocket(url, { timeout, retryCount: 0, reconnect: false }) : http(url, { timeout, retryCount: 0 }))({ retryCount: 0, timeout }),
     classify: classifyRpcError,
     logger: params.logger,
     metrics: params.metrics,
@@ -59,7 +53,11 @@ export function createRpc(params: {
     async close() {
       for (const transport of pool.clients) {
         const value = transport.value as { getRpcClient?: () => Promise<{ close(): void }> } | undefined;
-        if (value?.getRpcClient) await value.getRpcClient().then((client) => client.close()).catch(() => {});
+        if (value?.getRpcClient)
+          await value
+            .getRpcClient()
+            .then((client) => client.close())
+            .catch(() => {});
       }
     },
   };

@@ -54,9 +54,7 @@ export function createWatchedWallets(params: { chain: ChainName }): WatchedWalle
     },
     async refresh(sql) {
       const { rows } = await sql.query<{ address: string; created_at: Date }>(
-        since
-          ? 'SELECT address, created_at FROM wallets WHERE chain = $1 AND created_at > $2'
-          : 'SELECT address, created_at FROM wallets WHERE chain = $1',
+        since ? 'SELECT address, created_at FROM wallets WHERE chain = $1 AND created_at > $2' : 'SELECT address, created_at FROM wallets WHERE chain = $1',
         since ? [params.chain, new Date(since.getTime() - REFRESH_OVERLAP_MS)] : [params.chain],
       );
       let added = 0;

@@ -72,7 +72,15 @@ type DiscoveredTokenAccount = Omit<WatchedTokenAccount, 'cursorSignature' | 'cur
  * and whatever state the RPC is in.
  */
 export async function associatedTokenAccounts(owner: string, mints: WatchedMint[]): Promise<DiscoveredTokenAccount[]> {
-  return Promise.all(mints.map(async (mint) => ({ address: await associatedTokenAddress(owner, mint), owner, mint: mint.mint, tokenProgram: mint.tokenProgram, associated: true })));
+  return Promise.all(
+    mints.map(async (mint) => ({
+      address: await associatedTokenAddress(owner, mint),
+      owner,
+      mint: mint.mint,
+      tokenProgram: mint.tokenProgram,
+      associated: true,
+    })),
+  );
 }
 
 /** The other token accounts `owner` holds for the watched mints (getTokenAccountsByOwner), associated ones left out. */
@@ -108,8 +116,14 @@ export async function saveTokenAccounts(sql: Sql, accounts: DiscoveredTokenAccou
     `INSERT INTO solana_token_accounts (address, owner, mint, token_program, associated, floor_slot)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[], array_fill($6::bigint, ARRAY[cardinality($1::text[])]))
      ON CONFLICT (address) DO NOTHING`,
-    [accounts.map((a) => a.address), accounts.map((a) => a.owner), accounts.map((a) => a.mint), accounts.map((a) => a.tokenProgram), accounts.map((a) => a.associated), floorSlot],
+    [
+      accounts.map((a) => a.address),
+      accounts.map((a) => a.owner),
+      accounts.map((a) => a.mint),
+      accounts.map((a) => a.tokenProgram),
+      accounts.map((a) => a.associated),
+      floorSlot,
+    ],
   );
   return rowCount ?? 0;
 }
-

@@ -21,7 +21,14 @@ export interface Discovery {
  * (some providers disable or throttle it) is logged once per failure streak, counted in
  * rpc_errors_total by the pool, and retried on its own back-off: it never fails the pass.
  */
-export function createDiscovery(params: { store: Store; rpc: SolanaRpcPool; mints: WatchedMint[]; backfillSlots: number; discoverMs: number; logger: Logger }): Discovery {
+export function createDiscovery(params: {
+  store: Store;
+  rpc: SolanaRpcPool;
+  mints: WatchedMint[];
+  backfillSlots: number;
+  discoverMs: number;
+  logger: Logger;
+}): Discovery {
   const { store, rpc, mints, logger: log } = params;
   /** Owners whose associated token accounts are saved (derived, no RPC). */
   const derivedOwners = new Set<string>();
@@ -56,7 +63,13 @@ export function createDiscovery(params: { store: Store; rpc: SolanaRpcPool; mint
             if (signal.aborted) throw error;
             // Every URL refused it (the pool already retried): the rest would too; try again later.
             const retryMs = failures.failed();
-            if (failures.failures === 1) log.warn({ msg: 'Token account discovery failed; known accounts are still ingested, discovery retries on its own back-off', owner, retry_in_ms: retryMs, err: error });
+            if (failures.failures === 1)
+              log.warn({
+                msg: 'Token account discovery failed; known accounts are still ingested, discovery retries on its own back-off',
+                owner,
+                retry_in_ms: retryMs,
+                err: error,
+              });
             retryAt = Date.now() + retryMs;
             failed = true;
             break;

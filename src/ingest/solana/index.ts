@@ -93,7 +93,10 @@ export function createSolanaIngester(params: {
     if (passSlot !== undefined) lagSlots.set(Number(headSlot > passSlot ? headSlot - passSlot : 0n));
   };
   const tuning = (params.chain as ChainConfig & { ingest?: SolanaIngestTuning }).ingest ?? { backfillSlots: 9000, signaturePageSize: 1000 };
-  const mints: WatchedMint[] = params.chain.tokens.map((token) => ({ mint: token.address, tokenProgram: token.tokenProgram ?? 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' }));
+  const mints: WatchedMint[] = params.chain.tokens.map((token) => ({
+    mint: token.address,
+    tokenProgram: token.tokenProgram ?? 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+  }));
   const mintSet = new Set(mints.map((mint) => mint.mint));
   const tokenPrograms = new Set(mints.map((mint) => mint.tokenProgram));
   const pollMs = params.pollIntervalMs ?? POLL_INTERVAL_MS;
@@ -109,7 +112,14 @@ export function createSolanaIngester(params: {
   /** The lease the supervised loop leads under, while it does. */
   let leading: Lease | undefined;
   const wakeups = createWakeups();
-  const discovery = createDiscovery({ store: params.store, rpc, mints, backfillSlots: tuning.backfillSlots, discoverMs: params.discoverIntervalMs ?? DISCOVER_INTERVAL_MS, logger: log });
+  const discovery = createDiscovery({
+    store: params.store,
+    rpc,
+    mints,
+    backfillSlots: tuning.backfillSlots,
+    discoverMs: params.discoverIntervalMs ?? DISCOVER_INTERVAL_MS,
+    logger: log,
+  });
   /** Per token account: when each of its undecided signatures was first seen undecided. */
   const undecided = new Map<string, Map<string, number>>();
   let lastSweep = 0;

@@ -72,7 +72,12 @@ export interface DecodedInstructions {
  * TransferChecked instructions (with their Solana Pay reference keys), the token accounts it
  * creates or initialises (create-ATA, InitializeAccount 1/2/3), and every program it invokes.
  */
-export function decodeInstructions(transaction: RpcTransaction, keys: readonly string[], signers: number, tokenPrograms: ReadonlySet<string>): DecodedInstructions {
+export function decodeInstructions(
+  transaction: RpcTransaction,
+  keys: readonly string[],
+  signers: number,
+  tokenPrograms: ReadonlySet<string>,
+): DecodedInstructions {
   const instructions: RpcInstruction[] = [...transaction.transaction.message.instructions];
   for (const group of transaction.meta?.innerInstructions ?? []) instructions.push(...group.instructions);
   const decoded: DecodedInstructions = { transfers: [], created: new Map(), programs: new Set() };
@@ -144,5 +149,12 @@ function decodeParsedTransfer(parsed: Exclude<RpcInstruction['parsed'], string |
   const destination = keys.indexOf(info.destination ?? '');
   if (amount === undefined || source < 0 || destination < 0) return undefined;
   const mint = info.mint === undefined ? -1 : keys.indexOf(info.mint);
-  return { source, destination, mint: mint < 0 ? undefined : mint, amount: BigInt(amount), references: [], accounts: [source, destination, ...(mint < 0 ? [] : [mint])] };
+  return {
+    source,
+    destination,
+    mint: mint < 0 ? undefined : mint,
+    amount: BigInt(amount),
+    references: [],
+    accounts: [source, destination, ...(mint < 0 ? [] : [mint])],
+  };
 }

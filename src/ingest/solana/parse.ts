@@ -197,7 +197,13 @@ export function parseTokenCredits(
 }
 
 /** The owner of the account the transfer instruction debits, else of the largest debit of the mint. */
-function senderOf(index: number, mint: string, into: TransferInstruction[], pre: Map<number, RpcTokenBalance>, post: Map<number, RpcTokenBalance>): string | null {
+function senderOf(
+  index: number,
+  mint: string,
+  into: TransferInstruction[],
+  pre: Map<number, RpcTokenBalance>,
+  post: Map<number, RpcTokenBalance>,
+): string | null {
   for (const transfer of into) {
     const owner = pre.get(transfer.source)?.owner ?? post.get(transfer.source)?.owner;
     if (owner) return owner;

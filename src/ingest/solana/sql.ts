@@ -129,9 +129,20 @@ export async function markRemoved(sql: Sql, tokenAccount: string, removed: Store
  * another fork), with their transfers: the engine judges finality by `transfers.block_number`, so
  * it must never be the slot of a block the cluster abandoned.
  */
-export async function moveSlots(sql: Sql, tokenAccount: string, moved: { signature: string; accountIndex: number | null; slot: bigint; blockTime: Date | null }[]): Promise<void> {
+export async function moveSlots(
+  sql: Sql,
+  tokenAccount: string,
+  moved: { signature: string; accountIndex: number | null; slot: bigint; blockTime: Date | null }[],
+): Promise<void> {
   if (moved.length === 0) return;
-  const rows = JSON.stringify(moved.map((row) => ({ signature: row.signature, account_index: row.accountIndex, slot: row.slot.toString(), block_time: row.blockTime?.toISOString() ?? null })));
+  const rows = JSON.stringify(
+    moved.map((row) => ({
+      signature: row.signature,
+      account_index: row.accountIndex,
+      slot: row.slot.toString(),
+      block_time: row.blockTime?.toISOString() ?? null,
+    })),
+  );
   await sql.query(
     `UPDATE solana_signatures s SET slot = m.slot, block_time = COALESCE(m.block_time, s.block_time), updated_at = now()
      FROM jsonb_to_recordset($2::jsonb) AS m (signature text, account_index integer, slot bigint, block_time timestamptz)
@@ -148,7 +159,11 @@ export async function moveSlots(sql: Sql, tokenAccount: string, moved: { signatu
 
 /** Moves a token account's cursor (in the transaction that stored what it covers). */
 export async function moveCursor(sql: Sql, tokenAccount: string, cursor: { signature: string; slot: bigint }): Promise<void> {
-  await sql.query('UPDATE solana_token_accounts SET cursor_signature = $2, cursor_slot = $3, updated_at = now() WHERE address = $1', [tokenAccount, cursor.signature, cursor.slot]);
+  await sql.query('UPDATE solana_token_accounts SET cursor_signature = $2, cursor_slot = $3, updated_at = now() WHERE address = $1', [
+    tokenAccount,
+    cursor.signature,
+    cursor.slot,
+  ]);
 }
 
 /** Stores the chain's slots: head at `confirmed`, and (when every pending signature up to it was checked) `finalized`. */

@@ -39,7 +39,9 @@ export function createSolanaWatcher(params: {
   params.signal.addEventListener('abort', () => stopped.abort(), { once: true });
 
   async function subscribeAccount(subscriptions: ReturnType<typeof createSolanaRpcSubscriptions>, account: string, signal: AbortSignal) {
-    const notifications = await subscriptions.accountNotifications(address(account), { commitment: 'confirmed', encoding: 'base64' }).subscribe({ abortSignal: signal });
+    const notifications = await subscriptions
+      .accountNotifications(address(account), { commitment: 'confirmed', encoding: 'base64' })
+      .subscribe({ abortSignal: signal });
     void (async () => {
       try {
         for await (const _ of notifications) params.onAccountChange(account);
@@ -54,7 +56,11 @@ export function createSolanaWatcher(params: {
     if (connected) params.onConnectionChange?.(false);
     connected = false;
     failures += 1;
-    params.logger.warn({ msg: 'Solana WebSocket lost; polling until it is back', endpoint: endpointLabel(params.urls[urlIndex]!, urlIndex), error: String((error as Error)?.message ?? error).split('\n')[0] });
+    params.logger.warn({
+      msg: 'Solana WebSocket lost; polling until it is back',
+      endpoint: endpointLabel(params.urls[urlIndex]!, urlIndex),
+      error: String((error as Error)?.message ?? error).split('\n')[0],
+    });
     urlIndex = (urlIndex + 1) % params.urls.length;
     void connect(backoffDelay(failures, RECONNECT_BACKOFF));
   }

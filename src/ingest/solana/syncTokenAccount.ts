@@ -92,15 +92,23 @@ export async function syncTokenAccount(params: {
   const graceMs = params.orphanGraceMs ?? ORPHAN_GRACE_MS;
   const undecidedSince = params.undecidedSince ?? new Map<string, number>();
   const listed = await listSignatures(rpc, account, params.pageSize, params.finalizedSlot);
-  const known = await loadKnownSignatures(store, account.address, listed.map((item) => item.signature));
+  const known = await loadKnownSignatures(
+    store,
+    account.address,
+    listed.map((item) => item.signature),
+  );
   const listedBySignature = new Map(listed.map((item) => [item.signature, item]));
   const result: SyncResult = { transfers: 0, removed: 0, pending: 0, undecidedSlot: null, unstored: 0, recorded: 0 };
 
   // Suspects: listed as only confirmed although their slot is finalized, or stored as confirmed,
   // finalized by slot and no longer listed. Ask getSignatureStatuses about them (history too).
   const suspects = [
-    ...listed.filter((item) => !item.finalized && item.slot <= params.finalizedSlot && known.get(item.signature)?.commitment !== 'finalized').map((item) => item.signature),
-    ...[...known.values()].filter((row) => row.commitment === 'confirmed' && !listedBySignature.has(row.signature) && row.slot <= params.finalizedSlot).map((row) => row.signature),
+    ...listed
+      .filter((item) => !item.finalized && item.slot <= params.finalizedSlot && known.get(item.signature)?.commitment !== 'finalized')
+      .map((item) => item.signature),
+    ...[...known.values()]
+      .filter((row) => row.commitment === 'confirmed' && !listedBySignature.has(row.signature) && row.slot <= params.finalizedSlot)
+      .map((row) => row.signature),
   ];
   const statuses = await signatureStatuses(rpc, suspects);
   /** Suspects still undecided (hold the cursor, not stored, keep the finalized slot below them). */
@@ -116,8 +124,10 @@ export async function syncTokenAccount(params: {
     const stored = known.get(signature);
     const since = undecidedSince.get(signature) ?? now();
     let isGone: boolean;
-    if (status?.finalized) isGone = false; // the listing node lags: it will list it as finalized
-    else if (!item && status === null) isGone = true; // not listed and unknown: vanished with its fork
+    if (status?.finalized)
+      isGone = false; // the listing node lags: it will list it as finalized
+    else if (!item && status === null)
+      isGone = true; // not listed and unknown: vanished with its fork
     else isGone = now() - since >= graceMs; // still only confirmed long after its slot was finalized: unrooted fork
     if (isGone) {
       if (stored && stored.commitment === 'confirmed') gone.push(stored);
@@ -131,7 +141,8 @@ export async function syncTokenAccount(params: {
     }
     undecided.add(signature);
     seenUndecided.set(signature, since);
-    if (stored && stored.commitment === 'confirmed' && (result.undecidedSlot === null || stored.slot < result.undecidedSlot)) result.undecidedSlot = stored.slot;
+    if (stored && stored.commitment === 'confirmed' && (result.undecidedSlot === null || stored.slot < result.undecidedSlot))
+      result.undecidedSlot = stored.slot;
   }
   undecidedSince.clear();
   for (const [signature, since] of seenUndecided) undecidedSince.set(signature, since);
@@ -144,7 +155,12 @@ export async function syncTokenAccount(params: {
     const batch = listed.slice(start, start + BATCH);
     const fresh = batch.filter((item) => {
       const stored = known.get(item.signature);
-      return !undecided.has(item.signature) && !goneSet.has(item.signature) && (!stored || stored.commitment === 'removed') && !(item.slot <= params.finalizedSlot && !item.finalized);
+      return (
+        !undecided.has(item.signature) &&
+        !goneSet.has(item.signature) &&
+        (!stored || stored.commitment === 'removed') &&
+        !(item.slot <= params.finalizedSlot && !item.finalized)
+      );
     });
     const fetched = new Map(
       await Promise.all(
@@ -162,7 +178,11 @@ export async function syncTokenAccount(params: {
     const nowFinal: string[] = [];
     let cursor: ListedSignature | undefined;
     for (const item of batch) {
-      if (undecided.has(item.signature) || goneSet.has(item.signature) || (item.slot <= params.finalizedSlot && !item.finalized && !known.has(item.signature))) {
+      if (
+        undecided.has(item.signature) ||
+        goneSet.has(item.signature) ||
+        (item.slot <= params.finalizedSlot && !item.finalized && !known.has(item.signature))
+      ) {
         // Not decided (or on an unrooted fork, never stored): the cursor must never pass it.
         prefixFinal = false;
         if (!known.has(item.signature)) result.unstored += 1;
@@ -173,10 +193,21 @@ export async function syncTokenAccount(params: {
       if (!storedNow) {
         const transaction = fetched.get(item.signature);
         if (transaction) {
-          const credit = parseTokenCredits(transaction, { mints: params.mints, tokenPrograms: params.tokenPrograms, watched: (tokenAccount) => tokenAccount === account.address })[0];
+          const credit = parseTokenCredits(transaction, {
+            mints: params.mints,
+            tokenPrograms: params.tokenPrograms,
+            watched: (tokenAccount) => tokenAccount === account.address,
+          })[0];
           const blockTime = transaction.blockTime === null || transaction.blockTime === undefined ? null : new Date(Number(transaction.blockTime) * 1000);
           // One slot for both tables: the transaction's own (getTransaction), as its credit has.
-          records.push({ signature: item.signature, slot: BigInt(transaction.slot), finalized: item.finalized, failed: transaction.meta?.err != null, blockTime, credit });
+          records.push({
+            signature: item.signature,
+            slot: BigInt(transaction.slot),
+            finalized: item.finalized,
+            failed: transaction.meta?.err != null,
+            blockTime,
+            credit,
+          });
           storedNow = true;
         }
       } else if (stored?.commitment === 'confirmed') {
@@ -209,7 +240,9 @@ export async function syncTokenAccount(params: {
       return markRemoved(sql, account.address, gone);
     });
   }
-  result.pending += [...known.values()].filter((row) => row.commitment === 'confirmed' && !listedBySignature.has(row.signature) && !goneSet.has(row.signature)).length;
+  result.pending += [...known.values()].filter(
+    (row) => row.commitment === 'confirmed' && !listedBySignature.has(row.signature) && !goneSet.has(row.signature),
+  ).length;
   return result;
 }
 
@@ -218,7 +251,12 @@ async function signatureStatuses(rpc: SolanaRpcPool, signatures: string[]): Prom
   const statuses = new Map<string, { slot: bigint; finalized: boolean } | null>();
   for (let start = 0; start < signatures.length; start += STATUS_BATCH) {
     const chunk = signatures.slice(start, start + STATUS_BATCH);
-    const { value } = await rpc.call('getSignatureStatuses', (client) => client.getSignatureStatuses(chunk.map((signature) => toSignature(signature)), { searchTransactionHistory: true }));
+    const { value } = await rpc.call('getSignatureStatuses', (client) =>
+      client.getSignatureStatuses(
+        chunk.map((signature) => toSignature(signature)),
+        { searchTransactionHistory: true },
+      ),
+    );
     chunk.forEach((signature, index) => {
       const status = value[index];
       statuses.set(signature, status ? { slot: BigInt(status.slot), finalized: status.confirmationStatus === 'finalized' } : null);
@@ -255,7 +293,12 @@ async function listSignatures(rpc: SolanaRpcPool, account: WatchedTokenAccount, 
       // Providers serving old history from long-term storage may leave the status out: those are
       // final when their slot is.
       const finalized = item.confirmationStatus ? item.confirmationStatus === 'finalized' : slot <= finalizedSlot;
-      all.push({ signature: item.signature, slot, finalized, blockTime: item.blockTime === null || item.blockTime === undefined ? null : new Date(Number(item.blockTime) * 1000) });
+      all.push({
+        signature: item.signature,
+        slot,
+        finalized,
+        blockTime: item.blockTime === null || item.blockTime === undefined ? null : new Date(Number(item.blockTime) * 1000),
+      });
     }
     if (reachedFloor || page.length === 0) break;
     before = page[page.length - 1]!.signature;

@@ -29,7 +29,11 @@ describe('chains/*.json for the EVM ingesters', () => {
   });
 
   test('optimism offers both USDT and USDT0; base offers no USDT unless configured', () => {
-    expect(tokensFor(chains.optimism, 'USDT').map((token) => token.symbol).sort()).toEqual(['USDT', 'USDT0']);
+    expect(
+      tokensFor(chains.optimism, 'USDT')
+        .map((token) => token.symbol)
+        .sort(),
+    ).toEqual(['USDT', 'USDT0']);
     expect(tokensFor(chains.base, 'USDT')).toEqual([]);
   });
 });

@@ -94,7 +94,7 @@ test('SIGKILL at random points during a backfill of thousands of transfers, then
     last.kill('SIGTERM');
     await exited(last);
   }
-  console.log(`checkpoint after each kill: ${progress.join(", ")} (head ${head})`);
+  console.log(`checkpoint after each kill: ${progress.join(', ')} (head ${head})`);
   // The kills landed mid-backfill (the checkpoint had moved but not finished).
   expect(progress.filter((block) => block > 0n && block < head).length).toBeGreaterThanOrEqual(3);
 

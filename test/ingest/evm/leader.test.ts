@@ -83,7 +83,11 @@ test('two daemon processes: one ingests a chain; SIGKILL it and the other takes 
 
   const after = await anvil.pay(usdc, WALLET, 2_000_000n);
   await anvil.waitMined(after);
-  const row = await waitFor(async () => (await transfers(db.store, chain)).find((transfer) => transfer.tx_hash === after), 20_000, 'the transfer after takeover');
+  const row = await waitFor(
+    async () => (await transfers(db.store, chain)).find((transfer) => transfer.tx_hash === after),
+    20_000,
+    'the transfer after takeover',
+  );
   expect(row.amount).toBe('2000000');
   expect((await transfers(db.store, chain)).filter((transfer) => transfer.status === 'observed')).toHaveLength(2);
 }, 90_000);
@@ -100,13 +104,19 @@ test('a leader whose lock connection is killed stops, takes the lock again, and 
   try {
     await waitFor(() => run.logs.find((line) => line.msg === 'Leading this chain: ingester starting'), 20_000, 'leadership');
     await waitProcessed(db.store, chain, await anvil.blockNumber());
-    const killed = await db.store.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'svc-ingest-leader' AND datname = current_database()");
+    const killed = await db.store.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'svc-ingest-leader' AND datname = current_database()",
+    );
     expect(killed.rowCount).toBeGreaterThanOrEqual(1);
     await waitFor(() => run.logs.find((line) => line.msg === 'Leader lock connection lost; leases end'), 20_000, 'the lost lease');
     await waitFor(() => run.logs.lines.filter((line) => line.msg === 'Leading this chain: ingester starting').length === 2, 20_000, 'leadership again');
     const paid = await anvil.pay(usdc, WALLET, 3_000_000n);
     await anvil.waitMined(paid);
-    const row = await waitFor(async () => (await transfers(db.store, chain)).find((transfer) => transfer.tx_hash === paid), 20_000, 'the transfer after re-election');
+    const row = await waitFor(
+      async () => (await transfers(db.store, chain)).find((transfer) => transfer.tx_hash === paid),
+      20_000,
+      'the transfer after re-election',
+    );
     expect(row.amount).toBe('3000000');
   } finally {
     await run.ingest.stop();

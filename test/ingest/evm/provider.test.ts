@@ -43,14 +43,20 @@ async function startProvider(target: string) {
     }
     inWindow += 1;
     if (inWindow > RATE_PER_WINDOW) {
-      res.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: 429, message: 'Too Many Requests' } }));
+      res
+        .writeHead(429, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: 429, message: 'Too Many Requests' } }));
       return;
     }
     if (body.method === 'eth_getLogs') {
       const { fromBlock, toBlock } = body.params[0];
       if (BigInt(toBlock) - BigInt(fromBlock) + 1n > MAX_RANGE) {
         res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: -32600, message: `Log response size exceeded. You can make eth_getLogs requests with up to a ${MAX_RANGE} block range.` } }),
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: body.id,
+            error: { code: -32600, message: `Log response size exceeded. You can make eth_getLogs requests with up to a ${MAX_RANGE} block range.` },
+          }),
         );
         return;
       }
@@ -58,9 +64,9 @@ async function startProvider(target: string) {
     const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const text = await upstream.text();
     if (body.method === 'eth_getLogs' && (JSON.parse(text).result?.length ?? 0) > MAX_RESULTS) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: -32005, message: `query returned more than ${MAX_RESULTS} results` } }),
-      );
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: -32005, message: `query returned more than ${MAX_RESULTS} results` } }));
       return;
     }
     if (body.method === 'eth_getLogs') {
@@ -105,7 +111,12 @@ test('with more wallets than fit a topic filter, refused ranges shrink, a too-fu
   const ingestStarted = Date.now();
   run = startIngest({ db, chain, http: [provider.url], backfillBlocks: Number(head - start) });
   await waitProcessed(db.store, chain, head, 60_000).catch((error) => {
-    console.log(run.logs.lines.slice(-15).map((line) => JSON.stringify(line).slice(0, 400)).join("\n"));
+    console.log(
+      run.logs.lines
+        .slice(-15)
+        .map((line) => JSON.stringify(line).slice(0, 400))
+        .join('\n'),
+    );
     throw error;
   });
 

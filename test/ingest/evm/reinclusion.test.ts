@@ -7,14 +7,30 @@ const WALLET = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const TX = `0x${'ab'.repeat(32)}`;
 const USDC = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
 const log = (logIndex: number, block: bigint, amount: bigint, blockHash: string) => ({
-  txHash: TX, logIndex, blockNumber: block, blockHash, blockTime: null, token: USDC, from: WALLET, to: WALLET, amount,
+  txHash: TX,
+  logIndex,
+  blockNumber: block,
+  blockHash,
+  blockTime: null,
+  token: USDC,
+  from: WALLET,
+  to: WALLET,
+  amount,
 });
 
 describe('a transaction re-included after a reorg at another log position', () => {
   test('counts each log once with its real amount, and its changed rows are matched afresh', async () => {
     // Block 100: one transaction pays 10 (log 5) and 20 (log 6) into a watched wallet.
     await db.store.transaction((sql) =>
-      commitRange(sql, { chain: 'polygon', transfers: [log(5, 100n, 10n, '0x01'), log(6, 100n, 20n, '0x01')], blocks: [], processedBlock: 100n, head: 100n, safe: null, finalized: null }),
+      commitRange(sql, {
+        chain: 'polygon',
+        transfers: [log(5, 100n, 10n, '0x01'), log(6, 100n, 20n, '0x01')],
+        blocks: [],
+        processedBlock: 100n,
+        head: 100n,
+        safe: null,
+        finalized: null,
+      }),
     );
     await db.store.query(`UPDATE transfers SET match_checked_at = now() WHERE tx_hash = $1`, [TX]);
     // A reorg back to 99; the same transaction lands in block 101 one log later (6 and 7).
@@ -39,7 +55,9 @@ describe('a transaction re-included after a reorg at another log position', () =
       { log_index: 6, amount: '10', status: 'observed', block_number: 101n, checked: false },
       { log_index: 7, amount: '20', status: 'observed', block_number: 101n, checked: false },
     ]);
-    const { rows: total } = await db.store.query<{ sum: string }>(`SELECT sum(amount)::text AS sum FROM transfers WHERE tx_hash = $1 AND status = 'observed'`, [TX]);
+    const { rows: total } = await db.store.query<{ sum: string }>(`SELECT sum(amount)::text AS sum FROM transfers WHERE tx_hash = $1 AND status = 'observed'`, [
+      TX,
+    ]);
     expect(total[0]!.sum).toBe('30');
   });
 });

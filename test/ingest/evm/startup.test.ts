@@ -29,7 +29,10 @@ describe('start-up checks and failover', () => {
     const status = await waitFor(() => (run!.ingest.status().polygon?.state === 'refused' ? run!.ingest.status().polygon : undefined));
     expect(status).toEqual({
       state: 'refused',
-      error: 'polygon: RPC endpoint 0:127.0.0.1:' + new URL(anvil.rpcUrl).port + ' reports chain id 8453, but chains/polygon.json says 137; the polygon ingester refuses to start',
+      error:
+        'polygon: RPC endpoint 0:127.0.0.1:' +
+        new URL(anvil.rpcUrl).port +
+        ' reports chain id 8453, but chains/polygon.json says 137; the polygon ingester refuses to start',
     });
     expect(run.logs.find((line) => line.level === 'error' && String(line.msg).includes('reports chain id 8453'))).toBeDefined();
     expect(await db.store.query("SELECT 1 FROM chain_heads WHERE chain = 'polygon'")).toMatchObject({ rowCount: 0 });
@@ -89,4 +92,3 @@ describe('start-up checks and failover', () => {
     expect(row.amount).toBe('1500000');
   });
 });
-

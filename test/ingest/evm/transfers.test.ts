@@ -63,10 +63,19 @@ describe.each([
     );
     expect(head.rows[0]!.processed_block).toBe(head.rows[0]!.head_block);
     const text = await run.metrics.metrics();
-    for (const name of ['svc_ingest_head_block', 'svc_ingest_processed_block', 'svc_ingest_safe_block', 'svc_ingest_finalized_block', 'svc_ingest_seconds_since_head', 'svc_ingest_leader']) {
+    for (const name of [
+      'svc_ingest_head_block',
+      'svc_ingest_processed_block',
+      'svc_ingest_safe_block',
+      'svc_ingest_finalized_block',
+      'svc_ingest_seconds_since_head',
+      'svc_ingest_leader',
+    ]) {
       expect(text).toMatch(new RegExp(`^${name}\\{chain="${chain}"\\} \\d`, 'm'));
     }
-    expect(text).toMatch(new RegExp(`^svc_ingest_rpc_request_duration_seconds_count\\{chain="${chain}",method="eth_getLogs",endpoint="0:127.0.0.1:\\d+"\\} [1-9]`, 'm'));
+    expect(text).toMatch(
+      new RegExp(`^svc_ingest_rpc_request_duration_seconds_count\\{chain="${chain}",method="eth_getLogs",endpoint="0:127.0.0.1:\\d+"\\} [1-9]`, 'm'),
+    );
     expect(await metricValue(run.metrics, 'svc_ingest_leader', { chain })).toBe(1);
   });
 

@@ -39,7 +39,14 @@ beforeAll(async () => {
   await rpc.fund(payer.address, 'USDC', 1_000_000_000_000n);
   await rpc.fund(payer.address, 'USDT', 1_000_000_000_000n);
   for (let i = 0; i < PAYMENTS; i++) {
-    const paid = await rpc.pay({ from: payer, to: wallets[i % 3]!.address, currency: i % 2 === 0 ? 'USDC' : 'USDT', amount: 1_000_000n + BigInt(i), checked: i % 4 < 2, version: i % 5 === 0 ? 'legacy' : 0 });
+    const paid = await rpc.pay({
+      from: payer,
+      to: wallets[i % 3]!.address,
+      currency: i % 2 === 0 ? 'USDC' : 'USDT',
+      amount: 1_000_000n + BigInt(i),
+      checked: i % 4 < 2,
+      version: i % 5 === 0 ? 'legacy' : 0,
+    });
     expected.set(paid.signature, 1_000_000n + BigInt(i));
   }
   // Most of the history is final, the newest tenth only confirmed: both paths run in the catch-up.
@@ -74,23 +81,31 @@ test('SIGKILL at random points during catch-up, then restart: every payment stor
   try {
     await waitFor(async () => (await storedTransfers()) === PAYMENTS, 'the catch-up to finish', 60_000);
     rpc.ledger.finalize();
-    await waitFor(async () => {
-      const { rows } = await db.store.query<{ count: bigint }>("SELECT count(*) FROM solana_signatures WHERE commitment = 'confirmed'");
-      return rows[0]!.count === 0n;
-    }, 'every signature finalized', 30_000);
+    await waitFor(
+      async () => {
+        const { rows } = await db.store.query<{ count: bigint }>("SELECT count(*) FROM solana_signatures WHERE commitment = 'confirmed'");
+        return rows[0]!.count === 0n;
+      },
+      'every signature finalized',
+      30_000,
+    );
   } finally {
     last.kill('SIGTERM');
     await exited(last);
   }
 
-  const { rows } = await db.store.query<{ tx_hash: string; amount: string; status: string }>("SELECT tx_hash, amount::text, status FROM transfers WHERE chain = 'solana'");
+  const { rows } = await db.store.query<{ tx_hash: string; amount: string; status: string }>(
+    "SELECT tx_hash, amount::text, status FROM transfers WHERE chain = 'solana'",
+  );
   expect(rows).toHaveLength(PAYMENTS);
   expect(new Set(rows.map((row) => row.tx_hash)).size).toBe(PAYMENTS);
   for (const row of rows) {
     expect(row.status).toBe('observed');
     expect(BigInt(row.amount)).toBe(expected.get(row.tx_hash));
   }
-  const { rows: cursors } = await db.store.query<{ address: string; cursor_signature: string | null }>('SELECT address, cursor_signature FROM solana_token_accounts ORDER BY address');
+  const { rows: cursors } = await db.store.query<{ address: string; cursor_signature: string | null }>(
+    'SELECT address, cursor_signature FROM solana_token_accounts ORDER BY address',
+  );
   expect(cursors).toHaveLength(6);
   for (const cursor of cursors) expect(cursor.cursor_signature).toBe(rpc.ledger.forAddress(cursor.address)[0]!.signature);
   const { rows: signatures } = await db.store.query<{ count: bigint }>('SELECT count(*) FROM solana_signatures');

@@ -35,7 +35,10 @@ describe('solana ingest', () => {
   test('a TransferChecked carrying a Solana Pay reference is stored once, with the reference, and settles at finalized', async () => {
     const reference = (await generateKeyPairSigner()).address;
     const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: 12_340_000n, references: [reference] });
-    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
+    const [row] = await waitFor(
+      async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined),
+      'the transfer',
+    );
     const ata = await rpc.ata(merchant.address, 'USDC');
     expect(row).toEqual({
       tx_hash: paid.signature,
@@ -62,7 +65,10 @@ describe('solana ingest', () => {
     const { rows } = await db.store.query('SELECT commitment FROM solana_signatures WHERE signature = $1', [paid.signature]);
     expect(rows).toEqual([{ commitment: 'finalized' }]);
     const cursor = await waitFor(async () => {
-      const { rows: accounts } = await db.store.query<{ cursor_signature: string | null }>('SELECT cursor_signature FROM solana_token_accounts WHERE address = $1', [ata]);
+      const { rows: accounts } = await db.store.query<{ cursor_signature: string | null }>(
+        'SELECT cursor_signature FROM solana_token_accounts WHERE address = $1',
+        [ata],
+      );
       return accounts[0]?.cursor_signature === paid.signature ? accounts[0].cursor_signature : undefined;
     }, 'the cursor to reach the finalized signature');
     expect(cursor).toBe(paid.signature);
@@ -71,8 +77,18 @@ describe('solana ingest', () => {
 
   test('a plain Transfer in a legacy transaction without reference is stored with no reference keys', async () => {
     const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDT', amount: 5_000_001n, checked: false, version: 'legacy' });
-    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
-    expect(row).toMatchObject({ token_address: rpc.mints.USDT, amount: '5000001', reference_keys: [], status: 'observed', to_address: merchant.address, from_address: payer.address });
+    const [row] = await waitFor(
+      async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined),
+      'the transfer',
+    );
+    expect(row).toMatchObject({
+      token_address: rpc.mints.USDT,
+      amount: '5000001',
+      reference_keys: [],
+      status: 'observed',
+      to_address: merchant.address,
+      from_address: payer.address,
+    });
   });
 
   test('a failed transaction is recorded as failed with the amount it tried to move, and counts for nothing', async () => {
@@ -80,7 +96,10 @@ describe('solana ingest', () => {
     await rpc.fund(poor.address, 'USDC', 1_000_000n);
     const paid = await rpc.pay({ from: poor, to: merchant.address, currency: 'USDC', amount: 2_000_000n });
     expect(paid.meta.err).toEqual({ InstructionError: [1, { Custom: 1 }] });
-    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the failed transfer');
+    const [row] = await waitFor(
+      async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined),
+      'the failed transfer',
+    );
     expect(row).toMatchObject({ amount: '2000000', status: 'failed', to_address: merchant.address });
   });
 
@@ -132,7 +151,10 @@ describe('solana ingest, account lists', () => {
     const paid = await rpc.send(payer, [transfer], 0, { [table]: [ata] });
     expect(paid.meta.err).toBeNull();
     expect((paid.meta.loadedAddresses as { writable: string[] }).writable).toEqual([ata]);
-    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
+    const [row] = await waitFor(
+      async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined),
+      'the transfer',
+    );
     expect(row).toMatchObject({ amount: '4200000', to_address: merchant.address, log_index: paid.accountKeys.indexOf(ata) });
     // Loaded keys follow the static ones.
     expect(row!.log_index).toBe(paid.accountKeys.length - 1);
@@ -142,7 +164,14 @@ describe('solana ingest, account lists', () => {
     const instructions = [];
     for (const currency of ['USDC', 'USDT'] as const) {
       instructions.push(
-        getTransferCheckedInstruction({ source: await rpc.ata(payer.address, currency), mint: rpc.mints[currency], destination: await rpc.ata(merchant.address, currency), authority: payer, amount: 3_000_000n, decimals: 6 }),
+        getTransferCheckedInstruction({
+          source: await rpc.ata(payer.address, currency),
+          mint: rpc.mints[currency],
+          destination: await rpc.ata(merchant.address, currency),
+          authority: payer,
+          amount: 3_000_000n,
+          decimals: 6,
+        }),
       );
     }
     const paid = await rpc.send(payer, instructions);
@@ -163,12 +192,29 @@ describe('solana ingest, other token accounts', () => {
     const account = await generateKeyPairSigner();
     const space = 165n;
     await rpc.send(payer, [
-      getCreateAccountInstruction({ payer, newAccount: account, lamports: rpc.ledger.svm.minimumBalanceForRentExemption(space), space, programAddress: TOKEN_PROGRAM_ADDRESS }),
+      getCreateAccountInstruction({
+        payer,
+        newAccount: account,
+        lamports: rpc.ledger.svm.minimumBalanceForRentExemption(space),
+        space,
+        programAddress: TOKEN_PROGRAM_ADDRESS,
+      }),
       getInitializeAccount3Instruction({ account: account.address, mint: rpc.mints.USDT, owner: merchant.address }),
     ]);
-    await waitFor(async () => (await db.store.query('SELECT 1 FROM solana_token_accounts WHERE address = $1 AND NOT associated', [account.address])).rowCount === 1, 'the account to be discovered');
+    await waitFor(
+      async () => (await db.store.query('SELECT 1 FROM solana_token_accounts WHERE address = $1 AND NOT associated', [account.address])).rowCount === 1,
+      'the account to be discovered',
+    );
     const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDT', amount: 6_100_000n, toTokenAccount: account.address });
-    const [row] = await waitFor(async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined), 'the transfer');
-    expect(row).toMatchObject({ amount: '6100000', token_address: rpc.mints.USDT, to_address: merchant.address, log_index: paid.accountKeys.indexOf(account.address) });
+    const [row] = await waitFor(
+      async () => ((await transfersOf(db.store, paid.signature)).length > 0 ? transfersOf(db.store, paid.signature) : undefined),
+      'the transfer',
+    );
+    expect(row).toMatchObject({
+      amount: '6100000',
+      token_address: rpc.mints.USDT,
+      to_address: merchant.address,
+      log_index: paid.accountKeys.indexOf(account.address),
+    });
   });
 });

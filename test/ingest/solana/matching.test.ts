@@ -32,11 +32,16 @@ afterAll(async () => {
 });
 
 async function newSession(amount: string) {
-  return db.store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }));
+  return db.store.transaction((sql) =>
+    createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }),
+  );
 }
 
 async function session(id: string) {
-  const { rows } = await db.store.query<{ status: string; amount_received: string; tx_hash: string | null }>('SELECT status, amount_received::text, tx_hash FROM payment_sessions WHERE id = $1', [id]);
+  const { rows } = await db.store.query<{ status: string; amount_received: string; tx_hash: string | null }>(
+    'SELECT status, amount_received::text, tx_hash FROM payment_sessions WHERE id = $1',
+    [id],
+  );
   return rows[0]!;
 }
 
@@ -82,7 +87,13 @@ describe('solana sessions paid through the ingester', () => {
     expect(BigInt(second.amountDue)).toBe(BigInt(first.amountDue) + 1n);
     // The second payer's wallet left the reference out and paid the exact due amount shown.
     const withoutReference = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: BigInt(second.amountDue) });
-    const withReference = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: BigInt(first.amountDue), references: [address(first.reference!)] });
+    const withReference = await rpc.pay({
+      from: payer,
+      to: merchant.address,
+      currency: 'USDC',
+      amount: BigInt(first.amountDue),
+      references: [address(first.reference!)],
+    });
     expect(await matched(withoutReference.signature)).toMatchObject({ session_id: second.id, match_method: 'amount', reference_keys: [] });
     expect(await matched(withReference.signature)).toMatchObject({ session_id: first.id, match_method: 'reference' });
     rpc.ledger.finalize();

@@ -34,7 +34,12 @@ describe('parseTokenCredits on real mainnet responses', () => {
         // transaction's read-only, non-signer keys that are no program, mint or token account (the
         // swap's pool and event accounts, static and loaded): they name no session, so matching
         // falls back to the amount.
-        references: ['6YawcNeZ74tRyCv4UfGydYMr7eho7vbUR6ScVffxKAb3', 'D8cy77BBepLMngZx6ZukaTff5hCt1HrWyKk3Hnd9oitf', 'GZsNmWKbqhMYtdSkkvMdEyQF9k5mLmP7tTKYWZjcHVPE', 'J4HJYz4p7TRP96WVFky3vh7XryxoFehHjoRySUTeSeXw'],
+        references: [
+          '6YawcNeZ74tRyCv4UfGydYMr7eho7vbUR6ScVffxKAb3',
+          'D8cy77BBepLMngZx6ZukaTff5hCt1HrWyKk3Hnd9oitf',
+          'GZsNmWKbqhMYtdSkkvMdEyQF9k5mLmP7tTKYWZjcHVPE',
+          'J4HJYz4p7TRP96WVFky3vh7XryxoFehHjoRySUTeSeXw',
+        ],
         failed: false,
       },
     ]);
@@ -53,7 +58,7 @@ describe('parseTokenCredits on real mainnet responses', () => {
     });
   });
 
-  test('USDT: a v0 OpenBook settlement pays 8,430.155554 USDT by an inner Transfer; the signer\'s account, credited and debited in the same transaction, is no credit', () => {
+  test("USDT: a v0 OpenBook settlement pays 8,430.155554 USDT by an inner Transfer; the signer's account, credited and debited in the same transaction, is no credit", () => {
     const credits = parseTokenCredits(fixture('mainnet-usdt-openbook-settle-v0.json'), { mints, tokenPrograms });
     // Two accounts end higher than they started: the USDT one of 6NUn… and the USDC one of Hwr7….
     expect(credits).toEqual([
@@ -88,7 +93,9 @@ describe('parseTokenCredits on real mainnet responses', () => {
     // 458u… received 8,430,000,000 from the market (inner Transfer [3 -> 5]) and sent 8,430,155,554
     // on: its balance fell by 155,554, so watching it yields nothing, not the gross inbound transfer.
     const signerAccount = '458uFwc7urgyWwed7wRVLvY9h2eTxAKSeSA7M2f5hj5e';
-    expect(parseTokenCredits(fixture('mainnet-usdt-openbook-settle-v0.json'), { mints, tokenPrograms, watched: (account) => account === signerAccount })).toEqual([]);
+    expect(
+      parseTokenCredits(fixture('mainnet-usdt-openbook-settle-v0.json'), { mints, tokenPrograms, watched: (account) => account === signerAccount }),
+    ).toEqual([]);
   });
 
   test('USDT only: watching the USDT mint alone drops the USDC credit of the same transaction', () => {
@@ -114,6 +121,8 @@ describe('parseTokenCredits on real mainnet responses', () => {
     };
     const credits = parseTokenCredits(failed, { mints, tokenPrograms });
     // The inner Transfer [13 -> 2] carries 167225 base units ("3P5ssESYZrQP").
-    expect(credits.map((credit) => [credit.tokenAccount, credit.amount, credit.failed])).toEqual([['F77xG4vz2CJeMxxAmFW8pvPx2c5Uk75pksr6Wwx6HFhV', 167225n, true]]);
+    expect(credits.map((credit) => [credit.tokenAccount, credit.amount, credit.failed])).toEqual([
+      ['F77xG4vz2CJeMxxAmFW8pvPx2c5Uk75pksr6Wwx6HFhV', 167225n, true],
+    ]);
   });
 });

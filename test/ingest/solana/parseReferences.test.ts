@@ -34,7 +34,12 @@ async function getTransaction(signature: string): Promise<RpcTransaction> {
   const response = await fetch(rpc.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getTransaction', params: [signature, { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }] }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'getTransaction',
+      params: [signature, { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }],
+    }),
   });
   const body = (await response.json()) as { result: RpcTransaction | null };
   expect(body.result).not.toBeNull();
@@ -49,7 +54,14 @@ async function createAta(from: KeyPairSigner, owner: Address, extra: Address[] =
 }
 
 async function transferChecked(from: KeyPairSigner, to: Address, amount: bigint, extra: Address[] = []): Promise<Instruction> {
-  const transfer = getTransferCheckedInstruction({ source: await rpc.ata(from.address, 'USDC'), mint: rpc.mints.USDC, destination: await rpc.ata(to, 'USDC'), authority: from, amount, decimals: 6 });
+  const transfer = getTransferCheckedInstruction({
+    source: await rpc.ata(from.address, 'USDC'),
+    mint: rpc.mints.USDC,
+    destination: await rpc.ata(to, 'USDC'),
+    authority: from,
+    amount,
+    decimals: 6,
+  });
   return { ...transfer, accounts: [...transfer.accounts, ...readonly(extra)] };
 }
 
@@ -105,7 +117,9 @@ describe('references: the transfer instruction first, else the other read-only k
     const owner = await newKey();
     const reference = await newKey();
     const table = await rpc.lookupTable([reference]);
-    const entry = await rpc.send(payer, [await createAta(payer, owner, [reference]), await transferChecked(payer, owner, 1_000_000n)], 0, { [table]: [reference] });
+    const entry = await rpc.send(payer, [await createAta(payer, owner, [reference]), await transferChecked(payer, owner, 1_000_000n)], 0, {
+      [table]: [reference],
+    });
     const transaction = await getTransaction(entry.signature);
     expect(transaction.meta!.loadedAddresses!.readonly).toEqual([reference]);
     expect(transaction.transaction.message.accountKeys).not.toContain(reference);
@@ -180,7 +194,9 @@ describe('a failed transaction into a token account it was creating (no token ba
     const poor = await poorPayer();
     const entry = await rpc.pay({ from: poor, to: owner, currency: 'USDC', amount: 3_000_000n, checked: false });
     const credits = parseTokenCredits(await getTransaction(entry.signature), { mints, tokenPrograms });
-    expect(credits.map((credit) => [credit.tokenAccount, credit.mint, credit.owner, credit.amount, credit.failed])).toEqual([[await rpc.ata(owner, 'USDC'), rpc.mints.USDC, owner, 3_000_000n, true]]);
+    expect(credits.map((credit) => [credit.tokenAccount, credit.mint, credit.owner, credit.amount, credit.failed])).toEqual([
+      [await rpc.ata(owner, 'USDC'), rpc.mints.USDC, owner, 3_000_000n, true],
+    ]);
   });
 
   test('createAccount + InitializeAccount3 + Transfer: the mint and owner come from the InitializeAccount3 instruction', async () => {
@@ -189,19 +205,29 @@ describe('a failed transaction into a token account it was creating (no token ba
     const account = await generateKeyPairSigner();
     const space = 165n;
     const entry = await rpc.send(poor, [
-      getCreateAccountInstruction({ payer: poor, newAccount: account, lamports: rpc.ledger.svm.minimumBalanceForRentExemption(space), space, programAddress: TOKEN_PROGRAM_ADDRESS }),
+      getCreateAccountInstruction({
+        payer: poor,
+        newAccount: account,
+        lamports: rpc.ledger.svm.minimumBalanceForRentExemption(space),
+        space,
+        programAddress: TOKEN_PROGRAM_ADDRESS,
+      }),
       getInitializeAccount3Instruction({ account: account.address, mint: rpc.mints.USDC, owner }),
       getTransferInstruction({ source: await rpc.ata(poor.address, 'USDC'), destination: account.address, authority: poor, amount: 4_000_000n }),
     ]);
     const credits = parseTokenCredits(await getTransaction(entry.signature), { mints, tokenPrograms });
     expect(entry.meta.err).not.toBeNull();
-    expect(credits.map((credit) => [credit.tokenAccount, credit.mint, credit.owner, credit.amount, credit.failed])).toEqual([[account.address, rpc.mints.USDC, owner, 4_000_000n, true]]);
+    expect(credits.map((credit) => [credit.tokenAccount, credit.mint, credit.owner, credit.amount, credit.failed])).toEqual([
+      [account.address, rpc.mints.USDC, owner, 4_000_000n, true],
+    ]);
   });
 
   test('a Transfer into an account that neither exists nor is created, of an unknown mint: nothing (the mint cannot be told)', async () => {
     const poor = await poorPayer();
     const nowhere = await newKey();
-    const entry = await rpc.send(poor, [getTransferInstruction({ source: await rpc.ata(poor.address, 'USDC'), destination: nowhere, authority: poor, amount: 5_000_000n })]);
+    const entry = await rpc.send(poor, [
+      getTransferInstruction({ source: await rpc.ata(poor.address, 'USDC'), destination: nowhere, authority: poor, amount: 5_000_000n }),
+    ]);
     expect(entry.meta.err).not.toBeNull();
     expect(parseTokenCredits(await getTransaction(entry.signature), { mints, tokenPrograms })).toEqual([]);
   });

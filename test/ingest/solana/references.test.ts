@@ -34,7 +34,9 @@ afterAll(async () => {
 });
 
 async function newSession(merchantId: string, amount: string) {
-  return db.store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }));
+  return db.store.transaction((sql) =>
+    createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }),
+  );
 }
 
 async function matched(signature: string): Promise<TransferRow> {
@@ -58,7 +60,14 @@ async function createAta(owner: Address, extra: Address[] = []): Promise<Instruc
 }
 
 async function transferChecked(to: Address, amount: bigint, extra: Address[] = []): Promise<Instruction> {
-  const transfer = getTransferCheckedInstruction({ source: await rpc.ata(payer.address, 'USDC'), mint: rpc.mints.USDC, destination: await rpc.ata(to, 'USDC'), authority: payer, amount, decimals: 6 });
+  const transfer = getTransferCheckedInstruction({
+    source: await rpc.ata(payer.address, 'USDC'),
+    mint: rpc.mints.USDC,
+    destination: await rpc.ata(to, 'USDC'),
+    authority: payer,
+    amount,
+    decimals: 6,
+  });
   return { ...transfer, accounts: [...transfer.accounts, ...extra.map((key) => ({ address: key, role: AccountRole.READONLY }))] };
 }
 
@@ -79,7 +88,9 @@ describe('finding 5: a reference the transaction carries on another instruction'
     const created = await newSession(merchantId, '3.5');
     const reference = address(created.reference!);
     const table = await rpc.lookupTable([reference]);
-    const paid = await rpc.send(payer, [await createAta(wallet.address, [reference]), await transferChecked(wallet.address, 1_000_000n)], 0, { [table]: [reference] });
+    const paid = await rpc.send(payer, [await createAta(wallet.address, [reference]), await transferChecked(wallet.address, 1_000_000n)], 0, {
+      [table]: [reference],
+    });
     expect(paid.meta.err).toBeNull();
     expect((paid.meta.loadedAddresses as { readonly: string[] }).readonly).toEqual([reference]);
     expect(await matched(paid.signature)).toMatchObject({ reference_keys: [reference], session_id: created.id, match_method: 'reference' });
@@ -146,7 +157,10 @@ describe('finding 6: a failed first payment into the ATA the same transaction wa
     expect(rows).toEqual([{ failed: true }]);
     rpc.ledger.finalize();
     await engine.idle();
-    const { rows: sessions } = await db.store.query<{ status: string; amount_received: string }>('SELECT status, amount_received::text FROM payment_sessions WHERE id = $1', [created.id]);
+    const { rows: sessions } = await db.store.query<{ status: string; amount_received: string }>(
+      'SELECT status, amount_received::text FROM payment_sessions WHERE id = $1',
+      [created.id],
+    );
     expect(sessions[0]).toMatchObject({ amount_received: '0' });
   });
 

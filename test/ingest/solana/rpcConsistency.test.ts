@@ -136,11 +136,17 @@ describe('solana ingest, RPC nodes at different roots', () => {
     const undecidedSince = new Map<string, number>();
     let clock = 0;
     const now = () => clock;
-    expect(await syncTokenAccount({ ...common, account: await reload(account.address), finalizedSlot: rpc.ledger.finalizedSlot, undecidedSince, now })).toMatchObject({ removed: 0, undecidedSlot: paid.slot });
+    expect(
+      await syncTokenAccount({ ...common, account: await reload(account.address), finalizedSlot: rpc.ledger.finalizedSlot, undecidedSince, now }),
+    ).toMatchObject({ removed: 0, undecidedSlot: paid.slot });
     clock = 999;
-    expect(await syncTokenAccount({ ...common, account: await reload(account.address), finalizedSlot: rpc.ledger.finalizedSlot, undecidedSince, now })).toMatchObject({ removed: 0 });
+    expect(
+      await syncTokenAccount({ ...common, account: await reload(account.address), finalizedSlot: rpc.ledger.finalizedSlot, undecidedSince, now }),
+    ).toMatchObject({ removed: 0 });
     clock = 1_000;
-    expect(await syncTokenAccount({ ...common, account: await reload(account.address), finalizedSlot: rpc.ledger.finalizedSlot, undecidedSince, now })).toMatchObject({ removed: 1, undecidedSlot: null });
+    expect(
+      await syncTokenAccount({ ...common, account: await reload(account.address), finalizedSlot: rpc.ledger.finalizedSlot, undecidedSince, now }),
+    ).toMatchObject({ removed: 1, undecidedSlot: null });
     expect((await transfersOf(db.store, paid.signature))[0]!.status).toBe('removed');
     // It never passes the cursor: it was never final.
     expect((await reload(account.address)).cursorSignature).toBeNull();
@@ -163,7 +169,15 @@ describe('solana ingest, a provider that caps the page size', () => {
         return method === 'getSignaturesForAddress' ? ((answer as unknown[]).slice(0, 2) as typeof answer) : answer;
       },
     };
-    await syncTokenAccount({ store: db.store, rpc: capped, account, finalizedSlot: rpc.ledger.finalizedSlot, mints: MINTS(), tokenPrograms: PROGRAMS, pageSize: 1000 });
+    await syncTokenAccount({
+      store: db.store,
+      rpc: capped,
+      account,
+      finalizedSlot: rpc.ledger.finalizedSlot,
+      mints: MINTS(),
+      tokenPrograms: PROGRAMS,
+      pageSize: 1000,
+    });
     for (const { signature } of paid) expect(await transfersOf(db.store, signature)).toHaveLength(1);
     expect((await reload(account.address)).cursorSignature).toBe(paid[2]!.signature);
   });

@@ -31,9 +31,13 @@ afterAll(async () => {
   await rpc?.stop();
 });
 
-const newSession = (amount: string) => db.store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }));
+const newSession = (amount: string) =>
+  db.store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }));
 async function session(id: string) {
-  const { rows } = await db.store.query<{ status: string; amount_received: string }>('SELECT status, amount_received::text FROM payment_sessions WHERE id = $1', [id]);
+  const { rows } = await db.store.query<{ status: string; amount_received: string }>(
+    'SELECT status, amount_received::text FROM payment_sessions WHERE id = $1',
+    [id],
+  );
   return rows[0]!;
 }
 async function eventsOf(id: string): Promise<string[]> {
@@ -54,7 +58,9 @@ describe('solana ingest, a transaction re-included in another slot', () => {
     rpc.ledger.advance(1);
     rpc.ledger.finalize(s1 + 1n); // S1 < finalized < S2
     await waitFor(async () => (await transfersOf(db.store, paid.signature))[0]!.block_number === entry.slot, 'the transfer to move to S2');
-    const { rows } = await db.store.query<{ slot: bigint; commitment: string }>('SELECT slot, commitment FROM solana_signatures WHERE signature = $1', [paid.signature]);
+    const { rows } = await db.store.query<{ slot: bigint; commitment: string }>('SELECT slot, commitment FROM solana_signatures WHERE signature = $1', [
+      paid.signature,
+    ]);
     expect(rows).toEqual([{ slot: entry.slot, commitment: 'confirmed' }]);
     await waitFor(async () => ((await chainHead(db.store))?.finalized_block ?? 0n) >= s1 + 1n, 'the finalized slot');
     await engine.idle();
@@ -73,7 +79,7 @@ describe('solana ingest, a transaction re-included in another slot', () => {
 });
 
 describe('solana ingest, getTokenAccountsByOwner failing', () => {
-  test('known accounts are still ingested, and a new wallet\'s associated account is watched without it', async () => {
+  test("known accounts are still ingested, and a new wallet's associated account is watched without it", async () => {
     rpc.failNext('getTokenAccountsByOwner', 1_000_000);
     try {
       // The periodic rediscovery comes due (discoverIntervalMs 200 in the harness).

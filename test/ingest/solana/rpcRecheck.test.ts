@@ -44,7 +44,10 @@ beforeAll(async () => {
   ({ ingester } = startIngester({ store: db.store, rpc: { ...rpc, url: proxyUrl }, websocket: true }));
   await ingester.start();
   // The first pass (a full sweep) is done.
-  await waitFor(async () => (await db.store.query("SELECT 1 FROM chain_heads WHERE chain = 'solana' AND processed_block IS NOT NULL")).rowCount === 1, 'the first sweep');
+  await waitFor(
+    async () => (await db.store.query("SELECT 1 FROM chain_heads WHERE chain = 'solana' AND processed_block IS NOT NULL")).rowCount === 1,
+    'the first sweep',
+  );
 });
 
 afterAll(async () => {

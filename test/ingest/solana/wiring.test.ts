@@ -36,7 +36,15 @@ async function paidAndStored(amount: bigint): Promise<string> {
 describe('solana ingester wiring', () => {
   test('two processes on one database: one ingests, the other stands by and takes over when the first stops', async () => {
     const make = () =>
-      createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, standbyPollMs: 50 });
+      createSolanaIngester({
+        store: db.store,
+        logger,
+        metrics: createMetricsRegistry({ defaultMetrics: false }),
+        chain: loadChains().solana,
+        rpc: { http: [rpc.url], ws: [] },
+        pollIntervalMs: 50,
+        standbyPollMs: 50,
+      });
     const first = make();
     const second = make();
     try {
@@ -59,7 +67,15 @@ describe('solana ingester wiring', () => {
 
   test('an ingester whose lock connection dies stops ingesting and stands by; the other takes over', async () => {
     const make = () =>
-      createSolanaIngester({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), chain: loadChains().solana, rpc: { http: [rpc.url], ws: [] }, pollIntervalMs: 50, standbyPollMs: 50 });
+      createSolanaIngester({
+        store: db.store,
+        logger,
+        metrics: createMetricsRegistry({ defaultMetrics: false }),
+        chain: loadChains().solana,
+        rpc: { http: [rpc.url], ws: [] },
+        pollIntervalMs: 50,
+        standbyPollMs: 50,
+      });
     const first = make();
     const second = make();
     try {
