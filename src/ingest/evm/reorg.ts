@@ -175,6 +175,7 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       // The same pruning as the commit's SQL: the newest block stays, so the next one can be linked to it.
       const { finalized } = commit;
       if (finalized !== null && blocks.size > 1) {
+        // biome-ignore lint/complexity/useMathMinMax: block numbers are bigints, which Math.max refuses
         const newest = [...blocks.keys()].reduce((a, b) => (a > b ? a : b));
         for (const number of [...blocks.keys()]) if (number <= finalized && number < newest) blocks.delete(number);
       }

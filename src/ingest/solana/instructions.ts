@@ -1,5 +1,5 @@
 import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
-import type { RpcInstruction, RpcTransaction } from './parse.ts';
+import type { RpcInstruction, RpcTransaction } from './rpcTransaction.ts';
 import { ASSOCIATED_TOKEN_PROGRAM } from './accounts.ts';
 
 /** SPL token instruction tags (the first data byte) that move tokens between accounts. */
