@@ -97,6 +97,18 @@ export interface DeliveryRecord {
   completedAt: Date | null;
 }
 
+/** Whether `deliveryId` is a delivery to `endpointId` of this owner (a list cursor must be). */
+export async function isDeliveryOfEndpoint(sql: Sql, owner: Owner, params: { deliveryId: string; endpointId: string }): Promise<boolean> {
+  const { rowCount } = await sql.query('SELECT 1 FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND merchant_id = $3 AND livemode = $4', [
+    params.deliveryId,
+    params.endpointId,
+    owner.merchantId,
+    owner.livemode,
+  ]);
+  return Boolean(rowCount);
+}
+
+/** A page of deliveries, newest first, optionally of one event or one endpoint. */
 export async function listDeliveries(
   sql: Sql,
   owner: Owner,

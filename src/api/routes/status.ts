@@ -5,6 +5,7 @@ import { authOf } from '../auth.ts';
 import { CHAIN_NAMES, liveChains } from '../../internal/config.ts';
 import { loadChains } from '../../internal/chains.ts';
 import { simulatedHead } from '../../sandbox/simulatedChain.ts';
+import { readChainHeads } from '../../ingest/heads.ts';
 import { ChainSchema, READ_ERRORS, errorResponses } from '../schemas.ts';
 
 /**
@@ -77,16 +78,7 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const chains = loadChains();
       const live = new Set(liveChains(deps.config));
-      const { rows } = await deps.store.query<{
-        chain: string;
-        head_block: bigint | null;
-        processed_block: bigint | null;
-        head_seen_at: Date | null;
-        lag: number | null;
-      }>(
-        `SELECT chain, head_block, processed_block, head_seen_at, floor(extract(epoch FROM now() - head_seen_at))::int AS lag FROM chain_heads WHERE livemode = $1`,
-        [auth.livemode],
-      );
+      const rows = await readChainHeads(deps.store, auth.livemode);
       const byChain = new Map(rows.map((row) => [row.chain, row]));
       const now = new Date();
       const reasons: string[] = [];
@@ -98,7 +90,7 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
             mode: 'sandbox',
             status: 'healthy',
             headBlock: simulatedHead(chains[name], deps.config.sandboxBlockMs, now.getTime()).head.toString(),
-            processedBlock: row?.processed_block?.toString() ?? null,
+            processedBlock: row?.processedBlock?.toString() ?? null,
             headSeenAt: now.toISOString(),
             lagSeconds: 0,
           };
@@ -107,17 +99,17 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
           return { chain: name, mode: 'sandbox-only', status: 'sandbox-only', headBlock: null, processedBlock: null, headSeenAt: null, lagSeconds: null };
         }
         const staleAfter = Math.max(MIN_STALE_SECONDS, (chains[name].blockTimeMs * STALE_BLOCK_TIMES) / 1000);
-        const status = !row?.head_seen_at ? 'unknown' : (row.lag ?? 0) <= staleAfter ? 'healthy' : 'lagging';
+        const status = !row?.headSeenAt ? 'unknown' : (row.lagSeconds ?? 0) <= staleAfter ? 'healthy' : 'lagging';
         if (status === 'unknown') reasons.push(`${name}: the listener has not seen a head yet`);
-        if (status === 'lagging') reasons.push(`${name}: the head has not moved for ${row?.lag} s (lagging after ${staleAfter} s)`);
+        if (status === 'lagging') reasons.push(`${name}: the head has not moved for ${row?.lagSeconds} s (lagging after ${staleAfter} s)`);
         return {
           chain: name,
           mode: 'live',
           status,
-          headBlock: row?.head_block?.toString() ?? null,
-          processedBlock: row?.processed_block?.toString() ?? null,
-          headSeenAt: row?.head_seen_at?.toISOString() ?? null,
-          lagSeconds: row?.lag ?? null,
+          headBlock: row?.headBlock?.toString() ?? null,
+          processedBlock: row?.processedBlock?.toString() ?? null,
+          headSeenAt: row?.headSeenAt?.toISOString() ?? null,
+          lagSeconds: row?.lagSeconds ?? null,
         };
       });
       if (auth.livemode && live.size === 0)

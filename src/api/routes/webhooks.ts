@@ -29,6 +29,7 @@ import {
   ENDPOINT_DISABLED_EVENT,
   failPendingDeliveries,
   getEndpoint,
+  isDeliveryOfEndpoint,
   listDeliveries,
   listEndpoints,
   MAX_REPLAY_EVENTS,
@@ -289,11 +290,8 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const { limit = 20, startingAfter } = request.query;
       if (!(await getEndpoint(deps.store, auth, request.params.id))) throw notFound(`no webhook endpoint ${request.params.id}`);
       if (startingAfter !== undefined) {
-        const { rowCount } = await deps.store.query(
-          'SELECT 1 FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND merchant_id = $3 AND livemode = $4',
-          [startingAfter, request.params.id, auth.merchantId, auth.livemode],
-        );
-        if (!rowCount) throw badRequest(`startingAfter ${JSON.stringify(startingAfter)} is not a delivery to this endpoint`);
+        if (!(await isDeliveryOfEndpoint(deps.store, auth, { deliveryId: startingAfter, endpointId: request.params.id })))
+          throw badRequest(`startingAfter ${JSON.stringify(startingAfter)} is not a delivery to this endpoint`);
       }
       const page = await listDeliveries(deps.store, auth, { endpointId: request.params.id, limit: limit + 1, startingAfter });
       const data = page.slice(0, limit).map(deliveryView);
