@@ -12,6 +12,8 @@ test('clients/openapi.json, clients/webhook-vectors.json and every generated cli
       'clients/python/svc_gateway/_generated/types.py',
       'clients/go/types_gen.go',
       'clients/go/resources_gen.go',
+      'clients/rust/src/generated/types.rs',
+      'clients/rust/src/generated/resources.rs',
     ]),
   );
   expect(differences(files), 'out of date: run `npx tsx clients/scripts/regenerate.ts` and commit the result').toEqual([]);

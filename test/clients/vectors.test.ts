@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { verifyWebhook as referenceVerify } from '../../src/index.ts';
 import { verifyWebhook as nodeVerify } from '../../clients/node/src/index.ts';
 import type { WebhookVector } from '../../clients/scripts/webhook-vectors.ts';
-import { goEnv, goMissing } from './toolchains.ts';
+import { cargoEnv, cargoMissing, goEnv, goMissing } from './toolchains.ts';
 
 const run = promisify(execFile);
 const VECTORS_FILE = 'clients/webhook-vectors.json';
@@ -45,6 +45,11 @@ const VERIFIERS: Record<string, { answers: () => Promise<Answer[]>; missing?: st
     answers: async () => JSON.parse((await run('go', ['run', './examples/webhookvectors', `../../${VECTORS_FILE}`], { cwd: 'clients/go', env: goEnv })).stdout) as Answer[],
     missing: goMissing,
   },
+  'rust (svc_gateway)': {
+    answers: async () =>
+      JSON.parse((await run('cargo', ['run', '--offline', '--quiet', '--example', 'webhook_vectors', '--', `../../${VECTORS_FILE}`], { cwd: 'clients/rust', env: cargoEnv })).stdout) as Answer[],
+    missing: cargoMissing,
+  },
 };
 
 describe('every webhook verifier gives the same answer to every shared vector', () => {
@@ -61,7 +66,7 @@ describe('every webhook verifier gives the same answer to every shared vector', 
   });
 
   for (const [name, verifier] of Object.entries(VERIFIERS)) {
-    test.skipIf(Boolean(verifier.missing))(`${name}${verifier.missing ?? ''}`, { timeout: 300_000 }, async () => {
+    test.skipIf(Boolean(verifier.missing))(`${name}${verifier.missing ?? ''}`, { timeout: 600_000 }, async () => {
       expect(await verifier.answers()).toEqual(expected);
     });
   }
