@@ -1,5 +1,3 @@
-use std::marker::PhantomData;
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -41,12 +39,11 @@ pub struct PageIter<'a, T> {
     cursor: Option<String>,
     started: bool,
     done: bool,
-    item: PhantomData<T>,
 }
 
 impl<'a, T> PageIter<'a, T> {
     pub(crate) fn new(transport: &'a Transport, request: Request, options: RequestOptions) -> Self {
-        PageIter { transport, request, options, buffer: Vec::new().into_iter(), cursor: None, started: false, done: false, item: PhantomData }
+        PageIter { transport, request, options, buffer: Vec::new().into_iter(), cursor: None, started: false, done: false }
     }
 }
 
