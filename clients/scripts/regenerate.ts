@@ -7,7 +7,7 @@
  *
  * test/clients/drift.test.ts runs the check, so the clients cannot drift from the daemon. The
  * generator is this folder (TypeScript run by the repository's pinned tsx, no other tool): the
- * model (model.ts) and one emitter per language (emit-node.ts, emit-python.ts, …).
+ * model (model.ts) and one emitter per language (emit-node.ts, emit-python.ts, emit-go.ts, emit-rust.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { buildModel } from './model.ts';
 import { emitNodeResources, emitNodeTypes } from './emit-node.ts';
 import { emitPythonResources, emitPythonTypes } from './emit-python.ts';
+import { emitGoResources, emitGoTypes } from './emit-go.ts';
+import { emitRustResources, emitRustTypes } from './emit-rust.ts';
 import { fetchOpenApiDocument, SNAPSHOT_PATH, snapshotText } from './snapshot-openapi.ts';
 import { VECTORS_PATH, vectorsText } from './webhook-vectors.ts';
 import { CLIENTS_DIR, writeIfChanged } from './files.ts';
@@ -27,6 +29,10 @@ export function generatedFiles(document: unknown): Map<string, string> {
     ['node/src/generated/resources.ts', emitNodeResources(model)],
     ['python/svc_gateway/_generated/types.py', emitPythonTypes(model)],
     ['python/svc_gateway/_generated/resources.py', emitPythonResources(model)],
+    ['go/types_gen.go', emitGoTypes(model)],
+    ['go/resources_gen.go', emitGoResources(model)],
+    ['rust/src/generated/types.rs', emitRustTypes(model)],
+    ['rust/src/generated/resources.rs', emitRustResources(model)],
   ]);
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 
-const PAGES = ['docs/clients.md', 'clients/README.md', 'clients/node/README.md', 'clients/python/README.md'];
+const PAGES = ['docs/clients.md', 'clients/README.md', 'clients/node/README.md', 'clients/python/README.md', 'clients/go/README.md', 'clients/rust/README.md'];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
 const anchorOf = (heading: string) =>
@@ -29,7 +29,7 @@ test("the client docs link only to files and headings that exist, and docs/clien
   }
   expect(broken).toEqual([]);
   const index = fs.readFileSync('docs/clients.md', 'utf8');
-  for (const library of ['node', 'python']) {
+  for (const library of ['node', 'python', 'go', 'rust']) {
     expect(index).toContain(`../clients/${library}/README.md#quick-start`);
     expect(index).toContain(`../clients/${library}/CHANGELOG.md`);
   }

@@ -19,7 +19,8 @@ export function createResources(transport: Transport) {
        *
        * `GET /health`
        */
-      check: (options?: RequestOptions): Promise<T.Health> => transport.request<T.Health>({ method: 'GET', path: '/health' }, options),
+      check: (options?: RequestOptions): Promise<T.Health> =>
+        transport.request<T.Health>({ method: 'GET', path: '/health' }, options),
     },
     /** Interface A: payment sessions (Bearer authentication in the spec; both headers work). */
     sessions: {
@@ -141,7 +142,8 @@ export function createResources(transport: Transport) {
        *
        * `GET /status`
        */
-      retrieve: (options?: RequestOptions): Promise<T.Status> => transport.request<T.Status>({ method: 'GET', path: '/status' }, options),
+      retrieve: (options?: RequestOptions): Promise<T.Status> =>
+        transport.request<T.Status>({ method: 'GET', path: '/status' }, options),
     },
     /** The 1% fee, summed per chain and currency. */
     fees: {
@@ -152,7 +154,8 @@ export function createResources(transport: Transport) {
        *
        * `GET /fees`
        */
-      retrieve: (options?: RequestOptions): Promise<T.FeeSummary> => transport.request<T.FeeSummary>({ method: 'GET', path: '/fees' }, options),
+      retrieve: (options?: RequestOptions): Promise<T.FeeSummary> =>
+        transport.request<T.FeeSummary>({ method: 'GET', path: '/fees' }, options),
     },
     /** Refund requests: created by merchant or customer, completed or rejected by the merchant. */
     refunds: {
@@ -343,7 +346,8 @@ export function createResources(transport: Transport) {
        *
        * `GET /webhook-secret`
        */
-      retrieve: (options?: RequestOptions): Promise<T.WebhookSecret> => transport.request<T.WebhookSecret>({ method: 'GET', path: '/webhook-secret' }, options),
+      retrieve: (options?: RequestOptions): Promise<T.WebhookSecret> =>
+        transport.request<T.WebhookSecret>({ method: 'GET', path: '/webhook-secret' }, options),
       /**
        * Rotate this mode's session webhook secret
        *

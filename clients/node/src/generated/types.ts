@@ -33,22 +33,7 @@ export type TransferStatus = 'unmatched' | 'matched';
 /** `disabled` by the merchant, by a 410 Gone answer, or after 5 days of nothing but failed attempts. */
 export type WebhookEndpointStatus = 'enabled' | 'disabled';
 
-export type EnabledEvent =
-  | '*'
-  | 'payment.confirming'
-  | 'payment.confirmed'
-  | 'payment.late_confirmed'
-  | 'payment.underpaid'
-  | 'payment.overpaid'
-  | 'payment.expired'
-  | 'payment.failed'
-  | 'payment.settled'
-  | 'payment.reorged'
-  | 'refund.requested'
-  | 'refund.completed'
-  | 'refund.rejected'
-  | 'refund.flagged'
-  | 'webhook_endpoint.disabled';
+export type EnabledEvent = '*' | 'payment.confirming' | 'payment.confirmed' | 'payment.late_confirmed' | 'payment.underpaid' | 'payment.overpaid' | 'payment.expired' | 'payment.failed' | 'payment.settled' | 'payment.reorged' | 'refund.requested' | 'refund.completed' | 'refund.rejected' | 'refund.flagged' | 'webhook_endpoint.disabled';
 
 export type WebhookDeliveryOrigin = 'dispatch' | 'redeliver' | 'replay';
 

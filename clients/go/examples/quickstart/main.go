@@ -1,0 +1,116 @@
+// Command quickstart is the quick start of README.md: create a sandbox session, find it in the
+// list, pay it on the sandbox's simulated chain, and receive and verify its webhooks.
+//
+//	SVC_API_KEY=svc_test_... go run ./examples/quickstart   # against `npm start` on 127.0.0.1:8080
+//
+// The gateway's test/clients/e2e.go.test.ts runs it against a real daemon.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	svcgateway "github.com/svc-gateway/svc-gateway-go"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Println("✗", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	options := []svcgateway.ClientOption{}
+	if baseURL := os.Getenv("SVC_BASE_URL"); baseURL != "" {
+		options = append(options, svcgateway.WithBaseURL(baseURL))
+	}
+	gateway := svcgateway.NewClient(os.Getenv("SVC_API_KEY"), options...)
+
+	// The secret that signs this mode's per-session webhooks. A rotation returns the new one (once);
+	// the old one keeps signing beside it for a day, so receivers that hold it keep working.
+	rotated, err := gateway.WebhookSecret.Rotate(ctx, nil)
+	if err != nil {
+		return err
+	}
+	secret := *rotated.Secret
+
+	confirmed := make(chan *svcgateway.WebhookEvent, 1)
+	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rawBody, err := io.ReadAll(r.Body) // the raw bytes, never re-serialised
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		event, err := svcgateway.VerifyWebhook(rawBody, r.Header, secret, &svcgateway.VerifyOptions{Livemode: svcgateway.Bool(false)})
+		var refused *svcgateway.WebhookVerificationError
+		if errors.As(err, &refused) {
+			fmt.Printf("✗ refused: %s\n", refused.Reason)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		data, err := event.PaymentData()
+		if err != nil {
+			w.WriteHeader(http.StatusOK) // not a payment event: nothing to do here
+			return
+		}
+		fmt.Printf("✓ %s %s %s status=%s signature verified\n", event.Event, event.ID, data.ID, data.Status)
+		w.WriteHeader(http.StatusOK)
+		if event.Event == svcgateway.EventPaymentConfirmed {
+			confirmed <- event
+		}
+	})
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	server := &http.Server{Handler: receiver, ReadHeaderTimeout: 5 * time.Second}
+	go server.Serve(listener) //nolint:errcheck // ends with Close below
+	defer server.Close()
+	webhookURL := fmt.Sprintf("http://%s/webhooks", listener.Addr())
+
+	session, err := gateway.Sessions.Create(ctx, &svcgateway.SessionCreateParams{
+		Amount:     "25.00",
+		Currency:   svcgateway.CurrencyUSDC,
+		Chain:      svcgateway.ChainBase,
+		WebhookURL: &webhookURL,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("created %s: pay %s %s on %s to %s\n", session.ID, session.AmountDue, session.Currency, session.Chain, session.PaymentAddress)
+
+	payments := gateway.Payments.ListAll(ctx, &svcgateway.PaymentListParams{Limit: svcgateway.Int(10)})
+	for payments.Next() {
+		if payment := payments.Current(); payment.ID == session.ID {
+			fmt.Printf("listed %s status=%s\n", payment.ID, payment.Status)
+		}
+	}
+	if err := payments.Err(); err != nil {
+		return err
+	}
+
+	paid, err := gateway.Sandbox.Pay(ctx, session.ID, &svcgateway.SandboxPayParams{Outcome: svcgateway.Ptr(svcgateway.SandboxOutcomeExact)})
+	if err != nil {
+		return err
+	}
+	txHash := ""
+	if paid.TxHash != nil {
+		txHash = *paid.TxHash
+	}
+	fmt.Printf("paid %s in the sandbox, tx %s\n", paid.Amount, txHash)
+
+	select {
+	case <-confirmed:
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("no payment.confirmed webhook within 30 s")
+	}
+}
