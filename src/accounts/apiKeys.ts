@@ -24,6 +24,9 @@ export type KeyStyle = 'plain' | 'sk';
 /** 32 base62 characters: 190 bits, beyond guessing, so a plain SHA-256 is a safe stored form. */
 const SECRET_LENGTH = 32;
 
+/** Longer text is no key of ours (the longest prefix and the secret are far below it). */
+export const MAX_KEY_LENGTH = 128;
+
 export interface ApiKey {
   id: string;
   merchantId: string;
@@ -100,34 +103,77 @@ export async function listApiKeys(sql: Sql, params: { merchantId?: string } = {}
   return rows.map(toApiKey);
 }
 
+/**
+ * The channel on which Postgres announces a change that can turn a key away (revocation, scopes,
+ * deletion), with the key's id, at commit (migrations/016_api_key_change_notify.sql): processes
+ * that cache keys listen on it, whichever process or person made the change.
+ */
+export const API_KEY_CHANGES_CHANNEL = 'svc_api_key_changes';
+
+const localListeners = new Set<(keyId: string) => void>();
+
+/**
+ * Calls `listener` with a key's id when this process revokes it, at once (the database's
+ * notification reaches every process a moment later; this one need not wait for it).
+ * @returns a function that removes the listener.
+ */
+export function onApiKeyChange(listener: (keyId: string) => void): () => void {
+  localListeners.add(listener);
+  return () => localListeners.delete(listener);
+}
+
 /** Revokes a key; revoking twice keeps the first revocation time. @returns the key, or undefined when unknown. */
 export async function revokeApiKey(sql: Sql, id: string): Promise<ApiKey | undefined> {
   const { rows } = await sql.query<ApiKeyRow>(`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
+  for (const listener of localListeners) listener(id);
   return rows[0] && toApiKey(rows[0]);
 }
 
 export type AuthResult = { ok: true; apiKey: ApiKey } | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' };
 
 /**
- * Resolves a presented key to its record. The lookup is by hash, so the secret never reaches a
- * query or an index; the stored hash is compared again in constant time. `last_used_at` is
- * written at most once a minute per key, so authentication does not cost a write per request.
+ * Resolves a presented key to its record, without writing anything. The lookup is by hash, so the
+ * secret never reaches a query or an index; the stored hash is compared again in constant time.
  */
-export async function authenticateApiKey(sql: Sql, presented: string): Promise<AuthResult> {
+export async function findApiKey(sql: Sql, presented: string): Promise<AuthResult> {
   const parsed = parseKeyPrefix(presented);
-  if (!parsed || presented.length > 128) return { ok: false, reason: 'malformed' };
+  if (!parsed || presented.length > MAX_KEY_LENGTH) return { ok: false, reason: 'malformed' };
   const hash = sha256Hex(presented);
   const { rows } = await sql.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE secret_hash = $1`, [hash]);
   const row = rows[0];
   if (!row || !constantTimeEqual(row.secret_hash, hash) || row.prefix !== parsed.prefix) return { ok: false, reason: 'unknown' };
   if (row.revoked_at) return { ok: false, reason: 'revoked' };
-  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
-    await sql.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds')`, [
-      row.id,
-    ]);
-    row.last_used_at = new Date();
-  }
   return { ok: true, apiKey: toApiKey(row) };
+}
+
+/** How often a key's `last_used_at` is written at most: it says "in use lately", not each request. */
+export const LAST_USE_INTERVAL_MS = 60_000;
+
+/**
+ * Records that the key `keyId` was used now, unless the database already says so for the last minute
+ * (whichever process wrote it). Callers skip the call within {@link LAST_USE_INTERVAL_MS} of
+ * their last one, so authentication does not cost a write per request.
+ */
+export async function recordApiKeyUse(sql: Sql, keyId: string): Promise<void> {
+  await sql.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2))`, [
+    keyId,
+    LAST_USE_INTERVAL_MS / 1000,
+  ]);
+}
+
+/**
+ * {@link findApiKey}, then records the use when `last_used_at` is older than a minute (at most
+ * one write per key a minute). The HTTP layer uses a cache in front of this (src/api/auth.ts).
+ */
+export async function authenticateApiKey(sql: Sql, presented: string): Promise<AuthResult> {
+  const result = await findApiKey(sql, presented);
+  if (!result.ok) return result;
+  const { lastUsedAt } = result.apiKey;
+  if (!lastUsedAt || Date.now() - lastUsedAt.getTime() > LAST_USE_INTERVAL_MS) {
+    await recordApiKeyUse(sql, result.apiKey.id);
+    return { ok: true, apiKey: { ...result.apiKey, lastUsedAt: new Date() } };
+  }
+  return result;
 }
 
 export function hasScope(apiKey: ApiKey, scope: Scope): boolean {

@@ -1,6 +1,18 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import pg from 'pg';
 import type { Store } from '../store/index.ts';
-import { authenticateApiKey, hasScope, type Scope } from '../accounts/index.ts';
+import {
+  API_KEY_CHANGES_CHANNEL,
+  findApiKey,
+  hasScope,
+  LAST_USE_INTERVAL_MS,
+  MAX_KEY_LENGTH,
+  onApiKeyChange,
+  recordApiKeyUse,
+  type AuthResult,
+  type Scope,
+} from '../accounts/index.ts';
+import { sha256Hex } from '../internal/crypto.ts';
 import { forbidden, unauthorized } from '../internal/errors.ts';
 
 /** Who is calling: set on every authenticated request. */
@@ -41,11 +53,164 @@ function presentedKey(request: FastifyRequest): string | undefined {
 }
 
 /**
+ * Longest time a process trusts a key it read without reading it again: the worst-case delay
+ * between a revocation's commit and the last request a process accepts with that key. A
+ * revocation normally reaches every process within milliseconds (the database notifies them,
+ * migrations/016); this bound holds even when a notification is lost (a listener reconnecting).
+ */
+export const KEY_CACHE_TTL_MS = 1_000;
+
+/** A key read longer ago than this is read again in the background while still served, so steady traffic never waits for it. */
+const KEY_CACHE_REFRESH_MS = 500;
+
+/** Keys kept per process; far above any merchant count a gateway serves, small in memory (~1 KB each). */
+const KEY_CACHE_MAX_ENTRIES = 10_000;
+
+/** Retry delays of the listener's connection (doubling, capped): a lost listener only costs the TTL's delay. */
+const LISTEN_RETRY_MS = { first: 1_000, max: 30_000 } as const;
+
+/** Authenticates presented keys from memory when it can (see {@link createApiKeyCache}). */
+export interface ApiKeyCache {
+  authenticate(presented: string): Promise<AuthResult>;
+  /** Stops listening for changes (the app is closing). */
+  close(): Promise<void>;
+}
+
+interface Entry {
+  /** `ok` or `revoked`; unknown and malformed keys are never cached, so a new key works at once everywhere. */
+  result: AuthResult;
+  /** When the read that produced it was sent (a later revocation may be missing from it). */
+  readAt: number;
+  refreshing: boolean;
+}
+
+/**
+ * A per-process cache of the API keys presented to the HTTP layer, keyed by the key's SHA-256.
+ * A cached key is trusted for {@link KEY_CACHE_TTL_MS} from the moment its read was sent; any
+ * change to api_keys that can refuse a key empties the cache at once in this process
+ * (`revokeApiKey`) and in every other one (a `LISTEN` on {@link API_KEY_CHANGES_CHANNEL}, from
+ * migration 016's trigger). Unknown keys are not cached. `last_used_at` is written at most once a
+ * minute per key and process (and at most once a minute per key in all, by the UPDATE's own test).
+ */
+export function createApiKeyCache(params: { store: Store; ttlMs?: number }): ApiKeyCache {
+  const ttlMs = params.ttlMs ?? KEY_CACHE_TTL_MS;
+  const refreshMs = Math.min(KEY_CACHE_REFRESH_MS, ttlMs / 2);
+  const entries = new Map<string, Entry>();
+  const lastUseWritten = new Map<string, number>();
+  // A read that started before an invalidation must not put its (maybe stale) answer back.
+  let generation = 0;
+  const invalidate = () => {
+    generation++;
+    entries.clear();
+  };
+  const stopLocal = onApiKeyChange(invalidate);
+
+  let listener: pg.Client | undefined;
+  let listening = false;
+  let closed = false;
+  let retryMs: number = LISTEN_RETRY_MS.first;
+  let retryTimer: NodeJS.Timeout | undefined;
+  function listen(): void {
+    if (closed || listening) return;
+    listening = true;
+    const client = new pg.Client(params.store.pool.options);
+    listener = client;
+    const retry = () => {
+      if (listener !== client) return;
+      listener = undefined;
+      invalidate();
+      client.end().catch(() => {});
+      if (closed) return;
+      retryTimer = setTimeout(() => {
+        listening = false;
+        listen();
+      }, retryMs).unref();
+      retryMs = Math.min(LISTEN_RETRY_MS.max, retryMs * 2);
+    };
+    client.on('notification', invalidate);
+    client.on('error', retry);
+    client.on('end', retry);
+    client
+      .connect()
+      .then(() => client.query(`LISTEN ${API_KEY_CHANGES_CHANNEL}`))
+      .then(() => {
+        // Changes made while no one listened are not announced again: forget what was read before.
+        invalidate();
+        retryMs = LISTEN_RETRY_MS.first;
+      }, retry);
+  }
+
+  async function read(presented: string, hash: string): Promise<AuthResult> {
+    const readAt = performance.now();
+    const readGeneration = generation;
+    const result = await findApiKey(params.store, presented);
+    if (result.ok || result.reason === 'revoked') {
+      if (generation === readGeneration) {
+        if (entries.size >= KEY_CACHE_MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+        entries.set(hash, { result, readAt, refreshing: false });
+      }
+    }
+    return result;
+  }
+
+  async function recordUse(result: AuthResult): Promise<void> {
+    if (!result.ok) return;
+    const { id, lastUsedAt } = result.apiKey;
+    const now = Date.now();
+    const written = lastUseWritten.get(id) ?? lastUsedAt?.getTime() ?? 0;
+    if (now - written <= LAST_USE_INTERVAL_MS) {
+      if (!lastUseWritten.has(id)) lastUseWritten.set(id, written);
+      return;
+    }
+    if (lastUseWritten.size >= KEY_CACHE_MAX_ENTRIES) lastUseWritten.clear();
+    lastUseWritten.set(id, now);
+    await recordApiKeyUse(params.store, id);
+  }
+
+  return {
+    async authenticate(presented) {
+      // Text that is not a key of ours is refused without hashing it (findApiKey says why).
+      if (presented.length > MAX_KEY_LENGTH) return findApiKey(params.store, presented);
+      listen();
+      const hash = sha256Hex(presented);
+      const entry = entries.get(hash);
+      const now = performance.now();
+      let result: AuthResult;
+      if (entry && now - entry.readAt < ttlMs) {
+        result = entry.result;
+        if (now - entry.readAt >= refreshMs && !entry.refreshing) {
+          entry.refreshing = true;
+          // A failed refresh leaves the entry to expire; the request after that reads in line.
+          read(presented, hash).catch(() => {});
+        }
+      } else {
+        result = await read(presented, hash);
+      }
+      await recordUse(result);
+      return result;
+    },
+    async close() {
+      closed = true;
+      clearTimeout(retryTimer);
+      stopLocal();
+      const client = listener;
+      listener = undefined;
+      invalidate();
+      // A frozen database never answers the goodbye: do not let it hold up shutdown.
+      if (client) await Promise.race([client.end().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
+    },
+  };
+}
+
+/**
  * Adds `request.auth` and enforces each route's `config.auth`. It runs on `onRequest`, before the
  * body is read or validated, so a caller without a valid key learns nothing about its request
- * but a 401 (Stripe's order: authentication, then validation). Unknown routes stay 404s.
+ * but a 401 (Stripe's order: authentication, then validation). Unknown routes stay 404s. Keys are
+ * read through a per-process {@link createApiKeyCache}, closed with the app.
  */
 export function registerAuth(app: FastifyInstance, params: { store: Store }): void {
+  const keys = createApiKeyCache({ store: params.store });
+  app.addHook('onClose', () => keys.close());
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (request) => {
     if (request.is404) return;
@@ -53,7 +218,7 @@ export function registerAuth(app: FastifyInstance, params: { store: Store }): vo
     if (needed === 'none') return;
     const key = presentedKey(request);
     if (!key) throw unauthorized('missing API key: send it as "Authorization: Bearer <key>" or "X-API-Key: <key>"');
-    const result = await authenticateApiKey(params.store, key);
+    const result = await keys.authenticate(key);
     if (!result.ok) throw unauthorized(result.reason === 'revoked' ? 'this API key has been revoked' : 'invalid API key');
     const { apiKey } = result;
     if (!hasScope(apiKey, needed)) throw forbidden(`this API key lacks the "${needed}" scope needed for ${request.method} requests`);

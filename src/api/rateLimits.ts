@@ -35,12 +35,28 @@ export const DEFAULT_RATE_LIMITS: RateLimits = { create: 10, read: 30, write: 30
 /** One window: a minute, the unit of every limit in the spec. */
 const WINDOW_SECONDS = 60;
 
-/** Counter rows live two windows; a 1-in-50 chance per request keeps the table small without a timer. */
+/** Counter rows live two windows; a 1-in-50 chance per lease keeps the table small without a timer. */
 const CLEANUP_PROBABILITY = 0.02;
 
-interface Hit {
-  count: number;
+/**
+ * A process takes a budget's requests from the shared counter in leases of this share of the
+ * limit, and spends them in memory: one statement per lease, not per request. Below 1,000 per
+ * minute a lease is one request (every request counted in Postgres, exactly as across processes);
+ * above it, a process may hold up to this share unspent while another is refused (docs/benchmarks.md).
+ */
+const LEASE_FRACTION = 1 / 1000;
+
+/** Largest lease: at 1,000 requests a second on one budget, one statement a second per process. */
+const MAX_LEASE = 1_000;
+
+/** Buckets remembered per process before the ones whose window ended are swept. */
+const MAX_BUCKETS = 10_000;
+
+/** One request's answer from a budget. */
+export interface RateLimitHit {
+  allowed: boolean;
   limit: number;
+  remaining: number;
   resetSeconds: number;
 }
 
@@ -50,37 +66,164 @@ const OVERRIDE_COLUMN: Record<'create' | 'read' | 'write', string> = {
   write: 'write_per_minute',
 };
 
-/**
- * Counts one request in `bucket`'s current window (the database's clock, so every process
- * agrees) and returns the count and the seconds until the window resets. With `merchantId`,
- * an operator override from merchant_rate_limits replaces `limit`.
- */
-async function hit(sql: Sql, params: { bucket: string; limit: number; merchantId?: string; klass?: 'create' | 'read' | 'write' }): Promise<Hit> {
-  const override =
-    params.merchantId && params.klass ? `(SELECT ${OVERRIDE_COLUMN[params.klass]} FROM merchant_rate_limits WHERE merchant_id = $3)` : 'NULL::integer';
-  const { rows } = await sql.query<{ count: number; reset_seconds: string; override: number | null }>(
-    `WITH hit AS (
-       INSERT INTO rate_limit_counters (bucket, window_start, count)
-       VALUES ($1, to_timestamp(floor(extract(epoch FROM now()) / $2) * $2), 1)
-       ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_counters.count + 1
-       RETURNING count, window_start)
-     SELECT count, extract(epoch FROM window_start + make_interval(secs => $2) - now())::text AS reset_seconds, ${override} AS override FROM hit`,
-    params.merchantId && params.klass ? [params.bucket, WINDOW_SECONDS, params.merchantId] : [params.bucket, WINDOW_SECONDS],
-  );
-  const row = rows[0]!;
-  if (Math.random() < CLEANUP_PROBABILITY) {
-    await sql.query(`DELETE FROM rate_limit_counters WHERE window_start < now() - make_interval(secs => $1)`, [2 * WINDOW_SECONDS]).catch(() => {});
-  }
-  return { count: row.count, limit: row.override ?? params.limit, resetSeconds: Math.max(1, Math.ceil(Number(row.reset_seconds))) };
+/** A request against `bucket`'s budget of `limit` a minute, or the merchant's override of its `klass` budget. */
+export interface RateLimitTake {
+  bucket: string;
+  limit: number;
+  merchantId?: string;
+  klass?: 'create' | 'read' | 'write';
 }
 
-function setHeaders(reply: FastifyReply, result: Hit): void {
+interface Waiter {
+  resolve(hit: RateLimitHit): void;
+  reject(error: unknown): void;
+}
+
+/** This process's view of one bucket's current window. */
+interface Bucket {
+  /** Local time (ms, performance.now()) at which the window ends, measured from when the lease was sent, so never late. */
+  endsAt: number;
+  limit: number;
+  /** Requests counted in the shared counter, by every process, as of this process's last lease, less what it holds unspent. */
+  used: number;
+  /** Leased and not yet spent. */
+  tokens: number;
+  /** The last lease was cut short: the window's budget is spent everywhere, refuse until it ends. */
+  exhausted: boolean;
+  waiters: Waiter[];
+  leasing: boolean;
+}
+
+/** Counts requests against per-minute budgets shared by every process on the database. */
+export interface RateLimiter {
+  take(params: RateLimitTake): Promise<RateLimitHit>;
+}
+
+/**
+ * Budgets counted in Postgres (rate_limit_counters, an UNLOGGED table since migration 003: its
+ * commits never wait for a WAL flush, and a crash empties it), one row per bucket and minute, on
+ * the database's clock so every process agrees. Requests are taken from the shared count in leases (see {@link LEASE_FRACTION}):
+ * the requests waiting in this process at that moment, or a lease's share when it is larger. The
+ * shared count only grows within a window, so the processes together never admit more than the
+ * limit; an operator override (merchant_rate_limits) applies from a key's next lease.
+ */
+export function createRateLimiter(sql: Sql): RateLimiter {
+  const buckets = new Map<string, Bucket>();
+
+  const hitOf = (bucket: Bucket, allowed: boolean, now: number): RateLimitHit => ({
+    allowed,
+    limit: bucket.limit,
+    remaining: allowed ? Math.max(0, bucket.limit - bucket.used) : 0,
+    resetSeconds: Math.max(1, Math.ceil((bucket.endsAt - now) / 1000)),
+  });
+
+  function spend(bucket: Bucket, now: number): RateLimitHit {
+    bucket.tokens--;
+    bucket.used++;
+    return hitOf(bucket, true, now);
+  }
+
+  function sweep(now: number): void {
+    if (buckets.size < MAX_BUCKETS) return;
+    for (const [name, bucket] of buckets) if (bucket.endsAt <= now && !bucket.leasing) buckets.delete(name);
+  }
+
+  function lease(bucket: Bucket, params: RateLimitTake): void {
+    bucket.leasing = true;
+    const waiters = bucket.waiters.splice(0);
+    const sentAt = performance.now();
+    leaseFrom(sql, params, waiters.length).then(
+      (row) => {
+        const now = performance.now();
+        const granted = Math.min(row.requested, Math.max(0, row.limit - (row.count - row.requested)));
+        bucket.leasing = false;
+        bucket.endsAt = sentAt + row.resetSeconds * 1000;
+        bucket.limit = row.limit;
+        bucket.used = row.count - row.requested;
+        bucket.tokens = granted;
+        bucket.exhausted = granted < row.requested;
+        for (const waiter of waiters) waiter.resolve(bucket.tokens > 0 ? spend(bucket, now) : hitOf(bucket, false, now));
+        drain(bucket, params, now);
+      },
+      (error: unknown) => {
+        bucket.leasing = false;
+        for (const waiter of waiters) waiter.reject(error);
+        if (bucket.waiters.length > 0) lease(bucket, params);
+      },
+    );
+  }
+
+  /** Serves requests that arrived during a lease from what it left, or starts the next lease. */
+  function drain(bucket: Bucket, params: RateLimitTake, now: number): void {
+    while (bucket.waiters.length > 0 && (bucket.tokens > 0 || bucket.exhausted) && now < bucket.endsAt) {
+      const waiter = bucket.waiters.shift()!;
+      waiter.resolve(bucket.tokens > 0 ? spend(bucket, now) : hitOf(bucket, false, now));
+    }
+    if (bucket.waiters.length > 0) lease(bucket, params);
+  }
+
+  return {
+    take(params) {
+      const now = performance.now();
+      let bucket = buckets.get(params.bucket);
+      if (!bucket) {
+        sweep(now);
+        bucket = { endsAt: 0, limit: params.limit, used: 0, tokens: 0, exhausted: false, waiters: [], leasing: false };
+        buckets.set(params.bucket, bucket);
+      }
+      if (now >= bucket.endsAt) {
+        // A new window: what was leased in the last one is void.
+        bucket.tokens = 0;
+        bucket.exhausted = false;
+      }
+      if (!bucket.leasing) {
+        if (bucket.tokens > 0) return Promise.resolve(spend(bucket, now));
+        if (bucket.exhausted) return Promise.resolve(hitOf(bucket, false, now));
+      }
+      return new Promise<RateLimitHit>((resolve, reject) => {
+        bucket.waiters.push({ resolve, reject });
+        if (!bucket.leasing) lease(bucket, params);
+      });
+    },
+  };
+}
+
+/**
+ * Adds `wanted` requests (or a lease's share of the limit, when larger) to `bucket`'s current
+ * window and returns the new shared count, what was added, the limit (an operator's override
+ * when there is one) and the seconds left in the window.
+ */
+async function leaseFrom(sql: Sql, params: RateLimitTake, wanted: number): Promise<{ count: number; requested: number; limit: number; resetSeconds: number }> {
+  const withOverride = params.merchantId !== undefined && params.klass !== undefined;
+  const override = withOverride ? `(SELECT ${OVERRIDE_COLUMN[params.klass!]} FROM merchant_rate_limits WHERE merchant_id = $6)` : 'NULL::integer';
+  const { rows } = await sql.query<{ count: number; requested: number; limit: number; reset_seconds: number }>(
+    `WITH budget AS (SELECT coalesce(${override}, $2::integer) AS lim),
+     wanted AS (SELECT lim, greatest($3::integer, least($4::integer, floor(lim * $5::float8)::integer)) AS n FROM budget),
+     hit AS (
+       INSERT INTO rate_limit_counters (bucket, window_start, count)
+       SELECT $1, to_timestamp(floor(extract(epoch FROM now()) / ${WINDOW_SECONDS}) * ${WINDOW_SECONDS}), n FROM wanted
+       ON CONFLICT (bucket, window_start) DO UPDATE SET count = least(rate_limit_counters.count::bigint + excluded.count, 2147483647)::integer
+       RETURNING count, window_start)
+     SELECT hit.count, wanted.n AS requested, wanted.lim AS limit,
+            extract(epoch FROM hit.window_start + make_interval(secs => ${WINDOW_SECONDS}) - now())::float8 AS reset_seconds
+       FROM hit, wanted`,
+    [params.bucket, params.limit, wanted, MAX_LEASE, LEASE_FRACTION, ...(withOverride ? [params.merchantId] : [])],
+  );
+  if (Math.random() < CLEANUP_PROBABILITY) {
+    // Not awaited: the requests waiting for this lease need not wait for the cleanup too.
+    sql.query(`DELETE FROM rate_limit_counters WHERE window_start < now() - make_interval(secs => $1)`, [2 * WINDOW_SECONDS]).catch(() => {});
+  }
+  const row = rows[0]!;
+  return { count: row.count, requested: row.requested, limit: row.limit, resetSeconds: row.reset_seconds };
+}
+
+function setHeaders(reply: FastifyReply, result: RateLimitHit): void {
   reply.header('RateLimit-Limit', String(result.limit));
-  reply.header('RateLimit-Remaining', String(Math.max(0, result.limit - result.count)));
+  reply.header('RateLimit-Remaining', String(result.remaining));
   reply.header('RateLimit-Reset', String(result.resetSeconds));
 }
 
-function refuse(result: Hit, what: string): RateLimitedError {
+function refuse(result: RateLimitHit, what: string): RateLimitedError {
   return new RateLimitedError(`rate limit exceeded: ${result.limit} ${what} per minute; retry in ${result.resetSeconds} s`, {
     retryAfterSeconds: result.resetSeconds,
     limit: result.limit,
@@ -94,37 +237,40 @@ function rateLimitClassOf(request: FastifyRequest): RateLimitClass {
 
 /**
  * Per-IP limiting, before authentication (so key guessing is limited too). Every request counts,
- * including refused ones; the counters live in Postgres so the limits hold across processes.
+ * until the budget is spent (then refusals are answered from memory until the window ends); the
+ * counts live in Postgres so the limits hold across processes.
  */
 export function registerIpRateLimit(app: FastifyInstance, params: { store: Store; limits: RateLimits }): void {
+  const limiter = createRateLimiter(params.store);
   app.addHook('onRequest', async (request, reply) => {
-    let result: Hit;
+    let result: RateLimitHit;
     try {
-      result = await hit(params.store, { bucket: `ip:${request.ip}`, limit: params.limits.ip });
+      result = await limiter.take({ bucket: `ip:${request.ip}`, limit: params.limits.ip });
     } catch (error) {
       // Unauthenticated routes (health, checkout) answer without the database or report it themselves: fail open.
       if (request.routeOptions.config?.auth === 'none' && isDatabaseUnavailable(error)) return;
       throw error;
     }
     setHeaders(reply, result);
-    if (result.count > result.limit) throw refuse(result, 'requests from one IP address');
+    if (!result.allowed) throw refuse(result, 'requests from one IP address');
     if (rateLimitClassOf(request) === 'create' && request.routeOptions.config?.auth === 'none') {
-      const visits = await hit(params.store, { bucket: `ip-create:${request.ip}`, limit: params.limits.publicCreate });
+      const visits = await limiter.take({ bucket: `ip-create:${request.ip}`, limit: params.limits.publicCreate });
       setHeaders(reply, visits);
-      if (visits.count > visits.limit) throw refuse(visits, 'payment creations from one IP address');
+      if (!visits.allowed) throw refuse(visits, 'payment creations from one IP address');
     }
   });
 }
 
 /** Per-key limiting, after authentication; the headers then describe the key's budget. */
 export function registerKeyRateLimit(app: FastifyInstance, params: { store: Store; limits: RateLimits }): void {
+  const limiter = createRateLimiter(params.store);
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.auth;
     const klass = rateLimitClassOf(request);
     if (!auth || klass === 'none') return;
-    const result = await hit(params.store, { bucket: `key:${klass}:${auth.keyId}`, limit: params.limits[klass], merchantId: auth.merchantId, klass });
+    const result = await limiter.take({ bucket: `key:${klass}:${auth.keyId}`, limit: params.limits[klass], merchantId: auth.merchantId, klass });
     setHeaders(reply, result);
-    if (result.count > result.limit) throw refuse(result, klass === 'create' ? 'payment creations per key' : `${klass}s per key`);
+    if (!result.allowed) throw refuse(result, klass === 'create' ? 'payment creations per key' : `${klass}s per key`);
   });
 }
 
