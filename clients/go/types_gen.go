@@ -979,7 +979,7 @@ type WebhookAttempt struct {
 	// Body as sent (the same bytes on every attempt). Only for keys with the `write` scope.
 	RequestBody    *string `json:"requestBody,omitempty"`
 	ResponseStatus *int64  `json:"responseStatus"`
-	// The first 2048 bytes of the response body; anything in it shaped like a signature (`sha256=` and 64 hex digits) shows as `sha256=[redacted]`.
+	// The first 2048 bytes of the response body; anything in it that could be a signature (`sha256=` and 64 hex digits in any case or URL-encoded, bare 64 hex digits, 32 bytes of base64) shows as `[redacted]`.
 	ResponseBodyExcerpt *string `json:"responseBodyExcerpt"`
 	Error               *string `json:"error"`
 	DurationMs          int64   `json:"durationMs"`

@@ -36,12 +36,17 @@ export const setLinkActive = () =>
 /** Counts one more session made by a link. $1 id. */
 export const countLinkSession = () => `UPDATE payment_links SET sessions_created = sessions_created + 1 WHERE id = $1`;
 
-/** How many of a link's sessions are open and unpaid (`n`). $1 link. */
+/**
+ * How many of a link's sessions are open and not paid in full (`n`). $1 link. A session that saw
+ * less than its due amount still counts: otherwise a visitor could free the slot by paying dust
+ * (on Solana a reference-carrying transfer of one base unit matches its session).
+ */
 export const countOpenLinkSessions = () =>
-  `SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1 AND status = 'created' AND expires_at > now()`;
+  `SELECT count(*)::int AS n FROM payment_sessions
+    WHERE payment_link_id = $1 AND expires_at > now() AND status NOT IN ('confirmed', 'settled') AND amount_received < amount_due`;
 
 /**
- * How many due amounts unpaid link sessions hold in [amount, amount + bound) on one (chain,
+ * How many due amounts link sessions not paid in full hold (dust does not free one) in [amount, amount + bound) on one (chain,
  * currency, wallet), in either mode, counting at most $6 (`n`), and the seconds until the first
  * of them ends (`seconds`). $1 chain, $2 currency, $3 pay-to, $4 amount, $5 bound, $6 cap.
  */
@@ -50,5 +55,5 @@ export const countLinkReservations = () =>
      SELECT monitor_until FROM payment_sessions
       WHERE livemode IN (false, true) AND chain = $1 AND currency = $2 AND pay_to = $3
         AND amount_due >= $4::numeric AND amount_due < $4::numeric + $5::numeric AND monitor_until > now()
-        AND payment_link_id IS NOT NULL AND amount_received = 0
+        AND payment_link_id IS NOT NULL AND status NOT IN ('confirmed', 'settled') AND amount_received < amount_due
       ORDER BY monitor_until LIMIT $6) held`;

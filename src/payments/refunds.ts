@@ -8,6 +8,8 @@ import { AmountError, formatAmount, parseAmount } from '../internal/money.ts';
 import { sessionColumns, toSession, type Session } from './session.ts';
 import { selectSession } from './sessionSql.ts';
 import { getSessionById } from './sessions.ts';
+import { checkReceivingWallet } from './terms.ts';
+import { loadChains } from '../internal/chains.ts';
 import { refundView, toRefund, type Refund } from './refund.ts';
 import * as refundSql from './refundSql.ts';
 
@@ -135,6 +137,10 @@ export async function requestRefund(
   if (params.address !== undefined) {
     address = canonicalAddress(session.chain, params.address);
     if (!address) throw badRequest(`address ${JSON.stringify(params.address)} is not a valid ${session.chain} address`);
+    // A live refund to an address nobody can spend from burns the customer's money: refused as
+    // receiving wallets and the checkout's refund form are. (Sandbox refunds move no money, and
+    // the sandbox payer is itself a fake address.)
+    if (params.livemode) checkReceivingWallet(loadChains()[session.chain], address, 'address');
   } else {
     const { rows: senders } = await sql.query<{ from_address: string | null }>(refundSql.selectFirstPayer(), [params.paymentId]);
     address = senders[0]?.from_address ? canonicalAddress(session.chain, senders[0].from_address) : undefined;

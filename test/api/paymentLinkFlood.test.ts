@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { MAX_LINK_RESERVATIONS_PER_PRICE } from '../../src/payments/links.ts';
+import { MAX_LINK_RESERVATIONS_PER_PRICE, MAX_OPEN_SESSIONS_PER_LINK } from '../../src/payments/links.ts';
 import { dueOffsetBound } from '../../src/payments/dueAmounts.ts';
 import { newMerchant, useApi, WALLET, type Answer } from '../helpers/api.ts';
 
@@ -107,5 +107,24 @@ describe('a flood of anonymous visits to a payment link', () => {
     // Another price on the same wallet is untouched.
     const other = await api.call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '9' }) });
     expect((await api.call('GET', `/pay/${other.body.id}`)).status).toBe(303);
+  });
+
+  test('dust does not free a reservation or an open slot: a session that saw less than its due amount still counts', async () => {
+    const m = await newMerchant(db.store);
+    const link = await api.call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '6', expiresIn: 60 }) });
+    const visited = await api.call('GET', `/pay/${link.body.id}`);
+    await copiesOf(/(ses_\w+)$/.exec(String(visited.headers.location))![1]!, MAX_LINK_RESERVATIONS_PER_PRICE - 10, 1);
+    await expireOpenSessions(link.body.id);
+    // Each of them paid one base unit (a reference-matched dust transfer on Solana).
+    await db.store.query(`UPDATE payment_sessions SET amount_received = 1 WHERE payment_link_id = $1`, [link.body.id]);
+    expect(tally(await flood([link.body.id], 20))).toEqual({ 303: 10, 429: 10 });
+
+    // The open-checkout cap too: 200 open sessions of one link that each saw dust still fill it.
+    const other = await api.call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '5', expiresIn: 3600 }) });
+    const open = await api.call('GET', `/pay/${other.body.id}`);
+    await copiesOf(/(ses_\w+)$/.exec(String(open.headers.location))![1]!, MAX_OPEN_SESSIONS_PER_LINK, 1);
+    await db.store.query(`UPDATE payment_sessions SET status = 'confirming', amount_received = 1 WHERE payment_link_id = $1`, [other.body.id]);
+    const refused = await api.call('GET', `/pay/${other.body.id}`);
+    expect([refused.status, refused.body.error]).toEqual([429, expect.stringContaining('too many checkouts of this payment link are open')]);
   });
 });

@@ -209,3 +209,19 @@ describe('a reorg after a refund was completed', () => {
     expect(await eventsOf(db.store, p.id)).not.toContain('refund.flagged');
   });
 });
+
+describe('a live refund address', () => {
+  test('that nobody can spend from (the dead address, the token contract) is refused like a receiving wallet, and nothing is written', async () => {
+    const { key, id } = await confirmedPayment('10', 10_000_000n);
+    for (const address of ['0x000000000000000000000000000000000000dEaD', '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359']) {
+      const refused = await api.call('POST', '/api/v1/refunds', { key, body: { paymentId: id, amount: '1', address } });
+      expect([refused.status, refused.body.error]).toEqual([400, expect.stringContaining('funds sent there cannot be spent')]);
+    }
+    expect((await db.store.query('SELECT 1 FROM refunds WHERE session_id = $1', [id])).rowCount).toBe(0);
+    const accepted = await api.call('POST', '/api/v1/refunds', {
+      key,
+      body: { paymentId: id, amount: '1', address: '0x52908400098527886E0F7030069857D2E4169EE7' },
+    });
+    expect(accepted.status).toBe(201);
+  });
+});

@@ -53,7 +53,7 @@ const AttemptSchema = Type.Object(
     requestBody: Type.Optional(Type.String({ description: 'Body as sent (the same bytes on every attempt). Only for keys with the `write` scope.' })),
     responseStatus: Nullable(Type.Integer()),
     responseBodyExcerpt: Type.Union([Type.String(), Type.Null()], {
-      description: `The first ${RESPONSE_EXCERPT_BYTES} bytes of the response body; anything in it shaped like a signature (\`sha256=\` and 64 hex digits) shows as \`sha256=[redacted]\`.`,
+      description: `The first ${RESPONSE_EXCERPT_BYTES} bytes of the response body; anything in it that could be a signature (\`sha256=\` and 64 hex digits in any case or URL-encoded, bare 64 hex digits, 32 bytes of base64) shows as \`[redacted]\`.`,
     }),
     error: Nullable(Type.String()),
     durationMs: Type.Integer(),
@@ -68,6 +68,19 @@ const AttemptSchema = Type.Object(
 );
 
 /**
+ * `text` with everything that could be an HMAC-SHA256 signature replaced by `[redacted]`: the
+ * `sha256=` form in any case and URL-encoded, any run of exactly 64 hex digits, and any run of
+ * 43 base64 or base64url characters (32 bytes). A receiver may echo its request in any of these
+ * encodings; redacting too much of a debugging excerpt costs little.
+ */
+export function redactSignatures(text: string): string {
+  return text
+    .replace(/sha256(?:=|%3D)[0-9a-f]{64}/gi, 'sha256=[redacted]')
+    .replace(/(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/gi, '[redacted]')
+    .replace(/(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{43}(?:=|%3D)?(?![A-Za-z0-9+/_-])/g, '[redacted]');
+}
+
+/**
  * An attempt as `auth` may see it. Nobody gets a signature: a signed request is what a receiver
  * trusts, and one taken from the log could be replayed (or, before migration 014, sandbox
  * signatures verified at live receivers). A read-only key sees how it went (timing, status,
@@ -80,7 +93,7 @@ function attemptView(attempt: AttemptLogRecord, auth: RequestAuth) {
   return {
     ...rest,
     ...(auth.scopes.includes('write') ? { requestHeaders, requestBody } : {}),
-    responseBodyExcerpt: responseBodyExcerpt === null ? null : responseBodyExcerpt.replace(/sha256=[0-9a-fA-F]{64}/g, 'sha256=[redacted]'),
+    responseBodyExcerpt: responseBodyExcerpt === null ? null : redactSignatures(responseBodyExcerpt),
     startedAt: startedAt.toISOString(),
   };
 }

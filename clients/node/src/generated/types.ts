@@ -795,7 +795,7 @@ export interface WebhookAttempt {
   /** Body as sent (the same bytes on every attempt). Only for keys with the `write` scope. */
   requestBody?: string;
   responseStatus: number | null;
-  /** The first 2048 bytes of the response body; anything in it shaped like a signature (`sha256=` and 64 hex digits) shows as `sha256=[redacted]`. */
+  /** The first 2048 bytes of the response body; anything in it that could be a signature (`sha256=` and 64 hex digits in any case or URL-encoded, bare 64 hex digits, 32 bytes of base64) shows as `[redacted]`. */
   responseBodyExcerpt: string | null;
   error: string | null;
   durationMs: number;

@@ -1321,7 +1321,7 @@ _WebhookAttemptRequired = TypedDict(
         # 1 for the first attempt of a delivery.
         "attemptNumber": int,
         "responseStatus": Optional[int],
-        # The first 2048 bytes of the response body; anything in it shaped like a signature (`sha256=` and 64 hex digits) shows as `sha256=[redacted]`.
+        # The first 2048 bytes of the response body; anything in it that could be a signature (`sha256=` and 64 hex digits in any case or URL-encoded, bare 64 hex digits, 32 bytes of base64) shows as `[redacted]`.
         "responseBodyExcerpt": Optional[str],
         "error": Optional[str],
         "durationMs": int,

@@ -2172,7 +2172,7 @@ pub struct WebhookAttempt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_body: Option<String>,
     pub response_status: Option<i64>,
-    /// The first 2048 bytes of the response body; anything in it shaped like a signature (`sha256=` and 64 hex digits) shows as `sha256=[redacted]`.
+    /// The first 2048 bytes of the response body; anything in it that could be a signature (`sha256=` and 64 hex digits in any case or URL-encoded, bare 64 hex digits, 32 bytes of base64) shows as `[redacted]`.
     pub response_body_excerpt: Option<String>,
     pub error: Option<String>,
     pub duration_ms: i64,
