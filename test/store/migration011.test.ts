@@ -1,11 +1,9 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { afterAll, expect, test } from 'vitest';
-import { createDatabase } from '../helpers/db.ts';
-import { migrate, MIGRATIONS_DIR } from '../../src/store/migrate.ts';
-import { createStore, type Store } from '../../src/store/index.ts';
+import { expect, test } from 'vitest';
+import { insertMerchantBefore014, useUpgradeDatabases } from '../helpers/migrations.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { createApiKey } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 
@@ -14,38 +12,12 @@ import { createSecretBox } from '../../src/internal/crypto.ts';
  * hold idempotency keys: one migrated up to 010 first, one that applied 011 as it first landed,
  * and one that applied the edited 011 that main carried for a while. All of them start.
  */
-const cleanup: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step();
-});
-
-/** A folder with the migrations whose file names sort below `below`, plus `extra` files. */
-function migrationsBelow(below: string, extra: Record<string, string> = {}): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-migrations-'));
-  cleanup.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
-  for (const file of fs.readdirSync(MIGRATIONS_DIR).filter((name) => name < below)) fs.copyFileSync(path.join(MIGRATIONS_DIR, file), path.join(dir, file));
-  for (const [file, text] of Object.entries(extra)) fs.writeFileSync(path.join(dir, file), text);
-  return dir;
-}
-
-/** A database migrated with the files in `dir`, and a store on it. */
-async function databaseAt(dir: string, label: string): Promise<{ connectionString: string; store: Store }> {
-  const database = await createDatabase({ label, migrated: false });
-  cleanup.push(database.drop);
-  await migrate({ connectionString: database.connectionString, dir });
-  const store = createStore({ connectionString: database.connectionString, max: 2 });
-  cleanup.push(() => store.close());
-  return { connectionString: database.connectionString, store };
-}
+const { migrationsBelow, databaseAt } = useUpgradeDatabases();
 
 test('011 with 012 backfills the account and mode of existing keys and keeps the finished answer of a duplicated key', async () => {
   const { connectionString, store } = await databaseAt(migrationsBelow('011'), 'migration_011');
-  // The merchants table as 010 had it (createMerchant writes today's schema, from migration 014 on).
   const merchant = { id: 'mer_upgraded011' };
-  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Upgraded', $2)", [
-    merchant.id,
-    createSecretBox(randomBytes(32)).seal('whsec_x'),
-  ]);
+  await insertMerchantBefore014(store, { id: merchant.id, name: 'Upgraded', sealedSecret: createSecretBox(randomBytes(32)).seal('whsec_x') });
   const first = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   const second = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   const live = (await createApiKey(store, { merchantId: merchant.id, livemode: true })).apiKey;
@@ -84,10 +56,7 @@ test.each([
 ])('a database that applied %s starts: no checksum error, 012 applies and deletes nothing', async (_label, text) => {
   const { connectionString, store } = await databaseAt(migrationsBelow('011', { '011_idempotency_per_account.sql': text }), 'migration_011_applied');
   const merchant = { id: 'mer_early011' };
-  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Early', $2)", [
-    merchant.id,
-    createSecretBox(randomBytes(32)).seal('whsec_x'),
-  ]);
+  await insertMerchantBefore014(store, { id: merchant.id, name: 'Early', sealedSecret: createSecretBox(randomBytes(32)).seal('whsec_x') });
   const key = (await createApiKey(store, { merchantId: merchant.id, livemode: false })).apiKey;
   await store.query(
     `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)

@@ -1,11 +1,8 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { afterAll, expect, test } from 'vitest';
-import { createDatabase } from '../helpers/db.ts';
+import { expect, test } from 'vitest';
+import { insertMerchantBefore014, useUpgradeDatabases } from '../helpers/migrations.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { createStore, type Store } from '../../src/store/index.ts';
+import type { Store } from '../../src/store/index.ts';
 import { createApiKey } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 
@@ -14,10 +11,7 @@ import { createSecretBox } from '../../src/internal/crypto.ts';
  * wallet (migrated up to 012 first): that wallet stays the default only where no test key can
  * have added it; elsewhere the chain gets no default, and no younger wallet is promoted instead.
  */
-const cleanup: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step();
-});
+const { migrationsBelow, databaseAt } = useUpgradeDatabases();
 
 const box = createSecretBox(randomBytes(32));
 
@@ -38,20 +32,12 @@ async function keyAged(store: Store, merchantId: string, livemode: boolean, age:
 const address = (n: number) => `0x${String(n).padStart(4, '0')}${'ab'.repeat(18)}`;
 
 test('013 keeps the oldest verified wallet as the default only where no test key can have added it', async () => {
-  const database = await createDatabase({ label: 'migration_013', migrated: false });
-  cleanup.push(database.drop);
-  const all = path.resolve(import.meta.dirname, '../../migrations');
-  const before = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-migrations-012-'));
-  cleanup.push(async () => fs.rmSync(before, { recursive: true, force: true }));
-  for (const file of fs.readdirSync(all).filter((name) => name < '013')) fs.copyFileSync(path.join(all, file), path.join(before, file));
-  await migrate({ connectionString: database.connectionString, dir: before });
-  const store = createStore({ connectionString: database.connectionString, max: 2 });
-  cleanup.push(() => store.close());
+  const { connectionString, store } = await databaseAt(migrationsBelow('013'), 'migration_013');
   // The merchants table as 012 had it (createMerchant writes today's schema, from migration 014 on).
   let merchants = 0;
   const merchant = async (name: string) => {
     const id = `mer_m013_${++merchants}`;
-    await store.query('INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, $2, $3)', [id, name, box.seal('whsec_x')]);
+    await insertMerchantBefore014(store, { id, name, sealedSecret: box.seal('whsec_x') });
     return id;
   };
 
@@ -75,7 +61,7 @@ test('013 keeps the oldest verified wallet as the default only where no test key
   await wallet(store, liveOnly, address(6), null, '40 days'); // unverified: never a default
   await wallet(store, liveOnly, address(7), 'eip191', '20 days');
 
-  await migrate({ connectionString: database.connectionString });
+  await migrate({ connectionString });
   const { rows } = await store.query<{ address: string; is_default: boolean }>('SELECT address, is_default FROM wallets ORDER BY address');
   expect(Object.fromEntries(rows.map((row) => [row.address, row.is_default]))).toEqual({
     [address(1)]: true,

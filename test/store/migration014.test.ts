@@ -1,11 +1,7 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { afterAll, expect, test } from 'vitest';
-import { createDatabase } from '../helpers/db.ts';
+import { expect, onTestFinished, test } from 'vitest';
+import { insertMerchantBefore014, useUpgradeDatabases } from '../helpers/migrations.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { createStore } from '../../src/store/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import { rotateMerchantSecret } from '../../src/delivery/index.ts';
 import { verifyWebhook } from '../../src/index.ts';
@@ -17,28 +13,16 @@ import { startReceiver } from '../helpers/webhookReceiver.ts';
  * one secret signed both modes: that secret stays the live one, and sandbox deliveries get a new
  * secret of their own, which the old one does not verify.
  */
-const cleanup: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step();
-});
+const { migrationsBelow, databaseAt } = useUpgradeDatabases();
 
 test('014 keeps the existing merchant secret as the live one; sandbox deliveries are signed with a new secret the old one does not verify', async () => {
-  const database = await createDatabase({ label: 'migration_014', migrated: false });
-  cleanup.push(database.drop);
-  const all = path.resolve(import.meta.dirname, '../../migrations');
-  const before = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-migrations-013-'));
-  cleanup.push(async () => fs.rmSync(before, { recursive: true, force: true }));
-  for (const file of fs.readdirSync(all).filter((name) => name < '014')) fs.copyFileSync(path.join(all, file), path.join(before, file));
-  await migrate({ connectionString: database.connectionString, dir: before });
-
-  const store = createStore({ connectionString: database.connectionString, max: 3 });
-  cleanup.push(() => store.close());
+  const { connectionString, store } = await databaseAt(migrationsBelow('014'), 'migration_014', 3);
   const box = createSecretBox(randomBytes(32));
   const oldSecret = 'whsec_TheOneSecretOfBothModesBefore14';
   const merchantId = 'mer_upgraded014';
-  await store.query("INSERT INTO merchants (id, name, webhook_secret_sealed) VALUES ($1, 'Upgraded', $2)", [merchantId, box.seal(oldSecret)]);
+  await insertMerchantBefore014(store, { id: merchantId, name: 'Upgraded', sealedSecret: box.seal(oldSecret) });
 
-  await migrate({ connectionString: database.connectionString });
+  await migrate({ connectionString });
   const { rows } = await store.query<{ livemode: boolean; secret_sealed: string }>(
     'SELECT livemode, secret_sealed FROM merchant_webhook_secrets WHERE merchant_id = $1',
     [merchantId],
@@ -50,7 +34,7 @@ test('014 keeps the existing merchant secret as the live one; sandbox deliveries
   expect(columns).toEqual([]);
 
   const receiver = await startReceiver();
-  cleanup.push(() => receiver.close());
+  onTestFinished(() => receiver.close());
   const clock = createFakeClock();
   const deliver = async (livemode: boolean) => {
     const sessionId = await insertSession(store, { merchantId, livemode, webhookUrl: `${receiver.url}/hook` });

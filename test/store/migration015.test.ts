@@ -1,11 +1,7 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { afterAll, expect, test } from 'vitest';
-import { createDatabase } from '../helpers/db.ts';
+import { expect, test } from 'vitest';
+import { useUpgradeDatabases } from '../helpers/migrations.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { createStore } from '../../src/store/index.ts';
 import { createMerchant } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 
@@ -14,22 +10,10 @@ import { createSecretBox } from '../../src/internal/crypto.ts';
  * session's confirmed money is computed from its transfers and the stored heads by the engine's
  * rule, so refunds right after the upgrade count only confirmed money.
  */
-const cleanup: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step();
-});
+const { migrationsBelow, databaseAt } = useUpgradeDatabases();
 
 test('015 backfills amount_confirmed by the confirmation rule: depth or finalized on EVM, finalized only on solana', async () => {
-  const database = await createDatabase({ label: 'migration_015', migrated: false });
-  cleanup.push(database.drop);
-  const all = path.resolve(import.meta.dirname, '../../migrations');
-  const before = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-migrations-014-'));
-  cleanup.push(async () => fs.rmSync(before, { recursive: true, force: true }));
-  for (const file of fs.readdirSync(all).filter((name) => name < '015')) fs.copyFileSync(path.join(all, file), path.join(before, file));
-  await migrate({ connectionString: database.connectionString, dir: before });
-
-  const store = createStore({ connectionString: database.connectionString, max: 2 });
-  cleanup.push(() => store.close());
+  const { connectionString, store } = await databaseAt(migrationsBelow('015'), 'migration_015');
   const { merchant } = await createMerchant(store, createSecretBox(randomBytes(32)), { name: 'Upgraded' });
   const session = (id: string, chain: string, received: bigint) =>
     store.query(
@@ -62,7 +46,7 @@ test('015 backfills amount_confirmed by the confirmation rule: depth or finalize
   await transfer('ses_nohead', 'base', 10, 10_000_000); // no head stored for base: nothing is known confirmed
   await session('ses_none', 'polygon', 0n);
 
-  await migrate({ connectionString: database.connectionString });
+  await migrate({ connectionString });
   const { rows } = await store.query('SELECT id, amount_confirmed::text FROM payment_sessions ORDER BY id');
   expect(rows).toEqual([
     { id: 'ses_evm', amount_confirmed: '13000000' },
