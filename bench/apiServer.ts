@@ -13,12 +13,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { createApi } from '../src/api/index.ts';
-import { loadConfig } from '../src/internal/config.ts';
 import { createSecretBox } from '../src/internal/crypto.ts';
-import { createLogger } from '../src/internal/logger.ts';
-import { createMetricsRegistry } from '../src/internal/metrics.ts';
 import { createStore } from '../src/store/index.ts';
+import { listenBenchApi } from './lib.ts';
 
 /** Both servers' pool size: BENCH_POOL_SIZE, else the daemon's default (src/store/index.ts). */
 const POOL_SIZE = Number(process.env.BENCH_POOL_SIZE ?? 10);
@@ -87,21 +84,9 @@ async function startCeiling(): Promise<{ url: string; close(): Promise<void> }> 
 
 async function startApi(): Promise<{ url: string; close(): Promise<void> }> {
   const store = createStore({ connectionString, max: POOL_SIZE });
-  // Live sessions on polygon are accepted (the API never talks to a chain: any URL does).
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', SVC_POLYGON_RPC_URL: 'http://rpc.invalid/polygon' });
-  // Rate limits are counted as in production, set out of the bench's reach.
-  const unlimited = { create: 1e9, read: 1e9, write: 1e9, ip: 1e9, publicCreate: 1e9 };
   const box = createSecretBox(Buffer.from(process.env.BENCH_BOX_KEY!, 'hex'));
-  const app = createApi({
-    store,
-    logger: createLogger({ level: 'silent' }),
-    metrics: createMetricsRegistry({ defaultMetrics: false }),
-    config,
-    box,
-    rateLimits: unlimited,
-  });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.publicUrl = url;
+  // Live sessions on polygon are accepted (the API never talks to a chain: any URL does).
+  const { app, url } = await listenBenchApi({ store, box, env: { SVC_POLYGON_RPC_URL: 'http://rpc.invalid/polygon' } });
   return {
     url,
     async close() {

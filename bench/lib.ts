@@ -8,9 +8,9 @@ import { Pool as UndiciPool } from 'undici';
 import { createLogger } from '../src/internal/logger.ts';
 import { createApi } from '../src/api/index.ts';
 import { loadConfig } from '../src/internal/config.ts';
-import { createSecretBox } from '../src/internal/crypto.ts';
+import { createSecretBox, type SecretBox } from '../src/internal/crypto.ts';
 import { createMetricsRegistry } from '../src/internal/metrics.ts';
-import { createStore } from '../src/store/index.ts';
+import { createStore, type Store } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
 
 /** The p-th percentile (0..100) of an ascending array; NaN when empty. */
@@ -60,30 +60,38 @@ export async function benchApi(label: string, defaultPort: number) {
   await migrate({ connectionString: database.connectionString });
   const store = createStore({ connectionString: database.connectionString });
   const box = createSecretBox(randomBytes(32));
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent' });
-  const unlimited = { create: 1e9, read: 1e9, write: 1e9, ip: 1e9, publicCreate: 1e9 };
-  const app = createApi({
-    store,
-    logger: createLogger({ level: 'silent' }),
-    metrics: createMetricsRegistry({ defaultMetrics: false }),
-    config,
-    box,
-    rateLimits: unlimited,
-  });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.publicUrl = url;
+  const served = await listenBenchApi({ store, box, env: {} });
   return {
     store,
     box,
-    config,
-    app,
-    url,
+    ...served,
     async close() {
-      await app.close();
+      await served.app.close();
       await store.close();
       await database.close();
     },
   };
+}
+
+/**
+ * The real API on `store`, built as the daemon builds it and listening on a free loopback port:
+ * rate limits counted as in production but set out of the benches' reach; `env` adds to the
+ * configuration. `config.publicUrl` is the real address.
+ */
+export async function listenBenchApi(params: { store: Store; box: SecretBox; env: Record<string, string> }) {
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', ...params.env });
+  const unlimited = { create: 1e9, read: 1e9, write: 1e9, ip: 1e9, publicCreate: 1e9 };
+  const app = createApi({
+    store: params.store,
+    logger: createLogger({ level: 'silent' }),
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    config,
+    box: params.box,
+    rateLimits: unlimited,
+  });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  config.publicUrl = url;
+  return { app, config, url };
 }
 
 /** One request of a load run: what to send and the status that counts as success. */
