@@ -150,14 +150,7 @@ export async function requestRefund(
   const values = [id, params.merchantId, params.livemode, params.paymentId, amount.toString(), address, params.reason ?? null, params.metadata ?? {}];
   await sql.query(refundSql.insertRefund(), values);
   const refund = await getRefund(sql, { merchantId: params.merchantId, livemode: params.livemode, id });
-  await appendEvent(sql, {
-    merchantId: params.merchantId,
-    livemode: params.livemode,
-    type: 'refund.requested',
-    sessionId: params.paymentId,
-    refundId: id,
-    data: refundView(refund),
-  });
+  await appendRefundEvent(sql, 'refund.requested', refund);
   return refund;
 }
 
@@ -192,14 +185,7 @@ export async function completeRefund(sql: Sql, params: { merchantId: string; liv
   }
   await sql.query(refundSql.markRefundCompleted(), [params.id, txHash]);
   const updated = await getRefund(sql, params);
-  await appendEvent(sql, {
-    merchantId: params.merchantId,
-    livemode: params.livemode,
-    type: 'refund.completed',
-    sessionId: updated.sessionId,
-    refundId: updated.id,
-    data: refundView(updated),
-  });
+  await appendRefundEvent(sql, 'refund.completed', updated);
   return updated;
 }
 
@@ -209,15 +195,24 @@ export async function rejectRefund(sql: Sql, params: { merchantId: string; livem
   if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
   await sql.query(refundSql.markRefundRejected(), [params.id, params.reason ?? null]);
   const updated = await getRefund(sql, params);
-  await appendEvent(sql, {
-    merchantId: params.merchantId,
-    livemode: params.livemode,
-    type: 'refund.rejected',
-    sessionId: updated.sessionId,
-    refundId: updated.id,
-    data: refundView(updated),
-  });
+  await appendRefundEvent(sql, 'refund.rejected', updated);
   return updated;
+}
+
+/** Writes a refund event (its data is the refund as the API shows it) in the caller's transaction. */
+async function appendRefundEvent(
+  sql: Sql,
+  type: 'refund.requested' | 'refund.completed' | 'refund.rejected' | 'refund.flagged',
+  refund: Refund,
+): Promise<void> {
+  await appendEvent(sql, {
+    merchantId: refund.merchantId,
+    livemode: refund.livemode,
+    type,
+    sessionId: refund.sessionId,
+    refundId: refund.id,
+    data: refundView(refund),
+  });
 }
 
 /** The total of one session's refunds in `states`, in base units. */
@@ -254,14 +249,7 @@ export async function flagRefundsBeyondConfirmed(
   const { rows } = await sql.query(refundSql.flagCompletedRefunds(), [params.sessionId, reason]);
   const flagged = rows.map(toRefund).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
   for (const refund of flagged) {
-    await appendEvent(sql, {
-      merchantId: refund.merchantId,
-      livemode: refund.livemode,
-      type: 'refund.flagged',
-      sessionId: refund.sessionId,
-      refundId: refund.id,
-      data: refundView(refund),
-    });
+    await appendRefundEvent(sql, 'refund.flagged', refund);
   }
   return flagged;
 }
