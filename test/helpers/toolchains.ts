@@ -21,8 +21,27 @@ function has(command: string): boolean {
   }
 }
 
-export const hasGo = has('go');
-export const hasCargo = has('cargo');
+/**
+ * `.ci/run` sets CI=true after installing every tool the suite uses: there a missing tool is a
+ * broken gate, so the test fails instead of skipping (a skip would let the gate pass having
+ * tested nothing).
+ */
+const inCi = process.env.CI === 'true';
+
+/** `present`, unless the gate runs without the tool: then an error naming what to install. */
+function required(present: boolean, tool: string, install: string): boolean {
+  if (!present && inCi) throw new Error(`${tool} is missing on a CI run: .ci/run should have installed it (${install})`);
+  return present;
+}
+
+export const hasGo = required(has('go'), 'go', 'apt-get install golang-go');
+export const hasCargo = required(has('cargo'), 'cargo', 'apt-get install cargo');
+
+/** Skips the test where `tool` is missing, except on a CI run, where that fails it (see {@link required}). */
+export function skipUnlessInstalled(context: { skip(note?: string): void }, reason: string): void {
+  if (inCi) throw new Error(`${reason}, on a CI run: .ci/run should have installed it`);
+  context.skip(reason);
+}
 
 /** Why a test is skipped, shown in the test's name when it is. */
 export const goMissing = hasGo ? '' : ' (skipped: `go` is not installed; `bash .ci/run` installs golang-go)';

@@ -9,6 +9,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { readYamlDocuments } from '../helpers/kustomize.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import type { ConfigError } from '../../src/internal/errors.ts';
+import { skipUnlessInstalled } from '../helpers/toolchains.ts';
 
 /**
  * The container image and the compose stack, checked without a Docker engine: the Dockerfile's
@@ -166,7 +167,7 @@ describe('compose stack', () => {
   test('docker-compose validates it (with the example .env)', (context) => {
     const probe = spawnSync('docker-compose', ['version']);
     if (probe.error) {
-      context.skip(`docker-compose is not installed (apt-get install docker-compose; .ci/run installs it): ${probe.error.message}`);
+      skipUnlessInstalled(context, `docker-compose is not installed (apt-get install docker-compose; .ci/run installs it): ${probe.error.message}`);
       return;
     }
     const result = spawnSync('docker-compose', ['--env-file', '.env.example', '-f', 'compose.yaml', 'config', '-q'], { cwd: dir, encoding: 'utf8' });
@@ -198,7 +199,7 @@ describe('compose stack', () => {
     expect(job.dns_sd_configs[0]).toMatchObject({ names: ['api', 'ingest', 'worker'], type: 'A', port: 9464 });
     expect(config.rule_files).toEqual(['/etc/prometheus/rules/alerts.yml']);
     if (spawnSync('promtool', ['--version']).error) {
-      context.skip('promtool is not installed (apt-get install prometheus; .ci/run installs it)');
+      skipUnlessInstalled(context, 'promtool is not installed (apt-get install prometheus; .ci/run installs it)');
       return;
     }
     // As mounted in the container: the rule file path points at the project's alerts.yml.

@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { CHAIN_NAMES, VARIABLES, rpcVariableNames } from '../../src/internal/config.ts';
 import { ALERTS_FILE, PROMETHEUS_RULE_FILE, ROOT, renderPrometheusRule } from '../../scripts/prometheus-rule.ts';
 import { readYamlDocuments, renderKustomization, type K8sObject } from '../helpers/kustomize.ts';
+import { skipUnlessInstalled } from '../helpers/toolchains.ts';
 
 /**
  * The Kubernetes manifests (deploy/kubernetes), rendered per overlay as `kubectl apply -k` would,
@@ -149,7 +150,7 @@ describe('alert rules', () => {
   test('promtool check rules passes on the generated PrometheusRule’s rules', (context) => {
     const promtool = spawnSync('promtool', ['--version']);
     if (promtool.error) {
-      context.skip(`promtool is not installed (apt-get install prometheus; .ci/run installs it): ${promtool.error.message}`);
+      skipUnlessInstalled(context, `promtool is not installed (apt-get install prometheus; .ci/run installs it): ${promtool.error.message}`);
       return;
     }
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-rules-')), 'rules.yml');
