@@ -47,17 +47,17 @@ function supervise(lead: (context: LeadContext) => Promise<void>, key: LockPair 
 const ingestUntilAborted = ({ signal }: LeadContext) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 
 test('a lost leader lock (LeadershipLostError from the fence) stands by again: no failure counted, no restart error, never retrying', async () => {
+  // Each run is a lease this process took as leader; the fence then says it is lost. (Counting
+  // runs, not sampling the state: the leader state of a run that throws at once lasts too short
+  // for a timer to see it reliably.)
+  let leases = 0;
   const first = supervise(async () => {
+    leases++;
     throw new LeadershipLostError('lost the testchain ingest lock; another process may be the leader now');
   });
-  const seen = new Set<string>();
-  const sampler = setInterval(() => seen.add(first.supervisor.status().state), 5);
-  try {
-    await waitFor(() => first.logs.lines.filter((line) => line.msg === 'Lost the leader lock; standing by').length >= 2, 10_000, 'two lost leases');
-  } finally {
-    clearInterval(sampler);
-  }
-  expect([...seen].sort()).toEqual(['leader', 'standby']);
+  await waitFor(() => first.logs.lines.filter((line) => line.msg === 'Lost the leader lock; standing by').length >= 2, 10_000, 'two lost leases');
+  expect(leases).toBeGreaterThanOrEqual(2);
+  expect(first.supervisor.status().state).toBe('standby');
   expect(first.logs.find((line) => line.msg === 'Ingester stopped on an error; restarting')).toBeUndefined();
   expect(first.logs.find((line) => String(line.msg).includes('refuses to run'))).toBeUndefined();
   expect(await metricValue(first.registry, 'svc_ingest_leader', { chain: 'testchain' })).toBe(0);
