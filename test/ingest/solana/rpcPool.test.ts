@@ -33,9 +33,12 @@ test('a 429 from a Solana URL slows that URL down and fails over to the next, as
   const pool = createSolanaRpcPool({ urls: [throttledUrl, rpc.url], logger, metrics: createIngestMetrics(registry) });
   for (let i = 0; i < 4; i++) expect(await pool.call('getSlot', (client) => client.getSlot({ commitment: 'confirmed' }))).toBeGreaterThanOrEqual(0n);
   // Asked first on every call (a resting URL would have been skipped), its requests spaced out
-  // more each time: 20 then 30 ms between the second and the fourth.
+  // more each time (the exact spacings are pinned by the log lines below). Measured where the
+  // requests arrive, one gap can shrink by a scheduling delay of the one before it, so the check
+  // is on the whole span: at least the first two spacings (20 + 30 ms); without spacing the four
+  // round trips take a few milliseconds.
   expect(hits).toHaveLength(4);
-  expect(hits[3]! - hits[1]!).toBeGreaterThanOrEqual(40);
+  expect(hits[3]! - hits[0]!).toBeGreaterThanOrEqual(50);
   const endpoint = `0:${new URL(throttledUrl).host}`;
   expect(await metricValue(registry, 'svc_ingest_rpc_errors_total', { chain: 'solana', method: 'getSlot', endpoint, kind: 'rate' })).toBe(4);
   expect(await metricValue(registry, 'svc_ingest_rpc_errors_total', { chain: 'solana', endpoint, kind: 'endpoint' })).toBe(0);
