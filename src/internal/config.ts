@@ -96,7 +96,7 @@ export const VARIABLES = {
   },
   webhookAllowPrivate: {
     name: 'SVC_WEBHOOK_ALLOW_PRIVATE',
-    doc: 'Webhook URLs that resolve to non-public addresses: "sandbox" (default) allows loopback only, for test-key endpoints only; "true" allows loopback, private and link-local for all; "false" none',
+    doc: 'Webhook URLs that resolve to non-public addresses: "sandbox" (default, except under SVC_STATELESS where the default is "false") allows loopback only, for test-key endpoints only; "true" allows loopback, private and link-local for all; "false" none',
     default: 'sandbox',
     parse: (raw: string): 'all' | 'sandbox' | 'none' => {
       if (raw.trim().toLowerCase() === 'sandbox') return 'sandbox';
@@ -215,7 +215,12 @@ export function loadConfig(env: Env = process.env): Config {
     };
   }
 
-  const privateWebhooks = read(VARIABLES.webhookAllowPrivate) ?? 'sandbox';
+  // A deployed gateway (SVC_STATELESS, the container image) serves merchants it does not trust
+  // with its own loopback: a test key's endpoint on 127.0.0.1 would reach the host's other
+  // services (metrics, admin ports) and echo 2 KiB of their reply into the attempt log. Only a
+  // development install (the README's `npm start`) lets sandbox endpoints use loopback by default.
+  const privateWebhooks =
+    env[VARIABLES.webhookAllowPrivate.name]?.trim() || !read(VARIABLES.stateless) ? (read(VARIABLES.webhookAllowPrivate) ?? 'sandbox') : 'none';
   const config: Config = {
     port,
     host,

@@ -48,6 +48,10 @@ describe('loadConfig()', () => {
     expect(config.webhookAllowPrivate).toBe(true);
     expect(config.webhookAllowPrivateSandbox).toBe(true);
     expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'false' })).toMatchObject({ webhookAllowPrivate: false, webhookAllowPrivateSandbox: false });
+    // A deployed (stateless) gateway gives test keys no loopback unless the operator says so.
+    const deployed = { SVC_STATELESS: 'true', DATABASE_URL: 'postgres://db/svc', SVC_ENCRYPTION_KEY: '44'.repeat(32) };
+    expect(loadConfig(deployed)).toMatchObject({ webhookAllowPrivate: false, webhookAllowPrivateSandbox: false });
+    expect(loadConfig({ ...deployed, SVC_WEBHOOK_ALLOW_PRIVATE: 'sandbox' })).toMatchObject({ webhookAllowPrivateSandbox: 'loopback' });
     expect(config.logLevel).toBe('debug');
     expect(config.encryptionKey).toEqual(Buffer.alloc(32, 0xab));
   });
