@@ -139,7 +139,7 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
             minLength: 1,
             maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
             description:
-              'Makes a retry safe: the same key (per account and mode, whichever API key sends it; kept 24 h) with the same request replays the first 2xx answer with `Idempotent-Replayed: true`; with a different request: 422; while the first still runs: 409.',
+              'Makes a retry safe: the same key (per account and mode, whichever API key sends it; kept 24 h) with the same request replays the first 2xx answer with `Idempotent-Replayed: true`; with a different request: 422; while the first still runs: 409 with Retry-After: 1.',
             'x-error': `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
           },
         },
@@ -162,6 +162,8 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
       case 'mismatch':
         throw unprocessable('this Idempotency-Key was already used with a different request (method, path or body); use a new key');
       case 'running':
+        // Stripe answers the same 409; Retry-After tells an SDK's retry loop when to come back.
+        reply.header('Retry-After', '1');
         throw conflict('a request with this Idempotency-Key is still being processed; retry shortly');
       case 'replay':
         reply.status(claim.status).header('Idempotent-Replayed', 'true');

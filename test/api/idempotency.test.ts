@@ -37,7 +37,12 @@ async function post(base: string, path: string, key: string, idempotencyKey: str
     headers: { 'content-type': 'application/json', 'x-api-key': key, ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) },
     body: JSON.stringify(body),
   });
-  return { status: response.status, body: (await response.json()) as any, replayed: response.headers.get('idempotent-replayed') };
+  return {
+    status: response.status,
+    body: (await response.json()) as any,
+    replayed: response.headers.get('idempotent-replayed'),
+    retryAfter: response.headers.get('retry-after'),
+  };
 }
 
 async function sessionsOf(merchantId: string): Promise<number> {
@@ -53,7 +58,7 @@ describe('Idempotency-Key', () => {
     expect(first.replayed).toBe('false');
     // Key order in the body does not matter; the other process and the /v1 prefix replay too.
     const again = await post(urlB, '/v1/payments', m.test, 'order-1', { merchantWallet: WALLET, chain: 'arbitrum', currency: 'USDT', amount: '12' });
-    expect(again).toEqual({ status: 201, body: first.body, replayed: 'true' });
+    expect(again).toEqual({ status: 201, body: first.body, replayed: 'true', retryAfter: null });
     expect(await sessionsOf(m.id)).toBe(1);
   });
 
@@ -123,7 +128,11 @@ describe('Idempotency-Key', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const retry = await post(urlB, '/api/v1/payments', m.test, 'slow', payment());
-    expect(retry).toMatchObject({ status: 409, body: { error: 'a request with this Idempotency-Key is still being processed; retry shortly' } });
+    expect(retry).toMatchObject({
+      status: 409,
+      retryAfter: '1',
+      body: { error: 'a request with this Idempotency-Key is still being processed; retry shortly' },
+    });
     await blocker.query('COMMIT');
     blocker.release();
     const done = await first;
