@@ -90,7 +90,8 @@ describe('claimTransaction() on a transfer already stored', () => {
     const { wallet, first, second, base } = await twoLookAlikes();
     const { txHash } = await insertTransfer(db.store, { to: wallet, amount: first.amountDue, block: base });
     await setHead(db.store, { head: base });
-    await expect(claim(second.id, txHash)).rejects.toThrow(new RegExp(`amount names session ${first.id}`));
+    // The claimant learns that another session has it, never which one (a session id is its checkout's capability).
+    await expect(claim(second.id, txHash)).rejects.toThrow(`transaction ${txHash} cannot be claimed for this session: its amount pays another payment session`);
     expect(await claimOf(txHash)).toBeUndefined();
     expect(await transferOf(txHash)).toMatchObject({ session_id: null, match_checked_at: null });
   });
