@@ -26,6 +26,7 @@ import { transferRoutes } from './routes/transfers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 import { registerCheckout } from '../checkout/index.ts';
+import { registerDashboard } from '../dashboard/index.ts';
 import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from '../sandbox/checkout.ts';
 
 export type { ApiDeps };
@@ -180,6 +181,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   }
   registerCheckout(app, { ...deps, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
   sandboxCheckoutRoutes(app, deps);
+  registerDashboard(app, deps);
   app.register(async (root) => {
     // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
     publicPaymentLinkRoutes(root, deps);
