@@ -2,6 +2,9 @@ import type { DashboardPageModule } from '../routes.ts';
 import { sessionActions } from './session.ts';
 import { placeholderPages } from './placeholders.ts';
 import { developersPage } from './developers.ts';
+import { accountPage } from './account.ts';
+import { teamPage } from './team.ts';
+import { auditPage } from './audit.ts';
 
 /**
  * Every page module of the signed-in dashboard, one a line (see src/dashboard/README.md for the
@@ -11,5 +14,8 @@ import { developersPage } from './developers.ts';
 export const PAGE_MODULES: DashboardPageModule[] = [
   sessionActions,
   developersPage,
+  accountPage,
+  teamPage,
+  auditPage,
   placeholderPages,
 ];
