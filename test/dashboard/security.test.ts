@@ -91,6 +91,14 @@ describe('cross-site requests', () => {
     ];
     expect(refusals.map((answer) => answer.status)).toEqual([403, 403, 403, 403, 403]);
     expect(await keysOf(merchantId)).toEqual([]);
+    // htmx sends the token as a header (from <body hx-headers>) instead of a field.
+    const viaHeader = await client.post(
+      '/dashboard/mode',
+      { livemode: 'false' },
+      { csrf: false, headers: { 'x-csrf-token': client.csrfToken!, 'hx-request': 'true' } },
+    );
+    expect(viaHeader.status).toBe(204);
+    expect(viaHeader.headers['hx-redirect']).toBe('/dashboard');
     // The same form from our own page passes.
     expect(
       (await client.post('/dashboard/developers/keys', form, { headers: { origin: 'https://pay.example.test', 'sec-fetch-site': 'same-origin' } })).status,
@@ -280,6 +288,11 @@ describe('two-factor sign-in, team and audit', () => {
     expect(asked.body).toContain('Two-factor code');
     // The code used to confirm was spent: the same step is refused.
     expect((await signIn.signIn(owner.email, TEST_PASSWORD, { code: await generate({ secret }) })).status).toBe(401);
+    // Wrong codes count against the account; asking again without a code does not reset the count.
+    for (let attempt = 0; attempt < 3; attempt++) expect((await signIn.signIn(owner.email, TEST_PASSWORD, { code: '000000' })).status).toBe(401);
+    expect((await signIn.signIn(owner.email)).status).toBe(401);
+    const { rows: counted } = await db.store.query('SELECT failures FROM dashboard_sign_in_failures WHERE bucket = $1', [`account:${owner.email}`]);
+    expect(counted[0]!.failures).toBe(4);
     await db.store.query('UPDATE dashboard_users SET totp_last_step = totp_last_step - 2 WHERE id = $1', [owner.id]);
     expect((await signIn.signIn(owner.email, TEST_PASSWORD, { code: await generate({ secret }) })).status).toBe(303);
 
