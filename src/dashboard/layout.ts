@@ -29,6 +29,14 @@ const HTMX_CONFIG = JSON.stringify({
   allowEval: false,
   allowScriptTags: false,
   selfRequestsOnly: true,
+  // Swap 4xx answers too: a refusal's inline error box (and the password prompt) lands where the
+  // request's result would have; 5xx and network errors swap nothing.
+  responseHandling: [
+    { code: '204', swap: false },
+    { code: '[23]..', swap: true },
+    { code: '[4]..', swap: true, error: false },
+    { code: '...', swap: false, error: true },
+  ],
 });
 
 /** `<head>` of every dashboard document. */

@@ -56,7 +56,7 @@ export interface DashboardContext {
   /**
    * Money-routing actions: throws unless the password was entered in this session in the last
    * 10 minutes. The router then shows a password prompt that re-submits the same form with the
-   * password, and the action continues. Call it before changing anything. POST handlers only.
+   * password, and the action continues. Call it before changing anything.
    */
   requireRecentPassword(): void;
   /** Appends an audit entry for this merchant, user, IP and mode; pass the transaction's `sql` to commit it with the change. */
@@ -184,15 +184,20 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
     }
   }
 
-  /** The password prompt that replays the refused form (same URL, same fields) with the password added. */
+  /**
+   * The password prompt. After a POST it replays the refused form (same URL, same fields) with the
+   * password added, so the action continues; after a GET it goes through `POST /dashboard/reauth`
+   * and back to the page. A full page, or under htmx the form alone for the request's target.
+   */
   function reauthPrompt(ctx: DashboardContext, request: FastifyRequest, message?: string): DashboardAnswer {
     const body = (request.body ?? {}) as Record<string, unknown>;
-    const replayed = Object.entries(body)
-      .filter(([name, value]) => !ROUTER_FIELDS.has(name) && typeof value === 'string')
-      .map(([name, value]) => html`<input type="hidden" name="${name}" value="${value as string}">`);
-    return page(
-      'Confirm your password',
-      html`<form method="post" action="${request.url}" class="stack reauth" data-reauth>
+    const replayed =
+      request.method === 'GET'
+        ? [html`<input type="hidden" name="next" value="${request.url}">`]
+        : Object.entries(body)
+            .filter(([name, value]) => !ROUTER_FIELDS.has(name) && typeof value === 'string')
+            .map(([name, value]) => html`<input type="hidden" name="${name}" value="${value as string}">`);
+    const form = html`<form method="post" action="${request.method === 'GET' ? '/dashboard/reauth' : request.url}" class="stack reauth" data-reauth>
   <p>This changes where money goes or who can move it. Enter your password to continue (asked at most every 10 minutes).</p>
   ${message ? errorBox(message) : ''}
   ${ctx.csrfField()}${replayed}
@@ -200,9 +205,8 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   <input id="reauth-password" name="_reauth_password" type="password" autocomplete="current-password" required autofocus>
   <button type="submit">Continue</button>
   <a href="/dashboard">Cancel</a>
-</form>`,
-      { status: 401 },
-    );
+</form>`;
+    return isHtmx(request) ? fragment(form, { status: 401 }) : page('Confirm your password', form, { status: 401 });
   }
 
   /** Checks a `_reauth_password` sent with a replayed form; undefined when it passed. */
@@ -257,7 +261,7 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
           if (options.recentPassword) ctx.requireRecentPassword();
           return send(reply, request, await (handler as Handler<unknown>)(ctx, request as never), ctx, options.nav);
         } catch (error) {
-          if (error instanceof RecentPasswordRequiredError && method === 'POST') return send(reply, request, reauthPrompt(ctx, request), ctx, options.nav);
+          if (error instanceof RecentPasswordRequiredError) return send(reply, request, reauthPrompt(ctx, request), ctx, options.nav);
           const refusal = refusalAnswer(error);
           if (!refusal) throw error;
           for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);

@@ -224,6 +224,21 @@ describe('re-authentication for money-routing actions', () => {
     // Within the next 10 minutes no prompt.
     expect((await client.post('/dashboard/developers/keys', { scope_read: '1' })).status).toBe(201);
   });
+
+  test('under htmx the prompt is the form alone; the page prompt goes through /dashboard/reauth and back', async () => {
+    const { owner } = await newMerchantWithOwner(db.store);
+    const client = await signedInClient(app, owner.email);
+    await toLive(client);
+    await setSession(owner.id, `reauth_at = now() - interval '11 minutes'`);
+    const htmx = await client.post('/dashboard/developers/keys', { scope_read: '1' }, { headers: { 'hx-request': 'true' } });
+    expect(htmx.status).toBe(401);
+    expect(htmx.body).toMatch(/^<form method="post" action="\/dashboard\/developers\/keys" class="stack reauth" data-reauth>/);
+    const prompt = await client.post('/dashboard/reauth', { next: '/dashboard/team' });
+    expect(prompt.status).toBe(401);
+    const back = await client.post('/dashboard/reauth', { next: '/dashboard/team', _reauth_password: TEST_PASSWORD });
+    expect(back.status).toBe(303);
+    expect(back.headers.location).toBe('/dashboard/team');
+  });
 });
 
 describe('pages', () => {
