@@ -23,6 +23,7 @@ import type { Store } from '../store/index.ts';
 import { refusalAnswer } from '../api/httpErrors.ts';
 import type { ApiDeps } from '../api/deps.ts';
 import { html, type Html } from './html.ts';
+import type { AssetName } from './assets.ts';
 import { csrfField, renderLayout, sectionPath, type NavKey } from './layout.ts';
 import { cookieNames, csrfTokenMatches, isSameOriginRequest, presentedCsrfToken, readCookie, serializeCookie, setPageHeaders } from './security.ts';
 import { errorBox } from './forms.ts';
@@ -70,19 +71,34 @@ export interface DashboardContext {
 
 /** What a handler answers. Build them with {@link page}, {@link fragment}, {@link redirect}, {@link file}. */
 export type DashboardAnswer =
-  | { kind: 'page'; title: string; body: Html; status?: number }
+  | { kind: 'page'; title: string; body: Html; status?: number; assets?: AssetName[] }
   | { kind: 'fragment'; body: Html; status?: number }
   | { kind: 'redirect'; to: string; clearSessionCookie?: boolean }
-  | { kind: 'file'; filename: string; contentType: string; body: string };
+  | { kind: 'file'; filename: string; contentType: string; body: string }
+  | { kind: 'json'; value: unknown };
 
 /** A full page in the layout (title as `<h1>`, the route's nav item current). */
-export const page = (title: string, body: Html, options: { status?: number } = {}): DashboardAnswer => ({ kind: 'page', title, body, ...options });
+/**
+ * A full page in the layout (title as `<h1>`, the route's nav item current). `assets` adds files
+ * of assets.ts to its head, e.g. `['uplot.min.js', 'uplot.min.css', 'charts.js']` for charts.
+ */
+export const page = (title: string, body: Html, options: { status?: number; assets?: AssetName[] } = {}): DashboardAnswer => ({
+  kind: 'page',
+  title,
+  body,
+  ...options,
+});
 /** Markup alone, for htmx swaps (`hx-get`, `hx-post`). */
 export const fragment = (body: Html, options: { status?: number } = {}): DashboardAnswer => ({ kind: 'fragment', body, ...options });
 /** 303 See Other to a dashboard path (post/redirect/get). */
 export const redirect = (to: string, options: { clearSessionCookie?: boolean } = {}): DashboardAnswer => ({ kind: 'redirect', to, ...options });
 /** A download (CSV export). */
 export const file = (filename: string, contentType: string, body: string): DashboardAnswer => ({ kind: 'file', filename, contentType, body });
+/**
+ * JSON for a page's own script (chart series): the CSP allows fetches to this origin only, and
+ * pages carry no inline data scripts. Bigints become decimal text.
+ */
+export const json = (value: unknown): DashboardAnswer => ({ kind: 'json', value });
 
 export interface RouteOptions {
   /** The nav item shown as current. */
@@ -171,6 +187,10 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
       case 'file':
         reply.header('Content-Disposition', `attachment; filename="${answer.filename.replace(/[^\w.-]/g, '_')}"`);
         return reply.type(answer.contentType).send(answer.body);
+      case 'json':
+        return reply
+          .type('application/json; charset=utf-8')
+          .send(JSON.stringify(answer.value, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)));
       case 'fragment':
         return reply
           .status(answer.status ?? 200)
@@ -180,7 +200,15 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
         return reply
           .status(answer.status ?? 200)
           .type('text/html; charset=utf-8')
-          .send(renderLayout(ctx!.session, { title: answer.title, nav, body: answer.body, path: request.method === 'GET' ? request.url : sectionPath(nav) }));
+          .send(
+            renderLayout(ctx!.session, {
+              title: answer.title,
+              nav,
+              body: answer.body,
+              path: request.method === 'GET' ? request.url : sectionPath(nav),
+              assets: answer.assets ?? [],
+            }),
+          );
     }
   }
 
