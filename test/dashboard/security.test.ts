@@ -69,6 +69,12 @@ describe('roles are enforced on the server', () => {
     expect(answer.status).toBe(404);
     expect(answer.body).toContain(`no API key ${foreignKey.apiKey.id}`);
     expect((await keysOf(other.merchantId))[0]!.revokedAt).toBeNull();
+    // Nor can it touch the other merchant's users.
+    for (const action of ['disable', 'link', 'role']) {
+      expect((await client.post(`/dashboard/team/${other.owner.id}/${action}`, { role: 'viewer' })).status, action).toBe(404);
+    }
+    const { rows } = await db.store.query('SELECT role, disabled_at FROM dashboard_users WHERE id = $1', [other.owner.id]);
+    expect(rows[0]).toEqual({ role: 'owner', disabled_at: null });
     const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
     const devClient = await signedInClient(app, developer.email);
     expect((await devClient.get('/dashboard/team')).status).toBe(403);
