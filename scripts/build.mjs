@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Compiles src/ to dist/ (tsc emits without type checking: `npm run typecheck` checks types), copies
-// the checkout page's static assets beside the compiled code, and writes dist/BUILD with the
+// the checkout page's and the dashboard's static assets beside the compiled code, and writes dist/BUILD with the
 // newest source mtime it compiled, which bin/svc.js compares to decide whether dist/ is current.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -25,4 +25,5 @@ try {
 }
 execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--noCheck'], { stdio: 'inherit' });
 fs.cpSync(path.join(root, 'src/checkout/assets'), path.join(dist, 'checkout/assets'), { recursive: true });
+fs.cpSync(path.join(root, 'src/dashboard/assets'), path.join(dist, 'dashboard/assets'), { recursive: true });
 fs.writeFileSync(path.join(dist, 'BUILD'), `${JSON.stringify({ newestSourceMtimeMs: startedAt })}\n`);

@@ -27,6 +27,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 import { registerCheckout } from '../checkout/index.ts';
 import { createTransactionLookups } from '../ingest/lookup.ts';
+import { registerDashboard } from '../dashboard/index.ts';
 import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from '../sandbox/checkout.ts';
 
 export type { ApiDeps };
@@ -185,6 +186,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   app.addHook('onClose', async () => lookups.close());
   registerCheckout(app, { ...deps, lookups, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
   sandboxCheckoutRoutes(app, deps);
+  registerDashboard(app, deps);
   app.register(async (root) => {
     // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
     publicPaymentLinkRoutes(root, deps);

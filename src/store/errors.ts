@@ -36,6 +36,11 @@ export function isUndefinedTable(error: unknown): boolean {
   return sqlState(error) === '42P01';
 }
 
+/** Whether a statement failed on a unique constraint (23505): the row it would add exists already. */
+export function isUniqueViolation(error: unknown): boolean {
+  return sqlState(error) === '23505';
+}
+
 /**
  * SQLSTATEs and socket errors that mean "the database cannot be reached right now" (class 08,
  * connection exceptions, is matched by its prefix). 57014 is a statement cancelled by

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { CommitOutcomeUnknownError, DatabaseTimeoutError, isRetryableTransactionError } from './errors.ts';
 
-export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable, isUndefinedTable } from './errors.ts';
+export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable, isUndefinedTable, isUniqueViolation } from './errors.ts';
 
 /**
  * Postgres numeric(78,0) comes back as text; money is parsed into bigint by the code that

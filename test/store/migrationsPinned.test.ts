@@ -16,14 +16,15 @@ const PINNED: Record<string, string> = {
   '007_solana_ingest.sql': '23e1238ca765412f6a4676f63b012d8866c3fe5fd83256df34caf1bf540a8a68',
   '009_sandbox.sql': '19e34592e558d12a79d0e809fb65c2837657dd878d05366c10011e7f5a982651',
   '010_payment_link_open_sessions.sql': '1287a762d896f9e14cca33b0c64cd4f8f837454d71555712a340ad77d71d21b8',
-  // As first landed (b29aaff); its correction is 012.
   '011_idempotency_per_account.sql': '76bf1660825fea150089c12cd3cc98246a9f66e72e60f5f871b740d46a908d2a',
   '012_idempotency_keep_finished_answer.sql': '882ca19bbfc99bd5d6314da483bd24119839b46e5c3fce4b57cb9a7e6a4a1219',
   '013_wallet_defaults.sql': '543a064d5a9d07dfa019a7f17be2b628dd5a36768e31b6fc45a85182d5be3632',
   '014_webhook_secrets_per_mode.sql': '76be135ebfc9bfe0a51f0d1f1cb92addf1d4262455605a0dffc169be61912289',
   '015_confirmed_money.sql': '5fec6b87cf37b2b58f3c46691f06c78b27ad7e30da86196162b06afc98d5b166',
   '016_api_key_change_notify.sql': '2a88c564b95d126f657313370bd858be97390fec58db1d78d1e74d59ff978f31',
+  '017_dashboard.sql': 'ef91a0a313986b778bdc24c22c63dfecf11f70a0262401e26474362e0ea6ee31',
   '019_transaction_claims.sql': 'a39f00b367d7f3781cddbfdae6a7c893dc4cc6a444cbfbff88bd49bd8226ffaf',
+  // As first landed (b29aaff); its correction is 012.
 };
 
 const RULE = 'landed migrations are never edited; add a new file and pin it';

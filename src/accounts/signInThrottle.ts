@@ -1,0 +1,62 @@
+import type { Sql } from '../store/index.ts';
+import { RateLimitedError } from '../internal/errors.ts';
+
+/**
+ * Password guesses allowed per account in one window: enough for a person who mistypes, far too
+ * few for guessing (5 per 15 minutes is 480 a day against a 12+ character password). The cost is
+ * that someone who knows an email can lock its owner out for 15 minutes; an owner can still hand
+ * out a sign-in link, and the lockout ends by itself.
+ */
+export const ACCOUNT_ATTEMPTS = 5;
+/** Attempts per client IP in one window, over all accounts: one office behind a NAT signs in fine; a sprayer does not. */
+export const IP_ATTEMPTS = 30;
+/** The window: counts reset this long after the first failure in it. */
+export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
+
+const buckets = (params: { email: string; ip: string }) => [
+  { bucket: `account:${params.email.trim().toLowerCase()}`, limit: ACCOUNT_ATTEMPTS },
+  { bucket: `ip:${params.ip}`, limit: IP_ATTEMPTS },
+];
+
+/**
+ * Counts one password (or TOTP) attempt for the account and the IP before it is checked, and
+ * refuses it (429) when either is over its limit. Counting first makes concurrent guesses
+ * count too; a correct attempt then calls {@link forgiveSignInAttempt}. In Postgres, so the
+ * limit holds across every process of the api role.
+ */
+export async function takeSignInAttempt(sql: Sql, params: { email: string; ip: string }): Promise<void> {
+  const wanted = buckets(params);
+  const { rows } = await sql.query<{ bucket: string; failures: number; retry_after: number }>(
+    `INSERT INTO dashboard_sign_in_failures AS f (bucket, failures, window_started_at)
+     SELECT b, 1, now() FROM unnest($1::text[]) AS b
+     ON CONFLICT (bucket) DO UPDATE SET
+       failures = CASE WHEN f.window_started_at < now() - make_interval(secs => $2) THEN 1 ELSE f.failures + 1 END,
+       window_started_at = CASE WHEN f.window_started_at < now() - make_interval(secs => $2) THEN now() ELSE f.window_started_at END
+     RETURNING bucket, failures, ceil(extract(epoch FROM f.window_started_at + make_interval(secs => $2) - now()))::int AS retry_after`,
+    [wanted.map((entry) => entry.bucket), SIGN_IN_WINDOW_SECONDS],
+  );
+  for (const row of rows) {
+    const limit = wanted.find((entry) => entry.bucket === row.bucket)!.limit;
+    if (row.failures > limit) {
+      throw new RateLimitedError(`too many sign-in attempts; try again in ${Math.ceil(Math.max(row.retry_after, 1) / 60)} minutes`, {
+        retryAfterSeconds: Math.max(row.retry_after, 1),
+      });
+    }
+  }
+}
+
+/**
+ * After a correct attempt: the account's count starts again and the IP gets its attempt back.
+ * `undoOnly` (a right password that still needs its TOTP code) only takes this attempt back from
+ * both counts: clearing the account's count there would let someone who has the password reset
+ * it between code guesses.
+ */
+export async function forgiveSignInAttempt(sql: Sql, params: { email: string; ip: string }, options: { undoOnly?: boolean } = {}): Promise<void> {
+  const [account, ip] = buckets(params);
+  if (options.undoOnly) {
+    await sql.query('UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = ANY($1)', [[account!.bucket, ip!.bucket]]);
+    return;
+  }
+  await sql.query('DELETE FROM dashboard_sign_in_failures WHERE bucket = $1', [account!.bucket]);
+  await sql.query('UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = $1', [ip!.bucket]);
+}

@@ -1,0 +1,63 @@
+import type { FastifyInstance } from 'fastify';
+import { refusalAnswer } from '../api/httpErrors.ts';
+import { registerAssets } from './assets.ts';
+import { errorBox } from './forms.ts';
+import { html } from './html.ts';
+import { renderBarePage } from './layout.ts';
+import { PAGE_MODULES } from './pages/index.ts';
+import { createDashboardRoutes, type DashboardDeps } from './routes.ts';
+import { setPageHeaders } from './security.ts';
+import { registerSignIn } from './signIn.ts';
+
+export type { DashboardDeps, DashboardContext, DashboardPageModule, DashboardRoutes, DashboardAnswer } from './routes.ts';
+
+/** Largest urlencoded form body: far above any dashboard form, far below the API's JSON limit. */
+const FORM_BODY_LIMIT = 16 * 1024;
+
+/**
+ * The merchant dashboard under `/dashboard` (issue 15), served by the api role: server-rendered
+ * HTML with htmx, signed in with a session cookie (never an API key). See src/dashboard/README.md
+ * for how pages are written and docs/dashboard.md for the security decisions.
+ */
+export function registerDashboard(parent: FastifyInstance, deps: DashboardDeps): void {
+  const https = deps.config.publicUrl.startsWith('https:');
+  parent.register(
+    async (app) => {
+      app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
+        // Own-property object without a prototype: a field named __proto__ is just a field.
+        const fields: Record<string, string> = Object.create(null);
+        for (const [name, value] of new URLSearchParams(body as string)) fields[name] = value;
+        done(null, fields);
+      });
+      // Dashboard errors are pages, not the API's JSON: a refusal shows its message, anything else a generic page (logged).
+      app.setErrorHandler((error, request, reply) => {
+        const refusal = refusalAnswer(error);
+        if (!refusal) request.log.error({ msg: 'Unhandled error in dashboard request', err: error, method: request.method, url: request.url.split('?')[0] });
+        setPageHeaders(reply, { https });
+        const status = refusal?.status ?? 500;
+        const message = refusal?.body.error ?? 'something went wrong on our side; try again, and tell the operator if it keeps happening';
+        return reply
+          .status(status)
+          .type('text/html; charset=utf-8')
+          .send(renderBarePage({ title: 'Error', body: html`${errorBox(message)}<p><a href="/dashboard">Back to the dashboard</a></p>` }));
+      });
+      app.setNotFoundHandler((request, reply) => {
+        setPageHeaders(reply, { https });
+        return reply
+          .status(404)
+          .type('text/html; charset=utf-8')
+          .send(
+            renderBarePage({
+              title: 'Not found',
+              body: html`${errorBox(`no dashboard page ${request.url.split('?')[0]}`)}<p><a href="/dashboard">Back to the dashboard</a></p>`,
+            }),
+          );
+      });
+      registerAssets(app);
+      registerSignIn(app, deps);
+      const routes = createDashboardRoutes(app, deps);
+      for (const register of PAGE_MODULES) register(routes, deps);
+    },
+    { prefix: '/dashboard' },
+  );
+}

@@ -1,0 +1,203 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  checkTotpCode,
+  createDashboardSession,
+  findDashboardSession,
+  findDashboardUserForSignIn,
+  findSignInLink,
+  forgiveSignInAttempt,
+  recordAudit,
+  takeSignInAttempt,
+  useSignInLink,
+  verifyPassword,
+  MIN_PASSWORD_LENGTH,
+  type DashboardUser,
+} from '../accounts/index.ts';
+import { randomBase62 } from '../internal/crypto.ts';
+import { refusalAnswer } from '../api/httpErrors.ts';
+import { html, type Html } from './html.ts';
+import { renderBarePage } from './layout.ts';
+import { errorBox, field, noticeBox } from './forms.ts';
+import { cookieNames, csrfTokenMatches, isSameOriginRequest, readCookie, serializeCookie, setPageHeaders } from './security.ts';
+import type { DashboardDeps } from './routes.ts';
+
+type FormRequest = FastifyRequest<{
+  Body: Record<string, string | undefined> | undefined;
+  Querystring: Record<string, string | undefined>;
+  Params: { token: string };
+}>;
+
+/** Where to go after signing in: a dashboard path the sign-in page was given, never another site. */
+export function safeNext(next: string | undefined): string {
+  return next && /^\/dashboard(\/[\w\-./?=&%]*)?$/.test(next) && !next.includes('//') ? next : '/dashboard';
+}
+
+const GENERIC_REFUSAL = 'wrong email or password (or this account is disabled)';
+
+/**
+ * The pages for people not signed in: sign-in (email, password, then a TOTP code when the user
+ * has one) and the single-use sign-in link that sets a password. Their forms are protected
+ * against login CSRF by a pre-session token (a cookie and the same value in the form) and the
+ * Origin / Sec-Fetch-Site check; password and code attempts go through the Postgres sign-in
+ * throttle (per account and per IP).
+ */
+export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void {
+  const https = deps.config.publicUrl.startsWith('https:');
+  const names = cookieNames(https);
+  const routeConfig = { config: { auth: 'none' as const, rateLimit: 'none' as const }, schema: { hide: true } as never };
+
+  /** The pre-session token: the cookie's value, set now if the browser has none. */
+  function preSessionToken(request: FastifyRequest, reply: FastifyReply): string {
+    const existing = readCookie(request, names.preSession);
+    if (existing && /^[0-9A-Za-z]{32}$/.test(existing)) return existing;
+    const token = randomBase62(32);
+    reply.header('Set-Cookie', serializeCookie(names.preSession, token, { https }));
+    return token;
+  }
+
+  function bare(reply: FastifyReply, title: string, body: Html, status = 200): FastifyReply {
+    setPageHeaders(reply, { https });
+    return reply.status(status).type('text/html; charset=utf-8').send(renderBarePage({ title, body }));
+  }
+
+  /** Refuses a form that did not come from our own page (login CSRF); undefined when it did. */
+  function refuseForeign(request: FormRequest): string | undefined {
+    if (!isSameOriginRequest(request, deps.config.publicUrl)) return 'this form was sent from another site';
+    if (!csrfTokenMatches(field(request.body, '_csrf'), readCookie(request, names.preSession) ?? '')) {
+      return 'this form is out of date or your browser refused its cookie; reload the page and try again';
+    }
+    return undefined;
+  }
+
+  async function startSession(request: FastifyRequest, reply: FastifyReply, user: DashboardUser, next: string): Promise<FastifyReply> {
+    const { token } = await createDashboardSession(deps.store, { userId: user.id, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+    await recordAudit(deps.store, {
+      merchantId: user.merchantId,
+      actor: { userId: user.id, label: user.email, ip: request.ip },
+      action: 'user.signed_in',
+      target: user.id,
+    });
+    setPageHeaders(reply, { https });
+    reply.header('Set-Cookie', serializeCookie(names.session, token, { https }));
+    return reply.redirect(safeNext(next), 303);
+  }
+
+  function signInForm(params: { csrf: string; email?: string; next: string; error?: string; notice?: string; askCode?: boolean }): Html {
+    return html`<form method="post" action="/dashboard/sign-in" class="stack" novalidate>
+  ${params.notice ? noticeBox(params.notice) : ''}
+  ${params.error ? errorBox(params.error) : ''}
+  <input type="hidden" name="_csrf" value="${params.csrf}">
+  <input type="hidden" name="next" value="${params.next}">
+  <label for="email">Email</label>
+  <input id="email" name="email" type="email" autocomplete="username" required value="${params.email ?? ''}"${params.askCode ? '' : html` autofocus`}>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required>
+  ${
+    params.askCode
+      ? html`<label for="code">Two-factor code</label>
+  <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" required autofocus aria-describedby="code-help">
+  <p id="code-help" class="help">The 6-digit code from your authenticator app.</p>`
+      : ''
+  }
+  <button type="submit">Sign in</button>
+</form>`;
+  }
+
+  app.get<{ Querystring: Record<string, string | undefined> }>('/sign-in', routeConfig, async (request, reply) => {
+    const token = readCookie(request, names.session);
+    if (token && (await findDashboardSession(deps.store, token))) {
+      setPageHeaders(reply, { https });
+      return reply.redirect(safeNext(request.query.next), 303);
+    }
+    const csrf = preSessionToken(request, reply);
+    const notice = request.query.ended ? 'Your session ended. Sign in again.' : request.query.out ? 'You are signed out.' : undefined;
+    return bare(reply, 'Sign in', signInForm({ csrf, next: safeNext(request.query.next), ...(notice ? { notice } : {}) }));
+  });
+
+  app.post('/sign-in', routeConfig, async (request: FormRequest, reply) => {
+    const csrf = preSessionToken(request, reply);
+    const email = field(request.body, 'email');
+    const next = safeNext(field(request.body, 'next'));
+    const again = (error: string, status: number, askCode = false) => bare(reply, 'Sign in', signInForm({ csrf, email, next, error, askCode }), status);
+    const foreign = refuseForeign(request);
+    if (foreign) return again(foreign, 403);
+    const password = request.body?.password ?? '';
+    const code = field(request.body, 'code');
+    if (!email || !password) return again('enter your email and password', 400);
+    try {
+      await takeSignInAttempt(deps.store, { email, ip: request.ip });
+    } catch (error) {
+      const refusal = refusalAnswer(error);
+      if (!refusal) throw error;
+      for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);
+      return again(refusal.body.error, refusal.status);
+    }
+    const found = await findDashboardUserForSignIn(deps.store, email);
+    const passwordOk = await verifyPassword(password, found?.secrets.passwordHash);
+    if (!found || !passwordOk || found.user.disabledAt) return again(GENERIC_REFUSAL, 401);
+    if (found.user.totpEnabled) {
+      // The password was right: ask for the code without counting a failure for its absence.
+      if (!code) {
+        await forgiveSignInAttempt(deps.store, { email, ip: request.ip }, { undoOnly: true });
+        return again('enter the code from your authenticator app', 401, true);
+      }
+      if (!(await checkTotpCode(deps.store, deps.box, { userId: found.user.id, code })))
+        return again('that two-factor code is not right (or was already used)', 401, true);
+    }
+    await forgiveSignInAttempt(deps.store, { email, ip: request.ip });
+    return startSession(request, reply, found.user, next);
+  });
+
+  function setPasswordForm(params: { token: string; csrf: string; user: DashboardUser; error?: string }): Html {
+    return html`<form method="post" action="/dashboard/link/${params.token}" class="stack">
+  <p>Signing in as <strong>${params.user.email}</strong> (${params.user.role}). Choose a password of at least ${MIN_PASSWORD_LENGTH} characters.</p>
+  ${params.error ? errorBox(params.error) : ''}
+  <input type="hidden" name="_csrf" value="${params.csrf}">
+  <input type="text" name="username" autocomplete="username" value="${params.user.email}" hidden>
+  <label for="password">New password</label>
+  <input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required autofocus>
+  <label for="confirmation">Repeat the password</label>
+  <input id="confirmation" name="confirmation" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
+  <button type="submit">Set password and sign in</button>
+</form>`;
+  }
+
+  const linkRefused = (reply: FastifyReply, message: string, status: number) =>
+    bare(reply, 'Sign-in link', html`${errorBox(message)}<p><a href="/dashboard/sign-in">Go to sign-in</a></p>`, status);
+
+  app.get('/link/:token', routeConfig, async (request: FormRequest, reply) => {
+    const csrf = preSessionToken(request, reply);
+    try {
+      // Looking at the link does not use it (mail scanners and previews open links): only the form's POST does.
+      const user = await findSignInLink(deps.store, request.params.token);
+      return bare(reply, 'Set your password', setPasswordForm({ token: request.params.token, csrf, user }));
+    } catch (error) {
+      const refusal = refusalAnswer(error);
+      if (!refusal) throw error;
+      return linkRefused(reply, refusal.body.error, refusal.status);
+    }
+  });
+
+  app.post('/link/:token', routeConfig, async (request: FormRequest, reply) => {
+    const csrf = preSessionToken(request, reply);
+    const { token } = request.params;
+    const foreign = refuseForeign(request);
+    if (foreign) return linkRefused(reply, foreign, 403);
+    try {
+      const user = await useSignInLink(deps.store, {
+        token,
+        password: request.body?.password ?? '',
+        confirmation: request.body?.confirmation ?? '',
+        ip: request.ip,
+      });
+      return startSession(request, reply, user, '/dashboard');
+    } catch (error) {
+      const refusal = refusalAnswer(error);
+      if (!refusal) throw error;
+      if (refusal.status !== 400) return linkRefused(reply, refusal.body.error, refusal.status);
+      const user = await findSignInLink(deps.store, token).catch(() => undefined);
+      if (!user) return linkRefused(reply, refusal.body.error, 410);
+      return bare(reply, 'Set your password', setPasswordForm({ token, csrf, user, error: refusal.body.error }), 400);
+    }
+  });
+}
