@@ -108,6 +108,16 @@ export async function isDeliveryOfEndpoint(sql: Sql, owner: Owner, params: { del
   return Boolean(rowCount);
 }
 
+/** One delivery of the owner, optionally only if it went to `endpointId`. */
+export async function getDelivery(sql: Sql, owner: Owner, id: string, params: { endpointId?: string } = {}): Promise<DeliveryRecord | undefined> {
+  const { rows } = await sql.query<{ event_id: string }>(
+    'SELECT event_id FROM webhook_deliveries WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND ($4::text IS NULL OR endpoint_id = $4)',
+    [id, owner.merchantId, owner.livemode, params.endpointId ?? null],
+  );
+  if (!rows[0]) return undefined;
+  return (await listDeliveries(sql, owner, { eventId: rows[0].event_id })).find((delivery) => delivery.id === id);
+}
+
 /** A page of deliveries, newest first, optionally of one event or one endpoint. */
 export async function listDeliveries(
   sql: Sql,

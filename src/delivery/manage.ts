@@ -8,7 +8,7 @@ import type { Sql, Store } from '../store/index.ts';
 import { createEndpoint, failPendingDeliveries, getEndpoint, rotateEndpointSecret, updateEndpoint, type Owner, type WebhookEndpoint } from './endpoints.ts';
 import { ENDPOINT_DISABLED_EVENT } from './record.ts';
 import { MAX_REPLAY_EVENTS, redeliverEvent, replayEndpoint } from './replay.ts';
-import { MAX_ROTATION_OVERLAP_SECONDS } from './secrets.ts';
+import { MAX_ROTATION_OVERLAP_SECONDS, rotateMerchantSecret } from './secrets.ts';
 import { checkWebhookUrl, UnsafeWebhookUrlError } from './ssrf.ts';
 
 /**
@@ -64,8 +64,9 @@ export async function registerEndpoint(
   input: { url: string; description?: string | null; enabledEvents?: readonly string[] },
   inTransaction?: (sql: Sql, endpoint: WebhookEndpoint) => Promise<void>,
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-  const url = await checkUrlForMode(input.url, config, owner.livemode);
+  // The kinds first: checking them needs no DNS lookup.
   const enabledEvents = normaliseEvents(input.enabledEvents);
+  const url = await checkUrlForMode(input.url, config, owner.livemode);
   return store.transaction(async (sql) => {
     const created = await createEndpoint(sql, box, { ...owner, url, description: input.description ?? null, enabledEvents });
     await inTransaction?.(sql, created.endpoint);
@@ -84,8 +85,8 @@ export async function changeEndpoint(
   id: string,
   changes: { url?: string; description?: string | null; enabledEvents?: readonly string[]; status?: 'enabled' | 'disabled' },
 ): Promise<WebhookEndpoint> {
-  const url = changes.url === undefined ? undefined : await checkUrlForMode(changes.url, config, owner.livemode);
   const enabledEvents = normaliseEvents(changes.enabledEvents);
+  const url = changes.url === undefined ? undefined : await checkUrlForMode(changes.url, config, owner.livemode);
   const endpoint = await store.transaction(async (sql) => {
     const updated = await updateEndpoint(sql, owner, id, {
       url,
@@ -106,11 +107,35 @@ export async function changeEndpoint(
  * @throws 404 when it is not the owner's, 400 for an overlap out of range.
  */
 export async function rotateSigningSecret(sql: Sql, box: SecretBox, owner: Owner, id: string, expiresInSeconds: number) {
-  if (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 0 || expiresInSeconds > MAX_ROTATION_OVERLAP_SECONDS)
-    throw badRequest(`expiresIn must be a whole number of seconds from 0 to ${MAX_ROTATION_OVERLAP_SECONDS}`);
+  checkOverlap(expiresInSeconds);
   const rotated = await rotateEndpointSecret(sql, box, owner, id, { expiresInSeconds });
   if (!rotated) throw notFound(`no webhook endpoint ${id}`);
   return rotated;
+}
+
+function checkOverlap(expiresInSeconds: number): void {
+  if (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 0 || expiresInSeconds > MAX_ROTATION_OVERLAP_SECONDS)
+    throw badRequest(`expiresIn must be a whole number of seconds from 0 to ${MAX_ROTATION_OVERLAP_SECONDS}`);
+}
+
+/**
+ * Replaces the owner's secret of per-session webhookUrl deliveries (rotateMerchantSecret), the
+ * old one signing beside it for `expiresInSeconds`. Run in a transaction.
+ * @throws 400 for an overlap out of range.
+ */
+export function rotateSessionSecret(sql: Sql, box: SecretBox, owner: Owner, expiresInSeconds: number) {
+  checkOverlap(expiresInSeconds);
+  return rotateMerchantSecret(sql, box, owner, { expiresInSeconds });
+}
+
+/** Until when an endpoint's replaced secret still signs beside the current one; null when one secret signs. */
+export async function previousSecretSignsUntil(sql: Sql, owner: Owner, id: string): Promise<Date | null> {
+  const { rows } = await sql.query<{ until: Date | null }>(
+    `SELECT CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS until
+       FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND deleted_at IS NULL`,
+    [id, owner.merchantId, owner.livemode],
+  );
+  return rows[0]?.until ?? null;
 }
 
 const DISABLED_ENDPOINT = 'the endpoint is disabled: enable it first (PATCH status "enabled")';
