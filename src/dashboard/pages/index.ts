@@ -1,6 +1,7 @@
 import type { DashboardPageModule } from '../routes.ts';
 import { sessionActions } from './session.ts';
 import { placeholderPages } from './placeholders.ts';
+import { developersPage } from './developers.ts';
 import { webhookDeliveryPages } from './webhookDeliveries.ts';
 import { webhookPages } from './webhooks.ts';
 
@@ -8,4 +9,11 @@ import { webhookPages } from './webhooks.ts';
  * Every page module of the signed-in dashboard, one a line (see src/dashboard/README.md for the
  * contract). Add yours here and remove its key from placeholders.ts.
  */
-export const PAGE_MODULES: DashboardPageModule[] = [sessionActions, placeholderPages, webhookPages, webhookDeliveryPages];
+// biome-ignore format: one module a line, so pages added in parallel merge without conflicts
+export const PAGE_MODULES: DashboardPageModule[] = [
+  sessionActions,
+  developersPage,
+  webhookPages,
+  webhookDeliveryPages,
+  placeholderPages,
+];
