@@ -51,7 +51,7 @@ describe('dashboard webhooks in Chromium', () => {
       await page.getByLabel('Endpoint URL').fill(`${receiver.url}/hooks`);
       await page.getByLabel('Description (optional)').fill('Order service');
       await page.getByRole('button', { name: 'Add endpoint' }).click();
-      await page.getByRole('heading', { name: 'Signing secret' }).waitFor();
+      await page.getByRole('heading', { name: 'New signing secret' }).waitFor();
       const firstSecret = await shownSecret(page);
       expect(firstSecret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
       // The secret is the answer of the POST, never a page one could open again.
@@ -101,7 +101,7 @@ describe('dashboard webhooks in Chromium', () => {
       await page.goto(`${server.url}/dashboard/webhooks/${endpointId}`);
       await page.getByLabel('Old secret keeps signing for').selectOption({ label: '24 hours (default): time to deploy the new secret' });
       await page.getByRole('button', { name: 'Rotate secret' }).click();
-      await page.getByRole('heading', { name: 'Signing secret' }).waitFor();
+      await page.getByRole('heading', { name: 'New signing secret' }).waitFor();
       const secondSecret = await shownSecret(page);
       expect(secondSecret).not.toBe(firstSecret);
       expect(await page.getByText('The previous secret keeps signing beside it until').count()).toBe(1);

@@ -76,7 +76,7 @@ export function overlapOf(value: string): number {
 /** A new secret, shown this once, with a copy button. */
 export function secretOnce(secret: string, previousUntil: Date | null): Html {
   return html`<section class="panel stack-wide" aria-labelledby="secret-title">
-  <h2 id="secret-title">Signing secret</h2>
+  <h2 id="secret-title">New signing secret</h2>
   <p><strong>Copy it now: it is shown only this once.</strong> The gateway keeps it sealed and never shows it again; if you lose it, rotate.</p>
   <code class="secret" id="new-secret">${secret}</code>
   <p><button type="button" class="secondary" data-copy="new-secret">Copy secret</button></p>
