@@ -60,9 +60,9 @@ export function eventCheckboxes(idPrefix: string, checked: readonly string[]): H
 /** The overlap choice of a rotation: how long the replaced secret keeps signing beside the new one. */
 export function overlapSelect(id: string): Html {
   const choices: [number, string][] = [
-    [DEFAULT_ROTATION_OVERLAP_SECONDS, '24 hours (default): time to deploy the new secret'],
+    [DEFAULT_ROTATION_OVERLAP_SECONDS, '24 hours (default)'],
     [3_600, '1 hour'],
-    [0, 'Stop the old secret now (it leaked)'],
+    [0, 'Stop it now (it leaked)'],
   ];
   return html`<label for="${id}">Old secret keeps signing for</label>
 <select id="${id}" name="expiresIn">${choices.map(([seconds, label]) => html`<option value="${seconds}">${label}</option>`)}</select>`;

@@ -99,7 +99,7 @@ async function listPage(
   return page(
     'Webhooks',
     html`${params.notice ? noticeBox(params.notice) : ''}
-<p class="help">Signed HTTP POSTs of ${modeName(ctx)} events to your endpoints (docs: webhooks). Switch the mode at the top to see the other mode's endpoints.</p>
+<p class="help">Signed HTTP POSTs of ${modeName(ctx)} events to your endpoints (docs/webhooks.md). Switch the mode at the top to see the other mode's endpoints.</p>
 <h2>Endpoints (${modeName(ctx)})</h2>
 ${
   endpoints.length
@@ -159,7 +159,7 @@ ${params.secret ? secretOnce(params.secret.value, params.secret.previousUntil) :
   <dt>Created</dt><dd>${when(endpoint.createdAt)}</dd>
   <dt>Id</dt><dd><code>${endpoint.id}</code></dd>
 </dl>
-${manage ? manageForms(ctx, endpoint) : ''}
+${manage ? actionButtons(ctx, endpoint) : ''}
 <h2>Deliveries</h2>
 ${
   shown.length
@@ -176,22 +176,27 @@ ${shown.map(
 </tbody></table></div>
 ${deliveries.length > DELIVERIES_PER_PAGE ? html`<p><a href="${base}?after=${shown[shown.length - 1]!.id}">Older deliveries</a></p>` : ''}`
     : html`<p>No deliveries yet. Send a test event to see one.</p>`
-}`,
+}
+${manage ? manageForms(ctx, endpoint) : ''}`,
     { status: params.status },
   );
 }
 
-function manageForms(ctx: DashboardContext, endpoint: WebhookEndpoint): Html {
+function actionButtons(ctx: DashboardContext, endpoint: WebhookEndpoint): Html {
   const base = `/dashboard/webhooks/${endpoint.id}`;
-  const hourAgo = new Date(Date.now() - 3_600_000).toISOString().slice(0, 16);
   return html`<div class="actions inline">
   <form method="post" action="${base}/test">${ctx.csrfField()}<button type="submit"${endpoint.status === 'enabled' ? '' : html` disabled`}>Send test event</button></form>
   <form method="post" action="${base}/status">${ctx.csrfField()}
     <input type="hidden" name="status" value="${endpoint.status === 'enabled' ? 'disabled' : 'enabled'}">
     <button type="submit" class="secondary">${endpoint.status === 'enabled' ? 'Disable' : 'Enable'}</button></form>
   <form method="post" action="${base}/delete" data-confirm="Delete this endpoint? Deliveries to it stop at once.">${ctx.csrfField()}<button type="submit" class="danger">Delete</button></form>
-</div>
-<section class="panel" aria-labelledby="edit-title">
+</div>`;
+}
+
+function manageForms(ctx: DashboardContext, endpoint: WebhookEndpoint): Html {
+  const base = `/dashboard/webhooks/${endpoint.id}`;
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString().slice(0, 16);
+  return html`<section class="panel" aria-labelledby="edit-title">
   <h2 id="edit-title">Edit</h2>
   <form method="post" action="${base}/edit" class="stack">
     ${ctx.csrfField()}
