@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createApiKey } from '../../src/accounts/index.ts';
-import { createEndpoint, listEndpoints } from '../../src/delivery/index.ts';
+import { createEndpoint, listEndpoints, sendTestEvent } from '../../src/delivery/index.ts';
 import { escapeHtml } from '../../src/dashboard/html.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, buildApi } from '../helpers/api.ts';
 import { addUserWithPassword, newMerchantWithOwner, signedInClient, TEST_PASSWORD } from '../helpers/dashboard.ts';
+import { delivery as createWorker } from '../helpers/delivery.ts';
+import { startReceiver } from '../helpers/webhookReceiver.ts';
 
 /** Fast HTTP-level negatives of the Webhooks pages (the Chromium flows are in webhooks.test.ts). */
 const db = useTestDatabase('dashboard_webhooks_access');
@@ -119,5 +121,38 @@ describe('dashboard webhooks: who may do what', () => {
       [team.merchantId, team.endpoint.id],
     );
     expect(audit.rows).toEqual([{ action: 'webhook.secret_rotated', actor: team.developer.email, details: { expiresIn: 3600 } }]);
+  });
+
+  test('an attempt shows a viewer how it went but not the request (like a read-only key); a developer also the request; nobody a signature', async () => {
+    const { merchantId } = await newMerchantWithOwner(db.store);
+    const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
+    const viewer = await addUserWithPassword(db.store, { merchantId, role: 'viewer' });
+    // The receiver echoes the request's headers: the excerpt must not show the signature either.
+    const receiver = await startReceiver((request) => ({ status: 200, body: JSON.stringify(request.headers) }));
+    try {
+      const owner = { merchantId, livemode: false };
+      const { endpoint } = await createEndpoint(db.store, box, { ...owner, url: `${receiver.url}/hooks` });
+      const { deliveryId } = await sendTestEvent(db.store, owner, endpoint.id);
+      await createWorker(db.store, { box }).drain();
+      await receiver.waitFor(1);
+      const signature = String(receiver.received[0]!.headers['x-service-signature']);
+      const path = `/dashboard/webhooks/${endpoint.id}/deliveries/${deliveryId}`;
+      const asViewer = await (await signedInClient(app, viewer.email)).get(path);
+      const asDeveloper = await (await signedInClient(app, developer.email)).get(path);
+      expect(asViewer.status).toBe(200);
+      expect(asViewer.body).toContain('Attempt 1: delivered (HTTP 200)');
+      expect(asViewer.body).toContain('1 signature (sha256, the current secret)');
+      expect(asViewer.body).not.toContain('Request body');
+      expect(asViewer.body).not.toContain('Resend');
+      expect(asDeveloper.body).toContain('Request body');
+      expect(asDeveloper.body).toContain('webhook_endpoint.test');
+      expect(asDeveloper.body).toContain('Resend');
+      for (const body of [asViewer.body, asDeveloper.body]) {
+        expect(body).toContain('sha256=[redacted]');
+        expect(body).not.toContain(signature.slice('sha256='.length));
+      }
+    } finally {
+      await receiver.close();
+    }
   });
 });
