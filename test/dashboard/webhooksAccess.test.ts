@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createApiKey } from '../../src/accounts/index.ts';
-import { createEndpoint, listEndpoints, sendTestEvent } from '../../src/delivery/index.ts';
+import { createEndpoint, getEndpoint, listEndpoints, sendTestEvent } from '../../src/delivery/index.ts';
 import { escapeHtml } from '../../src/dashboard/html.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, buildApi } from '../helpers/api.ts';
@@ -154,5 +154,31 @@ describe('dashboard webhooks: who may do what', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  test("bad input on the endpoint page shows the API's message and changes nothing", async () => {
+    const team = await merchantWithTeam();
+    const developer = await signedInClient(app, team.developer.email);
+    const base = `/dashboard/webhooks/${team.endpoint.id}`;
+    const deliveries = async () => (await db.store.query('SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1', [team.endpoint.id])).rowCount;
+    const backwards = await developer.post(`${base}/replay`, { from: '2026-01-02T00:00', to: '2026-01-01T00:00' });
+    expect(backwards.status).toBe(400);
+    expect(backwards.body).toContain('from must be earlier than to');
+    const before = await secretState(team.endpoint.id);
+    const badOverlap = await developer.post(`${base}/rotate`, { expiresIn: '90000' });
+    expect(badOverlap.status).toBe(400);
+    expect(badOverlap.body).toContain('expiresIn must be a whole number of seconds from 0 to 86400');
+    expect(await secretState(team.endpoint.id)).toBe(before);
+    expect((await developer.post(`${base}/status`, { status: 'disabled' })).status).toBe(303);
+    const whileDisabled = await developer.post(`${base}/test`);
+    expect(whileDisabled.status).toBe(409);
+    expect(whileDisabled.body).toContain('the endpoint is disabled');
+    const replayDisabled = await developer.post(`${base}/replay`, { from: '2026-01-01T00:00' });
+    expect(replayDisabled.status).toBe(409);
+    expect(await deliveries()).toBe(0);
+    const noKinds = await developer.post(`${base}/edit`, { url: team.endpoint.url, description: 'x' });
+    expect(noKinds.status).toBe(400);
+    expect(noKinds.body).toContain('choose at least one event kind');
+    expect((await getEndpoint(db.store, { merchantId: team.merchantId, livemode: false }, team.endpoint.id))?.description).toBeNull();
   });
 });
