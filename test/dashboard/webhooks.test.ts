@@ -27,7 +27,13 @@ beforeAll(async () => {
   browser = await launchChromium();
   const config = loadConfig({ LOG_LEVEL: 'silent' });
   expect(config.webhookAllowPrivateSandbox).toBe('loopback');
-  delivery = createDelivery({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }), config, box });
+  delivery = createDelivery({
+    store: db.store,
+    logger: createLogger({ level: 'silent' }),
+    metrics: createMetricsRegistry({ defaultMetrics: false }),
+    config,
+    box,
+  });
 }, 60_000);
 afterAll(async () => {
   await delivery?.stop();
@@ -122,16 +128,19 @@ describe('dashboard webhooks in Chromium', () => {
       expect(withNew.livemode).toBe(false);
       await page.reload();
       await page.locator('tbody tr').first().getByRole('link').click();
-      await page.getByText(/2 signatures \(sha256: the new secret's first/).first().waitFor();
+      await page
+        .getByText(/2 signatures \(sha256: the new secret's first/)
+        .first()
+        .waitFor();
 
       await page.goto(`${server.url}/dashboard/webhooks`);
       await page.getByRole('link', { name: `${receiver.url}/hooks` }).waitFor();
       await saveDashboardScreenshots(page, 'webhooks-list');
 
-      const audit = await db.store.query<{ action: string; actor: string }>('SELECT action, actor FROM audit_log WHERE merchant_id = $1 AND target = $2 ORDER BY id', [
-        merchantId,
-        endpointId,
-      ]);
+      const audit = await db.store.query<{ action: string; actor: string }>(
+        'SELECT action, actor FROM audit_log WHERE merchant_id = $1 AND target = $2 ORDER BY id',
+        [merchantId, endpointId],
+      );
       expect(audit.rows.map((row) => row.action)).toEqual(['webhook.endpoint_created', 'webhook.redelivered', 'webhook.secret_rotated']);
       expect(new Set(audit.rows.map((row) => row.actor))).toEqual(new Set([developer.email]));
     } finally {
