@@ -427,6 +427,15 @@ func (s *WebhookEndpointsService) Replay(ctx context.Context, id string, params 
 	return call[WebhookReplay](ctx, s.t, request{method: "POST", path: "/webhooks/" + url.PathEscape(id) + "/replay", body: bodyOf(params)}, opts)
 }
 
+// SendTestEvent: Send a test event to an endpoint
+//
+// Sends a `webhook_endpoint.test` event (`data.test` is true) to this endpoint only, whatever event kinds it subscribes to: a real delivery, signed with the endpoint's secret(s), logged and retried like any other. 409 when the endpoint is disabled.
+//
+// POST /webhooks/{id}/test
+func (s *WebhookEndpointsService) SendTestEvent(ctx context.Context, id string, opts ...RequestOption) (*WebhookTestEvent, error) {
+	return call[WebhookTestEvent](ctx, s.t, request{method: "POST", path: "/webhooks/" + url.PathEscape(id) + "/test"}, opts)
+}
+
 // WebhookSecretService: The signing secret of per-session `webhookUrl` deliveries, one per mode.
 type WebhookSecretService struct{ t *transport }
 

@@ -908,6 +908,15 @@ type WebhookReplayParams struct {
 	To *string `json:"to,omitempty"`
 }
 
+// WebhookTestEvent: a JSON object of the API.
+type WebhookTestEvent struct {
+	EndpointID string `json:"endpointId"`
+	// The test event (`evt_…`).
+	EventID string `json:"eventId"`
+	// Its delivery (`whd_…`).
+	DeliveryID string `json:"deliveryId"`
+}
+
 // WebhookSecret: The merchant's signing secret for per-session webhookUrl deliveries of this mode (never the secret itself).
 type WebhookSecret struct {
 	// The mode whose secret this is: the API key's mode. Sandbox and live deliveries are signed with different secrets.
@@ -985,6 +994,8 @@ type WebhookAttempt struct {
 	DurationMs          int64   `json:"durationMs"`
 	Succeeded           bool    `json:"succeeded"`
 	StartedAt           string  `json:"startedAt"`
+	// How many signatures X-Service-Signature carried: 1, or 2 during a secret rotation's overlap (the new secret's first). Never their values. null for attempts logged before this was recorded.
+	SignaturesSent *int64 `json:"signaturesSent"`
 }
 
 // EventRedelivery: a JSON object of the API.

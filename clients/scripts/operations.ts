@@ -67,6 +67,7 @@ export const OPERATIONS: Record<string, OperationName> = {
   postWebhooksByIdRotateSecret: { resource: 'webhookEndpoints', method: 'rotateSecret', body: 'SecretRotateParams', returns: 'WebhookEndpointRotated' },
   getWebhooksByIdDeliveries: { resource: 'webhookEndpoints', method: 'listDeliveries', query: 'DeliveryListParams', returns: 'WebhookDelivery' },
   postWebhooksByIdReplay: { resource: 'webhookEndpoints', method: 'replay', body: 'WebhookReplayParams', returns: 'WebhookReplay' },
+  postWebhooksByIdTest: { resource: 'webhookEndpoints', method: 'sendTestEvent', returns: 'WebhookTestEvent' },
 
   getWebhookSecret: { resource: 'webhookSecret', method: 'retrieve', returns: 'WebhookSecret' },
   postWebhookSecretRotate: { resource: 'webhookSecret', method: 'rotate', body: 'SecretRotateParams', returns: 'WebhookSecretRotated' },

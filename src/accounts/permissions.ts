@@ -11,8 +11,8 @@ import type { Role } from './dashboardUsers.ts';
  * - `keys.live`: create and revoke live API keys; owners only, and with the password entered in
  *   the last 10 minutes. A developer sees live keys (hint, scopes, last use) but cannot create
  *   or revoke one: a live key moves real payments, and revoking one stops production traffic.
- * - `webhooks.manage`: endpoints, events, secrets, resends, test events. In live mode a new or
- *   changed URL and a secret rotation also want the recent password (money-routing).
+ * - `webhooks.manage`: endpoints, events, secrets, resends, test events. A new or changed URL
+ *   and a secret rotation also want the recent password, in both modes (money-routing).
  * - `links.manage`: create and deactivate payment links.
  * - `sandbox.use`: simulate sandbox payments.
  * - `payments.manage`: refunds (reject, pay, record) and attributing unmatched transfers.

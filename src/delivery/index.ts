@@ -20,6 +20,7 @@ import { systemClock, type ClaimedDelivery, type Clock } from './types.ts';
 export * from './endpoints.ts';
 export * from './log.ts';
 export * from './replay.ts';
+export * from './manage.ts';
 export * from './secrets.ts';
 export { checkWebhookUrl, UnsafeWebhookUrlError } from './ssrf.ts';
 export { RETRY_DELAYS_MS, MAX_ATTEMPTS, retryDelayMs } from './schedule.ts';
@@ -153,7 +154,16 @@ export function createDelivery(params: DeliveryParams): Delivery {
     const result = await transportFor(delivery.livemode)({ url: delivery.url, headers: signed, body: delivery.body });
     const durationMs = Math.round(performance.now() - t0);
     const finishedAt = clock.now();
-    const record = { delivery, attemptNumber, startedAt, finishedAt, durationMs, requestHeaders: loggedHeaders(signed), result };
+    const record = {
+      delivery,
+      attemptNumber,
+      startedAt,
+      finishedAt,
+      durationMs,
+      requestHeaders: loggedHeaders(signed),
+      signaturesSent: secrets.length,
+      result,
+    };
     try {
       const fast =
         isSuccess(result) &&

@@ -108,6 +108,16 @@ export async function isDeliveryOfEndpoint(sql: Sql, owner: Owner, params: { del
   return Boolean(rowCount);
 }
 
+/** One delivery of the owner, optionally only if it went to `endpointId`. */
+export async function getDelivery(sql: Sql, owner: Owner, id: string, params: { endpointId?: string } = {}): Promise<DeliveryRecord | undefined> {
+  const { rows } = await sql.query<{ event_id: string }>(
+    'SELECT event_id FROM webhook_deliveries WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND ($4::text IS NULL OR endpoint_id = $4)',
+    [id, owner.merchantId, owner.livemode, params.endpointId ?? null],
+  );
+  if (!rows[0]) return undefined;
+  return (await listDeliveries(sql, owner, { eventId: rows[0].event_id })).find((delivery) => delivery.id === id);
+}
+
 /** A page of deliveries, newest first, optionally of one event or one endpoint. */
 export async function listDeliveries(
   sql: Sql,
@@ -155,6 +165,8 @@ export interface AttemptLogRecord {
   durationMs: number;
   succeeded: boolean;
   startedAt: Date;
+  /** How many signatures X-Service-Signature carried: 2 during a rotation's overlap; null before migration 023. Never their values. */
+  signaturesSent: number | null;
 }
 
 /** Every attempt made for an event (all its deliveries), oldest first. */
@@ -180,5 +192,37 @@ export async function listAttempts(sql: Sql, owner: Owner, eventId: string): Pro
     durationMs: row.duration_ms,
     succeeded: row.succeeded,
     startedAt: row.started_at,
+    signaturesSent: row.signatures_sent,
   }));
+}
+
+/**
+ * `text` with everything that could be an HMAC-SHA256 signature replaced by `[redacted]`: the
+ * `sha256=` form in any case and URL-encoded, any run of exactly 64 hex digits, and any run of
+ * 43 base64 or base64url characters (32 bytes). A receiver may echo its request in any of these
+ * encodings; redacting too much of a debugging excerpt costs little.
+ */
+export function redactSignatures(text: string): string {
+  return text
+    .replace(/sha256(?:=|%3D)[0-9a-f]{64}/gi, 'sha256=[redacted]')
+    .replace(/(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/gi, '[redacted]')
+    .replace(/(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{43}(?:=|%3D)?(?![A-Za-z0-9+/_-])/g, '[redacted]');
+}
+
+/**
+ * An attempt as someone may see it, in the API (by key scope) and the dashboard (by role).
+ * Nobody gets a signature: a signed request is what a receiver trusts, and one taken from the
+ * log could be replayed (or, before migration 014, sandbox signatures verified at live
+ * receivers); only how many were sent. Without `seesRequest` (a read-only key, a viewer) it is
+ * how it went (timing, status, response excerpt), not the request; with it also the request's
+ * headers and body, which are the event it can read anyway. A receiver that echoes its request
+ * back could put a signature in the response excerpt: anything shaped like one is redacted.
+ */
+export function attemptAsShown(attempt: AttemptLogRecord, params: { seesRequest: boolean }) {
+  const { requestHeaders, requestBody, responseBodyExcerpt, ...rest } = attempt;
+  return {
+    ...rest,
+    ...(params.seesRequest ? { requestHeaders, requestBody } : {}),
+    responseBodyExcerpt: responseBodyExcerpt === null ? null : redactSignatures(responseBodyExcerpt),
+  };
 }

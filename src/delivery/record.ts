@@ -27,6 +27,8 @@ export interface AttemptRecord {
   finishedAt: Date;
   durationMs: number;
   requestHeaders: Record<string, string>;
+  /** How many signatures X-Service-Signature carried (2 during a rotation's overlap); never their values. */
+  signaturesSent: number;
   result: TransportResult;
 }
 
@@ -50,14 +52,14 @@ export async function recordSuccesses(sql: Sql, attempts: AttemptRecord[]): Prom
   await sql.query(
     `WITH input AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[],
-                            $11::int[], $12::timestamptz[], $13::timestamptz[])
+                            $11::int[], $12::timestamptz[], $13::timestamptz[], $14::int[])
          AS t(id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body, response_status, excerpt,
-              duration_ms, started_at, finished_at)
+              duration_ms, started_at, finished_at, signatures_sent)
      ), attempt AS (
        INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body,
-                                     response_status, response_body_excerpt, error, duration_ms, succeeded, started_at)
+                                     response_status, response_body_excerpt, error, duration_ms, succeeded, started_at, signatures_sent)
        SELECT id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers::jsonb, request_body, response_status, excerpt,
-              NULL, duration_ms, true, started_at
+              NULL, duration_ms, true, started_at, signatures_sent
          FROM input
        ON CONFLICT (delivery_id, attempt_number) DO NOTHING
      ), streak AS (
@@ -83,6 +85,7 @@ export async function recordSuccesses(sql: Sql, attempts: AttemptRecord[]): Prom
       column((a) => a.durationMs),
       column((a) => a.startedAt),
       column((a) => a.finishedAt),
+      column((a) => a.signaturesSent),
     ],
   );
 }
@@ -103,8 +106,8 @@ export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { 
 
   await sql.query(
     `INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body,
-                                   response_status, response_body_excerpt, error, duration_ms, succeeded, started_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                   response_status, response_body_excerpt, error, duration_ms, succeeded, started_at, signatures_sent)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (delivery_id, attempt_number) DO NOTHING`,
     [
       newId('wha'),
@@ -121,6 +124,7 @@ export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { 
       attempt.durationMs,
       succeeded,
       attempt.startedAt,
+      attempt.signaturesSent,
     ],
   );
 

@@ -188,10 +188,13 @@ describe('what attempt logs show', () => {
         'id',
         'responseBodyExcerpt',
         'responseStatus',
+        'signaturesSent',
         'startedAt',
         'succeeded',
         'url',
       ]);
+      // How many signatures went (one secret signs here), never their values.
+      expect(attempt.signaturesSent).toBe(signatures.length);
       expect(attempt.responseStatus).toBe(200);
       expect(attempt.responseBodyExcerpt).toContain('"x-service-signature":"sha256=[redacted]"');
     }

@@ -3,13 +3,15 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf, type RequestAuth } from '../auth.ts';
-import { badRequest, conflict, notFound } from '../../internal/errors.ts';
+import { badRequest, notFound } from '../../internal/errors.ts';
 import {
+  attemptAsShown,
   getEvent,
   listAttempts,
   listDeliveries,
   listEvents,
-  redeliverEvent,
+  resendEvent,
+  TEST_EVENT,
   RESPONSE_EXCERPT_BYTES,
   type AttemptLogRecord,
   type EventRecord,
@@ -59,6 +61,10 @@ const AttemptSchema = Type.Object(
     durationMs: Type.Integer(),
     succeeded: Type.Boolean(),
     startedAt: Type.String({ format: 'date-time' }),
+    signaturesSent: Type.Union([Type.Integer({ minimum: 1, maximum: 2 }), Type.Null()], {
+      description:
+        "How many signatures X-Service-Signature carried: 1, or 2 during a secret rotation's overlap (the new secret's first). Never their values. null for attempts logged before this was recorded.",
+    }),
   },
   {
     additionalProperties: false,
@@ -67,35 +73,13 @@ const AttemptSchema = Type.Object(
   },
 );
 
-/**
- * `text` with everything that could be an HMAC-SHA256 signature replaced by `[redacted]`: the
- * `sha256=` form in any case and URL-encoded, any run of exactly 64 hex digits, and any run of
- * 43 base64 or base64url characters (32 bytes). A receiver may echo its request in any of these
- * encodings; redacting too much of a debugging excerpt costs little.
- */
-export function redactSignatures(text: string): string {
-  return text
-    .replace(/sha256(?:=|%3D)[0-9a-f]{64}/gi, 'sha256=[redacted]')
-    .replace(/(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/gi, '[redacted]')
-    .replace(/(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{43}(?:=|%3D)?(?![A-Za-z0-9+/_-])/g, '[redacted]');
-}
+// Moved to src/delivery/log.ts (the dashboard shows attempts too); its tests import it from here.
+export { redactSignatures } from '../../delivery/index.ts';
 
-/**
- * An attempt as `auth` may see it. Nobody gets a signature: a signed request is what a receiver
- * trusts, and one taken from the log could be replayed (or, before migration 014, sandbox
- * signatures verified at live receivers). A read-only key sees how it went (timing, status,
- * response excerpt), not the request; a write key also sees the request's headers and body,
- * which are the event it can read anyway. A receiver that echoes its request back could put a
- * signature in the response excerpt: anything shaped like one is redacted.
- */
+/** An attempt as `auth` may see it (attemptAsShown): a `write` key also sees the request. */
 function attemptView(attempt: AttemptLogRecord, auth: RequestAuth) {
-  const { requestHeaders, requestBody, startedAt, responseBodyExcerpt, ...rest } = attempt;
-  return {
-    ...rest,
-    ...(auth.scopes.includes('write') ? { requestHeaders, requestBody } : {}),
-    responseBodyExcerpt: responseBodyExcerpt === null ? null : redactSignatures(responseBodyExcerpt),
-    startedAt: startedAt.toISOString(),
-  };
+  const { startedAt, ...rest } = attemptAsShown(attempt, { seesRequest: auth.scopes.includes('write') });
+  return { ...rest, startedAt: startedAt.toISOString() };
 }
 
 const EventIdParams = Type.Object(
@@ -117,8 +101,8 @@ function eventView(event: EventRecord) {
 }
 
 const TAGS = ['Webhooks'];
-/** Every type an event can have (what an endpoint can subscribe to, less `*`). */
-const LISTED_EVENT_TYPES: readonly string[] = SUBSCRIBABLE_EVENTS.filter((type) => type !== '*');
+/** Every type an event can have (what an endpoint can subscribe to, less `*`, and the test event). */
+const LISTED_EVENT_TYPES: readonly string[] = [...SUBSCRIBABLE_EVENTS.filter((type) => type !== '*'), TEST_EVENT];
 
 /**
  * The event log (Stripe's `/events`): list and filter, read one, its deliveries and every
@@ -252,14 +236,8 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request, reply) => {
-      const endpointId = request.body.endpointId;
-      const result = await deps.store.transaction((sql) => redeliverEvent(sql, authOf(request), request.params.id, { endpointId }));
-      if (result === undefined)
-        throw notFound(endpointId ? `no event ${request.params.id} or no webhook endpoint ${endpointId}` : `no event ${request.params.id}`);
-      if (result === 'not_dispatched') throw conflict('the event has not been dispatched yet; it will be within a second');
-      if (result === 'endpoint_disabled') throw conflict('the endpoint is disabled: enable it first (PATCH status "enabled")');
-      if (result.length === 0) throw conflict('the event has no enabled target to redeliver to: pass endpointId');
-      return reply.status(202).send({ eventId: request.params.id, deliveries: result });
+      const deliveries = await resendEvent(deps.store, authOf(request), request.params.id, { endpointId: request.body.endpointId });
+      return reply.status(202).send({ eventId: request.params.id, deliveries });
     },
   );
 }

@@ -8,7 +8,7 @@ import {
   DEFAULT_ROTATION_OVERLAP_SECONDS,
   getMerchantSecretInfo,
   MAX_ROTATION_OVERLAP_SECONDS,
-  rotateMerchantSecret,
+  rotateSessionSecret,
   type MerchantSecretInfo,
 } from '../../delivery/index.ts';
 import { iso, Nullable, webhookErrors } from './webhookViews.ts';
@@ -112,7 +112,7 @@ export function webhookSecretRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const expiresInSeconds = request.body.expiresIn ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       const rotated = await deps.store.transaction(async (sql) => {
-        const result = await rotateMerchantSecret(sql, deps.box, auth, { expiresInSeconds });
+        const result = await rotateSessionSecret(sql, deps.box, auth, expiresInSeconds);
         // What an Idempotency-Key replay returns: everything but the secret (never stored in plaintext).
         await saveIdempotentResponse(sql, request, 200, secretView(result.info, auth.livemode));
         return result;

@@ -2,11 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
-import { allowPrivateWebhooks } from '../../internal/config.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
-import { badRequest, conflict, notFound } from '../../internal/errors.ts';
-import { EVENT_TYPES } from '../../engine/outbox.ts';
+import { badRequest, notFound } from '../../internal/errors.ts';
 import { RotateBodySchema, webhookSecretRoutes } from './webhookSecrets.ts';
 import {
   DeliverySchema,
@@ -23,28 +21,26 @@ import {
 // Other modules imported these from here first.
 export { DeliverySchema, deliveryView, WebhookErrorSchema, webhookErrors } from './webhookViews.ts';
 import {
-  checkWebhookUrl,
-  createEndpoint,
+  changeEndpoint,
+  checkUrlForMode,
   deleteEndpoint,
-  ENDPOINT_DISABLED_EVENT,
-  failPendingDeliveries,
   getEndpoint,
   isDeliveryOfEndpoint,
   listDeliveries,
   listEndpoints,
   MAX_REPLAY_EVENTS,
-  replayEndpoint,
-  rotateEndpointSecret,
+  registerEndpoint,
+  replayWindow,
+  rotateSigningSecret,
+  sendTestEvent,
   DEFAULT_ROTATION_OVERLAP_SECONDS,
   MAX_ENDPOINTS_PER_MODE,
   MAX_ROTATION_OVERLAP_SECONDS,
-  TooManyEndpointsError,
-  UnsafeWebhookUrlError,
-  updateEndpoint,
+  SUBSCRIBABLE_EVENTS,
+  TEST_EVENT,
 } from '../../delivery/index.ts';
 
-/** Event kinds an endpoint may subscribe to: spec §6.1, the endpoint-disabled notice, and `*`. */
-export const SUBSCRIBABLE_EVENTS = ['*', ...EVENT_TYPES, ENDPOINT_DISABLED_EVENT] as const;
+export { SUBSCRIBABLE_EVENTS } from '../../delivery/index.ts';
 
 export const WebhookIdParams = Type.Object(
   { id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).', 'x-not-found': 'webhook endpoint' }) },
@@ -70,19 +66,8 @@ const WebhookUrlSchema = Type.String({
  * internal; a 400 naming `field` (the request's field: `url` here, `webhookUrl` on sessions and
  * payment links) otherwise.
  */
-export async function safeUrl(url: string, deps: ApiDeps, livemode: boolean, field = 'url'): Promise<string> {
-  try {
-    await checkWebhookUrl(url, { allowPrivate: allowPrivateWebhooks(deps.config, livemode) });
-    return url;
-  } catch (error) {
-    if (error instanceof UnsafeWebhookUrlError) throw badRequest(`${field}: ${error.shortMessage}`);
-    throw error;
-  }
-}
-
-function normaliseEvents(events: string[] | undefined): string[] | undefined {
-  if (!events) return undefined;
-  return events.includes('*') ? ['*'] : events;
+export function safeUrl(url: string, deps: ApiDeps, livemode: boolean, field = 'url'): Promise<string> {
+  return checkUrlForMode(url, deps.config, livemode, field);
 }
 
 const TAGS = ['Webhooks'];
@@ -116,24 +101,15 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const auth = authOf(request);
-      const url = await safeUrl(request.body.url, deps, auth.livemode);
-      const { endpoint, secret } = await deps.store
-        .transaction(async (sql) => {
-          const created = await createEndpoint(sql, deps.box, {
-            merchantId: auth.merchantId,
-            livemode: auth.livemode,
-            url,
-            description: request.body.description ?? null,
-            enabledEvents: normaliseEvents(request.body.enabledEvents),
-          });
-          // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
-          await saveIdempotentResponse(sql, request, 201, endpointView(created.endpoint));
-          return created;
-        })
-        .catch((error: unknown) => {
-          if (error instanceof TooManyEndpointsError) throw conflict(error.message);
-          throw error;
-        });
+      const { endpoint, secret } = await registerEndpoint(
+        deps.store,
+        deps.box,
+        deps.config,
+        auth,
+        { url: request.body.url, description: request.body.description ?? null, enabledEvents: request.body.enabledEvents },
+        // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
+        (sql, created) => saveIdempotentResponse(sql, request, 201, endpointView(created)),
+      );
       return reply.status(201).send({ ...endpointView(endpoint), secret });
     },
   );
@@ -192,20 +168,13 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const auth = authOf(request);
       const body = request.body;
-      const url = body.url === undefined ? undefined : await safeUrl(body.url, deps, auth.livemode);
-      const endpoint = await deps.store.transaction(async (sql) => {
-        const updated = await updateEndpoint(sql, auth, request.params.id, {
-          url,
-          enabledEvents: normaliseEvents(body.enabledEvents),
-          status: body.status,
-          ...('description' in body ? { description: (body.description as string | null | undefined) ?? null } : {}),
-        });
-        if (updated && body.status === 'disabled') await failPendingDeliveries(sql, updated.id, 'endpoint disabled by the merchant');
-        return updated;
+      const endpoint = await changeEndpoint(deps.store, deps.config, authOf(request), request.params.id, {
+        url: body.url,
+        enabledEvents: body.enabledEvents,
+        status: body.status,
+        ...('description' in body ? { description: (body.description as string | null | undefined) ?? null } : {}),
       });
-      if (!endpoint) throw notFound(`no webhook endpoint ${request.params.id}`);
       return endpointView(endpoint);
     },
   );
@@ -250,11 +219,10 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const expiresInSeconds = request.body.expiresIn ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       const rotated = await deps.store.transaction(async (sql) => {
-        const result = await rotateEndpointSecret(sql, deps.box, authOf(request), request.params.id, { expiresInSeconds });
-        if (result) await saveIdempotentResponse(sql, request, 200, endpointView(result.endpoint));
+        const result = await rotateSigningSecret(sql, deps.box, authOf(request), request.params.id, expiresInSeconds);
+        await saveIdempotentResponse(sql, request, 200, endpointView(result.endpoint));
         return result;
       });
-      if (!rotated) throw notFound(`no webhook endpoint ${request.params.id}`);
       return { ...endpointView(rotated.endpoint), secret: rotated.secret, previousSecretExpiresAt: iso(rotated.previousSecretExpiresAt) };
     },
   );
@@ -324,12 +292,35 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const from = new Date(request.body.from);
       const to = request.body.to === undefined ? new Date() : new Date(request.body.to);
-      if (!(from < to)) throw badRequest('from must be earlier than to');
-      const result = await deps.store.transaction((sql) => replayEndpoint(sql, authOf(request), request.params.id, { from, to }));
-      if (result === undefined) throw notFound(`no webhook endpoint ${request.params.id}`);
-      if (result === 'endpoint_disabled') throw conflict('the endpoint is disabled: enable it first (PATCH status "enabled")');
-      if (result === 'too_many') throw badRequest(`the window holds more than ${MAX_REPLAY_EVENTS} events: replay a narrower window`);
-      return reply.status(202).send({ endpointId: request.params.id, replayed: result.count });
+      const replayed = await replayWindow(deps.store, authOf(request), request.params.id, { from, to });
+      return reply.status(202).send({ endpointId: request.params.id, replayed });
+    },
+  );
+
+  typed.post(
+    '/webhooks/:id/test',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Send a test event to an endpoint',
+        description: `Sends a \`${TEST_EVENT}\` event (\`data.test\` is true) to this endpoint only, whatever event kinds it subscribes to: a real delivery, signed with the endpoint's secret(s), logged and retried like any other. 409 when the endpoint is disabled.`,
+        params: WebhookIdParams,
+        response: {
+          202: Type.Object(
+            {
+              endpointId: Type.String(),
+              eventId: Type.String({ description: 'The test event (`evt_…`).' }),
+              deliveryId: Type.String({ description: 'Its delivery (`whd_…`).' }),
+            },
+            { additionalProperties: false },
+          ),
+          ...webhookErrors(400, 401, 403, 404, 409, 422, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const sent = await sendTestEvent(deps.store, authOf(request), request.params.id);
+      return reply.status(202).send({ endpointId: request.params.id, ...sent });
     },
   );
 

@@ -5,6 +5,8 @@ import { developersPage } from './developers.ts';
 import { accountPage } from './account.ts';
 import { teamPage } from './team.ts';
 import { auditPage } from './audit.ts';
+import { webhookDeliveryPages } from './webhookDeliveries.ts';
+import { webhookPages } from './webhooks.ts';
 
 /**
  * Every page module of the signed-in dashboard, one a line (see src/dashboard/README.md for the
@@ -17,5 +19,7 @@ export const PAGE_MODULES: DashboardPageModule[] = [
   accountPage,
   teamPage,
   auditPage,
+  webhookPages,
+  webhookDeliveryPages,
   placeholderPages,
 ];

@@ -336,6 +336,15 @@ export function createResources(transport: Transport) {
        */
       replay: (id: string, params: T.WebhookReplayParams, options?: RequestOptions): Promise<T.WebhookReplay> =>
         transport.request<T.WebhookReplay>({ method: 'POST', path: `/webhooks/${encodeURIComponent(id)}/replay`, body: params }, options),
+      /**
+       * Send a test event to an endpoint
+       *
+       * Sends a `webhook_endpoint.test` event (`data.test` is true) to this endpoint only, whatever event kinds it subscribes to: a real delivery, signed with the endpoint's secret(s), logged and retried like any other. 409 when the endpoint is disabled.
+       *
+       * `POST /webhooks/{id}/test`
+       */
+      sendTestEvent: (id: string, options?: RequestOptions): Promise<T.WebhookTestEvent> =>
+        transport.request<T.WebhookTestEvent>({ method: 'POST', path: `/webhooks/${encodeURIComponent(id)}/test` }, options),
     },
     /** The signing secret of per-session `webhookUrl` deliveries, one per mode. */
     webhookSecret: {

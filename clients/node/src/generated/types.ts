@@ -726,6 +726,14 @@ export interface WebhookReplayParams {
   to?: string;
 }
 
+export interface WebhookTestEvent {
+  endpointId: string;
+  /** The test event (`evt_…`). */
+  eventId: string;
+  /** Its delivery (`whd_…`). */
+  deliveryId: string;
+}
+
 /** The merchant's signing secret for per-session webhookUrl deliveries of this mode (never the secret itself). */
 export interface WebhookSecret {
   /** The mode whose secret this is: the API key's mode. Sandbox and live deliveries are signed with different secrets. */
@@ -801,6 +809,8 @@ export interface WebhookAttempt {
   durationMs: number;
   succeeded: boolean;
   startedAt: string;
+  /** How many signatures X-Service-Signature carried: 1, or 2 during a secret rotation's overlap (the new secret's first). Never their values. null for attempts logged before this was recorded. */
+  signaturesSent: number | null;
 }
 
 export interface EventRedelivery {

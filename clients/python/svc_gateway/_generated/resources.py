@@ -48,6 +48,7 @@ from .types import (
     WebhookReplay,
     WebhookSecret,
     WebhookSecretRotated,
+    WebhookTestEvent,
 )
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/api/v1"
@@ -883,6 +884,24 @@ class WebhookEndpointsResource(_Resource):
             "POST",
             f"/webhooks/{_quote(id)}/replay",
             body=_params({"from": from_, "to": to}),
+            options=options,
+        )
+
+    def send_test_event(
+        self,
+        id: str,
+        *,
+        options: Optional[RequestOptions] = None,
+    ) -> WebhookTestEvent:
+        """Send a test event to an endpoint
+
+        Sends a `webhook_endpoint.test` event (`data.test` is true) to this endpoint only, whatever event kinds it subscribes to: a real delivery, signed with the endpoint's secret(s), logged and retried like any other. 409 when the endpoint is disabled.
+
+        ``POST /webhooks/{id}/test``
+        """
+        return self._transport.request(
+            "POST",
+            f"/webhooks/{_quote(id)}/test",
             options=options,
         )
 

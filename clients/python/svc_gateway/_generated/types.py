@@ -1213,6 +1213,22 @@ class WebhookReplayParams(_WebhookReplayParamsRequired, _WebhookReplayParamsOpti
     """WebhookReplayParams (JSON object)."""
 
 
+_WebhookTestEventRequired = TypedDict(
+    "_WebhookTestEventRequired",
+    {
+        "endpointId": str,
+        # The test event (`evt_…`).
+        "eventId": str,
+        # Its delivery (`whd_…`).
+        "deliveryId": str,
+    },
+)
+
+
+class WebhookTestEvent(_WebhookTestEventRequired):
+    """WebhookTestEvent (JSON object)."""
+
+
 _WebhookSecretRequired = TypedDict(
     "_WebhookSecretRequired",
     {
@@ -1327,6 +1343,8 @@ _WebhookAttemptRequired = TypedDict(
         "durationMs": int,
         "succeeded": bool,
         "startedAt": str,
+        # How many signatures X-Service-Signature carried: 1, or 2 during a secret rotation's overlap (the new secret's first). Never their values. null for attempts logged before this was recorded.
+        "signaturesSent": Optional[int],
     },
 )
 _WebhookAttemptOptional = TypedDict(
@@ -1486,6 +1504,7 @@ __all__ = [
     "DeliveryListParams",
     "WebhookReplay",
     "WebhookReplayParams",
+    "WebhookTestEvent",
     "WebhookSecret",
     "WebhookSecretRotated",
     "Event",

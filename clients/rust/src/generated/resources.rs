@@ -593,6 +593,15 @@ impl<'a> WebhookEndpointsResource<'a> {
     pub fn replay(&self, id: &str, params: &WebhookReplayParams) -> Result<WebhookReplay, Error> {
         self.transport.call(Request { method: "POST", path: format!("/webhooks/{}/replay", encode_path(id)), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
     }
+
+    /// Send a test event to an endpoint
+    ///
+    /// Sends a `webhook_endpoint.test` event (`data.test` is true) to this endpoint only, whatever event kinds it subscribes to: a real delivery, signed with the endpoint's secret(s), logged and retried like any other. 409 when the endpoint is disabled.
+    ///
+    /// `POST /webhooks/{id}/test`
+    pub fn send_test_event(&self, id: &str) -> Result<WebhookTestEvent, Error> {
+        self.transport.call(Request { method: "POST", path: format!("/webhooks/{}/test", encode_path(id)), query: Vec::new(), body: None }, &self.options)
+    }
 }
 
 /// The signing secret of per-session `webhookUrl` deliveries, one per mode.

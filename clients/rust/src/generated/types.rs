@@ -2039,6 +2039,17 @@ impl WebhookReplayParams {
     }
 }
 
+/// WebhookTestEvent (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookTestEvent {
+    pub endpoint_id: String,
+    /// The test event (`evt_…`).
+    pub event_id: String,
+    /// Its delivery (`whd_…`).
+    pub delivery_id: String,
+}
+
 /// The merchant's signing secret for per-session webhookUrl deliveries of this mode (never the secret itself).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -2178,6 +2189,8 @@ pub struct WebhookAttempt {
     pub duration_ms: i64,
     pub succeeded: bool,
     pub started_at: String,
+    /// How many signatures X-Service-Signature carried: 1, or 2 during a secret rotation's overlap (the new secret's first). Never their values. null for attempts logged before this was recorded.
+    pub signatures_sent: Option<i64>,
 }
 
 /// EventRedelivery (a JSON object of the API).
