@@ -70,7 +70,7 @@ const WebhookUrlSchema = Type.String({
  * internal; a 400 naming `field` (the request's field: `url` here, `webhookUrl` on sessions and
  * payment links) otherwise.
  */
-export async function safeUrl(url: string, deps: ApiDeps, livemode: boolean, field = 'url'): Promise<string> {
+export async function safeUrl(url: string, deps: Pick<ApiDeps, 'config'>, livemode: boolean, field = 'url'): Promise<string> {
   try {
     await checkWebhookUrl(url, { allowPrivate: allowPrivateWebhooks(deps.config, livemode) });
     return url;

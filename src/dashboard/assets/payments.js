@@ -1,0 +1,49 @@
+// svc dashboard, payments pages: the home page's volume charts (uPlot, served from node_modules).
+// The figures come from each chart's data-volume attribute (decimal text made on the server from
+// base units); they become numbers here only to be drawn. Without this file the page still shows
+// the same figures in its tables.
+(() => {
+  const COLOURS = ['#3a3ab8', '#0b6b3a', '#a4161a', '#8a4b00', '#006d8f', '#6b2fa0'];
+
+  function draw(element) {
+    let chart;
+    try {
+      chart = JSON.parse(element.getAttribute('data-volume') || '');
+    } catch {
+      return;
+    }
+    if (!window.uPlot || !chart || !Array.isArray(chart.days)) return;
+    const xs = chart.days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+    const data = [xs, ...chart.series.map((series) => series.values.map(Number))];
+    const options = {
+      width: Math.max(280, element.clientWidth),
+      height: 220,
+      tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      scales: { x: { time: true } },
+      axes: [{}, { label: chart.currency, size: 64 }],
+      series: [
+        { label: 'Day (UTC)' },
+        ...chart.series.map((series, index) => ({
+          label: series.chain,
+          stroke: COLOURS[index % COLOURS.length],
+          width: 2,
+          points: { show: true, size: 5 },
+          value: (_plot, value) => (value == null ? '' : `${value} ${chart.currency}`),
+        })),
+      ],
+    };
+    element.replaceChildren();
+    const plot = new window.uPlot(options, data, element);
+    let pending;
+    window.addEventListener('resize', () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => plot.setSize({ width: Math.max(280, element.clientWidth), height: 220 }), 150);
+    });
+  }
+
+  function start() {
+    for (const element of document.querySelectorAll('.volume-chart[data-volume]')) draw(element);
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();
