@@ -87,6 +87,16 @@ describe('payments pages over HTTP', () => {
     expect(created.status).toBe(303);
   });
 
+  test('a form post with Origin: null (what Chromium sends under no-referrer) passes only when Sec-Fetch-Site says same-origin', async () => {
+    const { developer, m } = await shop();
+    const form = { amount: '10', currency: 'USDC', chain: 'base' };
+    expect((await developer.post('/dashboard/links', form, { headers: { origin: 'null', 'sec-fetch-site': 'cross-site' } })).status).toBe(403);
+    expect((await developer.post('/dashboard/links', form, { headers: { origin: 'null' } })).status).toBe(403);
+    expect((await developer.post('/dashboard/links', form, { headers: { origin: 'null', 'sec-fetch-site': 'same-origin' } })).status).toBe(303);
+    const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_links WHERE merchant_id = $1', [m.id]);
+    expect(rows[0]!.n).toBe(1);
+  });
+
   test("another merchant's payment, transfer and link answer not found; nothing of theirs is shown", async () => {
     const mine = await shop();
     const theirs = await newMerchant(db.store, 'Other Shop');

@@ -34,11 +34,14 @@
     };
     element.replaceChildren();
     const plot = new window.uPlot(options, data, element);
-    let pending;
-    window.addEventListener('resize', () => {
-      clearTimeout(pending);
-      pending = setTimeout(() => plot.setSize({ width: Math.max(280, element.clientWidth), height: 220 }), 150);
-    });
+    // Follow the container's width (phone rotation, window resize) before the next paint.
+    let width = options.width;
+    new ResizeObserver(() => {
+      const next = Math.max(280, element.clientWidth);
+      if (next === width) return;
+      width = next;
+      plot.setSize({ width, height: 220 });
+    }).observe(element);
   }
 
   function start() {

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { CreateRefundBody } from '../../api/routes/refunds.ts';
 import { checkBody } from '../../api/validation.ts';
-import { checkoutUrl, statusB } from '../../api/views.ts';
+import { checkoutUrl } from '../../api/views.ts';
 import { listDeliveries, listEvents, type DeliveryRecord, type EventRecord } from '../../delivery/index.ts';
 import { listSessionTransfers, transferPublicId, type TransferRow } from '../../engine/index.ts';
 import { loadChains } from '../../internal/chains.ts';
@@ -14,7 +14,7 @@ import { assetUrl } from '../assets.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, safeHref, type Html } from '../html.ts';
 import { fragment, page, redirect, type DashboardContext, type DashboardDeps, type DashboardRoutes } from '../routes.ts';
-import { LIVE_POLL_SECONDS, money, statusBadge, txLink, when } from './paymentParts.ts';
+import { LIVE_POLL_SECONDS, money, shortAddress, statusBadge, txLink, when } from './paymentParts.ts';
 
 /**
  * One payment's page: what was asked and received, confirmations against the chain's rule, the
@@ -62,7 +62,7 @@ function confirmationsBlock(session: Session): Html {
       ? `${required} blocks on ${session.chain}`
       : `the ${chain.confirmations.confirmed} commitment on ${session.chain} (counted as ${required} slots)`;
   return html`<div class="confirmations">
-<p><strong>Confirmations:</strong> <span class="confirmation-count">${session.confirmations} of ${required}</span> <span class="help">(rule: ${rule})</span></p>
+<p><strong>Confirmations:</strong> <span class="confirmation-count">${session.confirmations} (${required} required)</span> <span class="help">rule: ${rule}</span></p>
 <progress max="${required}" value="${shown}" aria-label="Confirmations, ${shown} of ${required}">${shown} of ${required}</progress>
 </div>`;
 }
@@ -103,7 +103,7 @@ function transfersTable(detail: PaymentDetail): Html {
 <td>${money(BigInt(t.amount), session.decimals, session.currency)}</td>
 <td class="tx">${txLink(session.chain, t.tx_hash, session.livemode)}</td>
 <td>${t.block_number.toString()}</td>
-<td><code>${t.from_address ?? 'unknown'}</code></td>
+<td>${shortAddress(t.from_address)}</td>
 <td>${t.match_method ?? ''}</td>
 <td>${t.status === 'observed' ? 'on chain' : t.status === 'removed' ? 'removed by a reorg' : 'failed'}</td></tr>`,
   )}</tbody></table></div>`;
@@ -154,7 +154,6 @@ async function refundsBlock(ctx: DashboardContext, session: Session, form: Refun
   const refunds = await listRefunds(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, paymentId: session.id, limit: 100 });
   const requested = form.requested ? refunds.find((refund) => refund.id === form.requested) : undefined;
   const values = form.values ?? {};
-  const refundable = ['confirmed', 'settled', 'pending', 'failed'].includes(session.status) && session.amountReceived > 0n;
   return html`<section class="panel" id="refunds" aria-labelledby="refunds-h"><h2 id="refunds-h">Refunds</h2>
 ${
   requested
@@ -179,7 +178,6 @@ ${
     ? html`<form method="post" action="/dashboard/payments/${session.id}/refunds" class="stack" id="refund-form">
   <h3>Request a refund</h3>
   ${form.error ? errorBox(form.error) : ''}
-  ${refundable ? '' : html`<p class="help">Refunds are possible once money this payment received is confirmed.</p>`}
   ${ctx.csrfField()}
   <label for="refund-amount">Amount in ${session.currency} (empty: all the confirmed money not yet refunded)</label>
   <input id="refund-amount" name="amount" inputmode="decimal" autocomplete="off" value="${values.amount ?? ''}">
@@ -200,7 +198,7 @@ async function renderPayment(ctx: DashboardContext, deps: DashboardDeps, id: str
   return page(
     `Payment ${session.id}`,
     html`<link rel="stylesheet" href="${assetUrl('payments.css')}">
-<p><a href="/dashboard/payments">← All payments</a> · ${formatAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain} · ${statusB(session.status)}</p>
+<p><a href="/dashboard/payments">← All payments</a> · ${formatAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain}</p>
 ${liveBlock(detail, deps.config.publicUrl)}
 ${await refundsBlock(ctx, session, form)}`,
     { status },

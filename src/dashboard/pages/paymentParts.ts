@@ -114,6 +114,13 @@ export function txLink(chain: ChainName, txHash: string, livemode: boolean): Htm
   return html`<a href="${safeHref(url)}" rel="noopener noreferrer" target="_blank"><code>${short}</code><span class="sr-only"> (opens the block explorer)</span></a>`;
 }
 
+/** An address shortened for a table cell (`0x5a4d…aceD`), the whole of it in the title and for screen readers. */
+export function shortAddress(address: string | null): Html {
+  if (!address) return html`<span class="help">unknown</span>`;
+  if (address.length <= 14) return html`<code>${address}</code>`;
+  return html`<code title="${address}" aria-label="${address}">${address.slice(0, 6)}…${address.slice(-4)}</code>`;
+}
+
 /** A date as UTC text that sorts and reads the same everywhere (no locale on the server). */
 export function when(date: Date | null | undefined): string {
   return date ? `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC` : '';

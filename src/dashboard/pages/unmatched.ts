@@ -7,7 +7,7 @@ import { assetUrl } from '../assets.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import { page, redirect, type DashboardContext, type DashboardPageModule } from '../routes.ts';
-import { txLink, when } from './paymentParts.ts';
+import { shortAddress, txLink, when } from './paymentParts.ts';
 
 const PAGE_SIZE = 25;
 
@@ -40,7 +40,7 @@ async function renderList(ctx: DashboardContext, query: Record<string, string | 
 <td>${t.amount} ${t.currency ?? 'unknown token'}</td>
 <td>${t.chain}</td>
 <td class="tx">${txLink(t.chain as ChainName, t.txHash, t.livemode)}</td>
-<td><code>${t.from ?? 'unknown'}</code> → <code>${t.to}</code></td>
+<td>${shortAddress(t.from)} → ${shortAddress(t.to)}</td>
 <td>${when(new Date(t.observedAt))}</td>
 <td>${
     canAttribute
