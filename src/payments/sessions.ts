@@ -109,7 +109,8 @@ export interface SessionFilter {
 
 /** A page of a merchant's sessions, newest first (cursor: the last id of the previous page). */
 export async function listSessions(sql: Sql, filter: SessionFilter): Promise<Session[]> {
-  const { rows } = await sql.query(sessionSql.listSessions(), [
+  const search = filter.search !== undefined && filter.search !== '';
+  const { rows } = await sql.query(sessionSql.listSessions({ search }), [
     filter.merchantId,
     filter.livemode,
     filter.statuses,
@@ -119,7 +120,7 @@ export async function listSessions(sql: Sql, filter: SessionFilter): Promise<Ses
     filter.createdLt,
     filter.startingAfter ?? null,
     filter.limit,
-    filter.search ?? null,
+    ...(search ? [filter.search] : []),
   ]);
   return rows.map((row) => toSession(row));
 }
