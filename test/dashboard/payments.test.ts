@@ -2,7 +2,7 @@ import pino from 'pino';
 import { describe, expect, test } from 'vitest';
 import { addUserWithPassword, signedInClient } from '../helpers/dashboard.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi } from '../helpers/api.ts';
+import { newMerchant, useApi, WALLET } from '../helpers/api.ts';
 import { insertTransfer, setHead } from '../helpers/engine.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -205,6 +205,23 @@ describe('payments pages over HTTP', () => {
     expect(rows).toEqual([{ action: 'transfer.attributed', target: id, details: { sessionId: b.id, sessionStatus: 'pending' } }]);
     const payment = await owner.get(`/dashboard/payments/${b.id}`);
     expect(payment.body).toContain('payment.underpaid');
+    // A refund of the confirmed 20 USDC: too much is refused with POST /refunds's words; 5 is requested.
+    const tooMuch = await api.call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: b.id, amount: '50' } });
+    const refused = await owner.post(`/dashboard/payments/${b.id}/refunds`, { amount: '50', address: '', reason: '' });
+    expect(refused.status).toBe(400);
+    expect(formError(refused.body)).toBe((tooMuch.body as { error: string }).error);
+    expect(formError((await owner.post(`/dashboard/payments/${b.id}/refunds`, { amount: '5e1' })).body)).toBe(
+      'amount must be decimal text such as "12.50" (digits, one optional point, no sign or exponent)',
+    );
+    // The form's defaults are the API's: no address means the payer's, unknown for this hand-made transfer.
+    const noAddress = await owner.post(`/dashboard/payments/${b.id}/refunds`, { amount: '5' });
+    expect(formError(noAddress.body)).toBe((await api.call('POST', '/api/v1/refunds', { key: m.test, body: { paymentId: b.id, amount: '5' } })).body.error);
+    const requested = await owner.post(`/dashboard/payments/${b.id}/refunds`, { amount: '5', address: WALLET, reason: 'broken mug' });
+    expect(requested.status, formError(requested.body)).toBe(303);
+    const after = await owner.get(String(requested.headers.location));
+    expect(after.body).toContain(`requested: 5 USDC to ${WALLET}.`);
+    const refunds = await api.call('GET', `/api/v1/refunds?paymentId=${b.id}`, { key: m.test });
+    expect(refunds.body.data).toEqual([expect.objectContaining({ amount: '5', status: 'requested', reason: 'broken mug' })]);
     expect(payment.body).toContain(`trf_${id.slice(4)}`);
     expect(payment.body).toContain('manual');
   });

@@ -43,7 +43,7 @@ function resultsBlock(query: PaymentQuery, result: Page): Html {
   const last = result.sessions[result.sessions.length - 1];
   return html`<div id="payments-results"${
     live ? html` hx-get="/dashboard/payments/rows${paymentQueryString(query)}" hx-trigger="every ${LIVE_POLL_SECONDS}s" hx-swap="outerHTML"` : ''
-  } aria-live="polite" aria-busy="false">
+  }>
 ${paymentsTable(result.sessions)}
 <nav class="pager" aria-label="Pages">
 ${query.after ? html`<a href="/dashboard/payments${paymentQueryString(query, { after: '' })}">First page</a>` : ''}
