@@ -185,7 +185,13 @@ describe('payments pages in Chromium', () => {
       block: BigInt(heads[0]!.processed_block),
     });
     await expect
-      .poll(async () => (await list.goto(`${url}/dashboard/unmatched`), await list.locator(`tr[id="trf_${stray.id}"]`).count()), { timeout: 20_000 })
+      .poll(
+        async () => {
+          await list.goto(`${url}/dashboard/unmatched`);
+          return list.locator(`tr[id="trf_${stray.id}"]`).count();
+        },
+        { timeout: 20_000 },
+      )
       .toBe(1);
     await saveDashboardScreenshots(list, 'unmatched');
 
