@@ -8,6 +8,8 @@ import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { csvCell } from '../../src/dashboard/pages/paymentsCsv.ts';
+import { txLink } from '../../src/dashboard/pages/paymentParts.ts';
+import type { ChainName } from '../../src/internal/config.ts';
 
 /**
  * The payments pages over HTTP (no browser): roles refused on the server even with a valid CSRF
@@ -224,5 +226,23 @@ describe('payments pages over HTTP', () => {
     expect(refunds.body.data).toEqual([expect.objectContaining({ amount: '5', status: 'requested', reason: 'broken mug' })]);
     expect(payment.body).toContain(`trf_${id.slice(4)}`);
     expect(payment.body).toContain('manual');
+  });
+
+  test('live transfers link to the chain explorer named in chains/*.json; simulated ones link nowhere', () => {
+    const hash = `0x${'ab'.repeat(32)}`;
+    const expected: Record<string, string> = {
+      polygon: `https://polygonscan.com/tx/${hash}`,
+      base: `https://basescan.org/tx/${hash}`,
+      bsc: `https://bscscan.com/tx/${hash}`,
+      arbitrum: `https://arbiscan.io/tx/${hash}`,
+      optimism: `https://optimistic.etherscan.io/tx/${hash}`,
+      solana: `https://explorer.solana.com/tx/${hash}`,
+    };
+    for (const [chain, url] of Object.entries(expected)) {
+      expect(txLink(chain as ChainName, hash, true).text).toContain(`href="${url}"`);
+      expect(txLink(chain as ChainName, hash, false).text).not.toContain('href=');
+    }
+    // A hash is a path segment, never markup or a second path.
+    expect(txLink('polygon', '"/../x?<y>', true).text).toContain('href="https://polygonscan.com/tx/%22%2F..%2Fx%3F%3Cy%3E"');
   });
 });
