@@ -195,6 +195,24 @@ describe('payments pages in Chromium', () => {
       .toBe(1);
     await saveDashboardScreenshots(list, 'unmatched');
 
+    // An underpaid payment stays open (pending until it expires): its page keeps polling, and a
+    // delivery list the person opened stays open across the refreshes.
+    await payer.goto(linkUrl);
+    await payer.waitForURL(/\/checkout\/ses_\w+$/);
+    const underpaidId = new URL(payer.url()).pathname.split('/').pop()!;
+    await payer.locator('#sandbox-outcome').selectOption('underpaid');
+    await payer.locator('#sandbox-pay').click();
+    await detail.goto(`${url}/dashboard/payments/${underpaidId}`);
+    await expect
+      .poll(async () => (await detail.locator('ol.timeline li.step strong').allTextContents()).includes('payment.underpaid'), { timeout: 20_000 })
+      .toBe(true);
+    const firstDeliveries = detail.locator('ol.timeline details').first();
+    await firstDeliveries.locator('summary').click();
+    for (let polls = 0; polls < 2; polls++) await detail.waitForResponse((response) => response.url().endsWith(`/payments/${underpaidId}/live`));
+    await detail.waitForTimeout(100);
+    expect(await firstDeliveries.evaluate((element) => (element as unknown as { open: boolean }).open)).toBe(true);
+    expect(await detail.locator('.payment-status .badge').textContent()).toBe('pending');
+
     expect([...problems, ...detailProblems]).toEqual([]);
     await context.close();
   });

@@ -1,4 +1,5 @@
-// svc dashboard, payments pages: the home page's volume charts (uPlot, served from node_modules).
+// svc dashboard, payments pages: the home page's volume charts (uPlot, served from node_modules),
+// and open <details> kept open across a payment page's live refreshes.
 // The figures come from each chart's data-volume attribute (decimal text made on the server from
 // base units); they become numbers here only to be drawn. Without this file the page still shows
 // the same figures in its tables.
@@ -43,6 +44,18 @@
       plot.setSize({ width, height: 220 });
     }).observe(element);
   }
+
+  // A polled block (a payment's live part) is replaced every few seconds: keep the <details> the
+  // person opened (data-keep-open names each one) open in the new copy.
+  let opened = new Set();
+  document.addEventListener('htmx:beforeSwap', () => {
+    opened = new Set([...document.querySelectorAll('details[data-keep-open][open]')].map((details) => details.getAttribute('data-keep-open')));
+  });
+  document.addEventListener('htmx:afterSettle', () => {
+    for (const details of document.querySelectorAll('details[data-keep-open]')) {
+      if (opened.has(details.getAttribute('data-keep-open'))) details.open = true;
+    }
+  });
 
   function start() {
     for (const element of document.querySelectorAll('.volume-chart[data-volume]')) draw(element);

@@ -87,7 +87,7 @@ function timeline(detail: PaymentDetail): Html {
   for (const event of events) {
     const status = typeof event.data.status === 'string' ? event.data.status : null;
     steps.push(html`<li class="step"><span class="step-status">${status ? statusBadge(status) : ''}</span> <strong>${event.event}</strong> <time datetime="${event.createdAt.toISOString()}">${when(event.createdAt)}</time>
-<details><summary>Webhook deliveries of ${event.id}</summary>${deliveryList(deliveries.get(event.id) ?? [])}</details></li>`);
+<details data-keep-open="${event.id}"><summary>Webhook deliveries of ${event.id}</summary>${deliveryList(deliveries.get(event.id) ?? [])}</details></li>`);
   }
   return html`<ol class="timeline">${steps}</ol>`;
 }
@@ -197,7 +197,7 @@ async function renderPayment(ctx: DashboardContext, deps: DashboardDeps, id: str
   const { session } = detail;
   return page(
     `Payment ${session.id}`,
-    html`<link rel="stylesheet" href="${assetUrl('payments.css')}">
+    html`<link rel="stylesheet" href="${assetUrl('payments.css')}"><script src="${assetUrl('payments.js')}" defer></script>
 <p><a href="/dashboard/payments">← All payments</a> · ${formatAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain}</p>
 ${liveBlock(detail, deps.config.publicUrl)}
 ${await refundsBlock(ctx, session, form)}`,
