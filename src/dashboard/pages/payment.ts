@@ -73,7 +73,7 @@ function deliveryList(deliveries: DeliveryRecord[]): Html {
     (delivery) => html`<li><span class="badge delivery-${delivery.status}">${delivery.status}</span> to <code>${delivery.url}</code>,
 ${delivery.attemptCount} attempt${delivery.attemptCount === 1 ? '' : 's'}${delivery.lastResponseStatus ? html`, last answer HTTP ${delivery.lastResponseStatus}` : ''}${
       delivery.lastError ? html`, ${delivery.lastError}` : ''
-    }${delivery.endpointId ? html` · <a href="/dashboard/webhooks/${delivery.endpointId}">endpoint</a>` : ''}</li>`,
+    }${delivery.endpointId ? html` · <a href="/dashboard/webhooks">webhooks page</a>` : ''}</li>`,
   )}</ul>`;
 }
 
