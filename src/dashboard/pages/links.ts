@@ -115,13 +115,15 @@ async function renderLinks(
     html`<link rel="stylesheet" href="${assetUrl('payments.css')}">
 <p class="help">A payment link is a reusable price: each visit opens a fresh checkout for it. Share the URL or the QR code.</p>
 ${created ? noticeBox(`Payment link ${created.id} created. Copy its URL or show its QR code below.`) : ''}
-${ctx.can('links.manage') ? createForm(ctx, form?.values ?? {}, form?.error) : html`<p class="help">Only owners and developers can create links.</p>`}
-<h2>Your links</h2>
+<div class="links-layout">
+<div>${ctx.can('links.manage') ? createForm(ctx, form?.values ?? {}, form?.error) : html`<p class="help">Only owners and developers can create links.</p>`}</div>
+<section aria-labelledby="your-links-h"><h2 id="your-links-h">Your links</h2>
 ${links.length ? html`<ul class="links">${cards}</ul>` : html`<p class="empty">No payment link yet.</p>`}
 <nav class="pager" aria-label="Pages">
 ${after ? html`<a href="/dashboard/links">First page</a>` : ''}
 ${rows.length > PAGE_SIZE ? html`<a href="/dashboard/links?after=${links[links.length - 1]!.id}">Next page</a>` : ''}
-</nav>`,
+</nav></section>
+</div>`,
     { status: form ? 400 : 200 },
   );
 }
