@@ -93,6 +93,25 @@ export function unknownIdError(error: ErrorObject): NotFoundError {
   return notFound(`${noun} ${JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id)} not found`);
 }
 
+const bodyValidators = new WeakMap<object, ReturnType<Ajv['compile']>>();
+let bodyAjv: Ajv | undefined;
+
+/**
+ * Checks `data` against a route's body schema exactly as the API does (same ajv options, same
+ * message), for callers that take the same input another way (the dashboard's forms).
+ * @throws {InvalidRequestError} 400 with the API's message for the first problem.
+ */
+export function checkBody<T>(schema: object, data: unknown): T {
+  bodyAjv ??= newAjv(false);
+  let validate = bodyValidators.get(schema);
+  if (!validate) {
+    validate = bodyAjv.compile(schema);
+    bodyValidators.set(schema, validate);
+  }
+  if (!validate(data)) throw badRequest(describeSchemaError(validate.errors![0]!, 'body'));
+  return data as T;
+}
+
 /** "must not be empty" / "must be at most 40 characters" / "must have at most 50 fields". */
 function sizeRule(keyword: string, limit: number, wholeBody: boolean): string {
   const unit = keyword.endsWith('Length') ? 'character' : keyword.endsWith('Items') ? 'item' : wholeBody ? 'field' : 'key';

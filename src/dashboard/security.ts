@@ -72,17 +72,19 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
 /**
  * Whether a state-changing request comes from the dashboard's own pages, by what browsers
  * send: `Origin` must be this site (the public URL's origin or the host the request names);
- * without it, `Sec-Fetch-Site` must be `same-origin` (or `none`: typed by the person). A client
+ * without it (or when it is `null`), `Sec-Fetch-Site` must be `same-origin` (or `none`: typed by the person). A client
  * that sends neither (curl, a test) is not a browser a cross-site page could drive: the CSRF
  * token alone decides for it.
  */
 export function isSameOriginRequest(request: FastifyRequest, publicUrl: string): boolean {
   const origin = request.headers.origin;
+  const site = request.headers['sec-fetch-site'];
   if (typeof origin === 'string') {
-    if (origin === 'null') return false;
+    // The pages' `Referrer-Policy: no-referrer` makes Chromium send `Origin: null` on its own
+    // same-origin form posts; then Sec-Fetch-Site (set by the browser, never by a page) decides.
+    if (origin === 'null') return site === 'same-origin';
     return origin === new URL(publicUrl).origin || origin === `${request.protocol}://${request.host}`;
   }
-  const site = request.headers['sec-fetch-site'];
   if (typeof site === 'string') return site === 'same-origin' || site === 'none';
   return true;
 }

@@ -69,6 +69,19 @@ export async function listUnmatchedTransfers(
 }
 
 /**
+ * Every transfer attributed to a session, oldest first, whatever its state (a transfer removed
+ * by a reorg or failed stays listed, with its status): the payment page's "paid by" list. The
+ * caller has checked the session is the merchant's.
+ */
+export async function listSessionTransfers(sql: Sql, params: { sessionId: string; livemode: boolean }): Promise<TransferRow[]> {
+  const { rows } = await sql.query<TransferRow>(
+    `SELECT ${TRANSFER_COLUMNS} FROM transfers t WHERE t.session_id = $1 AND t.livemode = $2 ORDER BY t.block_number, t.log_index, t.id`,
+    [params.sessionId, params.livemode],
+  );
+  return rows;
+}
+
+/**
  * Attributes a transfer to a session by hand (the merchant knows who paid): the transfer must be
  * the merchant's, counted on chain and not attributed yet; the session must be the merchant's, in
  * the same mode, on the same chain and wallet, accept the transfer's token, and not be settled.

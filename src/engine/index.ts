@@ -12,7 +12,7 @@ import { lockChain } from './lock.ts';
 export type { Change } from './evaluate.ts';
 export { lockChain } from './lock.ts';
 export { claimTransaction, normalizeTxHash, type ClaimResult, type ClaimSource } from './claims.ts';
-export { attributeTransfer, listUnmatchedTransfers, parseTransferId, transferPublicId, type TransferRow } from './attribute.ts';
+export { attributeTransfer, listSessionTransfers, listUnmatchedTransfers, parseTransferId, transferPublicId, type TransferRow } from './attribute.ts';
 export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from './stateMachine.ts';
 
 /**

@@ -31,6 +31,8 @@ export interface ChainConfig {
   /** EIP-155 id on EVM chains; the cluster name on solana. */
   chainId: number | string;
   blockTimeMs: number;
+  /** A transaction's page on the chain's public block explorer, `{txHash}` replaced by the hash or signature (the dashboard links to it). */
+  explorerTxUrl?: string;
   confirmations: {
     /** EVM: blocks on top of the transfer's block; solana: a commitment level. */
     confirmed: number | 'confirmed' | 'finalized';
@@ -52,6 +54,9 @@ function validate(file: string, expectedName: ChainName, raw: unknown): ChainCon
   if (chain.kind !== (expectedName === 'solana' ? 'solana' : 'evm')) fail(file, 'kind does not match the chain');
   if (chain.kind === 'evm' && !(Number.isInteger(chain.chainId) && (chain.chainId as number) > 0)) fail(file, 'chainId must be a positive integer');
   if (!(Number.isInteger(chain.blockTimeMs) && chain.blockTimeMs > 0)) fail(file, 'blockTimeMs must be a positive integer');
+  if (chain.explorerTxUrl !== undefined && !/^https:\/\/[^/\s]+\/\S*\{txHash\}/.test(chain.explorerTxUrl)) {
+    fail(file, 'explorerTxUrl must be an https URL containing {txHash}');
+  }
   const depth = chain.confirmations?.confirmed;
   if (chain.kind === 'evm' && !(Number.isInteger(depth) && (depth as number) >= 1)) fail(file, 'confirmations.confirmed must be a block depth >= 1');
   if (chain.kind === 'evm' && !(chain.logs && chain.logs.initialRange >= 1 && chain.logs.maxRange >= chain.logs.initialRange)) {
@@ -80,6 +85,14 @@ export function loadChains(dir = CHAINS_DIR): Record<ChainName, ChainConfig> {
   }
   if (dir === CHAINS_DIR) cache = chains;
   return chains;
+}
+
+/**
+ * The block explorer page of a transaction on `chain`, or undefined when the chain names no
+ * explorer. The hash is URL-encoded: it comes from the chain (or a merchant), never trusted as a path.
+ */
+export function explorerTxUrl(chain: Pick<ChainConfig, 'explorerTxUrl'>, txHash: string): string | undefined {
+  return chain.explorerTxUrl?.replace('{txHash}', encodeURIComponent(txHash));
 }
 
 /**

@@ -43,9 +43,14 @@ export const selectSessionsWithMerchant = (columns: string) =>
 /**
  * A page of a merchant's sessions, newest first. $1 merchant, $2 livemode, $3 statuses or null,
  * $4 chain or null, $5 currency or null, $6 created at or after or null, $7 created before or
- * null, $8 the session the page starts after or null, $9 limit.
+ * null, $8 the session the page starts after or null, $9 limit; with `search`, $10 a search
+ * text: the session's id, the hash of a transfer that paid it, or a value of its metadata (any
+ * key). The search is a list of candidate ids, each found by an index (the primary key,
+ * transfers_tx_hash, payment_sessions_metadata of migration 022), joined to the filters: it
+ * costs the matches, never a scan of the merchant's sessions (a separate statement, so the plan
+ * of the plain list is not bent by it).
  */
-export const listSessions = () =>
+export const listSessions = (options: { search?: boolean } = {}) =>
   `SELECT ${SESSION_COLUMNS} FROM payment_sessions s
     WHERE s.merchant_id = $1 AND s.livemode = $2
       AND ($3::text[] IS NULL OR s.status = ANY($3))
@@ -53,7 +58,16 @@ export const listSessions = () =>
       AND ($5::text IS NULL OR s.currency = $5)
       AND ($6::timestamptz IS NULL OR s.created_at >= $6)
       AND ($7::timestamptz IS NULL OR s.created_at < $7)
-      AND ($8::text IS NULL OR (s.created_at, s.id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))
+      AND ($8::text IS NULL OR (s.created_at, s.id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))${
+        options.search
+          ? `
+      AND s.id IN (
+            SELECT $10::text
+            UNION SELECT t.session_id FROM transfers t WHERE t.tx_hash = $10 AND t.livemode = $2 AND t.session_id IS NOT NULL
+            UNION SELECT m.id FROM payment_sessions m
+              WHERE m.metadata @? ('$.* ? (@ == ' || to_jsonb($10::text)::text || ')')::jsonpath AND m.merchant_id = $1 AND m.livemode = $2)`
+          : ''
+      }
     ORDER BY s.created_at DESC, s.id DESC
     LIMIT $9`;
 
@@ -113,6 +127,21 @@ export const sumFees = () =>
   `SELECT s.chain, s.currency, s.decimals, count(*) AS payments, sum(s.fee)::text AS fee FROM payment_sessions s
     WHERE s.merchant_id = $1 AND s.livemode = $2 AND s.status IN ('confirmed', 'settled')
     GROUP BY s.chain, s.currency, s.decimals ORDER BY s.chain, s.currency`;
+
+/** How many sessions a merchant has in each state, in one mode. $1 merchant, $2 livemode. */
+export const countByStatus = () =>
+  `SELECT s.status, count(*)::int AS count FROM payment_sessions s WHERE s.merchant_id = $1 AND s.livemode = $2 GROUP BY s.status`;
+
+/**
+ * Confirmed money per UTC day of creation, chain and currency, over the merchant's sessions
+ * created since $3 (the list index's range). $1 merchant, $2 livemode, $3 since.
+ */
+export const volumeByDay = () =>
+  `SELECT date_trunc('day', s.created_at AT TIME ZONE 'UTC')::date::text AS day, s.chain, s.currency, s.decimals,
+          count(*)::int AS payments, sum(s.amount_confirmed)::text AS amount
+     FROM payment_sessions s
+    WHERE s.merchant_id = $1 AND s.livemode = $2 AND s.created_at >= $3 AND s.amount_confirmed > 0
+    GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3`;
 
 /** Moves a session's expiry to `now() + $2` seconds when that is sooner (never later). $1 id, $2 seconds. */
 export const expireSooner = () =>

@@ -102,12 +102,15 @@ export interface SessionFilter {
   createdLt: Date | null;
   /** The id of the session the page starts after (the caller checked it is the merchant's). */
   startingAfter?: string | undefined;
+  /** Only the session with this id, paid by a transfer with this hash, or with this metadata value (the dashboard's search). */
+  search?: string | undefined;
   limit: number;
 }
 
 /** A page of a merchant's sessions, newest first (cursor: the last id of the previous page). */
 export async function listSessions(sql: Sql, filter: SessionFilter): Promise<Session[]> {
-  const { rows } = await sql.query(sessionSql.listSessions(), [
+  const search = filter.search !== undefined && filter.search !== '';
+  const { rows } = await sql.query(sessionSql.listSessions({ search }), [
     filter.merchantId,
     filter.livemode,
     filter.statuses,
@@ -117,6 +120,7 @@ export async function listSessions(sql: Sql, filter: SessionFilter): Promise<Ses
     filter.createdLt,
     filter.startingAfter ?? null,
     filter.limit,
+    ...(search ? [filter.search] : []),
   ]);
   return rows.map((row) => toSession(row));
 }
@@ -149,6 +153,34 @@ export async function merchantFees(
     params.livemode,
   ]);
   return rows.map((row) => ({ chain: row.chain, currency: row.currency, decimals: row.decimals, payments: Number(row.payments), fee: BigInt(row.fee) }));
+}
+
+/** How many of a merchant's sessions are in each state (states with none are absent). */
+export async function countSessionsByStatus(sql: Sql, params: { merchantId: string; livemode: boolean }): Promise<Map<string, number>> {
+  const { rows } = await sql.query<{ status: string; count: number }>(sessionSql.countByStatus(), [params.merchantId, params.livemode]);
+  return new Map(rows.map((row) => [row.status, row.count]));
+}
+
+/** Confirmed money of one UTC day, chain and currency (base units, at `decimals`). */
+export interface DailyVolume {
+  day: string;
+  chain: string;
+  currency: string;
+  decimals: number;
+  payments: number;
+  amount: bigint;
+}
+
+/**
+ * Confirmed money (what refunds and the merchant can count) per UTC day of creation, chain and
+ * currency, for sessions created since `since`: the dashboard's volume chart.
+ */
+export async function dailyVolume(sql: Sql, params: { merchantId: string; livemode: boolean; since: Date }): Promise<DailyVolume[]> {
+  const { rows } = await sql.query<{ day: string; chain: string; currency: string; decimals: number; payments: number; amount: string }>(
+    sessionSql.volumeByDay(),
+    [params.merchantId, params.livemode, params.since],
+  );
+  return rows.map((row) => ({ ...row, amount: BigInt(row.amount) }));
 }
 
 /** Moves a session's expiry to `now() + offsetSeconds` when that is sooner (never later): the sandbox's simulated expiry. */

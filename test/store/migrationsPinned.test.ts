@@ -24,6 +24,7 @@ const PINNED: Record<string, string> = {
   '016_api_key_change_notify.sql': '2a88c564b95d126f657313370bd858be97390fec58db1d78d1e74d59ff978f31',
   '017_dashboard.sql': 'ef91a0a313986b778bdc24c22c63dfecf11f70a0262401e26474362e0ea6ee31',
   '019_transaction_claims.sql': 'a39f00b367d7f3781cddbfdae6a7c893dc4cc6a444cbfbff88bd49bd8226ffaf',
+  '022_payment_search.sql': 'b04daa5399edbefb0d14045b436f92d502f7fb4678bd7a5d96e4d7a1522fe722',
   '023_webhook_attempt_signatures.sql': 'd4de54c3597a5d8f7c5f1f2d055dc50d50cb7ba5b21d057bbd2280e6c450d906',
   // As first landed (b29aaff); its correction is 012.
 };

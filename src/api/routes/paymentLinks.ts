@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
+import type { Sql } from '../../store/index.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
@@ -51,7 +52,7 @@ const PaymentLinkSchema = Type.Object(
   { additionalProperties: false, description: 'A reusable payment link.' },
 );
 
-const CreatePaymentLinkBody = Type.Object(
+export const CreatePaymentLinkBody = Type.Object(
   {
     amount: AmountSchema,
     currency: CurrencySchema,
@@ -75,7 +76,27 @@ export function paymentLinkUrl(publicUrl: string, id: string): string {
   return `${publicUrl}/pay/${id}`;
 }
 
-function view(link: PaymentLink, publicUrl: string) {
+/**
+ * What `POST /payment-links` does with a body that passed its schema: the webhook URL's SSRF
+ * check, then {@link createPaymentLink} (the terms checked as for a payment), in one transaction
+ * with `inTransaction` (the API's idempotency record, the dashboard's audit entry). The API and
+ * the dashboard both create links through here.
+ */
+export async function createPaymentLinkFromBody<T>(
+  deps: Pick<ApiDeps, 'store' | 'config'>,
+  params: { merchantId: string; livemode: boolean; body: Static<typeof CreatePaymentLinkBody> },
+  inTransaction: (sql: Sql, link: PaymentLink) => Promise<T>,
+): Promise<T> {
+  const { body } = params;
+  if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, params.livemode, 'webhookUrl');
+  return deps.store.transaction(async (sql) => {
+    const link = await createPaymentLink(sql, { ...body, merchantId: params.merchantId, livemode: params.livemode, liveChains: liveChains(deps.config) });
+    return inTransaction(sql, link);
+  });
+}
+
+/** A payment link as the API shows it. */
+export function paymentLinkView(link: PaymentLink, publicUrl: string) {
   return {
     id: link.id,
     url: paymentLinkUrl(publicUrl, link.id),
@@ -116,11 +137,8 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const auth = authOf(request);
-      const body = request.body;
-      if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode, 'webhookUrl');
-      const row = await deps.store.transaction(async (sql) => {
-        const link = await createPaymentLink(sql, { ...body, merchantId: auth.merchantId, livemode: auth.livemode, liveChains: liveChains(deps.config) });
-        const answer = view(link, deps.config.publicUrl);
+      const row = await createPaymentLinkFromBody(deps, { merchantId: auth.merchantId, livemode: auth.livemode, body: request.body }, async (sql, link) => {
+        const answer = paymentLinkView(link, deps.config.publicUrl);
         await saveIdempotentResponse(sql, request, 201, answer);
         return answer;
       });
@@ -152,7 +170,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
         startingAfter: after ?? undefined,
         limit: limit + 1,
       });
-      const page = rows.slice(0, limit).map((row) => view(row, deps.config.publicUrl));
+      const page = rows.slice(0, limit).map((row) => paymentLinkView(row, deps.config.publicUrl));
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
     },
@@ -172,7 +190,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const link = await getPaymentLink(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
       if (!link) throw notFound(`payment link ${request.params.id} not found`);
-      return view(link, deps.config.publicUrl);
+      return paymentLinkView(link, deps.config.publicUrl);
     },
   );
 
@@ -196,7 +214,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
         active: request.body.active,
       });
       if (!link) throw notFound(`payment link ${request.params.id} not found`);
-      return view(link, deps.config.publicUrl);
+      return paymentLinkView(link, deps.config.publicUrl);
     },
   );
 }

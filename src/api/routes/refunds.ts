@@ -55,7 +55,7 @@ const RefundSchema = Type.Object(
   },
 );
 
-const CreateRefundBody = Type.Object(
+export const CreateRefundBody = Type.Object(
   {
     paymentId: Type.String({ minLength: 1, maxLength: 64, description: 'The payment (session) to refund.' }),
     amount: Type.Optional({

@@ -2,18 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
-import { CHAIN_NAMES, liveChains } from '../../internal/config.ts';
-import { loadChains } from '../../internal/chains.ts';
-import { simulatedHead } from '../../sandbox/simulatedChain.ts';
-import { readChainHeads } from '../../ingest/heads.ts';
+import { listenerHealth } from '../../ingest/listenerHealth.ts';
 import { ChainSchema, READ_ERRORS, errorResponses } from '../schemas.ts';
-
-/**
- * A listener is healthy when its head moved within this many block times, and never less than a
- * minute: slow chains and short provider hiccups must not flap the status.
- */
-const STALE_BLOCK_TIMES = 20;
-const MIN_STALE_SECONDS = 60;
 
 const ChainStatusSchema = Type.Object(
   {
@@ -76,50 +66,13 @@ export function statusRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const chains = loadChains();
-      const live = new Set(liveChains(deps.config));
-      const rows = await readChainHeads(deps.store, auth.livemode);
-      const byChain = new Map(rows.map((row) => [row.chain, row]));
-      const now = new Date();
-      const reasons: string[] = [];
-      const report = CHAIN_NAMES.map((name) => {
-        const row = byChain.get(name);
-        if (!auth.livemode) {
-          return {
-            chain: name,
-            mode: 'sandbox',
-            status: 'healthy',
-            headBlock: simulatedHead(chains[name], deps.config.sandboxBlockMs, now.getTime()).head.toString(),
-            processedBlock: row?.processedBlock?.toString() ?? null,
-            headSeenAt: now.toISOString(),
-            lagSeconds: 0,
-          };
-        }
-        if (!live.has(name)) {
-          return { chain: name, mode: 'sandbox-only', status: 'sandbox-only', headBlock: null, processedBlock: null, headSeenAt: null, lagSeconds: null };
-        }
-        const staleAfter = Math.max(MIN_STALE_SECONDS, (chains[name].blockTimeMs * STALE_BLOCK_TIMES) / 1000);
-        const status = !row?.headSeenAt ? 'unknown' : (row.lagSeconds ?? 0) <= staleAfter ? 'healthy' : 'lagging';
-        if (status === 'unknown') reasons.push(`${name}: the listener has not seen a head yet`);
-        if (status === 'lagging') reasons.push(`${name}: the head has not moved for ${row?.lagSeconds} s (lagging after ${staleAfter} s)`);
-        return {
-          chain: name,
-          mode: 'live',
-          status,
-          headBlock: row?.headBlock?.toString() ?? null,
-          processedBlock: row?.processedBlock?.toString() ?? null,
-          headSeenAt: row?.headSeenAt?.toISOString() ?? null,
-          lagSeconds: row?.lagSeconds ?? null,
-        };
-      });
-      if (auth.livemode && live.size === 0)
-        reasons.unshift('no chain is watched in live mode (no SVC_<CHAIN>_RPC_URL is set): live payments cannot be detected');
+      const health = await listenerHealth(deps.store, { config: deps.config, livemode: auth.livemode });
       return {
-        status: reasons.length > 0 ? 'degraded' : 'healthy',
-        reasons,
+        status: health.status,
+        reasons: health.reasons,
         api: { status: 'healthy', database: 'ok', uptimeSeconds: Math.floor((Date.now() - deps.startedAt.getTime()) / 1000) },
         livemode: auth.livemode,
-        chains: report,
+        chains: health.chains,
       };
     },
   );

@@ -43,7 +43,7 @@ export const TransferSchema = Type.Object(
 
 const ListUnmatchedQuery = Type.Object({ ...pagingQuery, chain: Type.Optional(ChainSchema) }, { additionalProperties: false });
 
-const AttributeBody = Type.Object(
+export const AttributeBody = Type.Object(
   { sessionId: Type.String({ minLength: 1, maxLength: 64, description: 'The session (`ses_…`) this transfer pays.' }) },
   { additionalProperties: false },
 );

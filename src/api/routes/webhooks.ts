@@ -66,7 +66,7 @@ const WebhookUrlSchema = Type.String({
  * internal; a 400 naming `field` (the request's field: `url` here, `webhookUrl` on sessions and
  * payment links) otherwise.
  */
-export function safeUrl(url: string, deps: ApiDeps, livemode: boolean, field = 'url'): Promise<string> {
+export function safeUrl(url: string, deps: Pick<ApiDeps, 'config'>, livemode: boolean, field = 'url'): Promise<string> {
   return checkUrlForMode(url, deps.config, livemode, field);
 }
 

@@ -7,6 +7,10 @@ import { teamPage } from './team.ts';
 import { auditPage } from './audit.ts';
 import { webhookDeliveryPages } from './webhookDeliveries.ts';
 import { webhookPages } from './webhooks.ts';
+import { homePage } from './home.ts';
+import { paymentsPages } from './payments.ts';
+import { unmatchedPage } from './unmatched.ts';
+import { linksPage } from './links.ts';
 
 /**
  * Every page module of the signed-in dashboard, one a line (see src/dashboard/README.md for the
@@ -15,6 +19,10 @@ import { webhookPages } from './webhooks.ts';
 // biome-ignore format: one module a line, so pages added in parallel merge without conflicts
 export const PAGE_MODULES: DashboardPageModule[] = [
   sessionActions,
+  homePage,
+  paymentsPages,
+  unmatchedPage,
+  linksPage,
   developersPage,
   accountPage,
   teamPage,
