@@ -5,6 +5,7 @@ import type { Config } from '../internal/config.ts';
 import type { SecretBox } from '../internal/crypto.ts';
 import type { RateLimits } from './rateLimits.ts';
 import type { Sandbox } from '../sandbox/index.ts';
+import type { X402 } from '../x402/index.ts';
 
 /** What route modules are given: real dependencies, passed in (tests pass their own). */
 export interface ApiDeps {
@@ -19,4 +20,6 @@ export interface ApiDeps {
   rateLimits?: Partial<RateLimits>;
   /** The sandbox's simulator, for `POST /sandbox/sessions/{id}/pay`; unset where the sandbox does not run. */
   sandbox?: Sandbox;
+  /** x402 (session resources and the facilitator); unset: those routes answer 503. */
+  x402?: X402;
 }
