@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { Hex } from 'viem';
+import { getAddress, type Hex } from 'viem';
 import type { Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import { liveChains, type ChainName, type Config } from '../internal/config.ts';
@@ -124,7 +124,12 @@ export function createX402(params: X402Params): X402 {
   }
 
   function response(settlement: Settlement, network: string, version: 1 | 2): SettleResponse {
-    return { success: true, transaction: settlement.txHash!, network: version === 1 ? (v1NetworkName(network) ?? network) : network, payer: settlement.payer };
+    return {
+      success: true,
+      transaction: settlement.txHash!,
+      network: version === 1 ? (v1NetworkName(network) ?? network) : network,
+      payer: getAddress(settlement.payer),
+    };
   }
 
   return {
