@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
-import express from 'express';
+import { Hono } from 'hono';
 import { wrapFetchWithPayment, x402Client, x402HTTPClient, decodePaymentResponseHeader } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
-import { paymentMiddleware, x402ResourceServer } from '@x402/express';
+import { paymentMiddleware, x402ResourceServer } from '@x402/hono';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
@@ -31,7 +31,7 @@ import { createX402 } from '../../src/x402/index.ts';
  * session's x402 URL; the gateway's relayer submits the authorization; the real EVM ingester
  * sees the transfer, the engine confirms the session and the merchant's receiver gets verified
  * webhooks. Then exactly-once (the same signature again and five times at once), and an
- * @x402/express resource server settling through the gateway's facilitator endpoints.
+ * @x402/hono resource server settling through the gateway's facilitator endpoints.
  */
 const db = useTestDatabase('x402_e2e');
 const chain = 'polygon' as const;
@@ -142,7 +142,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   }
 }
 
-async function api(method: 'GET' | 'POST', url: string, payload?: unknown) {
+async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
   const response = await fetch(`${baseUrl}${url}`, {
     method,
     headers: { authorization: `Bearer ${merchant.live}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -228,7 +228,7 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     expect(await settlements()).toBe(count + 1);
   });
 
-  test('an @x402/express resource server settles through the facilitator endpoints into the merchant wallet; a session with webhooks records it', async () => {
+  test('an @x402/hono resource server settles through the facilitator endpoints into the merchant wallet; a session with webhooks records it', async () => {
     const facilitator = new HTTPFacilitatorClient({
       url: `${baseUrl}/api/v1/x402`,
       createAuthHeaders: async () => {
@@ -237,32 +237,27 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
       },
     });
     const server = new x402ResourceServer(facilitator).register('eip155:137', new ExactEvmServerScheme());
-    const shop = express();
+    const shop = new Hono();
     shop.use(
       paymentMiddleware(
         { 'GET /weather': { accepts: { scheme: 'exact', price: '$0.3', network: 'eip155:137', payTo: wallet }, description: 'Weather' } },
         server,
       ),
     );
-    shop.get('/weather', (_request, response) => void response.json({ weather: 'sunny' }));
-    const listening = shop.listen(0, '127.0.0.1');
-    await new Promise((resolve) => listening.once('listening', resolve));
-    try {
-      const url = `http://127.0.0.1:${(listening.address() as AddressInfo).port}/weather`;
-      const before = await anvil.balanceOf(USDC, wallet);
-      const answer = await wrapFetchWithPayment(fetch, payerClient())(url);
-      expect(answer.status).toBe(200);
-      expect(await answer.json()).toEqual({ weather: 'sunny' });
-      const settled = decodePaymentResponseHeader(answer.headers.get('payment-response')!);
-      expect(settled).toMatchObject({ success: true, network: 'eip155:137' });
-      expect((await anvil.balanceOf(USDC, wallet)) - before).toBe(300_000n);
-      const { rows } = await db.store.query(`SELECT session_id FROM x402_settlements WHERE tx_hash = $1 AND source = 'facilitator'`, [settled.transaction]);
-      const sessionId = rows[0]!.session_id as string;
-      await anvil.mine(33);
-      await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'facilitator session confirmed');
-      expect(await eventsOf(db.store, sessionId)).toEqual(['payment.confirming', 'payment.confirmed']);
-    } finally {
-      await new Promise((resolve) => listening.close(resolve));
-    }
+    shop.get('/weather', (c) => c.json({ weather: 'sunny' }));
+    // The resource server runs in process: its fetch handler is the client's transport.
+    const shopFetch = (input: string | URL | Request, init?: RequestInit) => Promise.resolve(shop.fetch(new Request(input, init)));
+    const before = await anvil.balanceOf(USDC, wallet);
+    const answer = await wrapFetchWithPayment(shopFetch, payerClient())('http://shop.example/weather');
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ weather: 'sunny' });
+    const settled = decodePaymentResponseHeader(answer.headers.get('payment-response')!);
+    expect(settled).toMatchObject({ success: true, network: 'eip155:137' });
+    expect((await anvil.balanceOf(USDC, wallet)) - before).toBe(300_000n);
+    const { rows } = await db.store.query(`SELECT session_id FROM x402_settlements WHERE tx_hash = $1 AND source = 'facilitator'`, [settled.transaction]);
+    const sessionId = rows[0]!.session_id as string;
+    await anvil.mine(33);
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'facilitator session confirmed');
+    expect(await eventsOf(db.store, sessionId)).toEqual(['payment.confirming', 'payment.confirmed']);
   });
 });
