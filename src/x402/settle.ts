@@ -9,7 +9,7 @@ import { checkAuthorization, REASONS, type Refusal } from './authorization.ts';
 import type { Relayer } from './relayer.ts';
 import type { X402Metrics } from './metrics.ts';
 import type { X402Offer } from './requirements.ts';
-import { bindSettledTransaction } from './bind.ts';
+import { bindSettlementTransaction } from './bind.ts';
 import { findSettlement, getSettlement, insertSettlement, markFinal, markSubmitted, signatureHash, takeOver, type Settlement } from './settlements.ts';
 import type { PaymentPayload, PaymentRequirements } from './wire.ts';
 
@@ -158,6 +158,7 @@ async function submit(ctx: SettleContext, row: Settlement, payload: PaymentPaylo
       const signed = await relayer.sign(row.tokenAddress, payload.authorization, payload.signature);
       if (!(await markSubmitted(ctx.store, row.id, signed))) return;
       hash = signed.hash;
+      await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: signed.hash });
       await relayer.broadcast(signed.raw);
     });
   } catch (error) {
@@ -183,7 +184,6 @@ async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, 
     if (receipt) {
       if (receipt.status === 'success') {
         await markFinal(ctx.store, row.id, { status: 'settled' });
-        await bindSettledTransaction(ctx.store, { sessionId: row.sessionId, chain: row.chain, txHash: hash });
         await recordGas(ctx, relayer);
         return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
       }
@@ -224,6 +224,7 @@ export async function resolveStale(ctx: SettleContext, row: Settlement, payload:
   const relayer = ctx.relayers[row.chain];
   if (!relayer) return refused(REASONS.network, `this gateway has no relayer on ${row.chain}`);
   if (row.status === 'submitted' && row.txHash) {
+    await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: row.txHash });
     await relayer.broadcast(row.rawTx as Hex).catch(() => {});
     return waitMined(ctx, row, relayer, row.txHash as Hex, payload as PaymentPayload);
   }

@@ -157,6 +157,12 @@ async function createSession(amount: string) {
   return answer.body as { id: string; amountDueBaseUnits: string; x402Url: string };
 }
 
+/** How the engine attributed the transfer of `txHash`. */
+async function matchOf(txHash: string) {
+  const { rows } = await db.store.query('SELECT session_id, match_method FROM transfers WHERE tx_hash = $1', [txHash.toLowerCase()]);
+  return rows[0];
+}
+
 const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
 
 /** A signed payment header for a session, made by the real client from the session's 402. */
@@ -197,6 +203,8 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
 
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirming', 'confirming');
     expect((await api('GET', `/api/v1/sessions/${session.id}`)).body.txHash).toBe(settled.transaction);
+    // Attributed by the settled transaction (the claim written before broadcast), not by amount.
+    expect(await matchOf(settled.transaction)).toEqual({ session_id: session.id, match_method: 'claim' });
     await anvil.mine(32);
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirmed', 'confirmed');
     await waitFor(async () => received.filter((hook) => hook.sessionId === session.id).length >= 2, 'webhooks');
@@ -258,6 +266,7 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     const sessionId = rows[0]!.session_id as string;
     await anvil.mine(33);
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'facilitator session confirmed');
+    expect(await matchOf(settled.transaction)).toEqual({ session_id: sessionId, match_method: 'claim' });
     expect(await eventsOf(db.store, sessionId)).toEqual(['payment.confirming', 'payment.confirmed']);
   });
 });
