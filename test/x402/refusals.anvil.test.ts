@@ -154,7 +154,7 @@ describe('x402 refusals: a reason each, nothing written', () => {
     const usedNonce = newNonce();
     await useNonceOnChain(usedNonce);
     const base64 = (text: string) => Buffer.from(text).toString('base64');
-    const cases: { name: string; headers: Record<string, string>; status: number; reason?: string }[] = [
+    const cases: { name: string; headers: { 'payment-signature'?: string; 'x-payment'?: string }; status: number; reason?: string }[] = [
       { name: 'not base64', headers: { 'payment-signature': '%%% not base64 %%%' }, status: 400 },
       { name: 'base64 of no JSON', headers: { 'payment-signature': base64('{"x402Version": 2,') }, status: 400 },
       { name: 'JSON that is not a payment', headers: { 'payment-signature': base64('[1, 2, 3]') }, status: 400 },
