@@ -133,8 +133,8 @@ async function linkSessionOfPayment(deps: ApiDeps, linkId: string, payment: { he
 const FacilitatorBody = Type.Object(
   {
     x402Version: Type.Integer({ minimum: 1, maximum: 2 }),
-    paymentPayload: Type.Object({}, { additionalProperties: true, description: 'The payment payload the client sent (decoded PAYMENT-SIGNATURE).' }),
-    paymentRequirements: Type.Object({}, { additionalProperties: true, description: 'The requirements the resource server asked for.' }),
+    paymentPayload: Type.Record(Type.String(), Type.Unknown(), { description: 'The payment payload the client sent (decoded PAYMENT-SIGNATURE).' }),
+    paymentRequirements: Type.Record(Type.String(), Type.Unknown(), { description: 'The requirements the resource server asked for.' }),
   },
   { additionalProperties: true },
 );
