@@ -213,6 +213,16 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     expect((await fetch(session.x402Url)).status).toBe(200);
   });
 
+  test("@x402/core's default $1 cap refuses a $2 session; the spend limit docs/agents.md sets pays it", async () => {
+    const session = await createSession('2');
+    await expect(wrapFetchWithPayment(fetch, payerClient())(session.x402Url)).rejects.toThrow(/spendControls/);
+    const client = payerClient();
+    client.setSpendControls({ maxAmountPerPayment: '$25' });
+    const paid = await wrapFetchWithPayment(fetch, client)(session.x402Url);
+    expect(paid.status).toBe(200);
+    expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!).success).toBe(true);
+  });
+
   test('the same signature again, and five times at once, settles once; on another session it is refused', async () => {
     const session = await createSession('0.25');
     const header = await signedHeader(session.id);
