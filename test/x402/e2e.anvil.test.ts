@@ -51,6 +51,7 @@ let receiver: http.Server;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
 let wallet: Address;
 const loops: Promise<void>[] = [];
+const metrics = createMetricsRegistry({ defaultMetrics: false });
 
 /** The payer's x402 client: @x402/evm's exact scheme on polygon, signing with the payer key. */
 function payerClient() {
@@ -72,7 +73,6 @@ beforeAll(async () => {
     SVC_PUBLIC_URL: 'http://127.0.0.1:1',
     LOG_LEVEL: 'silent',
   });
-  const metrics = createMetricsRegistry({ defaultMetrics: false });
   engine = createEngine({ store: db.store, logger, metrics, intervalMs: 200 });
   ingest = createIngest({
     config,
@@ -209,6 +209,10 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirmed', 'confirmed');
     await waitFor(async () => received.filter((hook) => hook.sessionId === session.id).length >= 2, 'webhooks');
     expect(received.filter((hook) => hook.sessionId === session.id).map((hook) => hook.event)).toEqual(['payment.confirming', 'payment.confirmed']);
+    // The relayer's gas is read after each settlement; outcomes are counted.
+    const exported = await metrics.metrics();
+    expect(exported).toMatch(/svc_x402_relayer_gas_balance\{chain="polygon",address="0x[0-9a-fA-F]{40}"\} 0\.9\d+/);
+    expect(exported).toContain('svc_x402_settlements_total{chain="polygon",outcome="settled"} 1');
     // Paid: the x402 URL now answers the state, so a client does not pay again.
     expect((await fetch(session.x402Url)).status).toBe(200);
   });
