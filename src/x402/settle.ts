@@ -10,7 +10,17 @@ import type { Relayer } from './relayer.ts';
 import type { X402Metrics } from './metrics.ts';
 import type { X402Offer } from './requirements.ts';
 import { bindSettlementTransaction } from './bind.ts';
-import { findSettlement, getSettlement, insertSettlement, markFinal, markSubmitted, signatureHash, takeOver, type Settlement } from './settlements.ts';
+import {
+  findSettlement,
+  getSettlement,
+  insertSettlement,
+  markFinal,
+  markSubmitted,
+  signatureHash,
+  takeOver,
+  type Settlement,
+  type SettlementStatus,
+} from './settlements.ts';
 import type { PaymentPayload, PaymentRequirements } from './wire.ts';
 
 /**
@@ -152,19 +162,20 @@ async function submit(ctx: SettleContext, row: Settlement, payload: PaymentPaylo
   if (!row.livemode) return settleInSandbox(ctx, row);
   const relayer = ctx.relayers[row.chain];
   if (!relayer) return fail(ctx, row, REASONS.network, `this gateway has no relayer on ${row.chain}`);
-  let hash: Hex | undefined;
+  let sent: { hash: Hex; raw: Hex } | undefined;
   try {
     await withRelayerLock(ctx.store, row.chain, async () => {
       const signed = await relayer.sign(row.tokenAddress, payload.authorization, payload.signature);
+      // Recorded only if the row is still ours to send (a process taking over a stale row may have sent it).
       if (!(await markSubmitted(ctx.store, row.id, signed))) return;
-      hash = signed.hash;
+      sent = signed;
       await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: signed.hash });
       await relayer.broadcast(signed.raw);
     });
   } catch (error) {
     // The gas estimate simulates the call: a revert means the token refuses it (nonce used,
     // expired, balance gone). Nothing was sent, so the row fails and frees the session.
-    if (!hash) {
+    if (!sent) {
       const reason = revertReason(error);
       ctx.logger.warn({ msg: 'x402 settlement refused by the token', settlement: row.id, chain: row.chain, reason: reason.reason });
       return fail(ctx, row, reason.reason, reason.message);
@@ -172,30 +183,31 @@ async function submit(ctx: SettleContext, row: Settlement, payload: PaymentPaylo
     // Broadcast failed after the hash was recorded: wait and rebroadcast below.
     ctx.logger.warn({ msg: 'x402 broadcast failed; will rebroadcast', settlement: row.id, chain: row.chain, err: error });
   }
-  if (!hash) return awaitFinal(ctx, (await getSettlement(ctx.store, row.id))!, payload);
-  return waitMined(ctx, row, relayer, hash, payload);
+  if (!sent) return awaitFinal(ctx, (await getSettlement(ctx.store, row.id))!, payload);
+  return waitMined(ctx, row, relayer, sent);
 }
 
-async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, hash: Hex, payload: PaymentPayload): Promise<SettleOutcome> {
+/** Waits for the recorded relayer transaction's receipt, rebroadcasting it now and then (same bytes, same hash). */
+async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, tx: { hash: Hex; raw: Hex }): Promise<SettleOutcome> {
+  const { hash } = tx;
   const deadline = Date.now() + WAIT_MS;
   let lastBroadcast = Date.now();
   while (Date.now() < deadline) {
     const receipt = await relayer.receipt(hash).catch(() => null);
     if (receipt) {
       if (receipt.status === 'success') {
-        await markFinal(ctx.store, row.id, { status: 'settled' });
+        await markFinal(ctx.store, row.id, { status: 'settled' }, ['submitted']);
         await recordGas(ctx, relayer);
         return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
       }
-      return fail(ctx, row, REASONS.transaction, `the transfer ${hash} reverted`);
+      return fail(ctx, row, REASONS.transaction, `the transfer ${hash} reverted`, ['submitted']);
     }
-    if (Date.now() - lastBroadcast > 10_000 && row.rawTx) {
+    if (Date.now() - lastBroadcast > 10_000) {
       lastBroadcast = Date.now();
-      await relayer.broadcast(row.rawTx as Hex).catch(() => {});
+      await relayer.broadcast(tx.raw).catch(() => {});
     }
     await sleep(ctx.pollMs);
   }
-  void payload;
   throw new UnavailableError('the transfer is not mined yet; send the same payment header again to get its result');
 }
 
@@ -204,7 +216,7 @@ async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, 
  * taken over and resolved here: its recorded transaction rebroadcast and awaited, or, when
  * nothing was recorded and the token says the authorization is unused, submitted.
  */
-async function awaitFinal(ctx: SettleContext, row: Settlement, payload: PaymentPayload): Promise<SettleOutcome> {
+async function awaitFinal(ctx: SettleContext, row: Settlement, payload: PaymentPayload | undefined): Promise<SettleOutcome> {
   const deadline = Date.now() + WAIT_MS;
   let current = row;
   while (Date.now() < deadline) {
@@ -225,8 +237,9 @@ export async function resolveStale(ctx: SettleContext, row: Settlement, payload:
   if (!relayer) return refused(REASONS.network, `this gateway has no relayer on ${row.chain}`);
   if (row.status === 'submitted' && row.txHash) {
     await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: row.txHash });
-    await relayer.broadcast(row.rawTx as Hex).catch(() => {});
-    return waitMined(ctx, row, relayer, row.txHash as Hex, payload as PaymentPayload);
+    const tx = { hash: row.txHash as Hex, raw: row.rawTx as Hex };
+    await relayer.broadcast(tx.raw).catch(() => {});
+    return waitMined(ctx, row, relayer, tx);
   }
   // `submitting`: nothing was recorded, so this gateway sent nothing (it records before it sends).
   if (await relayer.authorizationUsed(row.tokenAddress, row.payer, row.nonce))
@@ -243,9 +256,20 @@ async function settleInSandbox(ctx: SettleContext, row: Settlement): Promise<Set
   return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
 }
 
-async function fail(ctx: SettleContext, row: Settlement, reason: string, message: string): Promise<SettleOutcome> {
-  await markFinal(ctx.store, row.id, { status: 'failed', errorReason: reason });
-  return refused(reason, message);
+/**
+ * Fails a row that is still in one of `from` (by default `submitting`: nothing was sent). When it
+ * moved on meanwhile (another process took it over and sent it), its own result is awaited instead.
+ */
+async function fail(
+  ctx: SettleContext,
+  row: Settlement,
+  reason: string,
+  message: string,
+  from: readonly SettlementStatus[] = ['submitting'],
+): Promise<SettleOutcome> {
+  if (await markFinal(ctx.store, row.id, { status: 'failed', errorReason: reason }, from)) return refused(reason, message);
+  const current = (await getSettlement(ctx.store, row.id))!;
+  return current.status === 'settled' || current.status === 'failed' ? awaitFinal(ctx, current, undefined) : refused(reason, message);
 }
 
 /** The token's revert reason (FiatToken's messages) as an x402 reason. */

@@ -125,13 +125,23 @@ export async function markSubmitted(sql: Sql, id: string, tx: { hash: string; ra
   return rowCount === 1;
 }
 
-/** Final: mined and succeeded (`settled`) or not (`failed`, with why). `txHash` for rows settled without a relayer (the sandbox). */
-export async function markFinal(sql: Sql, id: string, outcome: { status: 'settled' | 'failed'; errorReason?: string; txHash?: string }): Promise<void> {
-  await sql.query(
+/**
+ * Final: mined and succeeded (`settled`) or not (`failed`, with why), from one of `from` only (a
+ * failure before sending must not overwrite a row another process has since sent). `txHash` for
+ * rows settled without a relayer (the sandbox). True when it changed the row.
+ */
+export async function markFinal(
+  sql: Sql,
+  id: string,
+  outcome: { status: 'settled' | 'failed'; errorReason?: string; txHash?: string },
+  from: readonly SettlementStatus[] = ['submitting', 'submitted'],
+): Promise<boolean> {
+  const { rowCount } = await sql.query(
     `UPDATE x402_settlements SET status = $2, error_reason = $3, tx_hash = coalesce($4, tx_hash), updated_at = now()
-     WHERE id = $1 AND status IN ('submitting', 'submitted')`,
-    [id, outcome.status, outcome.errorReason ?? null, outcome.txHash ?? null],
+     WHERE id = $1 AND status = ANY($5::text[])`,
+    [id, outcome.status, outcome.errorReason ?? null, outcome.txHash ?? null, from],
   );
+  return rowCount === 1;
 }
 
 /**
