@@ -1,5 +1,4 @@
 import { badRequest } from '../internal/errors.ts';
-import type { ChainName } from '../internal/config.ts';
 
 /**
  * The x402 wire format (coinbase/x402 `specs/x402-specification-v2.md`, `specs/schemes/exact/
@@ -166,12 +165,4 @@ export function readPaymentPayload(raw: unknown): PaymentPayload {
     },
     signature: payload.signature as `0x${string}`,
   };
-}
-
-/** Which chain a requirement names, among the configured EVM chains (by EIP-155 id). */
-export function chainOfNetwork(network: string, chainIds: Partial<Record<ChainName, number>>): ChainName | undefined {
-  const match = /^eip155:(\d+)$/.exec(network);
-  if (!match) return undefined;
-  const id = Number(match[1]);
-  return (Object.entries(chainIds) as [ChainName, number][]).find(([, chainId]) => chainId === id)?.[0];
 }

@@ -13,6 +13,10 @@ import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createX402 } from '../../src/x402/index.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { sandboxToken } from '../../src/checkout/uris.ts';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/authorization.ts';
+import { newEvmWallet } from '../helpers/engine.ts';
 
 /**
  * Sandbox sessions (test keys) answer x402 with the sandbox's fake token on the chain's public
@@ -139,5 +143,75 @@ describe('x402 in the sandbox', () => {
     expect(rows).toHaveLength(1);
     expect(state.id).toBe(rows[0]!.session_id);
     expect(rows[0]!.session_id).not.toBe(sessionId);
+  });
+
+  test('the facilitator with a test key: supported lists the test networks, verify and settle into a verified wallet of the caller only, settle records a sandbox session', async () => {
+    const supported = await api('GET', '/api/v1/x402/supported', merchant.test);
+    expect(supported.body.kinds).toContainEqual({ x402Version: 2, scheme: 'exact', network: 'eip155:80002' });
+    expect(supported.body.kinds).toContainEqual({ x402Version: 1, scheme: 'exact', network: 'polygon-amoy' });
+    expect((await api('GET', '/api/v1/x402/supported', merchant.live)).body.kinds).toEqual([]); // no relayer key here
+
+    const wallet = newEvmWallet();
+    await addWallet(db.store, { merchantId: merchant.id, chain: 'polygon', address: wallet, verifiedBy: 'operator' });
+    const other = await newMerchant(db.store, 'Other Shop');
+    const theirs = newEvmWallet();
+    await addWallet(db.store, { merchantId: other.id, chain: 'polygon', address: theirs, verifiedBy: 'operator' });
+    const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address;
+    const asset = sandboxToken({ name: 'polygon', kind: 'evm' }, usdc);
+    const body = async (payTo: string, amount = 150_000n) => {
+      const authorization = {
+        from: payer.address,
+        to: payTo as `0x${string}`,
+        value: amount,
+        validAfter: 0n,
+        validBefore: BigInt(Math.floor(Date.now() / 1000) + 120),
+        nonce: `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex')}` as `0x${string}`,
+      };
+      const signature = await payer.signTypedData({
+        domain: { name: 'USD Coin', version: '2', chainId: 80002, verifyingContract: asset as `0x${string}` },
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: 'TransferWithAuthorization',
+        message: authorization,
+      });
+      const requirements = {
+        scheme: 'exact',
+        network: 'eip155:80002',
+        amount: amount.toString(),
+        asset,
+        payTo,
+        maxTimeoutSeconds: 120,
+        extra: { name: 'USD Coin', version: '2' },
+      };
+      return {
+        x402Version: 2,
+        paymentRequirements: requirements,
+        paymentPayload: {
+          x402Version: 2,
+          accepted: requirements,
+          payload: { signature, authorization: Object.fromEntries(Object.entries(authorization).map(([key, value]) => [key, String(value)])) },
+        },
+      };
+    };
+    expect((await api('POST', '/api/v1/x402/verify', merchant.test, await body(theirs))).body).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_recipient_mismatch',
+    });
+    expect(
+      (await api('POST', '/api/v1/x402/verify', merchant.test, { x402Version: 2, paymentPayload: { x402Version: 2 }, paymentRequirements: {} })).status,
+    ).toBe(400);
+    expect((await api('POST', '/api/v1/x402/settle', merchant.readOnly, await body(wallet))).status).toBe(403);
+    const good = await body(wallet);
+    expect((await api('POST', '/api/v1/x402/verify', merchant.test, good)).body).toEqual({ isValid: true, payer: payer.address });
+    const settled = await api('POST', '/api/v1/x402/settle', merchant.test, good);
+    expect(settled.body).toMatchObject({ success: true, network: 'eip155:80002', payer: payer.address, sessionId: expect.stringMatching(/^ses_/) });
+    // The same payload again: the same settlement, no second session; another merchant's key: refused.
+    expect((await api('POST', '/api/v1/x402/settle', merchant.test, good)).body).toEqual(settled.body);
+    expect((await api('POST', '/api/v1/x402/settle', other.test, good)).body).toMatchObject({ success: false });
+    const session = (await api('GET', `/api/v1/sessions/${settled.body.sessionId}`, merchant.test)).body;
+    expect(session).toMatchObject({ livemode: false, amount: '0.15', amountDueBaseUnits: '150000', metadata: { source: 'x402-facilitator' } });
+    await waitFor(
+      async () => (await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body.status === 'confirmed',
+      'facilitator sandbox session confirmed',
+    );
   });
 });
