@@ -17,6 +17,7 @@ import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/authorization.
 import { EIP3009_ABI } from '../../src/x402/relayer.ts';
 import { insertSettlement, signatureHash } from '../../src/x402/settlements.ts';
 import { readPaymentHeader } from '../../src/x402/wire.ts';
+import { ExactEvmSchemeV1 } from '@x402/evm/exact/v1/client';
 
 /**
  * x402 payments that must be refused, each with its own reason and nothing written (no
@@ -251,6 +252,26 @@ describe('x402 refusals: a reason each, nothing written', () => {
     const replayed = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'payment-signature': first['payment-signature'] } });
     expect(replayed.status).toBe(200);
     expect(await settlementRowsOf(session.id)).toBe(1);
+  });
+});
+
+describe('x402 v1', () => {
+  test("a v1 client pays from the 402 body's requirements with X-PAYMENT and gets X-PAYMENT-RESPONSE", async () => {
+    const session = await createSession('0.9');
+    const challenge = await fetch(`${baseUrl}/checkout/${session.id}/x402`);
+    const body = (await challenge.json()) as { x402Version: number; accepts: { network: string; maxAmountRequired: string }[] };
+    expect(body.x402Version).toBe(1);
+    expect(body.accepts).toEqual([expect.objectContaining({ network: 'polygon', maxAmountRequired: session.amountDueBaseUnits, asset: USDC, payTo: wallet })]);
+    const requirement = body.accepts[0]!;
+    const partial = await new ExactEvmSchemeV1(payer).createPaymentPayload(1, requirement as never);
+    const header = Buffer.from(JSON.stringify({ ...partial, scheme: 'exact', network: 'polygon' })).toString('base64');
+    const paid = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'x-payment': header } });
+    expect(paid.status).toBe(200);
+    expect(JSON.parse(Buffer.from(paid.headers.get('x-payment-response')!, 'base64').toString())).toMatchObject({
+      success: true,
+      network: 'polygon',
+      payer: payer.address,
+    });
   });
 });
 
