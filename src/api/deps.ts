@@ -6,6 +6,7 @@ import type { SecretBox } from '../internal/crypto.ts';
 import type { RateLimits } from './rateLimits.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { X402 } from '../x402/index.ts';
+import type { TransactionLookups } from '../ingest/lookup.ts';
 
 /** What route modules are given: real dependencies, passed in (tests pass their own). */
 export interface ApiDeps {
@@ -22,4 +23,6 @@ export interface ApiDeps {
   sandbox?: Sandbox;
   /** x402 (session resources and the facilitator); unset: those routes answer 503. */
   x402?: X402;
+  /** Chain lookups for payers' transaction proofs; unset: made from `config.rpc`. */
+  lookups?: TransactionLookups;
 }

@@ -27,6 +27,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 import { x402FacilitatorRoutes, x402ResourceRoutes } from './routes/x402.ts';
 import { registerCheckout } from '../checkout/index.ts';
+import { createTransactionLookups } from '../ingest/lookup.ts';
 import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from '../sandbox/checkout.ts';
 
 export type { ApiDeps };
@@ -180,7 +181,11 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
       { prefix },
     );
   }
-  registerCheckout(app, { ...deps, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
+  // Payers' transaction proofs look transactions up on the chains with the configured RPC URLs
+  // (read only; the ingest role stores transfers), one client per chain made on first use.
+  const lookups = deps.lookups ?? createTransactionLookups({ config: deps.config, logger: deps.logger, metrics: deps.metrics });
+  app.addHook('onClose', async () => lookups.close());
+  registerCheckout(app, { ...deps, lookups, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
   sandboxCheckoutRoutes(app, deps);
   app.register(async (root) => {
     // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
