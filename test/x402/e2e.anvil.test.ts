@@ -282,5 +282,6 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'facilitator session confirmed');
     expect(await matchOf(settled.transaction)).toEqual({ session_id: sessionId, match_method: 'claim' });
     expect(await eventsOf(db.store, sessionId)).toEqual(['payment.confirming', 'payment.confirmed']);
+    await waitFor(async () => received.filter((hook) => hook.sessionId === sessionId).length >= 2, 'facilitator session webhooks');
   });
 });
