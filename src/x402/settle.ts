@@ -122,20 +122,29 @@ export async function settleOnce(
     count('refused');
     return { ok: false, refusal };
   }
-  const row = await ctx.store.transaction(async (sql) => {
-    const sessionId = params.prepare ? await params.prepare(sql) : target.sessionId!;
-    return insertSettlement(sql, {
-      ...key,
-      livemode: target.livemode,
-      signatureHash: hash,
-      sessionId,
-      merchantId: target.merchantId,
-      payTo: params.requirements.payTo,
-      amount: BigInt(payload.authorization.value),
-      validBefore: payload.authorization.validBefore,
-      source: target.source,
+  const lost = new Error('x402: a concurrent request inserted this settlement first');
+  const row = await ctx.store
+    .transaction(async (sql) => {
+      const sessionId = params.prepare ? await params.prepare(sql) : target.sessionId!;
+      const inserted = await insertSettlement(sql, {
+        ...key,
+        livemode: target.livemode,
+        signatureHash: hash,
+        sessionId,
+        merchantId: target.merchantId,
+        payTo: params.requirements.payTo,
+        amount: BigInt(payload.authorization.value),
+        validBefore: payload.authorization.validBefore,
+        source: target.source,
+      });
+      // Lost the race: roll back what `prepare` wrote (the facilitator's session), keep nothing.
+      if (!inserted && params.prepare) throw lost;
+      return inserted;
+    })
+    .catch((error) => {
+      if (error === lost) return undefined;
+      throw error;
     });
-  });
   if (!row) {
     // A concurrent retry inserted it first, or another authorization holds this session.
     const raced = await findSettlement(ctx.store, key);

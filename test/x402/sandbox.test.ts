@@ -207,6 +207,15 @@ describe('x402 in the sandbox', () => {
     // The same payload again: the same settlement, no second session; another merchant's key: refused.
     expect((await api('POST', '/api/v1/x402/settle', merchant.test, good)).body).toEqual(settled.body);
     expect((await api('POST', '/api/v1/x402/settle', other.test, good)).body).toMatchObject({ success: false });
+    // Concurrent settles of a fresh payload: one settlement, one session (the losers' sessions roll back).
+    const sessions = async () =>
+      Number((await db.store.query(`SELECT count(*)::int AS n FROM payment_sessions WHERE metadata->>'source' = 'x402-facilitator'`)).rows[0]!.n);
+    const before = await sessions();
+    const fresh = await body(wallet, 170_000n);
+    const concurrent = await Promise.all([1, 2, 3, 4].map(() => api('POST', '/api/v1/x402/settle', merchant.test, fresh)));
+    expect(new Set(concurrent.map((answer) => JSON.stringify(answer.body))).size).toBe(1);
+    expect(concurrent[0]!.body.success).toBe(true);
+    expect(await sessions()).toBe(before + 1);
     const session = (await api('GET', `/api/v1/sessions/${settled.body.sessionId}`, merchant.test)).body;
     expect(session).toMatchObject({ livemode: false, amount: '0.15', amountDueBaseUnits: '150000', metadata: { source: 'x402-facilitator' } });
     await waitFor(
