@@ -43,8 +43,12 @@ import type { PaymentPayload, PaymentRequirements } from './wire.ts';
 
 /** An in-flight row untouched this long belongs to a process that is gone. */
 export const LEASE_SECONDS = 30;
-/** Longest wait of a request for a settlement to be mined (its own or a concurrent retry's). */
-const WAIT_MS = 120_000;
+/**
+ * Longest wait of a request for a settlement to be mined (its own or a concurrent retry's): below
+ * the HTTP idle timeout (SVC_HTTP_IDLE_TIMEOUT_MS, 120 s by default), so the payer gets a 503 to
+ * retry instead of a cut connection. The retry then answers with the same settlement.
+ */
+const WAIT_MS = 90_000;
 
 export interface SettleContext {
   store: Store;
