@@ -97,7 +97,9 @@ export function createX402(params: X402Params): X402 {
   function challenge(session: CheckoutSession, refusal?: Refusal): SessionAnswer {
     const offer = x402Offer(session, chains[session.chain])!;
     const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
-    const requirements = requirementsFor(offer, { payTo: session.payTo, amount: amountRemaining(session), secondsLeft });
+    const remaining = amountRemaining(session);
+    // Nothing left to pay (a refused retry on a paid or expired session): no requirements to sign.
+    const accepts = remaining > 0n && secondsLeft > 0 ? [requirementsFor(offer, { payTo: session.payTo, amount: remaining, secondsLeft })] : [];
     const resource = {
       url: `${params.config.publicUrl}/checkout/${session.id}/x402`,
       description: `Payment ${session.id} to ${session.merchantName}${session.livemode ? '' : ' (sandbox: test network, fake token)'}`,
@@ -107,8 +109,8 @@ export function createX402(params: X402Params): X402 {
       : 'payment required: sign the exact authorization in accepts and send it in PAYMENT-SIGNATURE';
     return {
       kind: 'required',
-      required: paymentRequired({ ...resource, accepts: [requirements], error }),
-      v1: { x402Version: 1, error, accepts: requirementsV1([requirements], resource) },
+      required: paymentRequired({ ...resource, accepts, error }),
+      v1: { x402Version: 1, error, accepts: requirementsV1(accepts, resource) },
       ...(refusal ? { reason: refusal.reason } : {}),
     };
   }

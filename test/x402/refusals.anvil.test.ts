@@ -255,6 +255,22 @@ describe('x402 refusals: a reason each, nothing written', () => {
   });
 });
 
+describe('x402 on a session that cannot be paid', () => {
+  test('a good signature for an expired session: 402 session_not_payable with nothing to sign, nothing sent; the URL itself answers 410', async () => {
+    const session = await createSession('0.35');
+    const signed = await paymentHeader(session);
+    await db.store.query(`UPDATE payment_sessions SET status = 'expired', expires_at = now() - interval '1 second' WHERE id = $1`, [session.id]);
+    const balance = await anvil.balanceOf(USDC, wallet);
+    const answer = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'payment-signature': signed['payment-signature'] } });
+    expect(answer.status).toBe(402);
+    expect(await answer.json()).toMatchObject({ reason: 'session_not_payable', accepts: [] });
+    expect(JSON.parse(Buffer.from(answer.headers.get('payment-required')!, 'base64').toString()).accepts).toEqual([]);
+    expect(await anvil.balanceOf(USDC, wallet)).toBe(balance);
+    expect(await settlementRowsOf(session.id)).toBe(0);
+    expect((await fetch(`${baseUrl}/checkout/${session.id}/x402`)).status).toBe(410);
+  });
+});
+
 describe('x402 v1', () => {
   test("a v1 client pays from the 402 body's requirements with X-PAYMENT and gets X-PAYMENT-RESPONSE", async () => {
     const session = await createSession('0.9');
