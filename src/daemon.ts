@@ -14,6 +14,7 @@ import { createIngest } from './ingest/index.ts';
 import { createDelivery } from './delivery/index.ts';
 import { createEngine } from './engine/index.ts';
 import { createSandbox } from './sandbox/index.ts';
+import { createX402 } from './x402/index.ts';
 import { loadChains } from './internal/chains.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
 import { createReadiness, healthResponse, readyResponse, registerReadyRoute, type Readiness } from './readiness.ts';
@@ -134,7 +135,11 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     let api: FastifyInstance | undefined;
     let url: string | undefined;
     if (roles.includes('api')) {
-      api = createApi({ store, logger, metrics, config, box, sandbox });
+      // x402 settles with gas-only relayer keys (SVC_<CHAIN>_RELAYER_KEY) on the chains that have one.
+      const x402 = createX402({ store, logger, metrics, config, sandbox });
+      const x402Watch = x402.watch(shutdown.signal);
+      shutdown.add('x402', () => x402Watch);
+      api = createApi({ store, logger, metrics, config, box, sandbox, x402 });
       registerReadyRoute(api, readiness);
       url = await api.listen({ port: config.port, host: config.host });
       // With PORT=0 and no SVC_PUBLIC_URL, links must carry the port actually bound.

@@ -43,6 +43,8 @@ type Resources struct {
 	Events *EventsService
 	// Sandbox only (test keys): pay a sandbox session on the simulated chain.
 	Sandbox *SandboxService
+	// x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets.
+	X402 *X402Service
 }
 
 func newResources(t *transport) Resources {
@@ -62,6 +64,7 @@ func newResources(t *transport) Resources {
 		WebhookSecret:    &WebhookSecretService{t},
 		Events:           &EventsService{t},
 		Sandbox:          &SandboxService{t},
+		X402:             &X402Service{t},
 	}
 }
 
@@ -516,4 +519,34 @@ type SandboxService struct{ t *transport }
 // POST /sandbox/sessions/{sessionId}/pay
 func (s *SandboxService) Pay(ctx context.Context, sessionID string, params *SandboxPayParams, opts ...RequestOption) (*SandboxPayment, error) {
 	return call[SandboxPayment](ctx, s.t, request{method: "POST", path: "/sandbox/sessions/" + url.PathEscape(sessionID) + "/pay", body: bodyOf(params)}, opts)
+}
+
+// X402Service: x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets.
+type X402Service struct{ t *transport }
+
+// Verify: Verify an x402 payment
+//
+// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Checks the authorization (signature, recipient, amount, window, nonce unused, balance) without sending anything.
+//
+// POST /x402/verify
+func (s *X402Service) Verify(ctx context.Context, params *X402VerifyParams, opts ...RequestOption) (*X402Verification, error) {
+	return call[X402Verification](ctx, s.t, request{method: "POST", path: "/x402/verify", body: bodyOf(params)}, opts)
+}
+
+// Settle: Settle an x402 payment
+//
+// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Verifies, submits the authorization once (the same payload again answers with the same transaction), answers when it is mined, and records it as a session of the merchant with its events and webhooks.
+//
+// POST /x402/settle
+func (s *X402Service) Settle(ctx context.Context, params *X402SettleParams, opts ...RequestOption) (*X402Settlement, error) {
+	return call[X402Settlement](ctx, s.t, request{method: "POST", path: "/x402/settle", body: bodyOf(params)}, opts)
+}
+
+// Supported: What this facilitator settles
+//
+// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses.
+//
+// GET /x402/supported
+func (s *X402Service) Supported(ctx context.Context, opts ...RequestOption) (*X402Supported, error) {
+	return call[X402Supported](ctx, s.t, request{method: "GET", path: "/x402/supported"}, opts)
 }

@@ -238,6 +238,8 @@ type Session struct {
 	Chain Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
+	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+	X402URL *string `json:"x402Url"`
 	// Where to pay: the merchant wallet (Interface A name).
 	PaymentAddress string `json:"paymentAddress"`
 	// Same as `paymentAddress` (Interface B name).
@@ -320,6 +322,8 @@ type Payment struct {
 	Chain Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
+	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+	X402URL *string `json:"x402Url"`
 	// Where to pay: the merchant wallet (Interface A name).
 	PaymentAddress string `json:"paymentAddress"`
 	// Same as `paymentAddress` (Interface B name).
@@ -1031,4 +1035,57 @@ type SandboxPayParams struct {
 	Outcome *SandboxOutcome `json:"outcome,omitempty"`
 	// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
 	Amount *string `json:"amount,omitempty"`
+}
+
+// X402Verification: a JSON object of the API.
+type X402Verification struct {
+	IsValid        bool    `json:"isValid"`
+	InvalidReason  *string `json:"invalidReason,omitempty"`
+	InvalidMessage *string `json:"invalidMessage,omitempty"`
+	Payer          *string `json:"payer,omitempty"`
+}
+
+// X402VerifyParams: a JSON object of the API.
+type X402VerifyParams struct {
+	X402Version int64 `json:"x402Version"`
+	// The payment payload the client sent (decoded PAYMENT-SIGNATURE).
+	PaymentPayload map[string]any `json:"paymentPayload"`
+	// The requirements the resource server asked for.
+	PaymentRequirements map[string]any `json:"paymentRequirements"`
+}
+
+// X402Settlement: a JSON object of the API.
+type X402Settlement struct {
+	Success      bool    `json:"success"`
+	ErrorReason  *string `json:"errorReason,omitempty"`
+	ErrorMessage *string `json:"errorMessage,omitempty"`
+	// The settled transaction hash; empty when it failed.
+	Transaction string  `json:"transaction"`
+	Network     string  `json:"network"`
+	Payer       *string `json:"payer,omitempty"`
+	// The session the settlement was recorded as (events and webhooks as for any session).
+	SessionID *string `json:"sessionId,omitempty"`
+}
+
+// X402SettleParams: a JSON object of the API.
+type X402SettleParams struct {
+	X402Version int64 `json:"x402Version"`
+	// The payment payload the client sent (decoded PAYMENT-SIGNATURE).
+	PaymentPayload map[string]any `json:"paymentPayload"`
+	// The requirements the resource server asked for.
+	PaymentRequirements map[string]any `json:"paymentRequirements"`
+}
+
+// X402SupportedKinds: a JSON object of the API.
+type X402SupportedKinds struct {
+	X402Version int64  `json:"x402Version"`
+	Scheme      string `json:"scheme"`
+	Network     string `json:"network"`
+}
+
+// X402Supported: a JSON object of the API.
+type X402Supported struct {
+	Kinds      []X402SupportedKinds `json:"kinds"`
+	Extensions []string             `json:"extensions"`
+	Signers    map[string][]string  `json:"signers"`
 }

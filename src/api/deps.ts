@@ -5,6 +5,7 @@ import type { Config } from '../internal/config.ts';
 import type { SecretBox } from '../internal/crypto.ts';
 import type { RateLimits } from './rateLimits.ts';
 import type { Sandbox } from '../sandbox/index.ts';
+import type { X402 } from '../x402/index.ts';
 import type { TransactionLookups } from '../ingest/lookup.ts';
 
 /** What route modules are given: real dependencies, passed in (tests pass their own). */
@@ -20,6 +21,8 @@ export interface ApiDeps {
   rateLimits?: Partial<RateLimits>;
   /** The sandbox's simulator, for `POST /sandbox/sessions/{id}/pay`; unset where the sandbox does not run. */
   sandbox?: Sandbox;
+  /** x402 (session resources and the facilitator); unset: those routes answer 503. */
+  x402?: X402;
   /** Chain lookups for payers' transaction proofs; unset: made from `config.rpc`. */
   lookups?: TransactionLookups;
 }

@@ -25,6 +25,7 @@ import { walletRoutes } from './routes/wallets.ts';
 import { transferRoutes } from './routes/transfers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
+import { x402FacilitatorRoutes, x402ResourceRoutes } from './routes/x402.ts';
 import { registerCheckout } from '../checkout/index.ts';
 import { createTransactionLookups } from '../ingest/lookup.ts';
 import { registerDashboard } from '../dashboard/index.ts';
@@ -83,6 +84,7 @@ const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
   eventRoutes,
   sandboxRoutes,
   feeRoutes,
+  x402FacilitatorRoutes,
 ];
 
 /** The spec's base path is `/api/v1`; one listing writes `/v1`. Both serve the same routes. */
@@ -190,6 +192,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
   app.register(async (root) => {
     // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
     publicPaymentLinkRoutes(root, deps);
+    x402ResourceRoutes(root, deps);
     // With a dedicated metrics port (SVC_METRICS_PORT) the public API port does not expose them.
     if (deps.config.metricsPort === undefined) {
       root.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {

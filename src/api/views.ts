@@ -1,6 +1,7 @@
 import { payerReference, type Session } from '../payments/session.ts';
 import { formatAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
+import { sessionX402Url } from '../x402/requirements.ts';
 
 /**
  * Interface B reports the session state `created` as `pending` (spec §3: "a newly created
@@ -58,6 +59,7 @@ function sessionFields(row: SessionViewFields, publicUrl: string) {
     currency: row.currency,
     chain: row.chain,
     checkoutUrl: checkoutUrl(publicUrl, row.id),
+    x402Url: sessionX402Url(publicUrl, row, loadChains()[row.chain]),
     paymentAddress: row.payTo,
     merchantWallet: row.payTo,
     amountDue: formatAmount(row.amountDue, row.decimals),

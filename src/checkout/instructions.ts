@@ -5,6 +5,7 @@ import { instructionChainId, sandboxToken, sessionPaymentUri } from './uris.ts';
 import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutView } from './view.ts';
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
 import { payerReference } from '../payments/session.ts';
+import { sessionX402Url } from '../x402/requirements.ts';
 
 /** Names people know the chains by, for the page and the instructions. */
 export const CHAIN_DISPLAY_NAMES: Record<ChainName, string> = {
@@ -131,6 +132,7 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     // Sandbox sessions have no chain to prove a transaction on (POST /sandbox/sessions/{id}/pay pays them).
     proofUrl: session.livemode ? urls.proofUrl : null,
     refundUrl: refundable(session) ? urls.refundUrl : null,
+    x402Url: sessionX402Url(params.publicUrl, session, chain),
   };
 }
 

@@ -89,6 +89,10 @@ export const PaymentInstructionsSchema = Type.Object(
       format: 'uri',
       description: 'GET: server-sent events, one `status` event with the same JSON as `statusUrl` whenever it changes.',
     }),
+    x402Url: Nullable(
+      Type.String({ format: 'uri' }),
+      "This session as an x402 resource (docs/agents.md): a standard x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).",
+    ),
     proofUrl: Nullable(
       Type.String({ format: 'uri' }),
       'POST `{ "txHash": "…" }` here after paying from your own wallet: the gateway looks the transaction up at once and binds it to this session (see POST /checkout/{sessionId}/transactions). Null for sandbox sessions.',

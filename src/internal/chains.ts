@@ -22,6 +22,12 @@ export interface TokenConfig {
   acceptedByDefault: boolean;
   tokenProgram?: string;
   note?: string;
+  /**
+   * Present when the contract implements EIP-3009 `transferWithAuthorization` (Circle's
+   * FiatToken): its EIP-712 domain name and version, which x402's `exact` scheme signs over.
+   * Only these tokens are offered to x402 clients (docs/agents.md).
+   */
+  eip3009?: { name: string; version: string; why?: string };
 }
 
 /** One `chains/<name>.json`, validated. */
@@ -66,6 +72,11 @@ function validate(file: string, expectedName: ChainName, raw: unknown): ChainCon
   for (const token of chain.tokens) {
     if (!CURRENCIES.includes(token.currency)) fail(file, `token ${token.symbol}: currency must be USDT or USDC`);
     if (!(Number.isInteger(token.decimals) && token.decimals >= 0 && token.decimals <= 36)) fail(file, `token ${token.symbol}: bad decimals`);
+    if (token.eip3009 !== undefined) {
+      if (chain.kind !== 'evm') fail(file, `token ${token.symbol}: eip3009 is an EVM standard`);
+      if (!(typeof token.eip3009.name === 'string' && token.eip3009.name && typeof token.eip3009.version === 'string' && token.eip3009.version))
+        fail(file, `token ${token.symbol}: eip3009 needs the EIP-712 domain's name and version`);
+    }
     const canonical = canonicalAddress(expectedName, token.address);
     if (canonical !== token.address)
       fail(file, `token ${token.symbol}: address ${token.address} is not canonical (expected ${canonical ?? 'a valid address'})`);

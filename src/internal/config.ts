@@ -66,6 +66,12 @@ export interface Config {
   trustProxy?: boolean | number | string;
   /** How long the HTTP server waits for slow or idle clients (SVC_HTTP_*_TIMEOUT_MS). */
   httpTimeouts: HttpTimeouts;
+  /**
+   * Gas-only x402 relayer keys per EVM chain (`SVC_<CHAIN>_RELAYER_KEY`), read from the
+   * environment only: never stored, never logged (docs/security.md, "x402"). A chain without one
+   * offers no live x402 settlement.
+   */
+  relayerKeys: Partial<Record<ChainName, `0x${string}`>>;
 }
 
 type Env = Record<string, string | undefined>;
@@ -183,6 +189,19 @@ export function rpcVariableNames(chain: ChainName): { http: string; ws: string }
   return { http: `SVC_${upper}_RPC_URL`, ws: `SVC_${upper}_WS_URL` };
 }
 
+/** The per-chain x402 relayer key variable (EVM chains), documented alongside VARIABLES. */
+export function relayerKeyVariableName(chain: ChainName): string {
+  return `SVC_${chain.toUpperCase()}_RELAYER_KEY`;
+}
+
+/** A relayer private key: 32 bytes of hex. The message never repeats the value. */
+function parseRelayerKey(raw: string): `0x${string}` {
+  const text = raw.trim();
+  const hex = text.startsWith('0x') ? text : `0x${text}`;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(hex) || /^0x0+$/.test(hex)) throw new Error('must be a 32-byte private key in hex (0x and 64 hex digits)');
+  return hex.toLowerCase() as `0x${string}`;
+}
+
 /**
  * Reads and validates the configuration. Every bad variable is reported at once, each by name,
  * so an operator fixes a deployment in one pass.
@@ -215,6 +234,23 @@ export function loadConfig(env: Env = process.env): Config {
     };
   }
 
+  const relayerKeys: Partial<Record<ChainName, `0x${string}`>> = {};
+  for (const chain of CHAIN_NAMES) {
+    const name = relayerKeyVariableName(chain);
+    if (chain === 'solana' || chain === 'bsc') {
+      if (env[name]?.trim()) errors.push(`${name}: x402 relayers run on EVM chains with an EIP-3009 token (polygon, base, arbitrum, optimism) only`);
+      continue;
+    }
+    // The error names the variable but never echoes the key (ConfigError messages are printed).
+    let key: `0x${string}` | undefined;
+    try {
+      key = env[name]?.trim() ? parseRelayerKey(env[name]!) : undefined;
+    } catch (error) {
+      errors.push(`${name}: ${(error as Error).message}`);
+    }
+    if (key) relayerKeys[chain] = key;
+  }
+
   // A deployed gateway (SVC_STATELESS, the container image) serves merchants it does not trust
   // with its own loopback: a test key's endpoint on 127.0.0.1 would reach the host's other
   // services (metrics, admin ports) and echo 2 KiB of their reply into the attempt log. Only a
@@ -241,6 +277,7 @@ export function loadConfig(env: Env = process.env): Config {
     checkoutFrameAncestors: read(VARIABLES.checkoutFrameAncestors) ?? [],
     trustProxy: read(VARIABLES.trustProxy) ?? false,
     httpTimeouts: readHttpTimeouts(read),
+    relayerKeys,
   };
   if (errors.length === 0) errors.push(...httpTimeoutProblems(config.httpTimeouts, config.apiDbTimeoutMs));
   // A container's file system is thrown away: an embedded cluster or a generated key there would

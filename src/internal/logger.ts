@@ -20,6 +20,14 @@ const REDACT_PATHS = [
   '*.secret',
   '*.api_key',
   '*.password',
+  // x402 relayer keys (config.relayerKeys) are never logged, even if a config object is.
+  'relayerKeys',
+  '*.relayerKeys',
+  // The whole signed payment header a payer sends: a bearer instrument until it is settled.
+  'req.headers["payment-signature"]',
+  'req.headers["x-payment"]',
+  'headers["payment-signature"]',
+  'headers["x-payment"]',
 ];
 
 /**

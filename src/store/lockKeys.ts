@@ -40,6 +40,15 @@ export function dueAmountLockText(params: { chain: string; currency: string; pay
   return `due:${params.chain}:${params.currency}:${params.payTo}:${params.bucket}`;
 }
 
+/**
+ * Text for `hashtextextended($1, 0)`: one chain's x402 relayer, held (session-level, on its own
+ * connection) from reading the relayer's next nonce until its signed transaction is recorded and
+ * broadcast, so two processes sharing one relayer key never sign two transactions with one nonce.
+ */
+export function x402RelayerLockText(chain: string): string {
+  return `svc.x402-relayer:${chain}`;
+}
+
 /** An int4 pair key: (class, id). */
 export type LockPair = readonly [classId: number, objectId: number];
 

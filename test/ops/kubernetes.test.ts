@@ -156,7 +156,7 @@ describe('alert rules', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-rules-')), 'rules.yml');
     fs.writeFileSync(file, stringify({ groups: readYamlDocuments(PROMETHEUS_RULE_FILE)[0].spec.groups }));
     const output = execFileSync('promtool', ['check', 'rules', file], { encoding: 'utf8' });
-    expect(output).toContain('SUCCESS: 10 rules found');
+    expect(output).toContain('SUCCESS: 12 rules found');
   });
 
   test('every alert links a runbook section that exists and says what it means, how to confirm it and what to do', () => {
@@ -177,7 +177,7 @@ describe('alert rules', () => {
       alert: string;
       annotations: Record<string, string>;
     }[];
-    expect(rules).toHaveLength(10);
+    expect(rules).toHaveLength(12);
     for (const rule of rules) {
       const url = rule.annotations.runbook_url;
       expect(url, rule.alert).toBe(`docs/runbooks.md#${rule.alert.toLowerCase()}`);

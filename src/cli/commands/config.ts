@@ -1,4 +1,4 @@
-import { CHAIN_NAMES, loadConfig, rpcVariableNames, VARIABLES } from '../../internal/config.ts';
+import { CHAIN_NAMES, loadConfig, relayerKeyVariableName, rpcVariableNames, VARIABLES } from '../../internal/config.ts';
 import { ConfigError } from '../../internal/errors.ts';
 import { emit, jsonOption, type Command } from '../command.ts';
 
@@ -34,6 +34,16 @@ function formatConfigTable(env: Record<string, string | undefined>): { rows: Con
         description: `${chain} WebSocket URLs, comma-separated; unset: the ingester polls over HTTP`,
       },
     );
+    if (chain !== 'solana' && chain !== 'bsc') {
+      // Whether it is set, never its value.
+      const relayer = relayerKeyVariableName(chain);
+      rows.push({
+        variable: relayer,
+        default: null,
+        set: Boolean(env[relayer]),
+        description: `${chain} x402 relayer: a gas-only private key that submits payers' EIP-3009 authorizations; unset: no live x402 on ${chain}`,
+      });
+    }
   }
   let problems: string[] = [];
   try {

@@ -421,6 +421,36 @@ export function createResources(transport: Transport) {
       pay: (sessionId: string, params: T.SandboxPayParams = {}, options?: RequestOptions): Promise<T.SandboxPayment> =>
         transport.request<T.SandboxPayment>({ method: 'POST', path: `/sandbox/sessions/${encodeURIComponent(sessionId)}/pay`, body: params }, options),
     },
+    /** x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets. */
+    x402: {
+      /**
+       * Verify an x402 payment
+       *
+       * x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Checks the authorization (signature, recipient, amount, window, nonce unused, balance) without sending anything.
+       *
+       * `POST /x402/verify`
+       */
+      verify: (params: T.X402VerifyParams, options?: RequestOptions): Promise<T.X402Verification> =>
+        transport.request<T.X402Verification>({ method: 'POST', path: '/x402/verify', body: params }, options),
+      /**
+       * Settle an x402 payment
+       *
+       * x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Verifies, submits the authorization once (the same payload again answers with the same transaction), answers when it is mined, and records it as a session of the merchant with its events and webhooks.
+       *
+       * `POST /x402/settle`
+       */
+      settle: (params: T.X402SettleParams, options?: RequestOptions): Promise<T.X402Settlement> =>
+        transport.request<T.X402Settlement>({ method: 'POST', path: '/x402/settle', body: params }, options),
+      /**
+       * What this facilitator settles
+       *
+       * x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses.
+       *
+       * `GET /x402/supported`
+       */
+      supported: (options?: RequestOptions): Promise<T.X402Supported> =>
+        transport.request<T.X402Supported>({ method: 'GET', path: '/x402/supported' }, options),
+    },
   };
 }
 

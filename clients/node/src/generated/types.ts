@@ -91,6 +91,8 @@ export interface Session {
   chain: Chain;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
+  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana). */
+  x402Url: string | null;
   /** Where to pay: the merchant wallet (Interface A name). */
   paymentAddress: string;
   /** Same as `paymentAddress` (Interface B name). */
@@ -172,6 +174,8 @@ export interface Payment {
   chain: Chain;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
+  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana). */
+  x402Url: string | null;
   /** Where to pay: the merchant wallet (Interface A name). */
   paymentAddress: string;
   /** Same as `paymentAddress` (Interface B name). */
@@ -843,4 +847,51 @@ export interface SandboxPayParams {
   outcome?: SandboxOutcome;
   /** Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision). */
   amount?: string;
+}
+
+export interface X402Verification {
+  isValid: boolean;
+  invalidReason?: string;
+  invalidMessage?: string;
+  payer?: string;
+}
+
+export interface X402VerifyParams {
+  x402Version: number;
+  /** The payment payload the client sent (decoded PAYMENT-SIGNATURE). */
+  paymentPayload: Record<string, unknown>;
+  /** The requirements the resource server asked for. */
+  paymentRequirements: Record<string, unknown>;
+}
+
+export interface X402Settlement {
+  success: boolean;
+  errorReason?: string;
+  errorMessage?: string;
+  /** The settled transaction hash; empty when it failed. */
+  transaction: string;
+  network: string;
+  payer?: string;
+  /** The session the settlement was recorded as (events and webhooks as for any session). */
+  sessionId?: string;
+}
+
+export interface X402SettleParams {
+  x402Version: number;
+  /** The payment payload the client sent (decoded PAYMENT-SIGNATURE). */
+  paymentPayload: Record<string, unknown>;
+  /** The requirements the resource server asked for. */
+  paymentRequirements: Record<string, unknown>;
+}
+
+export interface X402SupportedKinds {
+  x402Version: number;
+  scheme: 'exact';
+  network: string;
+}
+
+export interface X402Supported {
+  kinds: X402SupportedKinds[];
+  extensions: string[];
+  signers: Record<string, string[]>;
 }

@@ -49,6 +49,9 @@ from .types import (
     WebhookSecret,
     WebhookSecretRotated,
     WebhookTestEvent,
+    X402Settlement,
+    X402Supported,
+    X402Verification,
 )
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/api/v1"
@@ -1083,6 +1086,69 @@ class SandboxResource(_Resource):
         )
 
 
+class X402Resource(_Resource):
+    """x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets."""
+
+    def verify(
+        self,
+        *,
+        x402_version: int,
+        payment_payload: Dict[str, Any],
+        payment_requirements: Dict[str, Any],
+        options: Optional[RequestOptions] = None,
+    ) -> X402Verification:
+        """Verify an x402 payment
+
+        x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Checks the authorization (signature, recipient, amount, window, nonce unused, balance) without sending anything.
+
+        ``POST /x402/verify``
+        """
+        return self._transport.request(
+            "POST",
+            "/x402/verify",
+            body=_params({"x402Version": x402_version, "paymentPayload": payment_payload, "paymentRequirements": payment_requirements}),
+            options=options,
+        )
+
+    def settle(
+        self,
+        *,
+        x402_version: int,
+        payment_payload: Dict[str, Any],
+        payment_requirements: Dict[str, Any],
+        options: Optional[RequestOptions] = None,
+    ) -> X402Settlement:
+        """Settle an x402 payment
+
+        x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Verifies, submits the authorization once (the same payload again answers with the same transaction), answers when it is mined, and records it as a session of the merchant with its events and webhooks.
+
+        ``POST /x402/settle``
+        """
+        return self._transport.request(
+            "POST",
+            "/x402/settle",
+            body=_params({"x402Version": x402_version, "paymentPayload": payment_payload, "paymentRequirements": payment_requirements}),
+            options=options,
+        )
+
+    def supported(
+        self,
+        *,
+        options: Optional[RequestOptions] = None,
+    ) -> X402Supported:
+        """What this facilitator settles
+
+        x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses.
+
+        ``GET /x402/supported``
+        """
+        return self._transport.request(
+            "GET",
+            "/x402/supported",
+            options=options,
+        )
+
+
 class Resources:
     """The resources of a client: `client.payments`, `client.refunds`, ..."""
 
@@ -1102,3 +1168,4 @@ class Resources:
         self.webhook_secret = WebhookSecretResource(transport)
         self.events = EventsResource(transport)
         self.sandbox = SandboxResource(transport)
+        self.x402 = X402Resource(transport)

@@ -109,6 +109,8 @@ _SessionRequired = TypedDict(
         "chain": Chain,
         # Hosted checkout page for the customer.
         "checkoutUrl": str,
+        # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+        "x402Url": Optional[str],
         # Where to pay: the merchant wallet (Interface A name).
         "paymentAddress": str,
         # Same as `paymentAddress` (Interface B name).
@@ -211,6 +213,8 @@ _PaymentRequired = TypedDict(
         "chain": Chain,
         # Hosted checkout page for the customer.
         "checkoutUrl": str,
+        # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+        "x402Url": Optional[str],
         # Where to pay: the merchant wallet (Interface A name).
         "paymentAddress": str,
         # Same as `paymentAddress` (Interface B name).
@@ -1438,6 +1442,113 @@ class SandboxPayParams(_SandboxPayParamsRequired, _SandboxPayParamsOptional):
     """SandboxPayParams (JSON object)."""
 
 
+_X402VerificationRequired = TypedDict(
+    "_X402VerificationRequired",
+    {
+        "isValid": bool,
+    },
+)
+_X402VerificationOptional = TypedDict(
+    "_X402VerificationOptional",
+    {
+        "invalidReason": str,
+        "invalidMessage": str,
+        "payer": str,
+    },
+    total=False,
+)
+
+
+class X402Verification(_X402VerificationRequired, _X402VerificationOptional):
+    """X402Verification (JSON object)."""
+
+
+_X402VerifyParamsRequired = TypedDict(
+    "_X402VerifyParamsRequired",
+    {
+        "x402Version": int,
+        # The payment payload the client sent (decoded PAYMENT-SIGNATURE).
+        "paymentPayload": Dict[str, Any],
+        # The requirements the resource server asked for.
+        "paymentRequirements": Dict[str, Any],
+    },
+)
+
+
+class X402VerifyParams(_X402VerifyParamsRequired):
+    """X402VerifyParams (JSON object)."""
+
+
+_X402SettlementRequired = TypedDict(
+    "_X402SettlementRequired",
+    {
+        "success": bool,
+        # The settled transaction hash; empty when it failed.
+        "transaction": str,
+        "network": str,
+    },
+)
+_X402SettlementOptional = TypedDict(
+    "_X402SettlementOptional",
+    {
+        "errorReason": str,
+        "errorMessage": str,
+        "payer": str,
+        # The session the settlement was recorded as (events and webhooks as for any session).
+        "sessionId": str,
+    },
+    total=False,
+)
+
+
+class X402Settlement(_X402SettlementRequired, _X402SettlementOptional):
+    """X402Settlement (JSON object)."""
+
+
+_X402SettleParamsRequired = TypedDict(
+    "_X402SettleParamsRequired",
+    {
+        "x402Version": int,
+        # The payment payload the client sent (decoded PAYMENT-SIGNATURE).
+        "paymentPayload": Dict[str, Any],
+        # The requirements the resource server asked for.
+        "paymentRequirements": Dict[str, Any],
+    },
+)
+
+
+class X402SettleParams(_X402SettleParamsRequired):
+    """X402SettleParams (JSON object)."""
+
+
+_X402SupportedKindsRequired = TypedDict(
+    "_X402SupportedKindsRequired",
+    {
+        "x402Version": int,
+        "scheme": Literal["exact"],
+        "network": str,
+    },
+)
+
+
+class X402SupportedKinds(_X402SupportedKindsRequired):
+    """X402SupportedKinds (JSON object)."""
+
+
+_X402SupportedRequired = TypedDict(
+    "_X402SupportedRequired",
+    {
+        "kinds": List[X402SupportedKinds],
+        "extensions": List[str],
+        "signers": Dict[str, List[str]],
+    },
+)
+
+
+class X402Supported(_X402SupportedRequired):
+    """X402Supported (JSON object)."""
+
+
 __all__ = [
     "Currency",
     "Chain",
@@ -1514,4 +1625,10 @@ __all__ = [
     "EventRedeliverParams",
     "SandboxPayment",
     "SandboxPayParams",
+    "X402Verification",
+    "X402VerifyParams",
+    "X402Settlement",
+    "X402SettleParams",
+    "X402SupportedKinds",
+    "X402Supported",
 ]

@@ -87,6 +87,11 @@ impl Client {
     pub fn sandbox(&self) -> SandboxResource<'_> {
         SandboxResource { transport: &self.transport, options: RequestOptions::default() }
     }
+
+    /// x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets.
+    pub fn x402(&self) -> X402Resource<'_> {
+        X402Resource { transport: &self.transport, options: RequestOptions::default() }
+    }
 }
 
 /// Liveness of the API and its database (no key needed).
@@ -719,5 +724,47 @@ impl<'a> SandboxResource<'a> {
     /// `POST /sandbox/sessions/{sessionId}/pay`
     pub fn pay<'p>(&self, session_id: &str, params: impl Into<Option<&'p SandboxPayParams>>) -> Result<SandboxPayment, Error> {
         self.transport.call(Request { method: "POST", path: format!("/sandbox/sessions/{}/pay", encode_path(session_id)), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
+    }
+}
+
+/// x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets.
+#[derive(Debug, Clone)]
+pub struct X402Resource<'a> {
+    transport: &'a Transport,
+    options: RequestOptions,
+}
+
+impl<'a> X402Resource<'a> {
+    /// The same handle with `options` for its calls (an Idempotency-Key, retries, a timeout).
+    pub fn with_options(mut self, options: RequestOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Verify an x402 payment
+    ///
+    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Checks the authorization (signature, recipient, amount, window, nonce unused, balance) without sending anything.
+    ///
+    /// `POST /x402/verify`
+    pub fn verify(&self, params: &X402VerifyParams) -> Result<X402Verification, Error> {
+        self.transport.call(Request { method: "POST", path: "/x402/verify".to_string(), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    }
+
+    /// Settle an x402 payment
+    ///
+    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Verifies, submits the authorization once (the same payload again answers with the same transaction), answers when it is mined, and records it as a session of the merchant with its events and webhooks.
+    ///
+    /// `POST /x402/settle`
+    pub fn settle(&self, params: &X402SettleParams) -> Result<X402Settlement, Error> {
+        self.transport.call(Request { method: "POST", path: "/x402/settle".to_string(), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    }
+
+    /// What this facilitator settles
+    ///
+    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses.
+    ///
+    /// `GET /x402/supported`
+    pub fn supported(&self) -> Result<X402Supported, Error> {
+        self.transport.call(Request { method: "GET", path: "/x402/supported".to_string(), query: Vec::new(), body: None }, &self.options)
     }
 }

@@ -678,6 +678,8 @@ pub struct Session {
     pub chain: Chain,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
+    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+    pub x402_url: Option<String>,
     /// Where to pay: the merchant wallet (Interface A name).
     pub payment_address: String,
     /// Same as `paymentAddress` (Interface B name).
@@ -815,6 +817,8 @@ pub struct Payment {
     pub chain: Chain,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
+    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+    pub x402_url: Option<String>,
     /// Where to pay: the merchant wallet (Interface A name).
     pub payment_address: String,
     /// Same as `paymentAddress` (Interface B name).
@@ -2269,4 +2273,98 @@ impl SandboxPayParams {
         self.amount = Some(amount.into());
         self
     }
+}
+
+/// X402Verification (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct X402Verification {
+    pub is_valid: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payer: Option<String>,
+}
+
+/// X402VerifyParams (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct X402VerifyParams {
+    pub x402_version: i64,
+    /// The payment payload the client sent (decoded PAYMENT-SIGNATURE).
+    pub payment_payload: BTreeMap<String, serde_json::Value>,
+    /// The requirements the resource server asked for.
+    pub payment_requirements: BTreeMap<String, serde_json::Value>,
+}
+
+impl X402VerifyParams {
+    /// The required fields; set the optional ones with the methods named after them.
+    pub fn new(x402_version: i64, payment_payload: BTreeMap<String, serde_json::Value>, payment_requirements: BTreeMap<String, serde_json::Value>) -> Self {
+        X402VerifyParams {
+            x402_version,
+            payment_payload,
+            payment_requirements,
+        }
+    }
+}
+
+/// X402Settlement (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct X402Settlement {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// The settled transaction hash; empty when it failed.
+    pub transaction: String,
+    pub network: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payer: Option<String>,
+    /// The session the settlement was recorded as (events and webhooks as for any session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// X402SettleParams (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct X402SettleParams {
+    pub x402_version: i64,
+    /// The payment payload the client sent (decoded PAYMENT-SIGNATURE).
+    pub payment_payload: BTreeMap<String, serde_json::Value>,
+    /// The requirements the resource server asked for.
+    pub payment_requirements: BTreeMap<String, serde_json::Value>,
+}
+
+impl X402SettleParams {
+    /// The required fields; set the optional ones with the methods named after them.
+    pub fn new(x402_version: i64, payment_payload: BTreeMap<String, serde_json::Value>, payment_requirements: BTreeMap<String, serde_json::Value>) -> Self {
+        X402SettleParams {
+            x402_version,
+            payment_payload,
+            payment_requirements,
+        }
+    }
+}
+
+/// X402SupportedKinds (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct X402SupportedKinds {
+    pub x402_version: i64,
+    pub scheme: String,
+    pub network: String,
+}
+
+/// X402Supported (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct X402Supported {
+    pub kinds: Vec<X402SupportedKinds>,
+    pub extensions: Vec<String>,
+    pub signers: BTreeMap<String, Vec<String>>,
 }

@@ -1,0 +1,221 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiDeps } from '../deps.ts';
+import { authOf } from '../auth.ts';
+import { errorResponses, READ_ERRORS } from '../schemas.ts';
+import { liveChains } from '../../internal/config.ts';
+import { badRequest, notFound, UnavailableError } from '../../internal/errors.ts';
+import { openSessionFromLink } from '../../payments/links.ts';
+import { getSessionById } from '../../payments/sessions.ts';
+import { PaymentStatusSchema } from '../../checkout/schema.ts';
+import { setCommonHeaders } from '../../checkout/securityHeaders.ts';
+import { encodeHeader, HEADERS, type SessionAnswer, type X402 } from '../../x402/index.ts';
+import { readPaymentHeader } from '../../x402/wire.ts';
+
+/**
+ * x402 over HTTP (docs/agents.md): every session's `x402Url` and every payment link's
+ * `/pay/{id}/x402` answer x402 clients (402 + `PAYMENT-REQUIRED`, then the retried request with
+ * `PAYMENT-SIGNATURE` settled and answered with `PAYMENT-RESPONSE`), and the facilitator
+ * endpoints `/x402/verify`, `/x402/settle`, `/x402/supported` under the API prefix.
+ */
+
+const X402_HEADERS_DOC =
+  'v2: `PAYMENT-REQUIRED` on the 402 (base64 JSON: x402Version 2, resource, accepts[] of the exact scheme on `eip155:<chainId>`), `PAYMENT-SIGNATURE` on the retried request, `PAYMENT-RESPONSE` on the 200 (base64 JSON: success, transaction, network, payer). v1: the 402 body carries `x402Version: 1` and `accepts` with `maxAmountRequired` and network names; `X-PAYMENT` and `X-PAYMENT-RESPONSE`.';
+
+const ChallengeSchema = Type.Object(
+  {
+    x402Version: Type.Literal(1),
+    error: Type.String({ description: 'Why payment is required, or why the payment sent was refused (`<reason>: <sentence>`).' }),
+    reason: Type.Optional(
+      Type.String({ description: 'The refusal reason code (`invalid_exact_evm_*`, `session_not_payable`, …) when a payment was sent and refused.' }),
+    ),
+    accepts: Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'x402 v1 requirements (networks v1 names only: polygon, base).' }),
+  },
+  { additionalProperties: false, description: '402: the x402 v1 body; v2 clients read the `PAYMENT-REQUIRED` header.' },
+);
+
+const ResourceResponses = {
+  200: { ...PaymentStatusSchema, description: 'Paid (with `PAYMENT-RESPONSE`), or nothing is left to pay: the session state.' },
+  402: ChallengeSchema,
+  ...errorResponses(400, 404, 410, 429, 503),
+};
+
+/** The payment header of a request and its protocol version, if it carries one. */
+function paymentOf(request: FastifyRequest): { header: string; version: 1 | 2 } | undefined {
+  const v2 = request.headers[HEADERS.signature];
+  const v1 = request.headers[HEADERS.v1Payment];
+  const header = v2 ?? v1;
+  if (header === undefined) return undefined;
+  if (Array.isArray(header)) throw badRequest('send one payment header');
+  return { header, version: v2 !== undefined ? 2 : 1 };
+}
+
+function x402Of(deps: ApiDeps): X402 {
+  if (!deps.x402) throw new UnavailableError('x402 does not run in this process');
+  return deps.x402;
+}
+
+function send(reply: FastifyReply, answer: SessionAnswer, https: boolean) {
+  setCommonHeaders(reply, { https });
+  reply.header('access-control-allow-origin', '*');
+  reply.header('access-control-expose-headers', 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE');
+  switch (answer.kind) {
+    case 'required':
+      reply.header(HEADERS.required, encodeHeader(answer.required));
+      return reply.status(402).send({ ...answer.v1, ...(answer.reason ? { reason: answer.reason } : {}) });
+    case 'paid':
+      reply.header(answer.version === 2 ? HEADERS.response : HEADERS.v1Response, encodeHeader(answer.response));
+      return reply.status(200).send(answer.session);
+    case 'state':
+      return reply.status(200).send(answer.session);
+  }
+}
+
+/** `GET /checkout/{sessionId}/x402` and `GET /pay/{linkId}/x402`, at the root like the checkout; no API key. */
+export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  const https = deps.config.publicUrl.startsWith('https:');
+  typed.get(
+    '/checkout/:sessionId/x402',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['checkout'],
+        summary: "Pay a session with x402 (the session's x402Url)",
+        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's EIP-3009 token to the merchant's wallet). With one: the authorization is verified, submitted once by the gateway's gas-only relayer, and the request answered when the transfer is mined; a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
+        params: Type.Object({ sessionId: Type.String({ minLength: 1, description: 'Session id (`ses_…`).', 'x-not-found': 'checkout session' }) }),
+        response: ResourceResponses,
+      },
+    },
+    async (request, reply) => send(reply, await x402Of(deps).session({ sessionId: request.params.sessionId, payment: paymentOf(request) }), https),
+  );
+
+  typed.get(
+    '/pay/:linkId/x402',
+    {
+      config: { auth: 'none', rateLimit: 'create' },
+      schema: {
+        tags: ['Payment links (public)'],
+        summary: 'Pay a payment link with x402',
+        description: `Without a payment header: opens a fresh session from the link (as GET /pay/{linkId}) and answers its 402; the requirements' resource is that session's x402Url. With one: settles it for the session its \`resource.url\` names, which must be a session of this link (x402 v2 only). ${X402_HEADERS_DOC}`,
+        params: Type.Object({ linkId: Type.String({ minLength: 1, description: 'Payment link identifier (`plink_…`).', 'x-not-found': 'payment link' }) }),
+        response: { ...ResourceResponses, ...errorResponses(400, 404, 409, 410, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const x402 = x402Of(deps);
+      const payment = paymentOf(request);
+      if (!payment) {
+        const session = await openSessionFromLink(deps.store, {
+          linkId: request.params.linkId,
+          monitorWindowSeconds: deps.config.monitorWindowSeconds,
+          liveChains: liveChains(deps.config),
+        });
+        return send(reply, await x402.session({ sessionId: session.id }), https);
+      }
+      const sessionId = await linkSessionOfPayment(deps, request.params.linkId, payment);
+      return send(reply, await x402.session({ sessionId, payment }), https);
+    },
+  );
+}
+
+/** The session of `linkId` that a v2 payment's `resource.url` names (`…/checkout/<id>/x402`). */
+async function linkSessionOfPayment(deps: ApiDeps, linkId: string, payment: { header: string; version: 1 | 2 }): Promise<string> {
+  const url = readPaymentHeader(payment.header).resourceUrl;
+  const match = url ? /\/checkout\/(ses_[0-9A-Za-z]{20})\/x402$/.exec(url) : null;
+  if (!match) throw badRequest("a payment link's x402 payment must be x402 v2 and name the session it pays in resource.url (as @x402/fetch does)");
+  const session = await getSessionById(deps.store, { id: match[1]!, fields: ['paymentLinkId'] });
+  if (!session || session.paymentLinkId !== linkId) throw notFound(`no session ${match[1]} of payment link ${linkId}`);
+  return match[1]!;
+}
+
+const FacilitatorBody = Type.Object(
+  {
+    x402Version: Type.Integer({ minimum: 1, maximum: 2 }),
+    paymentPayload: Type.Record(Type.String(), Type.Unknown(), { description: 'The payment payload the client sent (decoded PAYMENT-SIGNATURE).' }),
+    paymentRequirements: Type.Record(Type.String(), Type.Unknown(), { description: 'The requirements the resource server asked for.' }),
+  },
+  { additionalProperties: true },
+);
+
+const VerifyResponse = Type.Object(
+  {
+    isValid: Type.Boolean(),
+    invalidReason: Type.Optional(Type.String()),
+    invalidMessage: Type.Optional(Type.String()),
+    payer: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+const SettleResponse = Type.Object(
+  {
+    success: Type.Boolean(),
+    errorReason: Type.Optional(Type.String()),
+    errorMessage: Type.Optional(Type.String()),
+    transaction: Type.String({ description: 'The settled transaction hash; empty when it failed.' }),
+    network: Type.String(),
+    payer: Type.Optional(Type.String()),
+    sessionId: Type.Optional(Type.String({ description: 'The session the settlement was recorded as (events and webhooks as for any session).' })),
+  },
+  { additionalProperties: false },
+);
+
+/** The facilitator under /api/v1 (spec §7), authenticated with the merchant's API key. */
+export function x402FacilitatorRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  const description =
+    "x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token).";
+  typed.post(
+    '/x402/verify',
+    {
+      config: { auth: 'read' },
+      schema: {
+        tags: ['x402'],
+        summary: 'Verify an x402 payment',
+        description: `${description} Checks the authorization (signature, recipient, amount, window, nonce unused, balance) without sending anything.`,
+        body: FacilitatorBody,
+        response: { 200: VerifyResponse, ...errorResponses(...READ_ERRORS) },
+      },
+    },
+    async (request) => x402Of(deps).verify(authOf(request), request.body as never),
+  );
+  typed.post(
+    '/x402/settle',
+    {
+      schema: {
+        tags: ['x402'],
+        summary: 'Settle an x402 payment',
+        description: `${description} Verifies, submits the authorization once (the same payload again answers with the same transaction), answers when it is mined, and records it as a session of the merchant with its events and webhooks.`,
+        body: FacilitatorBody,
+        response: { 200: SettleResponse, ...errorResponses(400, 401, 403, 429, 503) },
+      },
+    },
+    async (request) => x402Of(deps).settle(authOf(request), request.body as never),
+  );
+  typed.get(
+    '/x402/supported',
+    {
+      schema: {
+        tags: ['x402'],
+        summary: 'What this facilitator settles',
+        description: `${description} The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses.`,
+        response: {
+          200: Type.Object(
+            {
+              kinds: Type.Array(
+                Type.Object({ x402Version: Type.Integer(), scheme: Type.Literal('exact'), network: Type.String() }, { additionalProperties: false }),
+              ),
+              extensions: Type.Array(Type.String()),
+              signers: Type.Record(Type.String(), Type.Array(Type.String())),
+            },
+            { additionalProperties: false },
+          ),
+          ...errorResponses(...READ_ERRORS),
+        },
+      },
+    },
+    async (request) => x402Of(deps).supported(authOf(request).livemode),
+  );
+}

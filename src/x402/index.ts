@@ -1,0 +1,226 @@
+import type { Registry } from 'prom-client';
+import { getAddress, type Hex } from 'viem';
+import type { Store } from '../store/index.ts';
+import type { Logger } from '../internal/logger.ts';
+import { liveChains, type ChainName, type Config } from '../internal/config.ts';
+import { loadChains, type ChainConfig } from '../internal/chains.ts';
+import { GoneError, notFound, UnavailableError } from '../internal/errors.ts';
+import { sleep } from '../internal/shutdown.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+import { createRpc } from '../ingest/evm/rpc.ts';
+import { createIngestMetrics } from '../ingest/metrics.ts';
+import { loadCheckoutSession, type CheckoutSession } from '../checkout/view.ts';
+import { buildInstructions, statusOf } from '../checkout/instructions.ts';
+import { amountRemaining, checkoutViewOf } from '../checkout/view.ts';
+import { REASONS, type Refusal } from './authorization.ts';
+import { createX402Metrics, type X402Metrics } from './metrics.ts';
+import { createRelayer, type Relayer } from './relayer.ts';
+import { paymentRequired, requirementsFor, requirementsV1, x402Offer } from './requirements.ts';
+import { LEASE_SECONDS, recordGas, resolveStale, settleOnce, verifyPayment, type SettleContext, type SettleOutcome } from './settle.ts';
+import { staleSettlements, takeOver, type Settlement } from './settlements.ts';
+import { checkPayTo, createFacilitatorSession, readFacilitatorRequest, supportedKinds, type FacilitatorRequest } from './facilitator.ts';
+import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
+
+export { sessionX402Url, x402Offer } from './requirements.ts';
+export { HEADERS, encodeHeader } from './wire.ts';
+export type { SettleResponse, PaymentRequired } from './wire.ts';
+
+/** What a session's x402 URL answers; the route turns it into headers and a status. */
+export type SessionAnswer =
+  | { kind: 'required'; required: PaymentRequired; v1: { x402Version: 1; error: string; accepts: PaymentRequirementsV1[] }; reason?: string }
+  | { kind: 'paid'; response: SettleResponse; version: 1 | 2; session: ReturnType<typeof statusOf> }
+  | { kind: 'state'; session: ReturnType<typeof statusOf> };
+
+/** The x402 stage: session resources, the facilitator, the relayers. */
+export interface X402 {
+  readonly relayers: Partial<Record<ChainName, Relayer>>;
+  /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */
+  session(params: { sessionId: string; payment?: { header: string; version: 1 | 2 } | undefined }): Promise<SessionAnswer>;
+  /** `POST /x402/verify`. */
+  verify(
+    merchant: { merchantId: string; livemode: boolean },
+    body: FacilitatorRequest,
+  ): Promise<{ isValid: boolean; invalidReason?: string; invalidMessage?: string; payer?: string }>;
+  /** `POST /x402/settle`: settles into a new session of the merchant. */
+  settle(
+    merchant: { merchantId: string; livemode: boolean },
+    body: FacilitatorRequest,
+  ): Promise<SettleResponse & { errorMessage?: string; sessionId?: string }>;
+  /** `GET /x402/supported`. */
+  supported(livemode: boolean): ReturnType<typeof supportedKinds>;
+  /** Resolves settlements a crashed process left in flight (daemon start and the gas watch's ticks). */
+  recover(): Promise<number>;
+  /** Reads each relayer's gas balance into the metric every `everyMs` until `signal` aborts; also runs {@link recover}. */
+  watch(signal: AbortSignal, everyMs?: number): Promise<void>;
+}
+
+export interface X402Params {
+  store: Store;
+  logger: Logger;
+  metrics: Registry;
+  config: Pick<Config, 'publicUrl' | 'rpc' | 'relayerKeys' | 'monitorWindowSeconds'> & Partial<Config>;
+  sandbox?: Sandbox | undefined;
+  chains?: Record<ChainName, ChainConfig>;
+  /** Tests pass relayers on their own chains; by default one per chain with a relayer key and an RPC URL. */
+  relayers?: Partial<Record<ChainName, Relayer>>;
+  /** How often a waiting request polls (receipt, row). */
+  pollMs?: number;
+}
+
+/** Builds the relayers of the chains that have `SVC_<CHAIN>_RELAYER_KEY` and an RPC URL, on the ingester's RPC pool. */
+export function createRelayers(params: Pick<X402Params, 'config' | 'logger' | 'metrics' | 'chains'>): Partial<Record<ChainName, Relayer>> {
+  const chains = params.chains ?? loadChains();
+  const relayers: Partial<Record<ChainName, Relayer>> = {};
+  for (const [name, key] of Object.entries(params.config.relayerKeys) as [ChainName, Hex][]) {
+    const urls = params.config.rpc[name].http.length > 0 ? params.config.rpc[name].http : params.config.rpc[name].ws;
+    if (!key || urls.length === 0) continue;
+    const rpc = createRpc({ chain: name, urls, logger: params.logger, metrics: createIngestMetrics(params.metrics) });
+    relayers[name] = createRelayer({ chain: name, chainId: chains[name].chainId as number, key, rpc });
+  }
+  return relayers;
+}
+
+export function createX402(params: X402Params): X402 {
+  const chains = params.chains ?? loadChains();
+  const logger = params.logger.child({ stage: 'x402' });
+  const metrics: X402Metrics = createX402Metrics(params.metrics);
+  const relayers = params.relayers ?? createRelayers(params);
+  const ctx: SettleContext = { store: params.store, logger, metrics, relayers, sandbox: params.sandbox, pollMs: params.pollMs ?? 500 };
+  const chainsLive = params.config.rpc ? liveChains(params.config as Config) : [];
+
+  function available(session: Pick<CheckoutSession, 'livemode' | 'chain'>): void {
+    if (session.livemode && !relayers[session.chain])
+      throw new UnavailableError(`x402 is not enabled on ${session.chain}: the operator has not set SVC_${session.chain.toUpperCase()}_RELAYER_KEY`);
+    if (!session.livemode && !params.sandbox) throw new UnavailableError('sandbox x402 payments need the sandbox, which does not run in this process');
+  }
+
+  function challenge(session: CheckoutSession, refusal?: Refusal): SessionAnswer {
+    const offer = x402Offer(session, chains[session.chain])!;
+    const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
+    const remaining = amountRemaining(session);
+    // Nothing left to pay (a refused retry on a paid or expired session): no requirements to sign.
+    const accepts = remaining > 0n && secondsLeft > 0 ? [requirementsFor(offer, { payTo: session.payTo, amount: remaining, secondsLeft })] : [];
+    const resource = {
+      url: `${params.config.publicUrl}/checkout/${session.id}/x402`,
+      description: `Payment ${session.id} to ${session.merchantName}${session.livemode ? '' : ' (sandbox: test network, fake token)'}`,
+    };
+    const error = refusal
+      ? `${refusal.reason}: ${refusal.message}`
+      : 'payment required: sign the exact authorization in accepts and send it in PAYMENT-SIGNATURE';
+    return {
+      kind: 'required',
+      required: paymentRequired({ ...resource, accepts, error }),
+      v1: { x402Version: 1, error, accepts: requirementsV1(accepts, resource) },
+      ...(refusal ? { reason: refusal.reason } : {}),
+    };
+  }
+
+  const stateOf = (session: CheckoutSession) => statusOf(buildInstructions(session, { publicUrl: params.config.publicUrl, chains }));
+
+  async function load(sessionId: string): Promise<CheckoutSession> {
+    const session = await loadCheckoutSession(params.store, sessionId);
+    if (!session) throw notFound(`no checkout session ${sessionId}`);
+    if (!x402Offer(session, chains[session.chain]))
+      throw notFound(`session ${sessionId} has no x402 offer: none of its tokens supports EIP-3009 transferWithAuthorization (docs/agents.md)`);
+    return session;
+  }
+
+  function response(settlement: Settlement, network: string, version: 1 | 2): SettleResponse {
+    return {
+      success: true,
+      transaction: settlement.txHash!,
+      network: version === 1 ? (v1NetworkName(network) ?? network) : network,
+      payer: getAddress(settlement.payer),
+    };
+  }
+
+  return {
+    relayers,
+    async session({ sessionId, payment }) {
+      const session = await load(sessionId);
+      const view = checkoutViewOf(session);
+      const payable = (view === 'awaiting' || view === 'underpaid' || view === 'detected') && amountRemaining(session) > 0n;
+      if (!payment) {
+        if (payable) {
+          available(session);
+          return challenge(session);
+        }
+        if (view === 'expired' || view === 'failed') throw new GoneError(`session ${sessionId} is ${view}; it cannot be paid any more`);
+        return { kind: 'state', session: stateOf(session) };
+      }
+      const payload = readPaymentHeader(payment.header);
+      available(session);
+      const offer = x402Offer(session, chains[session.chain])!;
+      const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
+      const requirements = requirementsFor(offer, { payTo: session.payTo, amount: amountRemaining(session), secondsLeft });
+      const outcome: SettleOutcome = await settleOnce(ctx, {
+        offer,
+        requirements,
+        payload,
+        target: { sessionId: session.id, merchantId: session.merchantId, livemode: session.livemode, source: 'resource' },
+        ...(payable ? {} : { refusal: { reason: REASONS.notPayable, message: `session ${session.id} is ${view} and asks for nothing more` } }),
+      });
+      if (!outcome.ok) return challenge(session, outcome.refusal);
+      const after = (await loadCheckoutSession(params.store, session.id))!;
+      return { kind: 'paid', response: response(outcome.settlement, offer.network, payment.version), version: payment.version, session: stateOf(after) };
+    },
+
+    async verify(merchant, body) {
+      const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
+      const payer = read.payload.authorization.from;
+      if ('refusal' in read) return { isValid: false, invalidReason: read.refusal.reason, invalidMessage: read.refusal.message, payer };
+      const refusal =
+        (await checkPayTo(params.store, { merchantId: merchant.merchantId, offer: read.offer, payTo: read.requirements.payTo })) ??
+        (await verifyPayment(ctx, { ...read, livemode: merchant.livemode }));
+      return refusal ? { isValid: false, invalidReason: refusal.reason, invalidMessage: refusal.message, payer } : { isValid: true, payer };
+    },
+
+    async settle(merchant, body) {
+      const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
+      const payer = read.payload.authorization.from;
+      const network = 'requirements' in read ? read.requirements.network : String((body.paymentRequirements as { network?: unknown })?.network ?? '');
+      const failed = (refusal: Refusal) => ({ success: false, errorReason: refusal.reason, errorMessage: refusal.message, transaction: '', network, payer });
+      if ('refusal' in read) return failed(read.refusal);
+      if (merchant.livemode && !relayers[read.offer.chain])
+        return failed({ reason: REASONS.network, message: `this gateway has no relayer on ${read.offer.chain}` });
+      if (!merchant.livemode && !params.sandbox) return failed({ reason: REASONS.network, message: 'the sandbox does not run in this process' });
+      const payTo = await checkPayTo(params.store, { merchantId: merchant.merchantId, offer: read.offer, payTo: read.requirements.payTo });
+      if (payTo) return failed(payTo);
+      const outcome = await settleOnce(ctx, {
+        ...read,
+        target: { merchantId: merchant.merchantId, livemode: merchant.livemode, source: 'facilitator' },
+        prepare: (sql) =>
+          createFacilitatorSession(sql, {
+            merchantId: merchant.merchantId,
+            livemode: merchant.livemode,
+            payment: read,
+            chains,
+            monitorWindowSeconds: params.config.monitorWindowSeconds,
+            liveChains: chainsLive,
+          }),
+      });
+      if (!outcome.ok) return failed(outcome.refusal);
+      return { ...response(outcome.settlement, read.offer.network, 2), sessionId: outcome.settlement.sessionId };
+    },
+
+    supported: (livemode) => supportedKinds({ livemode, chains, relayers }),
+
+    async recover() {
+      let resolved = 0;
+      for (const row of await staleSettlements(params.store, LEASE_SECONDS)) {
+        if (!(await takeOver(params.store, row.id, LEASE_SECONDS))) continue;
+        await resolveStale(ctx, row, undefined).catch((error) => logger.error({ msg: 'x402 recovery failed', settlement: row.id, err: error }));
+        resolved++;
+      }
+      return resolved;
+    },
+
+    async watch(signal, everyMs = 60_000) {
+      while (!signal.aborted) {
+        for (const relayer of Object.values(relayers)) if (relayer) await recordGas(ctx, relayer);
+        await this.recover().catch((error) => logger.warn({ msg: 'x402 recovery pass failed', err: error }));
+        await sleep(everyMs, signal).catch(() => {});
+      }
+    },
+  };
+}

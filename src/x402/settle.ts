@@ -1,0 +1,322 @@
+import { formatEther, type Hex } from 'viem';
+import type { Sql, Store } from '../store/index.ts';
+import type { Logger } from '../internal/logger.ts';
+import { UnavailableError } from '../internal/errors.ts';
+import { sleep } from '../internal/shutdown.ts';
+import { x402RelayerLockText } from '../store/lockKeys.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+import { checkAuthorization, REASONS, type Refusal } from './authorization.ts';
+import type { Relayer } from './relayer.ts';
+import type { X402Metrics } from './metrics.ts';
+import type { X402Offer } from './requirements.ts';
+import { bindSettlementTransaction } from './bind.ts';
+import {
+  findSettlement,
+  getSettlement,
+  insertSettlement,
+  markFinal,
+  markSubmitted,
+  signatureHash,
+  takeOver,
+  type Settlement,
+  type SettlementStatus,
+} from './settlements.ts';
+import type { PaymentPayload, PaymentRequirements } from './wire.ts';
+
+/**
+ * Settles one signed EIP-3009 authorization exactly once (docs/security.md, "x402"):
+ *
+ * 1. The same authorization already has a row: answer with that row's result (waiting while it is
+ *    in flight), never a second transfer; a different signature over the same nonce, or the same
+ *    one for another session, is refused.
+ * 2. Otherwise check it (signature, recipient, exact amount, window; then on chain: nonce unused,
+ *    balance) and write nothing when it fails.
+ * 3. Insert the row (`submitting`): the unique key makes concurrent retries meet here, one wins.
+ * 4. Under the chain's relayer lock: sign the relayer transaction, record its hash and raw bytes
+ *    (`submitted`), broadcast. Then wait for the receipt: `settled` or `failed`.
+ *
+ * A row a crashed process left in flight is taken over after {@link LEASE_SECONDS} by whoever
+ * asks next (the payer's retry or the recovery pass) and resolved from the chain: the recorded
+ * transaction is rebroadcast (same hash) and its receipt awaited; a `submitting` row is submitted
+ * only while the token says the authorization is unused.
+ */
+
+/** An in-flight row untouched this long belongs to a process that is gone. */
+export const LEASE_SECONDS = 30;
+/**
+ * Longest wait of a request for a settlement to be mined (its own or a concurrent retry's): below
+ * the HTTP idle timeout (SVC_HTTP_IDLE_TIMEOUT_MS, 120 s by default), so the payer gets a 503 to
+ * retry instead of a cut connection. The retry then answers with the same settlement.
+ */
+const WAIT_MS = 90_000;
+
+export interface SettleContext {
+  store: Store;
+  logger: Logger;
+  metrics: X402Metrics;
+  relayers: Partial<Record<string, Relayer>>;
+  sandbox?: Sandbox | undefined;
+  /** How often a waiting request looks at the row and the chain. */
+  pollMs: number;
+}
+
+/** What a session or a facilitator settle request pays. */
+export interface SettleTarget {
+  sessionId: string;
+  merchantId: string;
+  livemode: boolean;
+  source: Settlement['source'];
+}
+
+export type SettleOutcome = { ok: true; settlement: Settlement; replayed: boolean } | { ok: false; refusal: Refusal };
+
+function refused(reason: string, message: string): SettleOutcome {
+  return { ok: false, refusal: { reason, message } };
+}
+
+/**
+ * Checks an authorization, on chain too for live payments, without writing anything: what the
+ * facilitator's `/verify` answers and what settling does first.
+ */
+export async function verifyPayment(
+  ctx: Pick<SettleContext, 'relayers'>,
+  params: { offer: X402Offer; requirements: PaymentRequirements; payload: PaymentPayload; livemode: boolean },
+): Promise<Refusal | undefined> {
+  const { offer, payload } = params;
+  const local = await checkAuthorization(payload, params.requirements, { chainId: offer.chainId, nowSeconds: Math.floor(Date.now() / 1000) });
+  if (local || !params.livemode) return local;
+  const relayer = ctx.relayers[offer.chain];
+  if (!relayer) return { reason: REASONS.network, message: `this gateway has no relayer on ${offer.chain}` };
+  const auth = payload.authorization;
+  if (await relayer.authorizationUsed(offer.asset, auth.from, auth.nonce))
+    return { reason: REASONS.nonceUsed, message: `nonce ${auth.nonce} of ${auth.from} is already used on the token` };
+  const balance = await relayer.balanceOf(offer.asset, auth.from);
+  if (balance < BigInt(auth.value))
+    return { reason: REASONS.balance, message: `${auth.from} holds ${balance} base units; the authorization is for ${auth.value}` };
+  return undefined;
+}
+
+/**
+ * Settles `payload` for `target` exactly once (see the module comment). `prepare` runs in the
+ * transaction that inserts the row, before it (the facilitator creates the session there); it
+ * returns the session id the row belongs to.
+ */
+export async function settleOnce(
+  ctx: SettleContext,
+  params: {
+    offer: X402Offer;
+    requirements: PaymentRequirements;
+    payload: PaymentPayload;
+    target: Omit<SettleTarget, 'sessionId'> & { sessionId?: string };
+    prepare?: (sql: Sql) => Promise<string>;
+    /** Why the target cannot be paid now (a session already paid): refused after the replay lookup, so a retry still gets its result. */
+    refusal?: Refusal | undefined;
+  },
+): Promise<SettleOutcome> {
+  const { offer, payload, target } = params;
+  const key = { chain: offer.chain, tokenAddress: offer.asset, payer: payload.authorization.from, nonce: payload.authorization.nonce };
+  const hash = signatureHash(payload);
+  const count = (outcome: string) => ctx.metrics.settlements.inc({ chain: offer.chain, outcome });
+
+  const existing = await findSettlement(ctx.store, key);
+  if (existing) return replay(existing);
+
+  const refusal = params.refusal ?? (await verifyPayment(ctx, { offer, requirements: params.requirements, payload, livemode: target.livemode }));
+  if (refusal) {
+    count('refused');
+    return { ok: false, refusal };
+  }
+  const lost = new Error('x402: a concurrent request inserted this settlement first');
+  const row = await ctx.store
+    .transaction(async (sql) => {
+      const sessionId = params.prepare ? await params.prepare(sql) : target.sessionId!;
+      const inserted = await insertSettlement(sql, {
+        ...key,
+        livemode: target.livemode,
+        signatureHash: hash,
+        sessionId,
+        merchantId: target.merchantId,
+        payTo: params.requirements.payTo,
+        amount: BigInt(payload.authorization.value),
+        validBefore: payload.authorization.validBefore,
+        source: target.source,
+      });
+      // Lost the race: roll back what `prepare` wrote (the facilitator's session), keep nothing.
+      if (!inserted && params.prepare) throw lost;
+      return inserted;
+    })
+    .catch((error) => {
+      if (error === lost) return undefined;
+      throw error;
+    });
+  if (!row) {
+    // A concurrent retry inserted it first, or another authorization holds this session.
+    const raced = await findSettlement(ctx.store, key);
+    if (raced) return replay(raced);
+    count('refused');
+    return refused(REASONS.busy, 'another payment for this session is being settled; fetch the resource again without a payment header to see its state');
+  }
+  const outcome = await submit(ctx, row, payload);
+  count(outcome.ok ? 'settled' : 'failed');
+  return outcome;
+
+  async function replay(row: Settlement): Promise<SettleOutcome> {
+    if (row.signatureHash !== hash) return refused(REASONS.nonceUsed, `nonce ${key.nonce} of ${key.payer} was already used by another signature`);
+    if ((target.sessionId !== undefined && row.sessionId !== target.sessionId) || row.merchantId !== target.merchantId || row.livemode !== target.livemode)
+      return refused(REASONS.nonceUsed, 'this authorization was already used to pay another session');
+    const outcome = await awaitFinal(ctx, row, payload);
+    count('replayed');
+    return outcome.ok ? { ...outcome, replayed: true } : outcome;
+  }
+}
+
+/** Sends a `submitting` row's authorization (the relayer's, or the sandbox's simulated one) and waits for it to be mined. */
+async function submit(ctx: SettleContext, row: Settlement, payload: PaymentPayload): Promise<SettleOutcome> {
+  if (!row.livemode) return settleInSandbox(ctx, row);
+  const relayer = ctx.relayers[row.chain];
+  if (!relayer) return fail(ctx, row, REASONS.network, `this gateway has no relayer on ${row.chain}`);
+  let sent: { hash: Hex; raw: Hex } | undefined;
+  try {
+    await withRelayerLock(ctx.store, row.chain, async () => {
+      const signed = await relayer.sign(row.tokenAddress, payload.authorization, payload.signature);
+      // Recorded only if the row is still ours to send (a process taking over a stale row may have sent it).
+      if (!(await markSubmitted(ctx.store, row.id, signed))) return;
+      sent = signed;
+      await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: signed.hash });
+      await relayer.broadcast(signed.raw);
+    });
+  } catch (error) {
+    // The gas estimate simulates the call: a revert means the token refuses it (nonce used,
+    // expired, balance gone). Nothing was sent, so the row fails and frees the session.
+    if (!sent) {
+      const reason = revertReason(error);
+      ctx.logger.warn({ msg: 'x402 settlement refused by the token', settlement: row.id, chain: row.chain, reason: reason.reason });
+      return fail(ctx, row, reason.reason, reason.message);
+    }
+    // Broadcast failed after the hash was recorded: wait and rebroadcast below.
+    ctx.logger.warn({ msg: 'x402 broadcast failed; will rebroadcast', settlement: row.id, chain: row.chain, err: error });
+  }
+  if (!sent) return awaitFinal(ctx, (await getSettlement(ctx.store, row.id))!, payload);
+  return waitMined(ctx, row, relayer, sent);
+}
+
+/** Waits for the recorded relayer transaction's receipt, rebroadcasting it now and then (same bytes, same hash). */
+async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, tx: { hash: Hex; raw: Hex }): Promise<SettleOutcome> {
+  const { hash } = tx;
+  const deadline = Date.now() + WAIT_MS;
+  let lastBroadcast = Date.now();
+  while (Date.now() < deadline) {
+    const receipt = await relayer.receipt(hash).catch(() => null);
+    if (receipt) {
+      if (receipt.status === 'success') {
+        await markFinal(ctx.store, row.id, { status: 'settled' }, ['submitted']);
+        await recordGas(ctx, relayer);
+        return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
+      }
+      return fail(ctx, row, REASONS.transaction, `the transfer ${hash} reverted`, ['submitted']);
+    }
+    if (Date.now() - lastBroadcast > 10_000) {
+      lastBroadcast = Date.now();
+      await relayer.broadcast(tx.raw).catch(() => {});
+    }
+    await sleep(ctx.pollMs);
+  }
+  throw new UnavailableError('the transfer is not mined yet; send the same payment header again to get its result');
+}
+
+/**
+ * Waits for a row another request (or a crashed process) owns. A row idle past the lease is
+ * taken over and resolved here: its recorded transaction rebroadcast and awaited, or, when
+ * nothing was recorded and the token says the authorization is unused, submitted.
+ */
+async function awaitFinal(ctx: SettleContext, row: Settlement, payload: PaymentPayload | undefined): Promise<SettleOutcome> {
+  const deadline = Date.now() + WAIT_MS;
+  let current = row;
+  while (Date.now() < deadline) {
+    if (current.status === 'settled') return { ok: true, settlement: current, replayed: false };
+    if (current.status === 'failed') return refused(current.errorReason ?? REASONS.transaction, `the settlement failed: ${current.errorReason ?? 'unknown'}`);
+    if (current.idleSeconds >= LEASE_SECONDS && (await takeOver(ctx.store, current.id, LEASE_SECONDS))) return resolveStale(ctx, current, payload);
+    await sleep(ctx.pollMs);
+    current = (await getSettlement(ctx.store, current.id))!;
+  }
+  throw new UnavailableError('the settlement is still in flight; send the same payment header again to get its result');
+}
+
+/** Resolves a row left in flight by a process that is gone (the caller took it over). */
+export async function resolveStale(ctx: SettleContext, row: Settlement, payload: PaymentPayload | undefined): Promise<SettleOutcome> {
+  ctx.logger.warn({ msg: 'x402 settlement left in flight; resolving it from the chain', settlement: row.id, chain: row.chain, status: row.status });
+  if (!row.livemode) return settleInSandbox(ctx, row);
+  const relayer = ctx.relayers[row.chain];
+  if (!relayer) return refused(REASONS.network, `this gateway has no relayer on ${row.chain}`);
+  if (row.status === 'submitted' && row.txHash) {
+    await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: row.txHash });
+    const tx = { hash: row.txHash as Hex, raw: row.rawTx as Hex };
+    await relayer.broadcast(tx.raw).catch(() => {});
+    return waitMined(ctx, row, relayer, tx);
+  }
+  // `submitting`: nothing was recorded, so this gateway sent nothing (it records before it sends).
+  if (await relayer.authorizationUsed(row.tokenAddress, row.payer, row.nonce))
+    return fail(ctx, row, REASONS.nonceUsed, 'the authorization was used on chain by someone else before this gateway sent it');
+  if (!payload) return fail(ctx, row, REASONS.transaction, 'the process settling it stopped before sending; the payer may sign again');
+  return submit(ctx, row, payload);
+}
+
+async function settleInSandbox(ctx: SettleContext, row: Settlement): Promise<SettleOutcome> {
+  if (!ctx.sandbox) return fail(ctx, row, REASONS.network, 'the sandbox does not run in this process');
+  // No chain and no relayer: the sandbox's simulated transfer of the due amount, through the same engine.
+  const payment = await ctx.sandbox.pay({ merchantId: row.merchantId, sessionId: row.sessionId, outcome: 'exact' });
+  await markFinal(ctx.store, row.id, { status: 'settled', txHash: payment.txHash ?? undefined });
+  return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
+}
+
+/**
+ * Fails a row that is still in one of `from` (by default `submitting`: nothing was sent). When it
+ * moved on meanwhile (another process took it over and sent it), its own result is awaited instead.
+ */
+async function fail(
+  ctx: SettleContext,
+  row: Settlement,
+  reason: string,
+  message: string,
+  from: readonly SettlementStatus[] = ['submitting'],
+): Promise<SettleOutcome> {
+  if (await markFinal(ctx.store, row.id, { status: 'failed', errorReason: reason }, from)) return refused(reason, message);
+  const current = (await getSettlement(ctx.store, row.id))!;
+  return current.status === 'settled' || current.status === 'failed' ? awaitFinal(ctx, current, undefined) : refused(reason, message);
+}
+
+/** The token's revert reason (FiatToken's messages) as an x402 reason. */
+function revertReason(error: unknown): Refusal {
+  const text = String((error as Error)?.message ?? error);
+  if (/used or canceled/i.test(text)) return { reason: REASONS.nonceUsed, message: 'the token says this authorization is already used' };
+  if (/is expired/i.test(text)) return { reason: REASONS.expired, message: 'the token says this authorization expired' };
+  if (/not yet valid/i.test(text)) return { reason: REASONS.notYetValid, message: 'the token says this authorization is not valid yet' };
+  if (/invalid signature/i.test(text)) return { reason: REASONS.signature, message: 'the token refused the signature' };
+  if (/exceeds balance|insufficient/i.test(text)) return { reason: REASONS.balance, message: "the payer's balance no longer covers it" };
+  return { reason: REASONS.transaction, message: 'the relayer could not submit the transfer; sign again later' };
+}
+
+/** Holds the chain's relayer lock on a connection of its own (session-level: a crash releases it). */
+async function withRelayerLock<T>(store: Store, chain: string, work: () => Promise<T>): Promise<T> {
+  const client = await store.pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [x402RelayerLockText(chain)]);
+    try {
+      return await work();
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [x402RelayerLockText(chain)]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Sets the relayer gas gauge (after each settlement and by the gas watch). */
+export async function recordGas(ctx: Pick<SettleContext, 'metrics' | 'logger'>, relayer: Relayer): Promise<void> {
+  try {
+    const wei = await relayer.gasBalance();
+    ctx.metrics.relayerGas.set({ chain: relayer.chain, address: relayer.address }, Number(formatEther(wei)));
+  } catch (error) {
+    ctx.logger.warn({ msg: 'x402 relayer balance unreadable', chain: relayer.chain, err: error });
+  }
+}

@@ -1,0 +1,287 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { Address } from 'viem';
+import { Hono } from 'hono';
+import { wrapFetchWithPayment, x402Client, x402HTTPClient, decodePaymentResponseHeader } from '@x402/fetch';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
+import { paymentMiddleware, x402ResourceServer } from '@x402/hono';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import { installEip3009Token } from '../helpers/eip3009Token.ts';
+import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { createApi } from '../../src/api/index.ts';
+import { createDelivery } from '../../src/delivery/index.ts';
+import { createEngine, type Engine } from '../../src/engine/index.ts';
+import { createIngest, type Ingest } from '../../src/ingest/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { verifyWebhook } from '../../src/receiver/verify.ts';
+import { createX402 } from '../../src/x402/index.ts';
+
+/**
+ * x402 end to end on anvil as polygon (chain 137) with a FiatToken-compatible EIP-3009 token at
+ * the real USDC address: the real @x402/fetch client (with @x402/evm and a payer key) pays a
+ * session's x402 URL; the gateway's relayer submits the authorization; the real EVM ingester
+ * sees the transfer, the engine confirms the session and the merchant's receiver gets verified
+ * webhooks. Then exactly-once (the same signature again and five times at once), and an
+ * @x402/hono resource server settling through the gateway's facilitator endpoints.
+ */
+const db = useTestDatabase('x402_e2e');
+const chain = 'polygon' as const;
+const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
+const logger = createLogger({ level: 'silent' });
+const stop = new AbortController();
+const received: { event: string; sessionId: string }[] = [];
+const payer = privateKeyToAccount(generatePrivateKey());
+const relayerKey = generatePrivateKey();
+let anvil: Anvil;
+let engine: Engine;
+let ingest: Ingest;
+let app: ReturnType<typeof createApi>;
+let baseUrl: string;
+let delivery: ReturnType<typeof createDelivery>;
+let receiver: http.Server;
+let merchant: Awaited<ReturnType<typeof newMerchant>>;
+let wallet: Address;
+const loops: Promise<void>[] = [];
+const metrics = createMetricsRegistry({ defaultMetrics: false });
+
+/** The payer's x402 client: @x402/evm's exact scheme on polygon, signing with the payer key. */
+function payerClient() {
+  return new x402Client().register('eip155:137', new ExactEvmScheme(payer));
+}
+
+beforeAll(async () => {
+  anvil = await startAnvil({ chain });
+  await anvil.installChainTokens();
+  await installEip3009Token(anvil, USDC, 6);
+  await anvil.waitMined(await anvil.mint(USDC, payer.address, 100_000_000n));
+  // The relayer holds gas only.
+  await anvil.client.setBalance({ address: privateKeyToAccount(relayerKey).address, value: 10n ** 18n });
+
+  const config = loadConfig({
+    SVC_POLYGON_RPC_URL: anvil.rpcUrl,
+    SVC_POLYGON_RELAYER_KEY: relayerKey,
+    SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+    SVC_PUBLIC_URL: 'http://127.0.0.1:1',
+    LOG_LEVEL: 'silent',
+  });
+  engine = createEngine({ store: db.store, logger, metrics, intervalMs: 200 });
+  ingest = createIngest({
+    config,
+    store: db.store,
+    connectionString: db.connectionString,
+    logger,
+    metrics,
+    onChainChange: (change) => engine.onChainChange(change),
+    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
+  });
+  loops.push(engine.run(stop.signal));
+  const x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 100 });
+  app = createApi({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
+  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  config.publicUrl = baseUrl;
+  merchant = await newMerchant(db.store, 'Agent Shop');
+  wallet = newEvmWallet() as Address;
+  await addWallet(db.store, { merchantId: merchant.id, chain, address: wallet, verifiedBy: 'operator' });
+
+  // The merchant's webhook receiver, verifying every delivery.
+  let secret = '';
+  receiver = http.createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk) => (body += chunk));
+    request.on('end', async () => {
+      await verifyWebhook(body, request.headers, secret);
+      const envelope = JSON.parse(body);
+      received.push({ event: envelope.event, sessionId: envelope.data.id });
+      response.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  const registered = await api('POST', '/api/v1/webhooks', { url: hooks });
+  expect(registered.status).toBe(201);
+  secret = registered.body.secret;
+  delivery = createDelivery({
+    store: db.store,
+    logger,
+    metrics,
+    config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
+    box,
+    pollIntervalMs: 50,
+  });
+  await delivery.start();
+  await waitFor(
+    async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1,
+    'first checkpoint',
+  );
+});
+
+afterAll(async () => {
+  stop.abort();
+  await Promise.all(loops);
+  await delivery?.stop();
+  await ingest?.stop();
+  await app?.close();
+  await anvil?.stop();
+  await new Promise((resolve) => receiver?.close(resolve));
+});
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${baseUrl}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${merchant.live}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+async function createSession(amount: string) {
+  const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDC', chain, merchantWallet: wallet });
+  expect(answer.status).toBe(201);
+  return answer.body as { id: string; amountDueBaseUnits: string; x402Url: string };
+}
+
+/** How the engine attributed the transfer of `txHash`. */
+async function matchOf(txHash: string) {
+  const { rows } = await db.store.query('SELECT session_id, match_method FROM transfers WHERE tx_hash = $1', [txHash.toLowerCase()]);
+  return rows[0];
+}
+
+const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
+
+/** A signed payment header for a session, made by the real client from the session's 402. */
+async function signedHeader(sessionId: string): Promise<Record<string, string>> {
+  const client = payerClient();
+  const challenge = await fetch(`${baseUrl}/checkout/${sessionId}/x402`);
+  expect(challenge.status).toBe(402);
+  const httpClient = new x402HTTPClient(client);
+  const required = httpClient.getPaymentRequiredResponse((name) => challenge.headers.get(name));
+  return httpClient.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+}
+
+describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
+  test('@x402/fetch pays a session; it confirms through the ingester and engine; the merchant gets verified webhooks', async () => {
+    const session = await createSession('0.5');
+    expect(session.x402Url).toBe(`${baseUrl}/checkout/${session.id}/x402`);
+    const challenge = await fetch(session.x402Url);
+    expect(challenge.status).toBe(402);
+    const required = JSON.parse(Buffer.from(challenge.headers.get('payment-required')!, 'base64').toString());
+    expect(required).toMatchObject({
+      x402Version: 2,
+      accepts: [
+        { scheme: 'exact', network: 'eip155:137', amount: session.amountDueBaseUnits, asset: USDC, payTo: wallet, extra: { name: 'USD Coin', version: '2' } },
+      ],
+    });
+    expect(required.accepts[0].maxTimeoutSeconds).toBeLessThanOrEqual(300);
+
+    const before = await anvil.balanceOf(USDC, payer.address);
+    const fetchWithPay = wrapFetchWithPayment(fetch, payerClient());
+    const paid = await fetchWithPay(session.x402Url);
+    expect(paid.status).toBe(200);
+    const settled = decodePaymentResponseHeader(paid.headers.get('payment-response')!);
+    expect(settled).toMatchObject({ success: true, network: 'eip155:137', payer: payer.address });
+    expect(settled.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await paid.json()).toMatchObject({ object: 'payment_status', id: session.id });
+    expect(await anvil.balanceOf(USDC, wallet)).toBe(BigInt(session.amountDueBaseUnits));
+    expect(before - (await anvil.balanceOf(USDC, payer.address))).toBe(BigInt(session.amountDueBaseUnits));
+
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirming', 'confirming');
+    expect((await api('GET', `/api/v1/sessions/${session.id}`)).body.txHash).toBe(settled.transaction);
+    // Attributed by the settled transaction (the claim written before broadcast), not by amount.
+    expect(await matchOf(settled.transaction)).toEqual({ session_id: session.id, match_method: 'claim' });
+    await anvil.mine(32);
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirmed', 'confirmed');
+    await waitFor(async () => received.filter((hook) => hook.sessionId === session.id).length >= 2, 'webhooks');
+    expect(received.filter((hook) => hook.sessionId === session.id).map((hook) => hook.event)).toEqual(['payment.confirming', 'payment.confirmed']);
+    // The relayer's gas is read after each settlement; outcomes are counted.
+    const exported = await metrics.metrics();
+    expect(exported).toMatch(/svc_x402_relayer_gas_balance\{chain="polygon",address="0x[0-9a-fA-F]{40}"\} 0\.9\d+/);
+    expect(exported).toContain('svc_x402_settlements_total{chain="polygon",outcome="settled"} 1');
+    // Paid: the x402 URL now answers the state, so a client does not pay again.
+    expect((await fetch(session.x402Url)).status).toBe(200);
+  });
+
+  test("@x402/core's default $1 cap refuses a $2 session; the spend limit docs/agents.md sets pays it", async () => {
+    const session = await createSession('2');
+    await expect(wrapFetchWithPayment(fetch, payerClient())(session.x402Url)).rejects.toThrow(/spendControls/);
+    const client = payerClient();
+    client.setSpendControls({ maxAmountPerPayment: '$25' });
+    const paid = await wrapFetchWithPayment(fetch, client)(session.x402Url);
+    expect(paid.status).toBe(200);
+    expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!).success).toBe(true);
+  });
+
+  test('the same signature again, and five times at once, settles once; on another session it is refused', async () => {
+    const session = await createSession('0.25');
+    const header = await signedHeader(session.id);
+    const before = await anvil.balanceOf(USDC, payer.address);
+    const count = await settlements();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header })));
+    const again = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header });
+    const transactions = new Set<string>();
+    for (const answer of [...answers, again]) {
+      expect(answer.status).toBe(200);
+      transactions.add(decodePaymentResponseHeader(answer.headers.get('payment-response')!).transaction);
+    }
+    expect(transactions.size).toBe(1);
+    expect(await settlements()).toBe(count + 1);
+    expect(before - (await anvil.balanceOf(USDC, payer.address))).toBe(BigInt(session.amountDueBaseUnits));
+
+    const other = await createSession('0.25');
+    const refused = await fetch(`${baseUrl}/checkout/${other.id}/x402`, { headers: header });
+    expect(refused.status).toBe(402);
+    expect(await refused.json()).toMatchObject({ reason: 'invalid_exact_evm_nonce_already_used', error: expect.stringContaining('another session') });
+    expect(await settlements()).toBe(count + 1);
+  });
+
+  test('an @x402/hono resource server settles through the facilitator endpoints into the merchant wallet; a session with webhooks records it', async () => {
+    const facilitator = new HTTPFacilitatorClient({
+      url: `${baseUrl}/api/v1/x402`,
+      createAuthHeaders: async () => {
+        const auth = { authorization: `Bearer ${merchant.live}` };
+        return { verify: auth, settle: auth, supported: auth };
+      },
+    });
+    const server = new x402ResourceServer(facilitator).register('eip155:137', new ExactEvmServerScheme());
+    const shop = new Hono();
+    shop.use(
+      paymentMiddleware(
+        { 'GET /weather': { accepts: { scheme: 'exact', price: '$0.3', network: 'eip155:137', payTo: wallet }, description: 'Weather' } },
+        server,
+      ),
+    );
+    shop.get('/weather', (c) => c.json({ weather: 'sunny' }));
+    // The resource server runs in process: its fetch handler is the client's transport.
+    const shopFetch = (input: string | URL | Request, init?: RequestInit) => Promise.resolve(shop.fetch(new Request(input, init)));
+    const before = await anvil.balanceOf(USDC, wallet);
+    const answer = await wrapFetchWithPayment(shopFetch, payerClient())('http://shop.example/weather');
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ weather: 'sunny' });
+    const settled = decodePaymentResponseHeader(answer.headers.get('payment-response')!);
+    expect(settled).toMatchObject({ success: true, network: 'eip155:137' });
+    expect((await anvil.balanceOf(USDC, wallet)) - before).toBe(300_000n);
+    const { rows } = await db.store.query(`SELECT session_id FROM x402_settlements WHERE tx_hash = $1 AND source = 'facilitator'`, [settled.transaction]);
+    const sessionId = rows[0]!.session_id as string;
+    await anvil.mine(33);
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'facilitator session confirmed');
+    expect(await matchOf(settled.transaction)).toEqual({ session_id: sessionId, match_method: 'claim' });
+    expect(await eventsOf(db.store, sessionId)).toEqual(['payment.confirming', 'payment.confirmed']);
+    await waitFor(async () => received.filter((hook) => hook.sessionId === sessionId).length >= 2, 'facilitator session webhooks');
+  });
+});

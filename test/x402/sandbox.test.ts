@@ -1,0 +1,226 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { useTestDatabase } from '../helpers/db.ts';
+import { box, EVERY_CHAIN_LIVE, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { eventsOf } from '../helpers/engine.ts';
+import { createApi } from '../../src/api/index.ts';
+import { createEngine } from '../../src/engine/index.ts';
+import { createSandbox } from '../../src/sandbox/index.ts';
+import { loadChains } from '../../src/internal/chains.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { createX402 } from '../../src/x402/index.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { sandboxToken } from '../../src/checkout/uris.ts';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/authorization.ts';
+import { newEvmWallet } from '../helpers/engine.ts';
+
+/**
+ * Sandbox sessions (test keys) answer x402 with the sandbox's fake token on the chain's public
+ * test network (polygon: Amoy, 80002), so no real money can move; the settlement is the sandbox's
+ * simulated transfer through the real engine. Payment links are x402 resources too. No chain.
+ */
+const db = useTestDatabase('x402_sandbox');
+const payer = privateKeyToAccount(generatePrivateKey());
+const stop = new AbortController();
+const loops: Promise<void>[] = [];
+let app: ReturnType<typeof createApi>;
+let baseUrl: string;
+let merchant: Awaited<ReturnType<typeof newMerchant>>;
+
+beforeAll(async () => {
+  const logger = createLogger({ level: 'silent' });
+  const metrics = createMetricsRegistry({ defaultMetrics: false });
+  const config = loadConfig({ ...EVERY_CHAIN_LIVE, SVC_PUBLIC_URL: 'http://127.0.0.1:1', LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '10' });
+  const engine = createEngine({ store: db.store, logger, metrics, intervalMs: 100 });
+  const sandbox = createSandbox({
+    store: db.store,
+    logger,
+    chains: loadChains(),
+    blockMs: 10,
+    reconcile: async (change) => void (await engine.reconcile(change)),
+  });
+  loops.push(engine.run(stop.signal), sandbox.run(stop.signal));
+  // No relayer key: live x402 is off, the sandbox's works.
+  const x402 = createX402({ store: db.store, logger, metrics, config, sandbox, pollMs: 50 });
+  app = createApi({ store: db.store, logger, metrics, config, box, sandbox, x402, rateLimits: GENEROUS_LIMITS });
+  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  config.publicUrl = baseUrl;
+  merchant = await newMerchant(db.store, 'Sandbox Shop');
+});
+
+afterAll(async () => {
+  stop.abort();
+  await Promise.all(loops);
+  await app?.close();
+});
+
+async function api(method: 'GET' | 'POST', url: string, key: string, payload?: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${baseUrl}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The payer's client on the sandbox network; the fake token is no default asset, so the spend limit names it. */
+function sandboxClient(asset: string) {
+  const client = new x402Client().register('eip155:80002', new ExactEvmScheme(payer));
+  client.setSpendControls({ allowedAssets: [{ network: 'eip155:80002', asset, maxAmountPerPayment: '5000000' }] });
+  return client;
+}
+
+function requiredOf(response: Response) {
+  return JSON.parse(Buffer.from(response.headers.get('payment-required')!, 'base64').toString());
+}
+
+describe('x402 in the sandbox', () => {
+  test('a test-key session asks for the fake token on the test network; paying it runs the sandbox through the engine', async () => {
+    const created = await api('POST', '/api/v1/sessions', merchant.test, { amount: '2', currency: 'USDC', chain: 'polygon' });
+    expect(created.status).toBe(201);
+    const session = created.body;
+    const challenge = await fetch(session.x402Url);
+    expect(challenge.status).toBe(402);
+    const [requirement] = requiredOf(challenge).accepts;
+    expect(requirement).toMatchObject({ network: 'eip155:80002', amount: session.amountDueBaseUnits, payTo: session.paymentAddress });
+    const realUsdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address;
+    expect(requirement.asset.toLowerCase()).not.toBe(realUsdc.toLowerCase());
+
+    const paid = await wrapFetchWithPayment(fetch, sandboxClient(requirement.asset))(session.x402Url);
+    expect(paid.status).toBe(200);
+    expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!)).toMatchObject({ success: true, network: 'eip155:80002' });
+    const read = async () => (await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body;
+    await waitFor(async () => (await read()).status === 'confirmed', 'sandbox confirmed').catch(async (error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(await read())} ${await eventsOf(db.store, session.id)}`);
+    });
+    expect((await eventsOf(db.store, session.id)).slice(0, 2)).toEqual(['payment.confirming', 'payment.confirmed']);
+  });
+
+  test('a live session on a chain without a relayer key says x402 is not enabled there (503)', async () => {
+    const created = await api('POST', '/api/v1/sessions', merchant.live, { amount: '1', currency: 'USDC', chain: 'base', merchantWallet: payer.address });
+    expect(created.status).toBe(201);
+    const answer = await fetch(created.body.x402Url);
+    expect(answer.status).toBe(503);
+    expect(((await answer.json()) as { error: string }).error).toContain('SVC_BASE_RELAYER_KEY');
+  });
+
+  test('USDT and solana sessions have no x402 URL', async () => {
+    const usdt = await api('POST', '/api/v1/sessions', merchant.test, { amount: '1', currency: 'USDT', chain: 'polygon' });
+    const solana = await api('POST', '/api/v1/sessions', merchant.test, { amount: '1', currency: 'USDC', chain: 'solana' });
+    expect(usdt.body.x402Url).toBeNull();
+    expect(solana.body.x402Url).toBeNull();
+    expect((await fetch(`${baseUrl}/checkout/${usdt.body.id}/x402`)).status).toBe(404);
+  });
+
+  test("a payment link's x402 URL opens a session and is paid for that session", async () => {
+    const link = await api('POST', '/api/v1/payment-links', merchant.test, { amount: '3', currency: 'USDC', chain: 'polygon' });
+    expect(link.status).toBe(201);
+    const url = `${baseUrl}/pay/${link.body.id}/x402`;
+    const challenge = await fetch(url);
+    expect(challenge.status).toBe(402);
+    const required = requiredOf(challenge);
+    const sessionId = /\/checkout\/(ses_\w+)\/x402$/.exec(required.resource.url)![1]!;
+    const paid = await wrapFetchWithPayment(fetch, sandboxClient(required.accepts[0].asset))(url);
+    expect(paid.status).toBe(200);
+    const state = (await paid.json()) as { id: string };
+    const { rows } = await db.store.query(
+      `SELECT session_id FROM x402_settlements s JOIN payment_sessions p ON p.id = s.session_id WHERE p.payment_link_id = $1`,
+      [link.body.id],
+    );
+    // The client's retry opened no third session: it paid the one its signature names (its first 402 opened the one above).
+    expect(rows).toHaveLength(1);
+    expect(state.id).toBe(rows[0]!.session_id);
+    expect(rows[0]!.session_id).not.toBe(sessionId);
+  });
+
+  test('the facilitator with a test key: supported lists the test networks, verify and settle into a verified wallet of the caller only, settle records a sandbox session', async () => {
+    const supported = await api('GET', '/api/v1/x402/supported', merchant.test);
+    expect(supported.body.kinds).toContainEqual({ x402Version: 2, scheme: 'exact', network: 'eip155:80002' });
+    expect(supported.body.kinds).toContainEqual({ x402Version: 1, scheme: 'exact', network: 'polygon-amoy' });
+    expect((await api('GET', '/api/v1/x402/supported', merchant.live)).body.kinds).toEqual([]); // no relayer key here
+
+    const wallet = newEvmWallet();
+    await addWallet(db.store, { merchantId: merchant.id, chain: 'polygon', address: wallet, verifiedBy: 'operator' });
+    const other = await newMerchant(db.store, 'Other Shop');
+    const theirs = newEvmWallet();
+    await addWallet(db.store, { merchantId: other.id, chain: 'polygon', address: theirs, verifiedBy: 'operator' });
+    const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address;
+    const asset = sandboxToken({ name: 'polygon', kind: 'evm' }, usdc);
+    const body = async (payTo: string, amount = 150_000n) => {
+      const authorization = {
+        from: payer.address,
+        to: payTo as `0x${string}`,
+        value: amount,
+        validAfter: 0n,
+        validBefore: BigInt(Math.floor(Date.now() / 1000) + 120),
+        nonce: `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex')}` as `0x${string}`,
+      };
+      const signature = await payer.signTypedData({
+        domain: { name: 'USD Coin', version: '2', chainId: 80002, verifyingContract: asset as `0x${string}` },
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: 'TransferWithAuthorization',
+        message: authorization,
+      });
+      const requirements = {
+        scheme: 'exact',
+        network: 'eip155:80002',
+        amount: amount.toString(),
+        asset,
+        payTo,
+        maxTimeoutSeconds: 120,
+        extra: { name: 'USD Coin', version: '2' },
+      };
+      return {
+        x402Version: 2,
+        paymentRequirements: requirements,
+        paymentPayload: {
+          x402Version: 2,
+          accepted: requirements,
+          payload: { signature, authorization: Object.fromEntries(Object.entries(authorization).map(([key, value]) => [key, String(value)])) },
+        },
+      };
+    };
+    expect((await api('POST', '/api/v1/x402/verify', merchant.test, await body(theirs))).body).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_recipient_mismatch',
+    });
+    expect(
+      (await api('POST', '/api/v1/x402/verify', merchant.test, { x402Version: 2, paymentPayload: { x402Version: 2 }, paymentRequirements: {} })).status,
+    ).toBe(400);
+    expect((await api('POST', '/api/v1/x402/settle', merchant.readOnly, await body(wallet))).status).toBe(403);
+    const good = await body(wallet);
+    expect((await api('POST', '/api/v1/x402/verify', merchant.test, good)).body).toEqual({ isValid: true, payer: payer.address });
+    const settled = await api('POST', '/api/v1/x402/settle', merchant.test, good);
+    expect(settled.body).toMatchObject({ success: true, network: 'eip155:80002', payer: payer.address, sessionId: expect.stringMatching(/^ses_/) });
+    // The same payload again: the same settlement, no second session; another merchant's key: refused.
+    expect((await api('POST', '/api/v1/x402/settle', merchant.test, good)).body).toEqual(settled.body);
+    expect((await api('POST', '/api/v1/x402/settle', other.test, good)).body).toMatchObject({ success: false });
+    // Concurrent settles of a fresh payload: one settlement, one session (the losers' sessions roll back).
+    const sessions = async () =>
+      Number((await db.store.query(`SELECT count(*)::int AS n FROM payment_sessions WHERE metadata->>'source' = 'x402-facilitator'`)).rows[0]!.n);
+    const before = await sessions();
+    const fresh = await body(wallet, 170_000n);
+    const concurrent = await Promise.all([1, 2, 3, 4].map(() => api('POST', '/api/v1/x402/settle', merchant.test, fresh)));
+    expect(new Set(concurrent.map((answer) => JSON.stringify(answer.body))).size).toBe(1);
+    expect(concurrent[0]!.body.success).toBe(true);
+    expect(await sessions()).toBe(before + 1);
+    const session = (await api('GET', `/api/v1/sessions/${settled.body.sessionId}`, merchant.test)).body;
+    expect(session).toMatchObject({ livemode: false, amount: '0.15', amountDueBaseUnits: '150000', metadata: { source: 'x402-facilitator' } });
+    await waitFor(
+      async () => (await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body.status === 'confirmed',
+      'facilitator sandbox session confirmed',
+    );
+  });
+});
