@@ -5,6 +5,7 @@ import { nodeServerTimeouts } from '../internal/httpTimeouts.ts';
 import { answerClientError } from '../internal/httpClientErrors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
+import { createRpcTransactionReader, type TransactionReader } from '../payments/transactionTransfers.ts';
 import { registerValidation } from './validation.ts';
 import { findIllFormedText, illFormedTextMessage } from './wellFormed.ts';
 import { registerOpenApi, openApiRoutes } from './openapi.ts';
@@ -113,11 +114,18 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  * Order of checks on every request: per-IP rate limit, authentication (401/403), per-key rate
  * limit, body parsing and schema validation (400), idempotency (409/422/replay), the handler.
  */
-export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Date }): FastifyInstance {
+export function createApi(
+  params: Omit<ApiDeps, 'startedAt' | 'transactionReader'> & { startedAt?: Date; transactionReader?: TransactionReader },
+): FastifyInstance {
   // Every database wait of a request is bounded, so a frozen database gives 503s, not hung
   // requests; the workers sharing this pool keep their unbounded store (see Store.bounded).
   const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
-  const deps: ApiDeps = { ...params, store, startedAt: params.startedAt ?? new Date() };
+  const deps: ApiDeps = {
+    ...params,
+    store,
+    startedAt: params.startedAt ?? new Date(),
+    transactionReader: params.transactionReader ?? createRpcTransactionReader(params.config),
+  };
   const limits = { ...DEFAULT_RATE_LIMITS, ...deps.rateLimits };
   const timeouts = deps.config.httpTimeouts;
   const app = Fastify({
