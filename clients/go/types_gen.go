@@ -741,7 +741,7 @@ type Transfer struct {
 	Status TransferStatus `json:"status"`
 	// The session this transfer pays, or null.
 	SessionID *string `json:"sessionId"`
-	// `reference` (Solana Pay), `amount` (the unique due amount) or `manual`.
+	// `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
 	MatchMethod *string `json:"matchMethod"`
 	// When the gateway saw the transfer.
 	ObservedAt string `json:"observedAt"`

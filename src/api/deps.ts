@@ -5,7 +5,7 @@ import type { Config } from '../internal/config.ts';
 import type { SecretBox } from '../internal/crypto.ts';
 import type { RateLimits } from './rateLimits.ts';
 import type { Sandbox } from '../sandbox/index.ts';
-import type { TransactionReader } from '../payments/transactionTransfers.ts';
+import type { TransactionLookups } from '../ingest/lookup.ts';
 
 /** What route modules are given: real dependencies, passed in (tests pass their own). */
 export interface ApiDeps {
@@ -20,6 +20,6 @@ export interface ApiDeps {
   rateLimits?: Partial<RateLimits>;
   /** The sandbox's simulator, for `POST /sandbox/sessions/{id}/pay`; unset where the sandbox does not run. */
   sandbox?: Sandbox;
-  /** Reads a transaction's token transfers through the chain's RPC (refund completion verifies with it); built from `config.rpc` when unset. */
-  transactionReader: TransactionReader;
+  /** Chain lookups for payers' transaction proofs and refund completion; `createApi` makes them from `config.rpc` when not given. */
+  lookups: TransactionLookups;
 }

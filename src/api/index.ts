@@ -5,7 +5,6 @@ import { nodeServerTimeouts } from '../internal/httpTimeouts.ts';
 import { answerClientError } from '../internal/httpClientErrors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
-import { createRpcTransactionReader, type TransactionReader } from '../payments/transactionTransfers.ts';
 import { registerValidation } from './validation.ts';
 import { findIllFormedText, illFormedTextMessage } from './wellFormed.ts';
 import { registerOpenApi, openApiRoutes } from './openapi.ts';
@@ -28,6 +27,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 import { registerCheckout } from '../checkout/index.ts';
 import { registerDashboard } from '../dashboard/index.ts';
+import { createTransactionLookups } from '../ingest/lookup.ts';
 import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from '../sandbox/checkout.ts';
 
 export type { ApiDeps };
@@ -114,9 +114,7 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  * Order of checks on every request: per-IP rate limit, authentication (401/403), per-key rate
  * limit, body parsing and schema validation (400), idempotency (409/422/replay), the handler.
  */
-export function createApi(
-  params: Omit<ApiDeps, 'startedAt' | 'transactionReader'> & { startedAt?: Date; transactionReader?: TransactionReader },
-): FastifyInstance {
+export function createApi(params: Omit<ApiDeps, 'startedAt' | 'lookups'> & { startedAt?: Date; lookups?: ApiDeps['lookups'] }): FastifyInstance {
   // Every database wait of a request is bounded, so a frozen database gives 503s, not hung
   // requests; the workers sharing this pool keep their unbounded store (see Store.bounded).
   const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
@@ -124,7 +122,9 @@ export function createApi(
     ...params,
     store,
     startedAt: params.startedAt ?? new Date(),
-    transactionReader: params.transactionReader ?? createRpcTransactionReader(params.config),
+    // Payers' transaction proofs and refund completion look transactions up on the chains with the
+    // configured RPC URLs (read only; the ingest role stores transfers), one client per chain made on first use.
+    lookups: params.lookups ?? createTransactionLookups({ config: params.config, logger: params.logger, metrics: params.metrics }),
   };
   const limits = { ...DEFAULT_RATE_LIMITS, ...deps.rateLimits };
   const timeouts = deps.config.httpTimeouts;
@@ -187,7 +187,9 @@ export function createApi(
       { prefix },
     );
   }
-  registerCheckout(app, { ...deps, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
+  const lookups = deps.lookups;
+  app.addHook('onClose', async () => lookups.close());
+  registerCheckout(app, { ...deps, lookups, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
   sandboxCheckoutRoutes(app, deps);
   registerDashboard(app, deps);
   app.register(async (root) => {

@@ -4,10 +4,11 @@ import { RateLimitedError } from '../internal/errors.ts';
 
 /**
  * Which budget a route spends: `create` (payment creation: POST /sessions, /payments,
- * /checkout/sessions), `read` (authenticated GETs), `write` (other authenticated writes), or
- * `none` (only the per-IP budget applies).
+ * /checkout/sessions), `read` (authenticated GETs), `write` (other authenticated writes), `chain`
+ * (public routes that make the gateway ask a chain's RPC: transaction proofs; per IP, the public
+ * creation budget), or `none` (only the per-IP budget applies).
  */
-export type RateLimitClass = 'create' | 'read' | 'write' | 'none';
+export type RateLimitClass = 'create' | 'read' | 'write' | 'chain' | 'none';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -25,7 +26,7 @@ export interface RateLimits {
   write: number;
   /** Spec §8: any endpoint, per client IP address. */
   ip: number;
-  /** Public payment-link visits create sessions, so they get the creation budget per IP. */
+  /** Public payment-link visits create sessions, and payers' transaction proofs call a chain's RPC: each gets this budget per IP (separately). */
   publicCreate: number;
 }
 
@@ -253,10 +254,13 @@ export function registerIpRateLimit(app: FastifyInstance, params: { store: Store
     }
     setHeaders(reply, result);
     if (!result.allowed) throw refuse(result, 'requests from one IP address');
-    if (rateLimitClassOf(request) === 'create' && request.routeOptions.config?.auth === 'none') {
-      const visits = await limiter.take({ bucket: `ip-create:${request.ip}`, limit: params.limits.publicCreate });
-      setHeaders(reply, visits);
-      if (!visits.allowed) throw refuse(visits, 'payment creations from one IP address');
+    // Public routes that create sessions or make the gateway call a chain's RPC cost more than a
+    // read: they get the smaller creation budget per IP too (each class its own bucket).
+    const klass = rateLimitClassOf(request);
+    if ((klass === 'create' || klass === 'chain') && request.routeOptions.config?.auth === 'none') {
+      const costly = await limiter.take({ bucket: `ip-${klass}:${request.ip}`, limit: params.limits.publicCreate });
+      setHeaders(reply, costly);
+      if (!costly.allowed) throw refuse(costly, klass === 'create' ? 'payment creations from one IP address' : 'transaction proofs from one IP address');
     }
   });
 }
@@ -267,7 +271,7 @@ export function registerKeyRateLimit(app: FastifyInstance, params: { store: Stor
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.auth;
     const klass = rateLimitClassOf(request);
-    if (!auth || klass === 'none') return;
+    if (!auth || klass === 'none' || klass === 'chain') return;
     const result = await limiter.take({ bucket: `key:${klass}:${auth.keyId}`, limit: params.limits[klass], merchantId: auth.merchantId, klass });
     setHeaders(reply, result);
     if (!result.allowed) throw refuse(result, klass === 'create' ? 'payment creations per key' : `${klass}s per key`);

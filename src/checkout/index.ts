@@ -11,7 +11,17 @@ import { qrSvg } from './qr.ts';
 import { createBatchedReader, createLiveFeeds, runLiveFeed } from './liveFeed.ts';
 import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './refundRequest.ts';
 import { setCommonHeaders, setPageHeaders } from './securityHeaders.ts';
-import { CheckoutErrorSchema, PaymentInstructionsSchema, PaymentStatusSchema, RefundRequestBody, RefundRequestResponse } from './schema.ts';
+import {
+  CheckoutErrorSchema,
+  PaymentInstructionsSchema,
+  PaymentStatusSchema,
+  RefundRequestBody,
+  RefundRequestResponse,
+  TransactionProofBody,
+  TransactionProofResponse,
+} from './schema.ts';
+import { proveTransaction } from './proof.ts';
+import type { TransactionLookups } from '../ingest/lookup.ts';
 
 export { buildInstructions, checkoutUrls } from './instructions.ts';
 export { loadCheckoutSession, checkoutViewOf, CHECKOUT_VIEWS, type CheckoutView, type CheckoutSession } from './view.ts';
@@ -25,6 +35,8 @@ export interface CheckoutDeps {
   logger: Logger;
   /** Markup for sandbox sessions' tools slot (the sandbox's "simulate payment"); empty when absent. */
   sandboxPanel?: SandboxPanel;
+  /** Looks payers' transactions up on the chains (POST /checkout/:sessionId/transactions). */
+  lookups: TransactionLookups;
 }
 
 // No pattern or size: every id reaches the handler, so a browser gets the not-found page for any of them.
@@ -73,6 +85,7 @@ export function prefersJson(accept: string | undefined): boolean {
  * - `GET /checkout/:sessionId/events`: the same as server-sent events while it changes.
  * - `GET /checkout/:sessionId/qr.svg`: the QR code of the wallet URI for what is left to pay.
  * - `POST /checkout/:sessionId/refund`: the payer asks for a refund (`refund.requested`).
+ * - `POST /checkout/:sessionId/transactions`: the payer proves a payment by its transaction.
  */
 export function registerCheckout(parent: FastifyInstance, deps: CheckoutDeps): void {
   // Registered as a plugin so the routes are added after @fastify/swagger's hooks are in place
@@ -265,6 +278,49 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
       const result = await requestRefundFromCheckout(deps.store, request.params.sessionId, request.body);
       request.log.info({ msg: 'Refund requested from checkout', session_id: result.sessionId, refund_id: result.id });
       return reply.status(201).send(result);
+    },
+  );
+
+  app.post<{ Params: { sessionId: string }; Body: TransactionProofBody }>(
+    '/checkout/:sessionId/transactions',
+    {
+      config: { auth: 'none', rateLimit: 'chain' },
+      schema: {
+        tags: ['checkout'],
+        summary: 'The payer proves a payment by its transaction hash',
+        description:
+          "No API key: the session id is the capability. For a payer (an agent) that sent the transfer itself: the gateway looks the transaction up on the session's chain at once and binds its transfers into the session's wallet, in one of the session's tokens, to this session, whatever their amount (match method `claim`): the session then confirms as usual. 200 when the transfers count now, 202 when the chain watcher has not stored them yet (they count as soon as it does, normally within seconds). A transaction is bound to one session only; proving it again for the same session answers the same. Refused, changing nothing: a hash that cannot be one on the session's chain, a transaction not mined yet (404: retry), a failed one, one that pays another wallet or token or was made before the session, and one that pays or was claimed by another session (409). Sandbox sessions are paid with POST /api/v1/sandbox/sessions/{sessionId}/pay instead (400). Rate-limited per IP like payment creation.",
+        params: SessionParams,
+        body: TransactionProofBody,
+        response: {
+          200: { ...TransactionProofResponse, description: "Bound: the transaction's transfers count for this session." },
+          202: { ...TransactionProofResponse, description: 'Claimed: the transfers count as soon as the chain watcher stores them.' },
+          400: { ...CheckoutErrorSchema, description: "A hash that cannot be a transaction on the session's chain, or a sandbox session." },
+          404: { ...CheckoutErrorSchema, description: 'No such session, or the transaction is not on the chain (not mined yet: retry in a few seconds).' },
+          409: {
+            ...CheckoutErrorSchema,
+            description:
+              'The transaction failed, does not pay this session (another wallet or token, nothing watched, made before the session), or pays or is claimed by another session.',
+          },
+          429: { ...CheckoutErrorSchema, description: 'Too many proofs from this IP address.' },
+          503: { ...CheckoutErrorSchema, description: "The chain's RPC did not answer, or this gateway has none for the chain: retry later." },
+        },
+      },
+    },
+    async (request, reply) => {
+      setCommonHeaders(reply, { https });
+      reply.header('Access-Control-Allow-Origin', '*');
+      const outcome = await proveTransaction(deps.store, deps.lookups, { sessionId: request.params.sessionId, txHash: request.body.txHash });
+      request.log.info({ msg: 'Transaction proved for a session', session_id: outcome.session.id, tx_hash: outcome.txHash, bound: outcome.bound });
+      return reply.status(outcome.bound ? 200 : 202).send({
+        object: 'transaction_proof',
+        sessionId: outcome.session.id,
+        chain: outcome.session.chain,
+        txHash: outcome.txHash,
+        bound: outcome.bound,
+        message: outcome.message,
+        payment: statusOf(instructionsOf(outcome.session)),
+      });
     },
   );
 }

@@ -36,7 +36,7 @@ function httpUrlOrNull(text: string | null): string | null {
 /** The public URLs of one session's checkout resources. */
 export function checkoutUrls(publicUrl: string, sessionId: string) {
   const base = `${publicUrl}/checkout/${encodeURIComponent(sessionId)}`;
-  return { checkoutUrl: base, statusUrl: `${base}/status`, eventsUrl: `${base}/events`, refundUrl: `${base}/refund` };
+  return { checkoutUrl: base, statusUrl: `${base}/status`, eventsUrl: `${base}/events`, refundUrl: `${base}/refund`, proofUrl: `${base}/transactions` };
 }
 
 /** Whether the page offers the refund form: confirmed money arrived and the session is over. */
@@ -128,6 +128,8 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     checkoutUrl: urls.checkoutUrl,
     statusUrl: urls.statusUrl,
     eventsUrl: urls.eventsUrl,
+    // Sandbox sessions have no chain to prove a transaction on (POST /sandbox/sessions/{id}/pay pays them).
+    proofUrl: session.livemode ? urls.proofUrl : null,
     refundUrl: refundable(session) ? urls.refundUrl : null,
   };
 }

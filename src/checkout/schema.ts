@@ -89,6 +89,10 @@ export const PaymentInstructionsSchema = Type.Object(
       format: 'uri',
       description: 'GET: server-sent events, one `status` event with the same JSON as `statusUrl` whenever it changes.',
     }),
+    proofUrl: Nullable(
+      Type.String({ format: 'uri' }),
+      'POST `{ "txHash": "…" }` here after paying from your own wallet: the gateway looks the transaction up at once and binds it to this session (see POST /checkout/{sessionId}/transactions). Null for sandbox sessions.',
+    ),
   },
   {
     additionalProperties: false,
@@ -131,5 +135,35 @@ export const RefundRequestResponse = Type.Object(
   },
   { additionalProperties: false, description: 'The refund request as recorded; the merchant decides and sends the refund from its own wallet.' },
 );
+
+/** POST /checkout/{sessionId}/transactions. */
+export const TransactionProofBody = Type.Object(
+  {
+    txHash: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: "The payment's transaction: `0x` and 64 hex digits on EVM chains, the base58 transaction signature on solana.",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type TransactionProofBody = Static<typeof TransactionProofBody>;
+
+export const TransactionProofResponse = Type.Object(
+  {
+    object: Type.Literal('transaction_proof'),
+    sessionId: Type.String(),
+    chain: Type.Unsafe<string>({ type: 'string', enum: [...CHAIN_NAMES] }),
+    txHash: Type.String({ description: 'The transaction as the gateway stores it (lowercase hex on EVM chains).' }),
+    bound: Type.Boolean({
+      description:
+        "true: the transaction's transfers count for this session now (200). false: the transaction is claimed for this session and its transfers will count as soon as the gateway's chain watcher stores them, normally within seconds (202).",
+    }),
+    message: Type.String({ description: 'What happened, in words.' }),
+    payment: PaymentStatusSchema,
+  },
+  { additionalProperties: false, description: 'A transaction bound to (or claimed for) the session, with the session as it is now.' },
+);
+export type TransactionProofResponse = Static<typeof TransactionProofResponse>;
 
 export const CheckoutErrorSchema = Type.Object({ error: Type.String() }, { additionalProperties: false });

@@ -21,7 +21,7 @@ export interface TransferRow {
   amount: string;
   status: 'observed' | 'removed' | 'failed';
   session_id: string | null;
-  match_method: 'reference' | 'amount' | 'manual' | null;
+  match_method: 'reference' | 'amount' | 'manual' | 'claim' | null;
   matched_at: Date | null;
   observed_at: Date;
 }

@@ -5,12 +5,13 @@ import { CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts'
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
-import { matchTransfers } from './match.ts';
+import { matchTransfers, type RefusedClaim } from './match.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 
 export type { Change } from './evaluate.ts';
 export { lockChain } from './lock.ts';
+export { claimTransaction, normalizeTxHash, type ClaimResult, type ClaimSource } from './claims.ts';
 export { attributeTransfer, listUnmatchedTransfers, parseTransferId, transferPublicId, type TransferRow } from './attribute.ts';
 export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from './stateMachine.ts';
 
@@ -69,6 +70,11 @@ export function createEngineMetrics(registry: Registry) {
     events: counter('svc_engine_events_total', 'Payment events written to the outbox', ['chain', 'type']),
     matched: counter('svc_engine_transfers_matched_total', 'Transfers matched to a session', ['chain']),
     unmatched: counter('svc_engine_transfers_unmatched_total', 'Transfers that matched no session', ['chain']),
+    claimsRefused: counter(
+      'svc_engine_claims_refused_total',
+      "Transfers of a claimed transaction that could not go to the claiming session (another wallet or token, outside its window, or another session's reference or exact amount)",
+      ['chain'],
+    ),
     incidents: counter(
       'svc_engine_incidents_total',
       'Deep reorgs that took confirmed money away (kind deep_reorg), and completed refunds they left uncovered (kind refund_exceeds_confirmed)',
@@ -104,6 +110,7 @@ export function createEngine(params: {
     const chainConfig = chains[chain];
     const timer = metrics.duration.startTimer({ chain });
     const result: ReconcileResult = { matched: 0, unmatched: 0, changes: [] };
+    const refusedClaims: RefusedClaim[] = [];
     try {
       for (;;) {
         const done = await store.transaction(async (sql) => {
@@ -111,6 +118,7 @@ export function createEngine(params: {
           const match = await matchTransfers(sql, { livemode, chain, limit: MATCH_BATCH });
           result.matched += match.matched;
           result.unmatched += match.unmatched;
+          refusedClaims.push(...match.refusedClaims);
           if (match.seen === MATCH_BATCH) return false;
           const changes = await evaluateSessions(sql, {
             livemode,
@@ -134,6 +142,17 @@ export function createEngine(params: {
     }
     if (result.matched) metrics.matched.inc({ chain }, result.matched);
     if (result.unmatched) metrics.unmatched.inc({ chain }, result.unmatched);
+    for (const refusal of refusedClaims) {
+      metrics.claimsRefused.inc({ chain });
+      logger.warn({
+        msg: 'Claimed transfer not attributed to the claiming session',
+        chain,
+        livemode,
+        tx_hash: refusal.txHash,
+        session_id: refusal.sessionId,
+        reason: refusal.reason,
+      });
+    }
     for (const change of result.changes) {
       if (change.from !== change.to) metrics.transitions.inc({ chain, from: change.from, to: change.to });
       for (const type of change.events) metrics.events.inc({ chain, type });

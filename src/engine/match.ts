@@ -20,6 +20,7 @@ const SOLE_CANDIDATE_MAX_FACTOR = 2n;
 /** The transfer columns matching reads. */
 export interface TransferToMatch {
   id: bigint;
+  tx_hash: string;
   livemode: boolean;
   chain: string;
   token_address: string;
@@ -51,7 +52,11 @@ export type Candidate = Pick<Session, (typeof CANDIDATE_FIELDS)[number]> & {
 };
 
 /** How matching attributed a transfer (`manual` is the API's attribution). */
-export type MatchMethod = 'reference' | 'amount';
+export type MatchMethod = 'reference' | 'amount' | 'claim';
+
+/** The transfer columns matching reads, as SQL over `transfers` (no alias). */
+export const TRANSFER_TO_MATCH_COLUMNS =
+  'id, livemode, chain, tx_hash, token_address, to_address, amount, reference_keys, coalesce(block_time, observed_at) AS paid_at';
 
 const CANDIDATE_COLUMNS = `${sessionColumns(CANDIDATE_FIELDS)}, m.payment_tolerance_bps AS "toleranceBps",
   (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed')::text AS received`;
@@ -62,7 +67,7 @@ const parseCandidate = (row: Record<string, unknown>): Candidate => ({
   received: BigInt(row.received as string),
 });
 
-function inWindow(candidate: Candidate, paidAt: Date): boolean {
+export function inWindow(candidate: Pick<Candidate, 'createdAt' | 'monitorUntil'>, paidAt: Date): boolean {
   return paidAt.getTime() >= candidate.createdAt.getTime() - CLOCK_SKEW_SECONDS * 1000 && paidAt <= candidate.monitorUntil;
 }
 
@@ -98,14 +103,6 @@ export function chooseSession(transfer: TransferToMatch, candidates: Candidate[]
 /** Oldest first, as the rules' ties want: (created_at, id). */
 const byAge = (a: Candidate, b: Candidate) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-/**
- * The sessions a batch of transfers can pay, read once for the whole batch: the sessions their
- * reference keys name, and every session on their wallets whose window overlaps the batch's
- * payment times. Reading per batch rather than per transfer keeps matching linear: a merchant
- * with thousands of open sessions on one wallet costs one read of them per 500 transfers, not one
- * per transfer. `received` is the live sum of each session's counted transfers at the time of
- * the read; matching adds what it attributes in the batch (`MatchBatch.pending`).
- */
 /** The candidate sessions on one wallet, indexed for the common case of an exact due amount. */
 interface WalletSessions {
   all: Candidate[];
@@ -113,10 +110,29 @@ interface WalletSessions {
   merchants: Set<string>;
 }
 
-async function readCandidates(
-  sql: Sql,
-  transfers: TransferToMatch[],
-): Promise<{ byReference: Map<string, Candidate[]>; byWallet: Map<string, WalletSessions> }> {
+/** A claim on a transfer's transaction (migrations/019): the session it names and who made it. */
+interface ClaimOnTransaction {
+  session: Candidate;
+  source: 'proof' | 'x402';
+}
+
+/** Claims on a batch's transactions with their sessions. $1 livemode, $2 chain, $3 tx hashes. */
+const SELECT_CLAIMS = `SELECT c.tx_hash AS "claimTxHash", c.source AS "claimSource", ${CANDIDATE_COLUMNS}
+   FROM transaction_claims c JOIN payment_sessions s ON s.id = c.session_id JOIN merchants m ON m.id = s.merchant_id
+  WHERE c.livemode = $1 AND c.chain = $2 AND c.tx_hash = ANY($3::text[])`;
+
+type BatchCandidates = Awaited<ReturnType<typeof readCandidates>>;
+
+/**
+ * The sessions a batch of transfers can pay, read once for the whole batch: the sessions their
+ * reference keys name, the sessions claiming their transactions, and every session on their
+ * wallets whose window overlaps the batch's payment times. Reading per batch rather than per
+ * transfer keeps matching linear: a merchant with thousands of open sessions on one wallet costs
+ * one read of them per 500 transfers, not one per transfer. `received` is the live sum of each
+ * session's counted transfers at the time of the read; matching adds what it attributes in the
+ * batch (`pending`).
+ */
+async function readCandidates(sql: Sql, transfers: TransferToMatch[]) {
   const references = [...new Set(transfers.flatMap((transfer) => transfer.reference_keys))];
   const byReference = new Map<string, Candidate[]>();
   if (references.length > 0) {
@@ -128,6 +144,9 @@ async function readCandidates(
     }
   }
   const first = transfers[0]!;
+  const claims = new Map<string, ClaimOnTransaction>();
+  const { rows: claimRows } = await sql.query(SELECT_CLAIMS, [first.livemode, first.chain, [...new Set(transfers.map((transfer) => transfer.tx_hash))]]);
+  for (const row of claimRows) claims.set(row.claimTxHash as string, { session: parseCandidate(row), source: row.claimSource as 'proof' | 'x402' });
   const times = transfers.map((transfer) => transfer.paid_at.getTime());
   const { rows } = await sql.query(sessionSql.selectSessionsOnWallets(CANDIDATE_COLUMNS), [
     first.livemode,
@@ -147,18 +166,20 @@ async function readCandidates(
     if (sameDue) sameDue.push(row);
     else wallet.byDue.set(row.amountDue, [row]);
   }
-  return { byReference, byWallet };
+  return { byReference, byWallet, claims };
+}
+
+/** A session as matching found it and how. */
+interface Evidence {
+  session: Candidate;
+  method: 'reference' | 'amount';
 }
 
 /**
- * The session `transfer` pays, by the documented rules (see `chooseSession`), given the batch's
+ * The session `transfer` pays by its reference or amount (see `chooseSession`), given the batch's
  * candidates and what this batch has already attributed to each session (`pending`).
  */
-function decide(
-  transfer: TransferToMatch,
-  candidates: Awaited<ReturnType<typeof readCandidates>>,
-  pending: ReadonlyMap<string, bigint>,
-): { sessionId: string; method: MatchMethod } | undefined {
+function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Evidence | undefined {
   if (transfer.reference_keys.length > 0) {
     const sessions = [...new Map(transfer.reference_keys.flatMap((key) => candidates.byReference.get(key) ?? []).map((row) => [row.id, row])).values()];
     // One credit naming two sessions (one transaction paying two invoices into one token
@@ -175,7 +196,7 @@ function decide(
         named.payTo === transfer.to_address &&
         named.tokenAddresses.includes(transfer.token_address) &&
         transfer.paid_at <= named.monitorUntil;
-      return fits ? { sessionId: named.id, method: 'reference' } : undefined;
+      return fits ? { session: named, method: 'reference' } : undefined;
     }
   }
   const wallet = candidates.byWallet.get(transfer.to_address);
@@ -191,14 +212,97 @@ function decide(
   // with that due amount only, so they are all `chooseSession` needs (no scan of the wallet).
   if (wallet.merchants.size === 1) {
     const exact = inPlay(wallet.byDue.get(BigInt(transfer.amount)) ?? []);
-    if (exact.length > 0) return { sessionId: chooseSession(transfer, exact)!.id, method: 'amount' };
+    if (exact.length > 0) return { session: chooseSession(transfer, exact)!, method: 'amount' };
   }
   const sessions = inPlay(wallet.all);
   // Two merchants' sessions on one address: the amount cannot say whose money it is, and guessing
   // would hand one merchant's payment to another. It stays unmatched for a verified owner to claim.
   if (new Set(sessions.map((candidate) => candidate.merchantId)).size > 1) return undefined;
   const chosen = chooseSession(transfer, sessions);
-  return chosen && { sessionId: chosen.id, method: 'amount' };
+  return chosen && { session: chosen, method: 'amount' };
+}
+
+/**
+ * Why `transfer` cannot pay the session a claim names, or undefined when it can: it must be in
+ * the session's mode and chain, pay its wallet in one of its tokens, and have been paid within
+ * its window (created_at less the clock skew .. monitor_until), as amount matching requires, so a
+ * claim cannot bind an old payment to a new session.
+ */
+export function claimMisfit(
+  session: Pick<Candidate, 'livemode' | 'chain' | 'payTo' | 'tokenAddresses' | 'createdAt' | 'monitorUntil'>,
+  transfer: Pick<TransferToMatch, 'livemode' | 'chain' | 'to_address' | 'token_address' | 'paid_at'>,
+): string | undefined {
+  if (session.livemode !== transfer.livemode || session.chain !== transfer.chain) return `it is not on the session's chain (${session.chain})`;
+  if (session.payTo !== transfer.to_address) return `it pays ${transfer.to_address}, not the session's wallet ${session.payTo}`;
+  if (!session.tokenAddresses.includes(transfer.token_address)) return `it pays in token ${transfer.token_address}, which the session does not accept`;
+  if (!inWindow(session, transfer.paid_at)) {
+    return transfer.paid_at < session.createdAt ? 'it was paid before the session was created' : "it was paid after the session's monitoring window";
+  }
+  return undefined;
+}
+
+/**
+ * Whether a payer's proof (a `proof` claim: anyone can send any public hash) must yield to what
+ * the transfer itself says: a Solana Pay reference naming another session, or exactly another
+ * session's due amount when it is neither the claiming session's due amount nor what it still
+ * misses. A hostile prover can thus not take another customer's exactly-paid transfer for their
+ * own session; fuzzy rules (tolerance, top-up, sole candidate) are guesses and yield to a proof.
+ */
+function outranksProof(evidence: Evidence, transfer: TransferToMatch, claimed: Candidate): boolean {
+  if (evidence.session.id === claimed.id) return false;
+  if (evidence.method === 'reference') return true;
+  const amount = BigInt(transfer.amount);
+  return evidence.session.amountDue === amount && claimed.amountDue !== amount && claimed.amountDue - claimed.received !== amount;
+}
+
+/** What matching decided for one transfer: a session, and the refusal of a claim on its transaction when there was one. */
+interface Decision {
+  found?: { sessionId: string; method: MatchMethod };
+  refusedClaim?: string;
+}
+
+/**
+ * The session `transfer` pays. A claim on its transaction comes first: the transfer goes to the
+ * claiming session when it fits it (`claimMisfit`), and otherwise to no session (a claimed
+ * transaction is never handed to another session by amount); it is left for the merchant and
+ * the refusal recorded. A payer's proof yields only to stronger evidence (`outranksProof`).
+ */
+function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Decision {
+  const claim = candidates.claims.get(transfer.tx_hash);
+  if (!claim) {
+    const evidence = decideByEvidence(transfer, candidates, pending);
+    return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
+  }
+  const misfit = claimMisfit(claim.session, transfer);
+  if (misfit) return { refusedClaim: `transfer trf_${transfer.id}: ${misfit}` };
+  if (claim.source === 'proof') {
+    const evidence = decideByEvidence(transfer, candidates, pending);
+    const attributed = pending.get(claim.session.id) ?? 0n;
+    const claimed = { ...claim.session, received: claim.session.received + attributed };
+    if (evidence && outranksProof(evidence, transfer, claimed)) {
+      return {
+        found: { sessionId: evidence.session.id, method: evidence.method },
+        refusedClaim: `transfer trf_${transfer.id}: its ${evidence.method} names session ${evidence.session.id}`,
+      };
+    }
+  }
+  return { found: { sessionId: claim.session.id, method: 'claim' } };
+}
+
+/** A claim the matcher could not honour for one transfer of its transaction (recorded on the claim, logged by the engine). */
+export interface RefusedClaim {
+  transferId: bigint;
+  txHash: string;
+  sessionId: string;
+  reason: string;
+}
+
+/** What one `matchTransfers` batch did. */
+export interface MatchResult {
+  seen: number;
+  matched: number;
+  unmatched: number;
+  refusedClaims: RefusedClaim[];
 }
 
 /**
@@ -207,27 +311,34 @@ function decide(
  * transfer is decided once: matched to one session, or marked checked and left unmatched for the
  * merchant to attribute by hand. Transfers are decided in order, each seeing what the earlier
  * ones in the batch paid, exactly as if each were matched in a transaction of its own; the whole
- * batch costs four queries.
+ * batch costs five queries (six when a claim is refused). `txHash` narrows it to one transaction
+ * (a claim being made).
  */
-export async function matchTransfers(
-  sql: Sql,
-  params: { livemode: boolean; chain: string; limit: number },
-): Promise<{ seen: number; matched: number; unmatched: number }> {
+export async function matchTransfers(sql: Sql, params: { livemode: boolean; chain: string; limit: number; txHash?: string }): Promise<MatchResult> {
   const { rows } = await sql.query<TransferToMatch>(
-    `SELECT id, livemode, chain, token_address, to_address, amount, reference_keys, coalesce(block_time, observed_at) AS paid_at
+    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}
        FROM transfers
       WHERE livemode = $1 AND chain = $2 AND match_checked_at IS NULL AND status = 'observed' AND session_id IS NULL
+        AND ($4::text IS NULL OR tx_hash = $4)
       ORDER BY block_number, log_index, id
       LIMIT $3
       FOR UPDATE`,
-    [params.livemode, params.chain, params.limit],
+    [params.livemode, params.chain, params.limit, params.txHash ?? null],
   );
-  if (rows.length === 0) return { seen: 0, matched: 0, unmatched: 0 };
+  if (rows.length === 0) return { seen: 0, matched: 0, unmatched: 0, refusedClaims: [] };
   const candidates = await readCandidates(sql, rows);
   const pending = new Map<string, bigint>();
+  const refusedClaims: RefusedClaim[] = [];
   const decided = rows.map((transfer) => {
-    const found = decide(transfer, candidates, pending);
+    const { found, refusedClaim } = decide(transfer, candidates, pending);
     if (found) pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + BigInt(transfer.amount));
+    if (refusedClaim)
+      refusedClaims.push({
+        transferId: transfer.id,
+        txHash: transfer.tx_hash,
+        sessionId: candidates.claims.get(transfer.tx_hash)!.session.id,
+        reason: refusedClaim,
+      });
     return { id: transfer.id, found };
   });
   const matched = decided.filter((entry) => entry.found);
@@ -240,5 +351,12 @@ export async function matchTransfers(
   }
   const unmatched = decided.filter((entry) => !entry.found).map((entry) => entry.id);
   if (unmatched.length > 0) await sql.query('UPDATE transfers SET match_checked_at = now() WHERE id = ANY($1::bigint[])', [unmatched]);
-  return { seen: rows.length, matched: matched.length, unmatched: unmatched.length };
+  if (refusedClaims.length > 0) {
+    await sql.query(
+      `UPDATE transaction_claims c SET refused_at = now(), refused_reason = r.reason
+         FROM unnest($3::text[], $4::text[]) AS r(tx_hash, reason) WHERE c.livemode = $1 AND c.chain = $2 AND c.tx_hash = r.tx_hash`,
+      [params.livemode, params.chain, refusedClaims.map((refusal) => refusal.txHash), refusedClaims.map((refusal) => refusal.reason)],
+    );
+  }
+  return { seen: rows.length, matched: matched.length, unmatched: unmatched.length, refusedClaims };
 }

@@ -3,7 +3,7 @@ import type { Refund } from './refund.ts';
 import { checkCompletable, completeRefund, getRefund } from './refunds.ts';
 import { getSessionById } from './sessions.ts';
 import { canonicalTxHash, sandboxRefundProof, verifyRefundTransaction } from './refundVerification.ts';
-import type { TransactionReader } from './transactionTransfers.ts';
+import type { TransactionLookups } from '../ingest/lookup.ts';
 
 /**
  * Completes a refund by the hash of the merchant's refund transaction, verified on chain first
@@ -15,7 +15,7 @@ import type { TransactionReader } from './transactionTransfers.ts';
  */
 export async function completeRefundVerified(
   store: Store,
-  reader: TransactionReader,
+  lookups: TransactionLookups,
   params: { merchantId: string; livemode: boolean; id: string; txHash: string },
   inTransaction?: (sql: Sql, refund: Refund) => Promise<void>,
 ): Promise<Refund> {
@@ -23,7 +23,7 @@ export async function completeRefundVerified(
   const txHash = canonicalTxHash(refund.chain, params.txHash);
   const payment = (await getSessionById(store, { id: refund.sessionId, fields: ['status', 'amountReceived', 'payTo', 'tokenAddresses'] }))!;
   await checkCompletable(store, refund, payment);
-  const proof = refund.livemode ? await verifyRefundTransaction(reader, refund, payment, txHash) : sandboxRefundProof(refund, txHash);
+  const proof = refund.livemode ? await verifyRefundTransaction(store, lookups, refund, payment, txHash) : sandboxRefundProof(refund, txHash);
   return store.transaction(async (sql) => {
     const completed = await completeRefund(sql, { merchantId: params.merchantId, livemode: params.livemode, id: params.id, proof });
     await inTransaction?.(sql, completed);

@@ -5,16 +5,20 @@ import { badRequest, conflict } from '../internal/errors.ts';
 import { formatAmount } from '../internal/money.ts';
 import type { Refund } from './refund.ts';
 import type { Session } from './session.ts';
-import type { TokenTransfer, TransactionReader, TransactionTransfers } from './transactionTransfers.ts';
+import type { Sql } from '../store/index.ts';
+import { isConfirmed, readChainHead, type ChainHead } from '../engine/confirmations.ts';
+import type { LookedUpTransaction, TokenMovement, TransactionLookups } from '../ingest/lookup.ts';
 
 /**
  * The rule a refund's transaction must meet before the refund counts as completed (the API's
  * `POST /refunds/{id}/complete` and the dashboard both go through it): the gateway never holds
  * funds, so "completed" must mean the customer was paid, on chain, by the merchant's wallet.
  *
- * Live: the transaction is mined and successful, at least as deep as the chain's confirmation
- * rule for payments (EVM: `confirmations.confirmed` blocks, e.g. 32 on polygon; solana: read at
- * commitment `confirmed`), and holds a token `Transfer` of one of the payment's tokens from the
+ * Live: the transaction is mined and successful, confirmed by the same rule as a payment's
+ * transfer (engine/confirmations.ts `isConfirmed`, against the chain head the ingester stored:
+ * EVM `confirmations.confirmed` blocks deep, e.g. 32 on polygon, or finalized; solana finalized),
+ * since a refund reorged away after `refund.completed` would be money the customer never got; it
+ * holds a token `Transfer` of one of the payment's tokens from the
  * payment's receiving wallet (`payTo`) to the refund's address of exactly the refund's amount.
  * One such transfer completes one refund: a transaction completes as many refunds (of that
  * address and amount) as it holds matching transfers, so a hash cannot be replayed for a second
@@ -52,7 +56,7 @@ export type RefundPayment = Pick<Session, 'payTo' | 'tokenAddresses'>;
 
 const money = (units: bigint, refund: Pick<Refund, 'decimals' | 'currency'>) => `${formatAmount(units, refund.decimals)} ${refund.currency}`;
 
-/** Blocks the chain's confirmation rule asks for (EVM), or null (solana: the read's commitment). */
+/** Blocks the chain's confirmation rule asks for (EVM), or null (solana: finalized only). */
 export function requiredConfirmations(chain: ChainName): number | null {
   const rule = loadChains()[chain].confirmations.confirmed;
   return typeof rule === 'number' ? rule : null;
@@ -61,45 +65,50 @@ export function requiredConfirmations(chain: ChainName): number | null {
 /**
  * Checks what the chain says about `txHash` against the refund; the proof, or a refusal that
  * says exactly what is wrong: 409 while the transaction may still become acceptable (not found
- * yet, too few confirmations), 400 when it never will (failed, or pays something else).
+ * yet, not confirmed yet), 400 when it never will (failed, or pays something else).
  */
-export function checkRefundTransaction(refund: Refund, payment: RefundPayment, txHash: string, tx: TransactionTransfers): RefundTransferProof {
+export function checkRefundTransaction(refund: Refund, payment: RefundPayment, txHash: string, tx: LookedUpTransaction, head: ChainHead): RefundTransferProof {
   const where = `on ${refund.chain}`;
-  if (tx.status === 'not_found') {
+  if (!tx.found) {
     throw conflict(
       `transaction ${txHash} was not found ${where}: check the hash (and that it was sent on ${refund.chain}), or wait until it is mined and try again`,
     );
   }
-  if (tx.status === 'failed') throw badRequest(`transaction ${txHash} failed ${where} (reverted): it moved no tokens, so it cannot complete the refund`);
+  if (tx.failed) throw badRequest(`transaction ${txHash} failed ${where} (reverted): it moved no tokens, so it cannot complete the refund`);
   const tokens = new Set(payment.tokenAddresses);
-  const matching = tx.transfers.filter(
-    (transfer) => tokens.has(transfer.token) && transfer.from === payment.payTo && transfer.to === refund.toAddress && transfer.amount === refund.amount,
-  );
+  const ofPayment = tx.movements.filter((movement) => tokens.has(movement.token));
+  const matching = ofPayment.filter((movement) => movement.from === payment.payTo && movement.to === refund.toAddress && movement.amount === refund.amount);
   if (matching.length === 0) {
     const expected = `it must transfer exactly ${money(refund.amount, refund)} (${refund.amount} base units) from the payment's receiving wallet ${payment.payTo} to ${refund.toAddress}`;
-    const seen = tx.transfers.filter((transfer) => tokens.has(transfer.token));
-    throw badRequest(`transaction ${txHash} does not pay this refund: ${expected}; ${describe(seen, refund)}`);
+    throw badRequest(`transaction ${txHash} does not pay this refund: ${expected}; ${describe(ofPayment, refund)}`);
   }
+  const chain = loadChains()[refund.chain];
   const required = requiredConfirmations(refund.chain);
-  if (required !== null && (tx.confirmations ?? 0) < required) {
-    throw conflict(
-      `transaction ${txHash} pays this refund but has ${tx.confirmations ?? 0} of the ${required} confirmations ${refund.chain} needs; ` +
-        `complete the refund again once it has ${required} (about ${Math.ceil(((required - (tx.confirmations ?? 0)) * loadChains()[refund.chain].blockTimeMs) / 1000)} s)`,
-    );
+  if (!isConfirmed(chain, head, tx.blockNumber, required ?? 0)) {
+    const depth = head.headBlock !== null && head.headBlock >= tx.blockNumber ? Number(head.headBlock - tx.blockNumber + 1n) : 0;
+    const rule = required === null ? 'it is finalized' : `it is ${required} blocks deep (now ${depth})`;
+    throw conflict(`transaction ${txHash} pays this refund but is not confirmed yet: complete the refund again once ${rule}`);
   }
   return { refundId: refund.id, txHash, matchingTransfers: matching.length, verifiedOn: 'chain' };
 }
 
-function describe(transfers: TokenTransfer[], refund: Refund): string {
+function describe(transfers: TokenMovement[], refund: Refund): string {
   if (transfers.length === 0) return `it holds no ${refund.currency} transfer of this payment's token`;
-  const shown = transfers.slice(0, 3).map((transfer) => `${money(transfer.amount, refund)} from ${transfer.from} to ${transfer.to}`);
+  const shown = transfers.slice(0, 3).map((transfer) => `${money(transfer.amount, refund)} from ${transfer.from ?? 'an unknown sender'} to ${transfer.to}`);
   const more = transfers.length > shown.length ? ` and ${transfers.length - shown.length} more` : '';
   return `it transfers ${shown.join('; ')}${more}`;
 }
 
-/** Reads `txHash` on the refund's chain and checks it (see {@link checkRefundTransaction}). */
-export async function verifyRefundTransaction(reader: TransactionReader, refund: Refund, payment: RefundPayment, txHash: string): Promise<RefundTransferProof> {
-  return checkRefundTransaction(refund, payment, txHash, await reader.transfersOf(refund.chain, txHash));
+/** Looks `txHash` up on the refund's chain (the api role's RPC lookups) and checks it against the stored live head (see {@link checkRefundTransaction}). */
+export async function verifyRefundTransaction(
+  sql: Sql,
+  lookups: TransactionLookups,
+  refund: Refund,
+  payment: RefundPayment,
+  txHash: string,
+): Promise<RefundTransferProof> {
+  const tx = await lookups.lookup(refund.chain, txHash);
+  return checkRefundTransaction(refund, payment, txHash, tx, await readChainHead(sql, { livemode: true, chain: refund.chain }));
 }
 
 /** A sandbox refund's proof: the hash is well-formed; there is no chain to read. */

@@ -15,7 +15,7 @@ import { eventsOf, insertTransfer, newEvmWallet, removeAbove, setHead } from '..
  */
 const db = useTestDatabase('api_refunds_confirmed');
 const chainRpc = useScriptedChainRpc();
-const api = useApi(db, { transactionReader: chainRpc.reader });
+const api = useApi(db, { lookups: chainRpc.lookups });
 const metrics = createMetricsRegistry({ defaultMetrics: false });
 const chain = 'polygon' as const;
 const DEPTH = 32n;

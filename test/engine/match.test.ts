@@ -23,6 +23,7 @@ function session(id: string, due: bigint, received = 0n, extra: Record<string, u
 
 const transfer = (amount: bigint, paidAt = now): TransferToMatch => ({
   id: 1n,
+  tx_hash: '0x01',
   livemode: true,
   chain: 'polygon',
   token_address: 'T',

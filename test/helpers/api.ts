@@ -11,7 +11,7 @@ import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { TestDatabase } from './db.ts';
-import type { TransactionReader } from '../../src/payments/transactionTransfers.ts';
+import type { TransactionLookups } from '../../src/ingest/lookup.ts';
 import { createOpenApiChecker } from './openapiCheck.ts';
 
 /** The public URL the test APIs build links with. */
@@ -33,7 +33,7 @@ export const EVERY_CHAIN_LIVE: Record<string, string> = Object.fromEntries(
 /** A real API (fastify) on `store`, as the daemon builds it, with every chain live unless `env` says otherwise. */
 export function buildApi(
   store: Store,
-  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; transactionReader?: TransactionReader } = {},
+  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups } = {},
 ): FastifyInstance {
   const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...EVERY_CHAIN_LIVE, ...options.env });
   return createApi({
@@ -43,7 +43,7 @@ export function buildApi(
     config,
     box,
     rateLimits: options.rateLimits ?? GENEROUS_LIMITS,
-    ...(options.transactionReader ? { transactionReader: options.transactionReader } : {}),
+    ...(options.lookups ? { lookups: options.lookups } : {}),
   });
 }
 
@@ -133,7 +133,7 @@ export function createSocketClient(baseUrl: string, checker?: { check(method: st
  */
 export function useApi(
   db: TestDatabase,
-  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; checked?: boolean; transactionReader?: TransactionReader } = {},
+  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; checked?: boolean; lookups?: TransactionLookups } = {},
 ) {
   let app: FastifyInstance | undefined;
   let client: ReturnType<typeof createClient> | undefined;

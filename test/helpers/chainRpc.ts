@@ -2,10 +2,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import { CHAIN_NAMES, type ChainName } from '../../src/internal/config.ts';
-import { createRpcTransactionReader, type TransactionReader } from '../../src/payments/transactionTransfers.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { createTransactionLookups, type TransactionLookups } from '../../src/ingest/lookup.ts';
 
 const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
 const word = (address: string) => `0x${address.slice(2).toLowerCase().padStart(64, '0')}`;
+const hex = (value: bigint | number) => `0x${value.toString(16)}`;
+const blockHash = (block: bigint) => `0x${block.toString(16).padStart(64, 'b')}`;
 
 /** One ERC-20 transfer a scripted transaction emits. */
 export interface ScriptedTransfer {
@@ -17,12 +21,12 @@ export interface ScriptedTransfer {
 
 /**
  * A real EVM JSON-RPC server on loopback that knows only the transactions a test gives it
- * (`eth_getTransactionReceipt` with their `Transfer` logs, `eth_blockNumber`): for tests of
- * refund completion whose payments are stored as the ingester stores them, without a chain.
- * The gateway's real RPC reader talks to it over HTTP. The anvil tests use a real chain instead.
+ * (`eth_getTransactionReceipt` with their `Transfer` logs, `eth_getBlockByNumber`): for tests of
+ * refund completion whose payments are stored as the ingester stores them, without a chain. The
+ * gateway's real lookups (src/ingest/lookup.ts) talk to it over HTTP; confirmations come from
+ * the chain head stored in the database, as for payments. The anvil tests use a real chain.
  */
 export async function startScriptedChainRpc() {
-  let head = 1_000n;
   const receipts = new Map<string, { status: '0x0' | '0x1'; block: bigint; transfers: ScriptedTransfer[] }>();
   const server = http.createServer((req, res) => {
     let body = '';
@@ -30,17 +34,23 @@ export async function startScriptedChainRpc() {
     req.on('end', () => {
       const call = JSON.parse(body) as { id: number; method: string; params: string[] };
       let result: unknown = null;
-      if (call.method === 'eth_blockNumber') result = `0x${head.toString(16)}`;
+      if (call.method === 'eth_getBlockByNumber') result = { hash: blockHash(BigInt(call.params[0]!)), timestamp: hex(1_700_000_000) };
       if (call.method === 'eth_getTransactionReceipt') {
-        const found = receipts.get(call.params[0]!.toLowerCase());
+        const hash = call.params[0]!.toLowerCase();
+        const found = receipts.get(hash);
         result = found && {
-          transactionHash: call.params[0],
+          transactionHash: hash,
           status: found.status,
-          blockNumber: `0x${found.block.toString(16)}`,
-          logs: found.transfers.map((transfer) => ({
+          blockNumber: hex(found.block),
+          blockHash: blockHash(found.block),
+          logs: found.transfers.map((transfer, index) => ({
             address: transfer.token.toLowerCase(),
             topics: [TRANSFER_TOPIC, word(transfer.from), word(transfer.to)],
             data: `0x${transfer.amount.toString(16).padStart(64, '0')}`,
+            blockNumber: hex(found.block),
+            blockHash: blockHash(found.block),
+            transactionHash: hash,
+            logIndex: hex(index),
             removed: false,
           })),
         };
@@ -49,43 +59,45 @@ export async function startScriptedChainRpc() {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    url,
-    /** Records a mined transaction at `block` (default: `depth` blocks below the head, 64 unless said). */
-    addTransaction(hash: string, transfers: ScriptedTransfer[], options: { failed?: boolean; depth?: number } = {}) {
-      receipts.set(hash.toLowerCase(), { status: options.failed ? '0x0' : '0x1', block: head - BigInt((options.depth ?? 64) - 1), transfers });
-    },
-    setHead(block: bigint) {
-      head = block;
-    },
-    get head() {
-      return head;
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** Records a mined transaction in `block` (default 1: deeper than any test's stored head asks). */
+    addTransaction(hash: string, transfers: ScriptedTransfer[], options: { failed?: boolean; block?: bigint } = {}) {
+      receipts.set(hash.toLowerCase(), { status: options.failed ? '0x0' : '0x1', block: options.block ?? 1n, transfers });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
 /**
- * A scripted chain RPC for one test file (started before its tests, closed after) and a
- * {@link TransactionReader} over it for every EVM chain, to give `buildApi`/`useApi`.
+ * A scripted chain RPC for one test file (started before its tests, closed after) and the
+ * gateway's {@link TransactionLookups} over it for every EVM chain, to give `buildApi`/`useApi`.
  */
 export function useScriptedChainRpc() {
   let rpc: Awaited<ReturnType<typeof startScriptedChainRpc>> | undefined;
-  let reader: TransactionReader | undefined;
+  let lookups: TransactionLookups | undefined;
   beforeAll(async () => {
     rpc = await startScriptedChainRpc();
-    const rpcConfig = Object.fromEntries(
-      CHAIN_NAMES.map((chain) => [chain, { http: chain === 'solana' ? [] : [rpc!.url], ws: [] as string[] }]),
-    ) as unknown as Record<ChainName, { http: string[]; ws: string[] }>;
-    reader = createRpcTransactionReader({ rpc: rpcConfig });
+    const config = Object.fromEntries(CHAIN_NAMES.map((chain) => [chain, { http: chain === 'solana' ? [] : [rpc!.url], ws: [] as string[] }]));
+    lookups = createTransactionLookups({
+      config: { rpc: config as Record<ChainName, { http: string[]; ws: string[] }> },
+      logger: createLogger({ level: 'silent' }),
+      metrics: createMetricsRegistry({ defaultMetrics: false }),
+    });
   });
-  afterAll(() => rpc?.close());
+  afterAll(async () => {
+    await lookups?.close();
+    await rpc?.close();
+  });
   return {
     get rpc() {
       return rpc!;
     },
-    /** Reads through the scripted server (the API is built in beforeAll, after the server started). */
-    reader: { transfersOf: (chain, hash) => reader!.transfersOf(chain, hash) } satisfies TransactionReader,
+    /** Looks up through the scripted server (the API is built in beforeAll, after the server started). */
+    lookups: {
+      available: (chain) => lookups!.available(chain),
+      lookup: (chain, hash) => lookups!.lookup(chain, hash),
+      close: async () => {},
+    } satisfies TransactionLookups,
   };
 }

@@ -24,6 +24,7 @@ const PINNED: Record<string, string> = {
   '015_confirmed_money.sql': '5fec6b87cf37b2b58f3c46691f06c78b27ad7e30da86196162b06afc98d5b166',
   '016_api_key_change_notify.sql': '2a88c564b95d126f657313370bd858be97390fec58db1d78d1e74d59ff978f31',
   '017_dashboard.sql': 'ef91a0a313986b778bdc24c22c63dfecf11f70a0262401e26474362e0ea6ee31',
+  '019_transaction_claims.sql': 'a39f00b367d7f3781cddbfdae6a7c893dc4cc6a444cbfbff88bd49bd8226ffaf',
 };
 
 const RULE = 'landed migrations are never edited; add a new file and pin it';

@@ -182,7 +182,7 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const auth = authOf(request);
       const params = { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash };
-      const completed = await completeRefundVerified(deps.store, deps.transactionReader, params, (sql, refund) =>
+      const completed = await completeRefundVerified(deps.store, deps.lookups, params, (sql, refund) =>
         saveIdempotentResponse(sql, request, 200, refundView(refund)),
       );
       return refundView(completed);

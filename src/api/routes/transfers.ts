@@ -31,7 +31,10 @@ export const TransferSchema = Type.Object(
     to: Type.String({ description: 'The receiving wallet (one of yours).' }),
     status: Type.Unsafe<string>({ type: 'string', enum: ['unmatched', 'matched'], description: '`unmatched` until attributed to a session.' }),
     sessionId: Nullable(Type.String(), 'The session this transfer pays, or null.'),
-    matchMethod: Nullable(Type.String(), '`reference` (Solana Pay), `amount` (the unique due amount) or `manual`.'),
+    matchMethod: Nullable(
+      Type.String(),
+      "`reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.",
+    ),
     observedAt: Type.String({ format: 'date-time', description: 'When the gateway saw the transfer.' }),
     livemode: Type.Boolean(),
   },

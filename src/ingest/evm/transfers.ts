@@ -56,7 +56,7 @@ function checksum(lower: string): string {
  * (three topics), go elsewhere, carry a zero amount (address-poisoning spam; the table requires
  * amount > 0) or are flagged `removed` are skipped.
  */
-export function parseTransfers(logs: RpcLog[], params: { tokens: Map<string, string>; watched: WatchedWallets }): ObservedTransfer[] {
+export function parseTransfers(logs: RpcLog[], params: { tokens: Map<string, string>; watched: Pick<WatchedWallets, 'canonical'> }): ObservedTransfer[] {
   const out: ObservedTransfer[] = [];
   for (const log of logs) {
     if (log.removed || log.topics.length !== 3 || log.topics[0] !== TRANSFER_TOPIC) continue;

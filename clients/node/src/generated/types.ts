@@ -570,7 +570,7 @@ export interface Transfer {
   status: TransferStatus;
   /** The session this transfer pays, or null. */
   sessionId: string | null;
-  /** `reference` (Solana Pay), `amount` (the unique due amount) or `manual`. */
+  /** `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`. */
   matchMethod: string | null;
   /** When the gateway saw the transfer. */
   observedAt: string;

@@ -894,7 +894,7 @@ _TransferRequired = TypedDict(
         "status": TransferStatus,
         # The session this transfer pays, or null.
         "sessionId": Optional[str],
-        # `reference` (Solana Pay), `amount` (the unique due amount) or `manual`.
+        # `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
         "matchMethod": Optional[str],
         # When the gateway saw the transfer.
         "observedAt": str,

@@ -1693,7 +1693,7 @@ pub struct Transfer {
     pub status: TransferStatus,
     /// The session this transfer pays, or null.
     pub session_id: Option<String>,
-    /// `reference` (Solana Pay), `amount` (the unique due amount) or `manual`.
+    /// `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
     pub match_method: Option<String>,
     /// When the gateway saw the transfer.
     pub observed_at: String,

@@ -1,0 +1,138 @@
+import type { Sql } from '../store/index.ts';
+import type { ChainName } from '../internal/config.ts';
+import { loadChains, type ChainConfig } from '../internal/chains.ts';
+import { badRequest, conflict, notFound } from '../internal/errors.ts';
+import { getSessionById } from '../payments/sessions.ts';
+import { evaluateSessions, type Change } from './evaluate.ts';
+import { lockChain } from './lock.ts';
+import { claimMisfit, matchTransfers, TRANSFER_TO_MATCH_COLUMNS, type TransferToMatch } from './match.ts';
+import type { PaymentStatus } from './stateMachine.ts';
+
+/** Who claims a transaction for a session: a payer proving it by hash, or the gateway's own x402 settlement. */
+export type ClaimSource = 'proof' | 'x402';
+
+/** What `claimTransaction` did. */
+export interface ClaimResult {
+  /** The transaction as stored (lowercase hex on EVM chains). */
+  txHash: string;
+  /** True when this call wrote the claim; false when the same session had claimed it before (idempotent). */
+  created: boolean;
+  /**
+   * The transaction's transfers attributed to the session (by this call or before). Empty while
+   * the ingester has not stored the transaction yet: the claim then waits, and the matcher binds
+   * the transfers when they arrive.
+   */
+  transferIds: bigint[];
+  /** The session's state changes the binding caused (evaluated at once, events in the outbox). */
+  changes: Change[];
+  sessionStatus: PaymentStatus;
+}
+
+const EVM_TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+/** A Solana signature: 64 bytes in base58, 86 to 88 characters (fewer only for leading zero bytes, which real signatures practically never have). */
+const SOLANA_SIGNATURE = /^[1-9A-HJ-NP-Za-km-z]{64,88}$/;
+
+/**
+ * A transaction hash as the transfers table stores it for `chain` (EVM: lowercase `0x` + 64 hex;
+ * solana: the base58 signature as is), or undefined when it cannot be one.
+ */
+export function normalizeTxHash(chain: ChainName, text: string): string | undefined {
+  if (chain === 'solana') return SOLANA_SIGNATURE.test(text) ? text : undefined;
+  return EVM_TX_HASH.test(text) ? text.toLowerCase() : undefined;
+}
+
+interface StoredTransfer extends TransferToMatch {
+  session_id: string | null;
+  match_checked_at: Date | null;
+}
+
+/**
+ * Binds a transaction to a payment session explicitly, in the caller's transaction
+ * (`store.transaction`; call it before locking sessions yourself: it takes the engine's chain
+ * lock, then the transaction's transfer rows, then the session, the order every payment writer
+ * keeps). The claim is one row per (livemode, chain, tx hash), first claim wins:
+ * - claimed by another session before: refused (conflict), nothing written;
+ * - the transaction's transfers already stored: those that fit the session (its wallet, one of
+ *   its tokens, paid within its window; `claimMisfit`) are attributed to it now (match method
+ *   `claim`) and the session is evaluated at once; a transaction whose stored transfers fit none,
+ *   or whose fitting transfer is already attributed to another session, is refused (conflict),
+ *   nothing written. A payer's proof (`proof`) also yields to a reference or exact due amount
+ *   naming another session (the matcher's rules, docs/payment-lifecycle.md);
+ * - nothing stored yet: the claim is written and waits; the matcher honours it before reference
+ *   and amount matching when the ingester stores the transfers.
+ * Claiming again for the same session is idempotent.
+ * @throws {InvalidRequestError} unreadable hash, chain not the session's; {NotFoundError} unknown session; {ConflictError} as above.
+ */
+export async function claimTransaction(
+  sql: Sql,
+  params: { sessionId: string; chain: ChainName; txHash: string; source: ClaimSource; chains?: Record<ChainName, ChainConfig> },
+): Promise<ClaimResult> {
+  const txHash = normalizeTxHash(params.chain, params.txHash);
+  if (!txHash)
+    throw badRequest(
+      `${JSON.stringify(params.txHash)} is not a ${params.chain === 'solana' ? 'Solana transaction signature' : 'transaction hash (0x and 64 hex digits)'}`,
+    );
+  const found = await getSessionById(sql, { id: params.sessionId, fields: ['livemode', 'chain'] });
+  if (!found) throw notFound(`session ${params.sessionId} not found`);
+  if (found.chain !== params.chain) throw badRequest(`session ${params.sessionId} is on ${found.chain}, not on ${params.chain}`);
+  const { livemode, chain } = found;
+  await lockChain(sql, { livemode, chain });
+
+  const { rows: claims } = await sql.query<{ session_id: string }>(
+    'SELECT session_id FROM transaction_claims WHERE livemode = $1 AND chain = $2 AND tx_hash = $3',
+    [livemode, chain, txHash],
+  );
+  if (claims[0] && claims[0].session_id !== params.sessionId) throw conflict(`transaction ${txHash} is already claimed by another payment session`);
+
+  const { rows: stored } = await sql.query<StoredTransfer>(
+    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}, session_id, match_checked_at FROM transfers
+      WHERE livemode = $1 AND chain = $2 AND tx_hash = $3 AND status = 'observed' ORDER BY log_index FOR UPDATE`,
+    [livemode, chain, txHash],
+  );
+  const session = (await getSessionById(sql, {
+    id: params.sessionId,
+    fields: ['id', 'livemode', 'chain', 'payTo', 'tokenAddresses', 'createdAt', 'monitorUntil'],
+    forUpdate: true,
+  }))!;
+  const fitting = stored.filter((transfer) => !claimMisfit(session, transfer));
+  if (stored.length > 0 && fitting.length === 0) {
+    throw conflict(`transaction ${txHash} does not pay this session: ${claimMisfit(session, stored[0]!)}`);
+  }
+  if (fitting.some((transfer) => transfer.session_id !== null && transfer.session_id !== session.id)) {
+    throw conflict(`transaction ${txHash} already pays another payment session`);
+  }
+
+  const created = !claims[0];
+  if (created) {
+    await sql.query('INSERT INTO transaction_claims (livemode, chain, tx_hash, session_id, source) VALUES ($1, $2, $3, $4, $5)', [
+      livemode,
+      chain,
+      txHash,
+      session.id,
+      params.source,
+    ]);
+  }
+  let bound = false;
+  // Transfers matching has not looked at yet: the matcher decides them now, with the claim in place.
+  if (fitting.some((transfer) => transfer.match_checked_at === null)) {
+    const match = await matchTransfers(sql, { livemode, chain, limit: stored.length, txHash });
+    const fittingIds = new Set(fitting.map((transfer) => transfer.id));
+    const refused = match.refusedClaims.find((refusal) => fittingIds.has(refusal.transferId));
+    if (refused) throw conflict(`transaction ${txHash} cannot be claimed for this session: ${refused.reason.replace(/^transfer trf_\d+: /, '')}`);
+    bound = match.matched > 0;
+  }
+  // Transfers matching already left unmatched: nothing named a session, so the claim takes them.
+  const unmatched = fitting.filter((transfer) => transfer.match_checked_at !== null && transfer.session_id === null).map((transfer) => transfer.id);
+  if (unmatched.length > 0) {
+    await sql.query(`UPDATE transfers SET session_id = $2, match_method = 'claim', matched_at = now() WHERE id = ANY($1::bigint[])`, [unmatched, session.id]);
+    bound = true;
+  }
+
+  const changes = bound ? await evaluateSessions(sql, { livemode, chain: (params.chains ?? loadChains())[chain], sessionIds: [session.id] }) : [];
+  const { rows: attributed } = await sql.query<{ id: bigint }>(
+    `SELECT id FROM transfers WHERE livemode = $1 AND chain = $2 AND tx_hash = $3 AND status = 'observed' AND session_id = $4 ORDER BY log_index`,
+    [livemode, chain, txHash, session.id],
+  );
+  const { status } = (await getSessionById(sql, { id: session.id, fields: ['status'] }))!;
+  return { txHash, created, transferIds: attributed.map((row) => row.id), changes, sessionStatus: status };
+}

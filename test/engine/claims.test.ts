@@ -1,0 +1,177 @@
+import { describe, expect, test } from 'vitest';
+import pino from 'pino';
+import { useTestDatabase } from '../helpers/db.ts';
+import { claimTransaction, createEngine } from '../../src/engine/index.ts';
+import { ConflictError } from '../../src/internal/errors.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { eventsOf, insertTransfer, newEvmWallet, newMerchant, newSession, setHead, statusOf } from '../helpers/engine.ts';
+
+const db = useTestDatabase('engine_claims');
+const logger = pino({ level: 'silent' });
+const engine = () => createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }) });
+const chain = 'polygon' as const;
+const livemode = true;
+
+async function nextBase(): Promise<bigint> {
+  const { rows } = await db.store.query<{ head: bigint | null }>('SELECT max(head_block) AS head FROM chain_heads WHERE chain = $1', [chain]);
+  return (rows[0]?.head ?? 0n) + 1000n;
+}
+
+/** Two sessions of the same merchant and wallet asking for 10 USDC, tolerance 1%: 9.99 pays either, so amount matching cannot tell which. */
+async function twoLookAlikes() {
+  const merchantId = await newMerchant(db.store, { toleranceBps: 100 });
+  const wallet = newEvmWallet();
+  const first = await newSession(db.store, { merchantId, wallet, amount: '10' });
+  const second = await newSession(db.store, { merchantId, wallet, amount: '10' });
+  return { merchantId, wallet, first, second, base: await nextBase() };
+}
+
+const claim = (sessionId: string, txHash: string, source: 'proof' | 'x402' = 'proof') =>
+  db.store.transaction((sql) => claimTransaction(sql, { sessionId, chain, txHash, source }));
+
+async function transferOf(txHash: string) {
+  const { rows } = await db.store.query('SELECT session_id, match_method, match_checked_at FROM transfers WHERE tx_hash = $1', [txHash]);
+  return rows[0] as { session_id: string | null; match_method: string | null; match_checked_at: Date | null };
+}
+
+async function claimOf(txHash: string) {
+  const { rows } = await db.store.query('SELECT session_id, source, refused_reason FROM transaction_claims WHERE tx_hash = $1', [txHash]);
+  return rows[0] as { session_id: string; source: string; refused_reason: string | null } | undefined;
+}
+
+describe('claimTransaction() on a transfer already stored', () => {
+  test('an unmatched transfer is bound to the claiming session at once and the session walks the normal path to confirmed', async () => {
+    const e = engine();
+    const { wallet, first, second, base } = await twoLookAlikes();
+    const { id, txHash } = await insertTransfer(db.store, { to: wallet, amount: 9_990_000n, block: base });
+    await setHead(db.store, { head: base });
+    await e.reconcile({ chain, livemode });
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null });
+
+    const result = await claim(second.id, txHash.toUpperCase().replace('0X', '0x'));
+    expect(result).toMatchObject({ txHash, created: true, transferIds: [id], sessionStatus: 'confirming' });
+    expect(result.changes.map((change) => change.to)).toEqual(['confirming']);
+    expect(await transferOf(txHash)).toMatchObject({ session_id: second.id, match_method: 'claim' });
+    expect(await claimOf(txHash)).toMatchObject({ session_id: second.id, source: 'proof', refused_reason: null });
+
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await statusOf(db.store, second.id)).toMatchObject({ status: 'confirmed', amount_received: '9990000' });
+    expect(await eventsOf(db.store, second.id)).toEqual(['payment.confirming', 'payment.confirmed']);
+    expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'created' });
+  });
+
+  test('claiming again for the same session is idempotent; for another session it is refused and nothing changes', async () => {
+    const { wallet, first, second, base } = await twoLookAlikes();
+    const { id, txHash } = await insertTransfer(db.store, { to: wallet, amount: 9_990_000n, block: base });
+    await setHead(db.store, { head: base });
+    await claim(second.id, txHash);
+    const again = await claim(second.id, txHash);
+    expect(again).toMatchObject({ created: false, transferIds: [id], changes: [], sessionStatus: 'confirming' });
+    await expect(claim(first.id, txHash)).rejects.toThrow(/already claimed by another payment session/);
+    expect(await claimOf(txHash)).toMatchObject({ session_id: second.id });
+    expect(await eventsOf(db.store, first.id)).toEqual([]);
+  });
+
+  test('a transfer already matched to another session by amount is refused', async () => {
+    const e = engine();
+    const { wallet, first, second, base } = await twoLookAlikes();
+    const { txHash } = await insertTransfer(db.store, { to: wallet, amount: first.amountDue, block: base });
+    await setHead(db.store, { head: base });
+    await e.reconcile({ chain, livemode });
+    await expect(claim(second.id, txHash)).rejects.toThrow(/already pays another payment session/);
+    expect(await claimOf(txHash)).toBeUndefined();
+    expect(await transferOf(txHash)).toMatchObject({ session_id: first.id, match_method: 'amount' });
+  });
+
+  test('a hostile proof for a transfer not matched yet that pays exactly another session loses to the amount: refused, nothing written', async () => {
+    const { wallet, first, second, base } = await twoLookAlikes();
+    const { txHash } = await insertTransfer(db.store, { to: wallet, amount: first.amountDue, block: base });
+    await setHead(db.store, { head: base });
+    await expect(claim(second.id, txHash)).rejects.toThrow(new RegExp(`amount names session ${first.id}`));
+    expect(await claimOf(txHash)).toBeUndefined();
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null, match_checked_at: null });
+  });
+
+  test('a transfer to another wallet, in another token, or paid before the session existed is refused', async () => {
+    const { wallet, second, base } = await twoLookAlikes();
+    const elsewhere = await insertTransfer(db.store, { to: newEvmWallet(), amount: 9_990_000n, block: base });
+    await expect(claim(second.id, elsewhere.txHash)).rejects.toThrow(/does not pay this session: it pays 0x[0-9a-fA-F]{40}, not the session's wallet/);
+    const otherToken = await insertTransfer(db.store, { to: wallet, amount: 9_990_000n, block: base, token: newEvmWallet() });
+    await expect(claim(second.id, otherToken.txHash)).rejects.toThrow(/which the session does not accept/);
+    const old = await insertTransfer(db.store, { to: wallet, amount: 9_990_000n, block: base, blockTime: new Date(Date.now() - 3_600_000) });
+    await expect(claim(second.id, old.txHash)).rejects.toThrow(/paid before the session was created/);
+    for (const { txHash } of [elsewhere, otherToken, old]) expect(await claimOf(txHash)).toBeUndefined();
+  });
+
+  test("an unreadable hash, an unknown session and a chain that is not the session's are refused", async () => {
+    const { second } = await twoLookAlikes();
+    await expect(claim(second.id, '0x1234')).rejects.toThrow(/is not a transaction hash/);
+    await expect(claim('ps_doesnotexist', `0x${'ab'.repeat(32)}`)).rejects.toThrow(/not found/);
+    await expect(
+      db.store.transaction((sql) => claimTransaction(sql, { sessionId: second.id, chain: 'base', txHash: `0x${'ab'.repeat(32)}`, source: 'proof' })),
+    ).rejects.toThrow(/is on polygon, not on base/);
+  });
+});
+
+describe('a claim made before the ingester stored the transaction', () => {
+  test('waits, then the matcher binds the transfer to the claiming session before amount matching', async () => {
+    const e = engine();
+    const { wallet, first, second, base } = await twoLookAlikes();
+    const txHash = `0x${'1c'.repeat(32)}`;
+    expect(await claim(second.id, txHash, 'x402')).toMatchObject({ created: true, transferIds: [], changes: [], sessionStatus: 'created' });
+    // The amount is exactly the first session's due amount: an x402 settlement is the gateway's own, so the claim wins.
+    await insertTransfer(db.store, { to: wallet, amount: first.amountDue, block: base, txHash });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await transferOf(txHash)).toMatchObject({ session_id: second.id, match_method: 'claim' });
+    expect(await statusOf(db.store, second.id)).toMatchObject({ status: 'confirmed' });
+    expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'created' });
+  });
+
+  test("a payer proof yields to another session's exact due amount; the refusal is recorded on the claim", async () => {
+    const e = engine();
+    const { wallet, first, second, base } = await twoLookAlikes();
+    const txHash = `0x${'2c'.repeat(32)}`;
+    await claim(second.id, txHash, 'proof');
+    await insertTransfer(db.store, { to: wallet, amount: first.amountDue, block: base, txHash });
+    await setHead(db.store, { head: base });
+    await e.reconcile({ chain, livemode });
+    expect(await transferOf(txHash)).toMatchObject({ session_id: first.id, match_method: 'amount' });
+    expect((await claimOf(txHash))?.refused_reason).toMatch(new RegExp(`amount names session ${first.id}`));
+  });
+
+  test('a claimed transfer that does not pay the claiming session is never given to another session by amount', async () => {
+    const e = engine();
+    const { wallet, second, base } = await twoLookAlikes();
+    const merchantId = await newMerchant(db.store);
+    const otherWallet = newEvmWallet();
+    const other = await newSession(db.store, { merchantId, wallet: otherWallet, amount: '7' });
+    const txHash = `0x${'3c'.repeat(32)}`;
+    await claim(second.id, txHash, 'x402');
+    await insertTransfer(db.store, { to: otherWallet, amount: other.amountDue, block: base, txHash });
+    await setHead(db.store, { head: base });
+    const result = await e.reconcile({ chain, livemode });
+    expect(result).toMatchObject({ matched: 0, unmatched: 1 });
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null });
+    expect((await claimOf(txHash))?.refused_reason).toMatch(/not the session's wallet/);
+    expect(await statusOf(db.store, other.id)).toMatchObject({ status: 'created' });
+    expect(wallet).not.toBe(otherWallet);
+  });
+});
+
+test('concurrent claims of one transaction for two sessions: exactly one wins, the other gets a conflict', async () => {
+  const { wallet, first, second, base } = await twoLookAlikes();
+  const { txHash } = await insertTransfer(db.store, { to: wallet, amount: 9_990_000n, block: base });
+  await setHead(db.store, { head: base });
+  const outcomes = await Promise.allSettled([claim(first.id, txHash), claim(second.id, txHash), claim(first.id, txHash), claim(second.id, txHash)]);
+  const won = outcomes.filter((o) => o.status === 'fulfilled').length;
+  const refused = outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason);
+  expect(refused.every((error) => error instanceof ConflictError)).toBe(true);
+  const owner = (await claimOf(txHash))!.session_id;
+  expect([first.id, second.id]).toContain(owner);
+  expect(await transferOf(txHash)).toMatchObject({ session_id: owner, match_method: 'claim' });
+  // The claims for the winner's session succeed (idempotently); those for the other fail.
+  expect(won).toBe(2);
+  expect(refused).toHaveLength(2);
+});
