@@ -15,6 +15,7 @@ const require = createRequire(import.meta.url);
 const FILES: Record<string, { path: string; type: string }> = {
   'dashboard.css': { path: fileURLToPath(new URL('./assets/dashboard.css', import.meta.url)), type: 'text/css; charset=utf-8' },
   'dashboard.js': { path: fileURLToPath(new URL('./assets/dashboard.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
+  'settings.js': { path: fileURLToPath(new URL('./assets/settings.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
   'htmx.min.js': { path: require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript; charset=utf-8' },
   'uplot.min.js': { path: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
   'uplot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
