@@ -14,7 +14,7 @@
   async function evmAccount() {
     if (!window.ethereum) throw new Error('no browser wallet found (window.ethereum); paste the address and the signature instead');
     const accounts = await window.ethereum.request({ method: 'eth_requestAccounts' });
-    if (!accounts || !accounts[0]) throw new Error('the wallet shared no account');
+    if (!accounts?.[0]) throw new Error('the wallet shared no account');
     return accounts;
   }
 
