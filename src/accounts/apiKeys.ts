@@ -1,5 +1,6 @@
 import type { Sql } from '../store/index.ts';
 import { constantTimeEqual, newId, randomBase62, sha256Hex } from '../internal/crypto.ts';
+import { badRequest } from '../internal/errors.ts';
 
 /**
  * What a key may do. `read` covers every GET; `write` covers every POST, PATCH and DELETE.
@@ -96,11 +97,34 @@ export async function createApiKey(
   return { apiKey: toApiKey(rows[0]!), secret };
 }
 
-export async function listApiKeys(sql: Sql, params: { merchantId?: string } = {}): Promise<ApiKey[]> {
-  const { rows } = await sql.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE ($1::text IS NULL OR merchant_id = $1) ORDER BY created_at, id`, [
-    params.merchantId ?? null,
-  ]);
+/** Keys, oldest first: all, or one merchant's, optionally of one mode. */
+export async function listApiKeys(sql: Sql, params: { merchantId?: string; livemode?: boolean } = {}): Promise<ApiKey[]> {
+  const { rows } = await sql.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE ($1::text IS NULL OR merchant_id = $1) AND ($2::boolean IS NULL OR livemode = $2) ORDER BY created_at, id`,
+    [params.merchantId ?? null, params.livemode ?? null],
+  );
   return rows.map(toApiKey);
+}
+
+/** One merchant's key by id (another merchant's id is undefined, as an unknown one). */
+export async function getApiKey(sql: Sql, params: { merchantId: string; id: string }): Promise<ApiKey | undefined> {
+  const { rows } = await sql.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1 AND merchant_id = $2`, [params.id, params.merchantId]);
+  return rows[0] && toApiKey(rows[0]);
+}
+
+/** Longest key description: a note to recognise a key by, not a document. */
+export const MAX_KEY_DESCRIPTION_LENGTH = 200;
+
+/**
+ * Checks what a person asks for when creating a key (the dashboard's form; the CLI checks its
+ * flags the same way): known scopes, at least one, and a description of sensible length.
+ */
+export function checkKeyRequest(params: { scopes: string[]; description?: string }): { scopes: Scope[]; description?: string } {
+  const unknown = params.scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
+  if (params.scopes.length === 0 || unknown.length > 0) throw badRequest(`scopes must be one or more of ${SCOPES.join(', ')}`);
+  const description = params.description?.trim();
+  if (description && description.length > MAX_KEY_DESCRIPTION_LENGTH) throw badRequest(`description must be at most ${MAX_KEY_DESCRIPTION_LENGTH} characters`);
+  return { scopes: params.scopes as Scope[], ...(description ? { description } : {}) };
 }
 
 /**
@@ -122,9 +146,16 @@ export function onApiKeyChange(listener: (keyId: string) => void): () => void {
   return () => localListeners.delete(listener);
 }
 
-/** Revokes a key; revoking twice keeps the first revocation time. @returns the key, or undefined when unknown. */
-export async function revokeApiKey(sql: Sql, id: string): Promise<ApiKey | undefined> {
-  const { rows } = await sql.query<ApiKeyRow>(`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
+/**
+ * Revokes a key; revoking twice keeps the first revocation time. With `merchantId` only that
+ * merchant's key is touched (the dashboard: another merchant's id is unknown). @returns the key,
+ * or undefined when unknown.
+ */
+export async function revokeApiKey(sql: Sql, id: string, params: { merchantId?: string } = {}): Promise<ApiKey | undefined> {
+  const { rows } = await sql.query<ApiKeyRow>(
+    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND ($2::text IS NULL OR merchant_id = $2) RETURNING ${COLUMNS}`,
+    [id, params.merchantId ?? null],
+  );
   for (const listener of localListeners) listener(id);
   return rows[0] && toApiKey(rows[0]);
 }

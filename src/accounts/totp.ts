@@ -37,6 +37,18 @@ export async function beginTotp(sql: Sql, box: SecretBox, user: DashboardUser): 
   return { secret, uri: generateURI({ issuer: TOTP_ISSUER, label: user.email, secret }) };
 }
 
+/** The secret from {@link beginTotp} not yet confirmed (to show it again after a wrong code), or undefined. */
+export async function pendingTotp(sql: Sql, box: SecretBox, user: DashboardUser): Promise<{ secret: string; uri: string } | undefined> {
+  const { rows } = await sql.query<{ totp_secret_sealed: string | null }>(
+    'SELECT totp_secret_sealed FROM dashboard_users WHERE id = $1 AND totp_enabled_at IS NULL',
+    [user.id],
+  );
+  const sealed = rows[0]?.totp_secret_sealed;
+  if (!sealed) return undefined;
+  const secret = box.open(sealed);
+  return { secret, uri: generateURI({ issuer: TOTP_ISSUER, label: user.email, secret }) };
+}
+
 /** Turns TOTP on once the user shows a code of the secret from {@link beginTotp}. A wrong code is a 400. */
 export async function confirmTotp(store: Store, box: SecretBox, params: { user: DashboardUser; code: string; actor: Actor }): Promise<void> {
   await store.transaction(async (sql) => {

@@ -18,6 +18,11 @@ export const NAV = [
 ] as const satisfies readonly { key: string; label: string; path: string; permission?: Permission }[];
 export type NavKey = (typeof NAV)[number]['key'] | 'account';
 
+/** The page of a section: where the mode toggle returns to after a POST (whose URL answers no GET). */
+export function sectionPath(nav: NavKey): string {
+  return `/dashboard${NAV.find((item) => item.key === nav)?.path ?? `/${nav}`}`;
+}
+
 const HTMX_CONFIG = JSON.stringify({
   // htmx 2 would otherwise add an inline <style>, which the CSP refuses, and may eval attributes.
   includeIndicatorStyles: false,
@@ -31,7 +36,8 @@ function head(title: string): Html {
   return html`<head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
+<link rel="icon" href="data:,">
 <meta name="htmx-config" content="${HTMX_CONFIG}">
 <title>${title} · svc dashboard</title>
 <link rel="stylesheet" href="${assetUrl('dashboard.css')}">

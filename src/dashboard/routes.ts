@@ -23,7 +23,7 @@ import type { Store } from '../store/index.ts';
 import { refusalAnswer } from '../api/httpErrors.ts';
 import type { ApiDeps } from '../api/deps.ts';
 import { html, type Html } from './html.ts';
-import { csrfField, renderLayout, type NavKey } from './layout.ts';
+import { csrfField, renderLayout, sectionPath, type NavKey } from './layout.ts';
 import { cookieNames, csrfTokenMatches, isSameOriginRequest, presentedCsrfToken, readCookie, serializeCookie, setPageHeaders } from './security.ts';
 import { errorBox } from './forms.ts';
 
@@ -180,7 +180,7 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
         return reply
           .status(answer.status ?? 200)
           .type('text/html; charset=utf-8')
-          .send(renderLayout(ctx!.session, { title: answer.title, nav, body: answer.body, path: request.url }));
+          .send(renderLayout(ctx!.session, { title: answer.title, nav, body: answer.body, path: request.method === 'GET' ? request.url : sectionPath(nav) }));
     }
   }
 

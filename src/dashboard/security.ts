@@ -17,13 +17,18 @@ export const DASHBOARD_CSP = [
   "base-uri 'none'",
 ].join('; ');
 
-/** Headers of every dashboard page and fragment: never cached, never framed, no referrer (sign-in link tokens are in URLs). */
+/**
+ * Headers of every dashboard page and fragment: never cached, never framed. `Referrer-Policy:
+ * same-origin`: no other site learns a dashboard URL (sign-in link tokens are in URLs), while
+ * browsers still send a real `Origin` on our own form posts (with `no-referrer` Chromium sends
+ * `Origin: null`, which the CSRF check must refuse).
+ */
 export function setPageHeaders(reply: FastifyReply, params: { https: boolean }): void {
   reply.header('Content-Security-Policy', DASHBOARD_CSP);
   reply.header('X-Frame-Options', 'DENY');
   reply.header('Cache-Control', 'no-store');
   reply.header('X-Content-Type-Options', 'nosniff');
-  reply.header('Referrer-Policy', 'no-referrer');
+  reply.header('Referrer-Policy', 'same-origin');
   reply.header('Cross-Origin-Opener-Policy', 'same-origin');
   reply.header('Cross-Origin-Resource-Policy', 'same-origin');
   reply.header('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=(), usb=()');

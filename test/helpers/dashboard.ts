@@ -1,9 +1,11 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { createMerchant, inviteDashboardUser, OPERATOR, useSignInLink, type DashboardUser, type Role } from '../../src/accounts/index.ts';
 import type { Store } from '../../src/store/index.ts';
+import { main } from '../../src/cli/main.ts';
 import { box } from './api.ts';
 import { startCheckoutServer, VIEWPORTS } from './browser.ts';
 
@@ -138,4 +140,17 @@ export async function saveDashboardScreenshots(page: Page, name: string): Promis
     files.push(file);
   }
   return files;
+}
+
+/** Runs the real `svc …` command line in process against `databaseUrl`; exit code and output. */
+export async function runSvc(databaseUrl: string, argv: string[], env: Record<string, string> = {}) {
+  let out = '';
+  let err = '';
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-dash-cli-'));
+  const code = await main(argv, {
+    env: { DATABASE_URL: databaseUrl, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
+    out: (text) => (out += text),
+    err: (text) => (err += text),
+  });
+  return { code, out, err, json: () => JSON.parse(out) };
 }

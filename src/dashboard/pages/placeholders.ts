@@ -6,7 +6,7 @@ import { page, type DashboardPageModule } from '../routes.ts';
  * Sections whose page is not built yet: each answers a page that says so. Whoever builds one
  * removes its key here and adds its module to pages/index.ts.
  */
-const NOT_BUILT_YET: NavKey[] = ['home', 'payments', 'unmatched', 'links', 'webhooks', 'developers', 'team', 'audit'];
+const NOT_BUILT_YET: NavKey[] = ['home', 'payments', 'unmatched', 'links', 'webhooks'];
 
 export const placeholderPages: DashboardPageModule = (routes) => {
   for (const item of NAV.filter((entry) => NOT_BUILT_YET.includes(entry.key))) {
