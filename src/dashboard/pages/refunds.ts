@@ -45,16 +45,16 @@ function listPage(ctx: DashboardContext, refunds: Refund[], status: RefundStatus
 </form>`;
   const rows = refunds.map(
     (refund) => html`<tr>
-  <td><a href="/dashboard/refunds/${refund.id}"><code>${refund.id}</code></a></td>
-  <td class="num">${amountText(refund)}</td>
-  <td>${refund.chain}</td>
-  <td>${statusBadge(refund)}</td>
-  <td><code>${refund.toAddress}</code></td>
-  <td>${dateText(refund.createdAt)}</td>
+  <td data-label="Refund"><a href="/dashboard/refunds/${refund.id}"><code>${refund.id}</code></a></td>
+  <td data-label="Amount" class="num">${amountText(refund)}</td>
+  <td data-label="Chain">${refund.chain}</td>
+  <td data-label="State">${statusBadge(refund)}</td>
+  <td data-label="To"><code>${refund.toAddress}</code></td>
+  <td data-label="Requested">${dateText(refund.createdAt)}</td>
 </tr>`,
   );
   const table = refunds.length
-    ? html`<div class="table-wrap"><table>
+    ? html`<div class="table-wrap"><table class="stacked">
 <caption class="sr-only">Refunds, newest first</caption>
 <thead><tr><th scope="col">Refund</th><th scope="col">Amount</th><th scope="col">Chain</th><th scope="col">State</th><th scope="col">To</th><th scope="col">Requested</th></tr></thead>
 <tbody>${rows}</tbody></table></div>

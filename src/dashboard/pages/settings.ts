@@ -72,10 +72,10 @@ function walletRows(ctx: DashboardContext, wallets: Wallet[]): Html {
   const manage = walletManagementAllowed(ctx);
   const rows = wallets.map(
     (wallet) => html`<tr>
-  <td>${wallet.chain}</td>
-  <td><code>${wallet.address}</code></td>
-  <td>${wallet.verified ? html`<span class="badge live">Verified</span> <span class="help">${wallet.verificationMethod ?? ''}</span>` : html`<span class="badge off">Not verified</span>`}</td>
-  <td>${wallet.isDefault ? html`<span class="badge default">Default</span>` : ''}</td>
+  <td data-label="Chain">${wallet.chain}</td>
+  <td data-label="Address"><code>${wallet.address}</code></td>
+  <td data-label="Ownership"><span>${wallet.verified ? html`<span class="badge live">Verified</span> <span class="help">${wallet.verificationMethod ?? ''}</span>` : html`<span class="badge off">Not verified</span>`}</span></td>
+  <td data-label="Default">${wallet.isDefault ? html`<span class="badge default">Default</span>` : '—'}</td>
   <td class="actions">${
     manage
       ? html`${
@@ -87,7 +87,7 @@ function walletRows(ctx: DashboardContext, wallets: Wallet[]): Html {
   }</td>
 </tr>`,
   );
-  return html`<div class="table-wrap"><table>
+  return html`<div class="table-wrap"><table class="stacked">
 <caption class="sr-only">Receiving wallets</caption>
 <thead><tr><th scope="col">Chain</th><th scope="col">Address</th><th scope="col">Ownership</th><th scope="col">Default</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
 <tbody>${rows}</tbody></table></div>`;
