@@ -40,11 +40,13 @@ export const insertRefund = () =>
 
 /**
  * How many refunds one transaction already completed to one address for one amount (each used
- * one of its matching transfers). $1 livemode, $2 chain, $3 tx hash, $4 address, $5 amount.
+ * one of its matching transfers); address and amount null: any. $1 livemode, $2 chain, $3 tx
+ * hash, $4 address or null, $5 amount or null.
  */
 export const countRefundsPaidBy = () =>
   `SELECT count(*)::int AS used FROM refunds r JOIN payment_sessions s ON s.id = r.session_id
-    WHERE r.livemode = $1 AND s.chain = $2 AND r.tx_hash = $3 AND r.status = 'completed' AND r.to_address = $4 AND r.amount = $5::numeric`;
+    WHERE r.tx_hash = $3 AND r.livemode = $1 AND s.chain = $2 AND r.status = 'completed'
+      AND ($4::text IS NULL OR r.to_address = $4) AND ($5::numeric IS NULL OR r.amount = $5::numeric)`;
 
 /** Marks a refund completed. $1 id, $2 the merchant's refund transaction. */
 export const markRefundCompleted = () => `UPDATE refunds SET status = 'completed', tx_hash = $2, completed_at = now(), updated_at = now() WHERE id = $1`;

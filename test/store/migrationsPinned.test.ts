@@ -25,6 +25,7 @@ const PINNED: Record<string, string> = {
   '016_api_key_change_notify.sql': '2a88c564b95d126f657313370bd858be97390fec58db1d78d1e74d59ff978f31',
   '017_dashboard.sql': 'ef91a0a313986b778bdc24c22c63dfecf11f70a0262401e26474362e0ea6ee31',
   '019_transaction_claims.sql': 'a39f00b367d7f3781cddbfdae6a7c893dc4cc6a444cbfbff88bd49bd8226ffaf',
+  '024_refunds_tx_hash.sql': '6ad6042ea9bd02e57256bfd89fcb6f94c9d8aa5b1ea642d813fd3898ccbd9538',
 };
 
 const RULE = 'landed migrations are never edited; add a new file and pin it';
