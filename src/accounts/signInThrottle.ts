@@ -45,9 +45,18 @@ export async function takeSignInAttempt(sql: Sql, params: { email: string; ip: s
   }
 }
 
-/** After a correct attempt: the account's count starts again, and the IP gets its attempt back. */
-export async function forgiveSignInAttempt(sql: Sql, params: { email: string; ip: string }): Promise<void> {
+/**
+ * After a correct attempt: the account's count starts again and the IP gets its attempt back.
+ * `undoOnly` (a right password that still needs its TOTP code) only takes this attempt back from
+ * both counts: clearing the account's count there would let someone who has the password reset
+ * it between code guesses.
+ */
+export async function forgiveSignInAttempt(sql: Sql, params: { email: string; ip: string }, options: { undoOnly?: boolean } = {}): Promise<void> {
   const [account, ip] = buckets(params);
+  if (options.undoOnly) {
+    await sql.query('UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = ANY($1)', [[account!.bucket, ip!.bucket]]);
+    return;
+  }
   await sql.query('DELETE FROM dashboard_sign_in_failures WHERE bucket = $1', [account!.bucket]);
   await sql.query('UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = $1', [ip!.bucket]);
 }

@@ -12,7 +12,7 @@ const require = createRequire(import.meta.url);
  * node_modules (htmx 2 for partial page updates, uPlot for charts). Read once at start; nothing
  * comes from a CDN, and a name not listed here is a 404, so no path ever reaches the file system.
  */
-const FILES: Record<string, { path: string; type: string }> = {
+const FILES: Record<AssetName, { path: string; type: string }> = {
   'dashboard.css': { path: fileURLToPath(new URL('./assets/dashboard.css', import.meta.url)), type: 'text/css; charset=utf-8' },
   'dashboard.js': { path: fileURLToPath(new URL('./assets/dashboard.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
   'settings.js': { path: fileURLToPath(new URL('./assets/settings.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
@@ -21,7 +21,8 @@ const FILES: Record<string, { path: string; type: string }> = {
   'uplot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
 };
 
-export type AssetName = keyof typeof FILES;
+/** A file name of {@link FILES}: add a line there for a new script or stylesheet. */
+export type AssetName = 'dashboard.css' | 'dashboard.js' | 'htmx.min.js' | 'uplot.min.js' | 'uplot.min.css';
 
 interface Asset {
   body: Buffer;

@@ -1,6 +1,6 @@
 import type { DashboardSession } from '../accounts/index.ts';
 import { roleCan, type Permission } from '../accounts/index.ts';
-import { assetUrl } from './assets.ts';
+import { assetUrl, type AssetName } from './assets.ts';
 import { html, type Html } from './html.ts';
 
 /** The sections of the dashboard, in nav order. `path` is under /dashboard. */
@@ -29,10 +29,18 @@ const HTMX_CONFIG = JSON.stringify({
   allowEval: false,
   allowScriptTags: false,
   selfRequestsOnly: true,
+  // Swap 4xx answers too: a refusal's inline error box (and the password prompt) lands where the
+  // request's result would have; 5xx and network errors swap nothing.
+  responseHandling: [
+    { code: '204', swap: false },
+    { code: '[23]..', swap: true },
+    { code: '[4]..', swap: true, error: false },
+    { code: '...', swap: false, error: true },
+  ],
 });
 
 /** `<head>` of every dashboard document. */
-function head(title: string): Html {
+function head(title: string, assets: readonly AssetName[] = []): Html {
   return html`<head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -43,6 +51,13 @@ function head(title: string): Html {
 <link rel="stylesheet" href="${assetUrl('dashboard.css')}">
 <script src="${assetUrl('htmx.min.js')}" defer></script>
 <script src="${assetUrl('dashboard.js')}" defer></script>
+${assets.map((name) =>
+  name.endsWith('.css')
+    ? html`<link rel="stylesheet" href="${assetUrl(name)}">
+`
+    : html`<script src="${assetUrl(name)}" defer></script>
+`,
+)}
 </head>`;
 }
 
@@ -52,7 +67,10 @@ export function csrfField(csrfToken: string): Html {
 }
 
 /** The page shell for a signed-in user: header (merchant, mode toggle, user menu), nav, main. */
-export function renderLayout(session: DashboardSession, params: { title: string; nav: NavKey; body: Html; path: string }): string {
+export function renderLayout(
+  session: DashboardSession,
+  params: { title: string; nav: NavKey; body: Html; path: string; assets?: readonly AssetName[] },
+): string {
   const { user, merchant, livemode, csrfToken } = session;
   const links = NAV.filter((item) => !('permission' in item) || roleCan(user.role, item.permission)).map(
     (item) => html`<li><a href="/dashboard${item.path}"${item.key === params.nav ? html` aria-current="page"` : ''}>${item.label}</a></li>`,
@@ -60,7 +78,7 @@ export function renderLayout(session: DashboardSession, params: { title: string;
   const modeLabel = livemode ? 'Live data' : 'Test data';
   const document = html`<!doctype html>
 <html lang="en">
-${head(params.title)}
+${head(params.title, params.assets)}
 <body class="${livemode ? 'mode-live' : 'mode-test'}" hx-headers="${JSON.stringify({ 'X-CSRF-Token': csrfToken })}">
 <a class="skip" href="#main">Skip to content</a>
 ${livemode ? '' : html`<div class="test-banner" role="status">Test mode: you are viewing sandbox data. No real funds move.</div>`}

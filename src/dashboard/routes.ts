@@ -23,6 +23,7 @@ import type { Store } from '../store/index.ts';
 import { refusalAnswer } from '../api/httpErrors.ts';
 import type { ApiDeps } from '../api/deps.ts';
 import { html, type Html } from './html.ts';
+import type { AssetName } from './assets.ts';
 import { csrfField, renderLayout, sectionPath, type NavKey } from './layout.ts';
 import { cookieNames, csrfTokenMatches, isSameOriginRequest, presentedCsrfToken, readCookie, serializeCookie, setPageHeaders } from './security.ts';
 import { errorBox } from './forms.ts';
@@ -56,7 +57,7 @@ export interface DashboardContext {
   /**
    * Money-routing actions: throws unless the password was entered in this session in the last
    * 10 minutes. The router then shows a password prompt that re-submits the same form with the
-   * password, and the action continues. Call it before changing anything. POST handlers only.
+   * password, and the action continues. Call it before changing anything.
    */
   requireRecentPassword(): void;
   /** Appends an audit entry for this merchant, user, IP and mode; pass the transaction's `sql` to commit it with the change. */
@@ -70,19 +71,34 @@ export interface DashboardContext {
 
 /** What a handler answers. Build them with {@link page}, {@link fragment}, {@link redirect}, {@link file}. */
 export type DashboardAnswer =
-  | { kind: 'page'; title: string; body: Html; status?: number }
+  | { kind: 'page'; title: string; body: Html; status?: number; assets?: AssetName[] }
   | { kind: 'fragment'; body: Html; status?: number }
   | { kind: 'redirect'; to: string; clearSessionCookie?: boolean }
-  | { kind: 'file'; filename: string; contentType: string; body: string };
+  | { kind: 'file'; filename: string; contentType: string; body: string }
+  | { kind: 'json'; value: unknown };
 
 /** A full page in the layout (title as `<h1>`, the route's nav item current). */
-export const page = (title: string, body: Html, options: { status?: number } = {}): DashboardAnswer => ({ kind: 'page', title, body, ...options });
+/**
+ * A full page in the layout (title as `<h1>`, the route's nav item current). `assets` adds files
+ * of assets.ts to its head, e.g. `['uplot.min.js', 'uplot.min.css', 'charts.js']` for charts.
+ */
+export const page = (title: string, body: Html, options: { status?: number; assets?: AssetName[] } = {}): DashboardAnswer => ({
+  kind: 'page',
+  title,
+  body,
+  ...options,
+});
 /** Markup alone, for htmx swaps (`hx-get`, `hx-post`). */
 export const fragment = (body: Html, options: { status?: number } = {}): DashboardAnswer => ({ kind: 'fragment', body, ...options });
 /** 303 See Other to a dashboard path (post/redirect/get). */
 export const redirect = (to: string, options: { clearSessionCookie?: boolean } = {}): DashboardAnswer => ({ kind: 'redirect', to, ...options });
 /** A download (CSV export). */
 export const file = (filename: string, contentType: string, body: string): DashboardAnswer => ({ kind: 'file', filename, contentType, body });
+/**
+ * JSON for a page's own script (chart series): the CSP allows fetches to this origin only, and
+ * pages carry no inline data scripts. Bigints become decimal text.
+ */
+export const json = (value: unknown): DashboardAnswer => ({ kind: 'json', value });
 
 export interface RouteOptions {
   /** The nav item shown as current. */
@@ -171,6 +187,10 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
       case 'file':
         reply.header('Content-Disposition', `attachment; filename="${answer.filename.replace(/[^\w.-]/g, '_')}"`);
         return reply.type(answer.contentType).send(answer.body);
+      case 'json':
+        return reply
+          .type('application/json; charset=utf-8')
+          .send(JSON.stringify(answer.value, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)));
       case 'fragment':
         return reply
           .status(answer.status ?? 200)
@@ -180,19 +200,32 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
         return reply
           .status(answer.status ?? 200)
           .type('text/html; charset=utf-8')
-          .send(renderLayout(ctx!.session, { title: answer.title, nav, body: answer.body, path: request.method === 'GET' ? request.url : sectionPath(nav) }));
+          .send(
+            renderLayout(ctx!.session, {
+              title: answer.title,
+              nav,
+              body: answer.body,
+              path: request.method === 'GET' ? request.url : sectionPath(nav),
+              assets: answer.assets ?? [],
+            }),
+          );
     }
   }
 
-  /** The password prompt that replays the refused form (same URL, same fields) with the password added. */
+  /**
+   * The password prompt. After a POST it replays the refused form (same URL, same fields) with the
+   * password added, so the action continues; after a GET it goes through `POST /dashboard/reauth`
+   * and back to the page. A full page, or under htmx the form alone for the request's target.
+   */
   function reauthPrompt(ctx: DashboardContext, request: FastifyRequest, message?: string): DashboardAnswer {
     const body = (request.body ?? {}) as Record<string, unknown>;
-    const replayed = Object.entries(body)
-      .filter(([name, value]) => !ROUTER_FIELDS.has(name) && typeof value === 'string')
-      .map(([name, value]) => html`<input type="hidden" name="${name}" value="${value as string}">`);
-    return page(
-      'Confirm your password',
-      html`<form method="post" action="${request.url}" class="stack reauth" data-reauth>
+    const replayed =
+      request.method === 'GET'
+        ? [html`<input type="hidden" name="next" value="${request.url}">`]
+        : Object.entries(body)
+            .filter(([name, value]) => !ROUTER_FIELDS.has(name) && typeof value === 'string')
+            .map(([name, value]) => html`<input type="hidden" name="${name}" value="${value as string}">`);
+    const form = html`<form method="post" action="${request.method === 'GET' ? '/dashboard/reauth' : request.url}" class="stack reauth" data-reauth>
   <p>This changes where money goes or who can move it. Enter your password to continue (asked at most every 10 minutes).</p>
   ${message ? errorBox(message) : ''}
   ${ctx.csrfField()}${replayed}
@@ -200,9 +233,8 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   <input id="reauth-password" name="_reauth_password" type="password" autocomplete="current-password" required autofocus>
   <button type="submit">Continue</button>
   <a href="/dashboard">Cancel</a>
-</form>`,
-      { status: 401 },
-    );
+</form>`;
+    return isHtmx(request) ? fragment(form, { status: 401 }) : page('Confirm your password', form, { status: 401 });
   }
 
   /** Checks a `_reauth_password` sent with a replayed form; undefined when it passed. */
@@ -257,7 +289,7 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
           if (options.recentPassword) ctx.requireRecentPassword();
           return send(reply, request, await (handler as Handler<unknown>)(ctx, request as never), ctx, options.nav);
         } catch (error) {
-          if (error instanceof RecentPasswordRequiredError && method === 'POST') return send(reply, request, reauthPrompt(ctx, request), ctx, options.nav);
+          if (error instanceof RecentPasswordRequiredError) return send(reply, request, reauthPrompt(ctx, request), ctx, options.nav);
           const refusal = refusalAnswer(error);
           if (!refusal) throw error;
           for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);

@@ -32,6 +32,8 @@ export function setPageHeaders(reply: FastifyReply, params: { https: boolean }):
   reply.header('Cross-Origin-Opener-Policy', 'same-origin');
   reply.header('Cross-Origin-Resource-Policy', 'same-origin');
   reply.header('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=(), usb=()');
+  // A private tool: search engines should not index its sign-in page.
+  reply.header('X-Robots-Tag', 'noindex, nofollow');
   if (params.https) reply.header('Strict-Transport-Security', 'max-age=31536000');
 }
 

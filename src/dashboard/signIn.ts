@@ -138,7 +138,7 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void 
     if (found.user.totpEnabled) {
       // The password was right: ask for the code without counting a failure for its absence.
       if (!code) {
-        await forgiveSignInAttempt(deps.store, { email, ip: request.ip });
+        await forgiveSignInAttempt(deps.store, { email, ip: request.ip }, { undoOnly: true });
         return again('enter the code from your authenticator app', 401, true);
       }
       if (!(await checkTotpCode(deps.store, deps.box, { userId: found.user.id, code })))

@@ -14,6 +14,8 @@ const RETENTION = {
    * transfers are unique on (chain, signature, index).
    */
   solanaSignaturesDays: 7,
+  /** Ended dashboard sessions (signed out, expired) and used or expired sign-in links: kept a month for incident review (their IPs). */
+  dashboardSessionsDays: 30,
 } as const;
 
 /** Rows deleted per statement, so one pass never holds long locks or a huge transaction. */
@@ -21,8 +23,8 @@ const BATCH = 5_000;
 
 /**
  * One retention pass: deletes expired idempotency keys, stale rate-limit windows, used or expired
- * wallet challenges, settled Solana signature records, and webhook attempts older than the retention (their delivery rows, with
- * status and attempt count, stay). Safe to run anywhere at any time; the worker role schedules it
+ * wallet challenges, settled Solana signature records, webhook attempts older than the retention (their delivery rows, with
+ * status and attempt count, stay), ended dashboard sessions, old sign-in links and spent sign-in throttle windows. Safe to run anywhere at any time; the worker role schedules it
  * hourly through pg-boss, which runs it once per schedule across all processes.
  * @returns rows deleted per table.
  */
@@ -33,6 +35,10 @@ export async function pruneExpiredRows(sql: Sql): Promise<Record<string, number>
     wallet_challenges: `DELETE FROM wallet_challenges WHERE ctid IN (SELECT ctid FROM wallet_challenges WHERE expires_at < now() - make_interval(days => ${RETENTION.walletChallengesDays}) LIMIT ${BATCH})`,
     solana_signatures: `DELETE FROM solana_signatures WHERE ctid IN (SELECT ctid FROM solana_signatures WHERE commitment IN ('finalized', 'removed') AND updated_at < now() - make_interval(days => ${RETENTION.solanaSignaturesDays}) LIMIT ${BATCH})`,
     webhook_attempts: `DELETE FROM webhook_attempts WHERE ctid IN (SELECT ctid FROM webhook_attempts WHERE started_at < now() - make_interval(days => ${RETENTION.webhookAttemptsDays}) LIMIT ${BATCH})`,
+    dashboard_sessions: `DELETE FROM dashboard_sessions WHERE ctid IN (SELECT ctid FROM dashboard_sessions WHERE least(coalesce(revoked_at, expires_at), expires_at) < now() - make_interval(days => ${RETENTION.dashboardSessionsDays}) LIMIT ${BATCH})`,
+    dashboard_sign_in_links: `DELETE FROM dashboard_sign_in_links WHERE ctid IN (SELECT ctid FROM dashboard_sign_in_links WHERE expires_at < now() - make_interval(days => ${RETENTION.dashboardSessionsDays}) LIMIT ${BATCH})`,
+    // A failure window lasts 15 minutes (src/accounts/signInThrottle.ts); an hour later the row counts for nothing.
+    dashboard_sign_in_failures: `DELETE FROM dashboard_sign_in_failures WHERE ctid IN (SELECT ctid FROM dashboard_sign_in_failures WHERE window_started_at < now() - interval '1 hour' LIMIT ${BATCH})`,
   };
   const deleted: Record<string, number> = {};
   for (const [table, statement] of Object.entries(statements)) {

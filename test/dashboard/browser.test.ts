@@ -81,6 +81,17 @@ test('the owner invited with `svc users create` sets a password, creates a test 
   await page.setViewportSize({ width: 390, height: 844 });
   expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
 
+  // Team: invite a viewer; the link is shown to copy. The audit log lists what happened.
+  await page.getByRole('link', { name: 'Team' }).click();
+  await page.getByLabel('Email').fill('viewer@example.test');
+  await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+  await page.getByRole('button', { name: 'Create sign-in link' }).click();
+  await expect(page.locator('#sign-in-link').textContent()).resolves.toMatch(new RegExp(`^${server.url}/dashboard/link/[0-9A-Za-z]{43}$`));
+  await saveDashboardScreenshots(page, 'team');
+  await page.getByRole('link', { name: 'Audit log' }).click();
+  await expect(page.locator('tbody tr').first().textContent()).resolves.toContain('user.invited');
+  await saveDashboardScreenshots(page, 'audit');
+
   // Sign out: the dashboard asks to sign in again.
   await page.locator('.user-menu summary').click();
   await page.getByRole('button', { name: 'Sign out', exact: true }).click();

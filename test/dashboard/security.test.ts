@@ -69,6 +69,12 @@ describe('roles are enforced on the server', () => {
     expect(answer.status).toBe(404);
     expect(answer.body).toContain(`no API key ${foreignKey.apiKey.id}`);
     expect((await keysOf(other.merchantId))[0]!.revokedAt).toBeNull();
+    // Nor can it touch the other merchant's users.
+    for (const action of ['disable', 'link', 'role']) {
+      expect((await client.post(`/dashboard/team/${other.owner.id}/${action}`, { role: 'viewer' })).status, action).toBe(404);
+    }
+    const { rows } = await db.store.query('SELECT role, disabled_at FROM dashboard_users WHERE id = $1', [other.owner.id]);
+    expect(rows[0]).toEqual({ role: 'owner', disabled_at: null });
     const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
     const devClient = await signedInClient(app, developer.email);
     expect((await devClient.get('/dashboard/team')).status).toBe(403);
@@ -91,6 +97,14 @@ describe('cross-site requests', () => {
     ];
     expect(refusals.map((answer) => answer.status)).toEqual([403, 403, 403, 403, 403]);
     expect(await keysOf(merchantId)).toEqual([]);
+    // htmx sends the token as a header (from <body hx-headers>) instead of a field.
+    const viaHeader = await client.post(
+      '/dashboard/mode',
+      { livemode: 'false' },
+      { csrf: false, headers: { 'x-csrf-token': client.csrfToken!, 'hx-request': 'true' } },
+    );
+    expect(viaHeader.status).toBe(204);
+    expect(viaHeader.headers['hx-redirect']).toBe('/dashboard');
     // The same form from our own page passes.
     expect(
       (await client.post('/dashboard/developers/keys', form, { headers: { origin: 'https://pay.example.test', 'sec-fetch-site': 'same-origin' } })).status,
@@ -216,6 +230,21 @@ describe('re-authentication for money-routing actions', () => {
     // Within the next 10 minutes no prompt.
     expect((await client.post('/dashboard/developers/keys', { scope_read: '1' })).status).toBe(201);
   });
+
+  test('under htmx the prompt is the form alone; the page prompt goes through /dashboard/reauth and back', async () => {
+    const { owner } = await newMerchantWithOwner(db.store);
+    const client = await signedInClient(app, owner.email);
+    await toLive(client);
+    await setSession(owner.id, `reauth_at = now() - interval '11 minutes'`);
+    const htmx = await client.post('/dashboard/developers/keys', { scope_read: '1' }, { headers: { 'hx-request': 'true' } });
+    expect(htmx.status).toBe(401);
+    expect(htmx.body).toMatch(/^<form method="post" action="\/dashboard\/developers\/keys" class="stack reauth" data-reauth>/);
+    const prompt = await client.post('/dashboard/reauth', { next: '/dashboard/team' });
+    expect(prompt.status).toBe(401);
+    const back = await client.post('/dashboard/reauth', { next: '/dashboard/team', _reauth_password: TEST_PASSWORD });
+    expect(back.status).toBe(303);
+    expect(back.headers.location).toBe('/dashboard/team');
+  });
 });
 
 describe('pages', () => {
@@ -280,6 +309,11 @@ describe('two-factor sign-in, team and audit', () => {
     expect(asked.body).toContain('Two-factor code');
     // The code used to confirm was spent: the same step is refused.
     expect((await signIn.signIn(owner.email, TEST_PASSWORD, { code: await generate({ secret }) })).status).toBe(401);
+    // Wrong codes count against the account; asking again without a code does not reset the count.
+    for (let attempt = 0; attempt < 3; attempt++) expect((await signIn.signIn(owner.email, TEST_PASSWORD, { code: '000000' })).status).toBe(401);
+    expect((await signIn.signIn(owner.email)).status).toBe(401);
+    const { rows: counted } = await db.store.query('SELECT failures FROM dashboard_sign_in_failures WHERE bucket = $1', [`account:${owner.email}`]);
+    expect(counted[0]!.failures).toBe(4);
     await db.store.query('UPDATE dashboard_users SET totp_last_step = totp_last_step - 2 WHERE id = $1', [owner.id]);
     expect((await signIn.signIn(owner.email, TEST_PASSWORD, { code: await generate({ secret }) })).status).toBe(303);
 

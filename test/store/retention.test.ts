@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { createApiKey, createMerchant, createWalletChallenge } from '../../src/accounts/index.ts';
+import {
+  createApiKey,
+  createDashboardSession,
+  createMerchant,
+  createSignInLink,
+  createWalletChallenge,
+  inviteDashboardUser,
+  OPERATOR,
+} from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import { appendEvent } from '../../src/engine/outbox.ts';
 import { pruneExpiredRows } from '../../src/store/retention.ts';
@@ -68,12 +76,27 @@ describe('pruneExpiredRows()', () => {
       );
     }
 
+    // Dashboard: a session ended 31 days ago and a live one; the invitation's link and one more expired 31 days ago and a fresh one; a spent and a current throttle window.
+    const { user } = await inviteDashboardUser(db.store, { merchantId: merchant.id, email: 'retained@example.test', role: 'owner', actor: OPERATOR });
+    const ended = await createDashboardSession(db.store, { userId: user.id });
+    await createDashboardSession(db.store, { userId: user.id });
+    await db.store.query(`UPDATE dashboard_sessions SET revoked_at = now() - interval '31 days' WHERE id = $1`, [ended.id]);
+    await createSignInLink(db.store, user.id);
+    await db.store.query(`UPDATE dashboard_sign_in_links SET expires_at = now() - interval '31 days'`);
+    await createSignInLink(db.store, user.id);
+    await db.store.query(
+      `INSERT INTO dashboard_sign_in_failures (bucket, failures, window_started_at) VALUES ('ip:old', 3, now() - interval '2 hours'), ('ip:new', 1, now())`,
+    );
+
     expect(await pruneExpiredRows(db.store)).toEqual({
       idempotency_keys: 1,
       rate_limit_counters: 1,
       wallet_challenges: 1,
       solana_signatures: 1,
       webhook_attempts: 1,
+      dashboard_sessions: 1,
+      dashboard_sign_in_links: 2,
+      dashboard_sign_in_failures: 1,
     });
     // Still waiting for finality: kept however old.
     expect((await db.store.query('SELECT signature FROM solana_signatures ORDER BY signature')).rows.map((row) => row.signature)).toEqual([
@@ -85,7 +108,10 @@ describe('pruneExpiredRows()', () => {
     expect(await count('wallet_challenges')).toBe(1);
     expect(await count('webhook_attempts')).toBe(1);
     expect(await count('webhook_deliveries')).toBe(1);
+    expect(await count('dashboard_sessions')).toBe(1);
+    expect(await count('dashboard_sign_in_links')).toBe(1);
+    expect(await count('dashboard_sign_in_failures')).toBe(1);
     // A second pass finds nothing.
-    expect(Object.values(await pruneExpiredRows(db.store))).toEqual([0, 0, 0, 0, 0]);
+    expect(Object.values(await pruneExpiredRows(db.store))).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
   });
 });

@@ -128,14 +128,11 @@ export const teamPage: DashboardPageModule = (routes, deps) => {
   });
 
   routes.post<{ id: string }>('/team/:id/link', options, async (ctx, request) => {
-    const result = await tryForm(() => reissueSignInLink(ctx.store, { merchantId: ctx.merchant.id, userId: request.params.id, actor: ctx.actor }));
-    if (!result.ok) return page('Team', await teamBody(ctx, { error: result.error }), { status: 400 });
+    // Another merchant's or an unknown id is a 404 page, a disabled user a 409 (the router renders refusals).
+    const link = await reissueSignInLink(ctx.store, { merchantId: ctx.merchant.id, userId: request.params.id, actor: ctx.actor });
     const users = await listDashboardUsers(ctx.store, ctx.merchant.id);
     const email = users.find((user) => user.id === request.params.id)?.email ?? '';
-    return page(
-      'Team',
-      await teamBody(ctx, { link: { url: signInLinkUrl(deps.config.publicUrl, result.value.token), email, expiresAt: result.value.expiresAt } }),
-    );
+    return page('Team', await teamBody(ctx, { link: { url: signInLinkUrl(deps.config.publicUrl, link.token), email, expiresAt: link.expiresAt } }));
   });
 
   routes.post<{ id: string }>('/team/:id/role', options, async (ctx, request) => {
