@@ -22,7 +22,7 @@ const FILES: Record<AssetName, { path: string; type: string }> = {
 };
 
 /** A file name of {@link FILES}: add a line there for a new script or stylesheet. */
-export type AssetName = 'dashboard.css' | 'dashboard.js' | 'htmx.min.js' | 'uplot.min.js' | 'uplot.min.css';
+export type AssetName = 'dashboard.css' | 'dashboard.js' | 'settings.js' | 'htmx.min.js' | 'uplot.min.js' | 'uplot.min.css';
 
 interface Asset {
   body: Buffer;
