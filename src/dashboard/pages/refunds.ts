@@ -7,7 +7,6 @@ import { REFUND_STATUSES, type Refund, type RefundStatus } from '../../payments/
 import { completeRefundVerified } from '../../payments/refundCompletion.ts';
 import { getRefund, listRefunds, rejectRefund } from '../../payments/refunds.ts';
 import { getSessionById } from '../../payments/sessions.ts';
-import { refusalAnswer } from '../../api/httpErrors.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import { page, redirect, type DashboardContext, type DashboardPageModule } from '../routes.ts';
@@ -145,17 +144,6 @@ async function detailPage(ctx: DashboardContext, refund: Refund, message?: { err
   return html`${feedback}${facts}${pay}${complete}${reject}`;
 }
 
-/** Runs an action; a refusal becomes its status and the API's message (anything else propagates). */
-async function attempt<T>(action: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; status: number; error: string }> {
-  try {
-    return { ok: true, value: await action() };
-  } catch (error) {
-    const refusal = refusalAnswer(error);
-    if (!refusal) throw error;
-    return { ok: false, status: refusal.status, error: refusal.body.error };
-  }
-}
-
 export const refundPages: DashboardPageModule = (routes, deps) => {
   routes.get('/refunds', { nav: 'refunds' }, async (ctx, request) => {
     const wanted = request.query.status;
@@ -184,7 +172,7 @@ export const refundPages: DashboardPageModule = (routes, deps) => {
     const refund = await getRefund(ctx.store, params);
     // Test mode only: a hash made up here stands for the transfer the sandbox cannot make.
     const txHash = !ctx.livemode && field(request.body, 'simulate') === '1' ? fakeTxHash(refund.chain) : field(request.body, 'txHash');
-    const result = await attempt(() =>
+    const result = await tryForm(() =>
       completeRefundVerified(ctx.store, deps.lookups, { ...params, txHash }, (sql, completed) =>
         ctx.audit('refund.completed', {
           target: completed.id,
@@ -201,7 +189,7 @@ export const refundPages: DashboardPageModule = (routes, deps) => {
   routes.post<{ id: string }>('/refunds/:id/reject', { nav: 'refunds', permission: 'payments.manage' }, async (ctx, request) => {
     const params = { merchantId: ctx.merchant.id, livemode: ctx.livemode, id: request.params.id };
     const reason = field(request.body, 'reason') || undefined;
-    const result = await attempt(() =>
+    const result = await tryForm(() =>
       ctx.store.transaction(async (sql) => {
         const rejected = await rejectRefund(sql, { ...params, reason });
         await ctx.audit('refund.rejected', { target: rejected.id, sql, details: { amount: amountText(rejected), reason: reason ?? null } });

@@ -11,10 +11,9 @@ import {
   type Wallet,
   type WalletChallenge,
 } from '../../accounts/index.ts';
-import { refusalAnswer } from '../../api/httpErrors.ts';
 import { CHAIN_NAMES, type ChainName } from '../../internal/config.ts';
 import { badRequest, forbidden } from '../../internal/errors.ts';
-import { errorBox, field, noticeBox } from '../forms.ts';
+import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { assetUrl } from '../assets.ts';
 import { html, type Html } from '../html.ts';
 import { page, redirect, type DashboardContext, type DashboardPageModule } from '../routes.ts';
@@ -38,18 +37,6 @@ const NOTICES: Record<string, string> = {
   removed: 'Wallet removed.',
   payment: 'Payment settings saved.',
 };
-
-/** Runs an action; a refusal becomes its status and the API's message (anything else propagates). */
-async function attempt(action: () => Promise<unknown>): Promise<{ status: number; error: string } | undefined> {
-  try {
-    await action();
-    return undefined;
-  } catch (error) {
-    const refusal = refusalAnswer(error);
-    if (!refusal) throw error;
-    return { status: refusal.status, error: refusal.body.error };
-  }
-}
 
 function walletManagementAllowed(ctx: DashboardContext): boolean {
   return ctx.livemode && ctx.can('wallets.manage');
@@ -184,19 +171,18 @@ export const settingsPages: DashboardPageModule = (routes) => {
 
   routes.post('/settings/wallets/challenge', walletRoute, async (ctx, request) => {
     const input = { chain: field(request.body, 'chain'), address: field(request.body, 'address') };
-    let challenge: WalletChallenge | undefined;
-    const refused = await attempt(async () => {
+    const result = await tryForm(async () => {
       requireLiveMode(ctx);
-      challenge = await createWalletChallenge(ctx.store, { merchantId: ctx.merchant.id, chain: chainOf(input.chain), address: input.address });
+      return createWalletChallenge(ctx.store, { merchantId: ctx.merchant.id, chain: chainOf(input.chain), address: input.address });
     });
-    if (refused)
-      return page('Settings', await settingsPage(ctx, { walletError: refused.error, addForm: addWalletForm(ctx, input) }), { status: refused.status });
-    return page('Settings', await settingsPage(ctx, { addForm: signForm(ctx, challenge!) }));
+    if (!result.ok)
+      return page('Settings', await settingsPage(ctx, { walletError: result.error, addForm: addWalletForm(ctx, input) }), { status: result.status });
+    return page('Settings', await settingsPage(ctx, { addForm: signForm(ctx, result.value) }));
   });
 
   routes.post('/settings/wallets', walletRoute, async (ctx, request) => {
     const challengeId = field(request.body, 'challengeId');
-    const refused = await attempt(async () => {
+    const result = await tryForm(async () => {
       requireLiveMode(ctx);
       await ctx.store.transaction(async (sql) => {
         const wallet = await verifyWalletChallenge(sql, {
@@ -210,35 +196,35 @@ export const settingsPages: DashboardPageModule = (routes) => {
         if (wallet.isDefault) await ctx.audit('wallet.default_set', { target: wallet.id, sql, details, livemode: null });
       });
     });
-    if (!refused) return redirect('/dashboard/settings?done=added');
+    if (result.ok) return redirect('/dashboard/settings?done=added');
     // Show the same challenge again (while it can still be used) with the refusal beside it.
     const open = challengeId ? await getOpenWalletChallenge(ctx.store, { merchantId: ctx.merchant.id, challengeId }) : undefined;
-    const addForm = open ? signForm(ctx, open, refused.error) : html`${errorBox(refused.error)}${addWalletForm(ctx, {})}`;
-    return page('Settings', await settingsPage(ctx, { addForm }), { status: refused.status });
+    const addForm = open ? signForm(ctx, open, result.error) : html`${errorBox(result.error)}${addWalletForm(ctx, {})}`;
+    return page('Settings', await settingsPage(ctx, { addForm }), { status: result.status });
   });
 
   routes.post<{ id: string }>('/settings/wallets/:id/default', walletRoute, async (ctx, request) => {
-    const refused = await attempt(async () => {
+    const result = await tryForm(async () => {
       requireLiveMode(ctx);
       await ctx.store.transaction(async (sql) => {
         const wallet = await setDefaultWallet(sql, { merchantId: ctx.merchant.id, walletId: request.params.id });
         await ctx.audit('wallet.default_set', { target: wallet.id, sql, details: { chain: wallet.chain, address: wallet.address }, livemode: null });
       });
     });
-    if (!refused) return redirect('/dashboard/settings?done=default');
-    return page('Settings', await settingsPage(ctx, { walletError: refused.error }), { status: refused.status });
+    if (result.ok) return redirect('/dashboard/settings?done=default');
+    return page('Settings', await settingsPage(ctx, { walletError: result.error }), { status: result.status });
   });
 
   routes.post<{ id: string }>('/settings/wallets/:id/remove', walletRoute, async (ctx, request) => {
-    const refused = await attempt(async () => {
+    const result = await tryForm(async () => {
       requireLiveMode(ctx);
       await ctx.store.transaction(async (sql) => {
         const wallet = await removeWallet(sql, { merchantId: ctx.merchant.id, walletId: request.params.id });
         await ctx.audit('wallet.removed', { target: wallet.id, sql, details: { chain: wallet.chain, address: wallet.address }, livemode: null });
       });
     });
-    if (!refused) return redirect('/dashboard/settings?done=removed');
-    return page('Settings', await settingsPage(ctx, { walletError: refused.error }), { status: refused.status });
+    if (result.ok) return redirect('/dashboard/settings?done=removed');
+    return page('Settings', await settingsPage(ctx, { walletError: result.error }), { status: result.status });
   });
 
   routes.post('/settings/payment', { nav: 'settings', permission: 'settings.manage' }, async (ctx, request) => {
@@ -247,13 +233,13 @@ export const settingsPages: DashboardPageModule = (routes) => {
       acceptBridgedTokens: field(request.body, 'acceptBridgedTokens') === 'true',
       paymentToleranceBps: /^\d{1,6}$/.test(toleranceText) ? Number(toleranceText) : Number.NaN,
     };
-    const refused = await attempt(() =>
+    const result = await tryForm(() =>
       ctx.store.transaction(async (sql) => {
         await setMerchantPaymentSettings(sql, ctx.merchant.id, settings);
         await ctx.audit('merchant.settings_changed', { target: ctx.merchant.id, sql, details: settings, livemode: null });
       }),
     );
-    if (!refused) return redirect('/dashboard/settings?done=payment');
-    return page('Settings', await settingsPage(ctx, { paymentError: refused.error }), { status: refused.status });
+    if (result.ok) return redirect('/dashboard/settings?done=payment');
+    return page('Settings', await settingsPage(ctx, { paymentError: result.error }), { status: result.status });
   });
 };
