@@ -3,7 +3,7 @@ import { loadChains } from '../internal/chains.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { claimTransaction, normalizeTxHash } from '../engine/claims.ts';
 import { claimMisfit } from '../engine/match.ts';
-import type { TokenMovement, TransactionLookups } from '../ingest/lookup.ts';
+import { storeIfFinal, type LookedUpTransaction, type TokenMovement, type TransactionLookups } from '../ingest/lookup.ts';
 import { getSessionById } from '../payments/sessions.ts';
 import { loadCheckoutSession, type CheckoutSession } from './view.ts';
 import { CHAIN_DISPLAY_NAMES } from './instructions.ts';
@@ -54,8 +54,10 @@ export async function proveTransaction(store: Store, lookups: TransactionLookups
     [session.chain, txHash],
   );
   // Not stored yet: ask the chain, so a wrong hash is refused now rather than waiting forever.
+  let looked: LookedUpTransaction | undefined;
   if (!rows[0]!.known) {
     const found = await lookups.lookup(session.chain, txHash);
+    looked = found;
     if (!found.found) {
       throw notFound(
         `transaction ${txHash} was not found on ${chainName}: it is not in a block yet, or it is not a ${chainName} transaction. Retry once it is mined (a few seconds on most chains).`,
@@ -78,7 +80,11 @@ export async function proveTransaction(store: Store, lookups: TransactionLookups
     if (misfit) throw conflict(`transaction ${txHash} does not pay this session: ${misfit}`);
   }
 
-  const claim = await store.transaction((sql) => claimTransaction(sql, { sessionId: session.id, chain: session.chain, txHash, source: 'proof' }));
+  const claim = await store.transaction(async (sql) => {
+    // In a final block the transfers are stored now (as the ingester would), so they count at once.
+    if (looked) await storeIfFinal(sql, looked, { wallet: session.payTo });
+    return claimTransaction(sql, { sessionId: session.id, chain: session.chain, txHash, source: 'proof' });
+  });
   const after = (await loadCheckoutSession(store, session.id))!;
   const bound = claim.transferIds.length > 0;
   return {

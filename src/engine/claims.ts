@@ -118,7 +118,7 @@ export async function claimTransaction(
     const match = await matchTransfers(sql, { livemode, chain, limit: stored.length, txHash });
     const fittingIds = new Set(fitting.map((transfer) => transfer.id));
     const refused = match.refusedClaims.find((refusal) => fittingIds.has(refusal.transferId));
-    if (refused) throw conflict(`transaction ${txHash} cannot be claimed for this session: ${refused.reason.replace(/^transfer trf_\d+: /, '')}`);
+    if (refused) throw conflict(`transaction ${txHash} cannot be claimed for this session: ${refused.publicReason}`);
     bound = match.matched > 0;
   }
   // Transfers matching already left unmatched: nothing named a session, so the claim takes them.

@@ -258,8 +258,11 @@ function outranksProof(evidence: Evidence, transfer: TransferToMatch, claimed: C
 /** What matching decided for one transfer: a session, and the refusal of a claim on its transaction when there was one. */
 interface Decision {
   found?: { sessionId: string; method: MatchMethod };
-  refusedClaim?: string;
+  refusedClaim?: ClaimRefusal;
 }
+
+/** Why a claim was not honoured for one transfer: it does not fit the session (`claimMisfit`), or stronger evidence names another session. */
+type ClaimRefusal = { kind: 'misfit'; misfit: string } | { kind: 'outranked'; method: 'reference' | 'amount'; sessionId: string };
 
 /**
  * The session `transfer` pays. A claim on its transaction comes first: the transfer goes to the
@@ -274,7 +277,7 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
     return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
   }
   const misfit = claimMisfit(claim.session, transfer);
-  if (misfit) return { refusedClaim: `transfer trf_${transfer.id}: ${misfit}` };
+  if (misfit) return { refusedClaim: { kind: 'misfit', misfit } };
   if (claim.source === 'proof') {
     const evidence = decideByEvidence(transfer, candidates, pending);
     const attributed = pending.get(claim.session.id) ?? 0n;
@@ -282,7 +285,7 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
     if (evidence && outranksProof(evidence, transfer, claimed)) {
       return {
         found: { sessionId: evidence.session.id, method: evidence.method },
-        refusedClaim: `transfer trf_${transfer.id}: its ${evidence.method} names session ${evidence.session.id}`,
+        refusedClaim: { kind: 'outranked', method: evidence.method, sessionId: evidence.session.id },
       };
     }
   }
@@ -294,7 +297,10 @@ export interface RefusedClaim {
   transferId: bigint;
   txHash: string;
   sessionId: string;
+  /** For operators (the claim row, the log): names the transfer and the session that got it. */
   reason: string;
+  /** For the claimant: names no other session (a session id is its checkout's capability). */
+  publicReason: string;
 }
 
 /** What one `matchTransfers` batch did. */
@@ -332,13 +338,16 @@ export async function matchTransfers(sql: Sql, params: { livemode: boolean; chai
   const decided = rows.map((transfer) => {
     const { found, refusedClaim } = decide(transfer, candidates, pending);
     if (found) pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + BigInt(transfer.amount));
-    if (refusedClaim)
+    if (refusedClaim) {
+      const outranked = refusedClaim.kind === 'outranked';
       refusedClaims.push({
         transferId: transfer.id,
         txHash: transfer.tx_hash,
         sessionId: candidates.claims.get(transfer.tx_hash)!.session.id,
-        reason: refusedClaim,
+        reason: `transfer trf_${transfer.id}: ${outranked ? `its ${refusedClaim.method} names session ${refusedClaim.sessionId}` : refusedClaim.misfit}`,
+        publicReason: outranked ? `its ${refusedClaim.method} pays another payment session` : refusedClaim.misfit,
       });
+    }
     return { id: transfer.id, found };
   });
   const matched = decided.filter((entry) => entry.found);

@@ -7,7 +7,9 @@ import type { Logger } from '../internal/logger.ts';
 import { UnavailableError } from '../internal/errors.ts';
 import { createIngestMetrics } from './metrics.ts';
 import { createRpc, type Rpc } from './evm/rpc.ts';
-import { parseTransfers, type RpcLog } from './evm/transfers.ts';
+import { parseTransfers, type ObservedTransfer, type RpcLog } from './evm/transfers.ts';
+import { upsertTransfers } from './evm/persist.ts';
+import type { Sql } from '../store/index.ts';
 import { createSolanaRpcPool, type SolanaRpcPool } from './solana/rpc.ts';
 import { parseTokenCredits, type RpcTransaction } from './solana/parse.ts';
 
@@ -29,7 +31,18 @@ export interface TokenMovement {
 }
 
 /** What one chain says about one transaction. */
-export type LookedUpTransaction = { found: false } | { found: true; failed: boolean; blockNumber: bigint; blockTime: Date | null; movements: TokenMovement[] };
+export type LookedUpTransaction =
+  | { found: false }
+  | {
+      found: true;
+      chain: ChainName;
+      failed: boolean;
+      blockNumber: bigint;
+      blockTime: Date | null;
+      movements: TokenMovement[];
+      /** EVM: the movements as the ingester's `persist.ts` stores them (for {@link storeIfFinal}). */
+      observed?: ObservedTransfer[];
+    };
 
 /** Looks transactions up on the chains this process has RPC URLs for (the same URLs, pool and parsers as the ingesters). */
 export interface TransactionLookups {
@@ -55,8 +68,8 @@ interface EvmReceipt {
  * The API role's read-only access to the chains, for payers' transaction proofs
  * (POST /checkout/{id}/transactions): it uses the configured RPC URLs directly through the
  * ingesters' endpoint pool (failover, cooldowns, adaptive rate, `svc_ingest_rpc_*` metrics), one
- * client per chain made on first use. It writes nothing: only the ingesters store transfers
- * (docs/checkout.md, "Proving a payment").
+ * client per chain made on first use. It writes nothing itself: the ingesters store transfers,
+ * except those of a final block (`storeIfFinal`; docs/checkout.md, "Proving a payment").
  */
 export function createTransactionLookups(params: {
   config: Pick<Config, 'rpc'>;
@@ -92,7 +105,9 @@ export function createTransactionLookups(params: {
     const transfers = parseTransfers(logs, { tokens, watched: { canonical: (lower) => getAddress(lower) } });
     return {
       found: true,
+      chain: chain.name,
       failed: BigInt(receipt.status) !== 1n,
+      observed: transfers,
       blockNumber: BigInt(receipt.blockNumber),
       blockTime: new Date(Number(BigInt(block.timestamp)) * 1000),
       movements: transfers.map((transfer) => ({
@@ -116,6 +131,7 @@ export function createTransactionLookups(params: {
     const credits = parseTokenCredits(transaction, { mints, tokenPrograms });
     return {
       found: true,
+      chain: 'solana',
       failed: transaction.meta?.err !== null && transaction.meta?.err !== undefined,
       blockNumber: BigInt(transaction.slot),
       blockTime: transaction.blockTime === null || transaction.blockTime === undefined ? null : new Date(Number(transaction.blockTime) * 1000),
@@ -142,4 +158,27 @@ export function createTransactionLookups(params: {
       await Promise.all([...evm.values()].map((rpc) => rpc.close()));
     },
   };
+}
+
+/**
+ * Stores a looked-up EVM transaction's transfers into `wallet` exactly as the ingester does
+ * (`upsertTransfers`), but only when its block is at or below the chain's finalized block as the
+ * ingester last stored it: a final block is never reorged, so the row can never need the
+ * ingester's reorg handling (which only covers blocks it linked itself), and when the ingester
+ * reaches that block its own write of the same log changes nothing. This is what lets a proof
+ * count at once while the ingester is behind (a backfill, a restart). Above the finalized block
+ * nothing is stored: the ingester stores it. Returns how many rows were written.
+ */
+export async function storeIfFinal(sql: Sql, transaction: LookedUpTransaction, params: { wallet: string }): Promise<number> {
+  if (!transaction.found || transaction.failed || !transaction.observed) return 0;
+  const { rows } = await sql.query<{ finalized_block: bigint | null }>('SELECT finalized_block FROM chain_heads WHERE livemode AND chain = $1', [
+    transaction.chain,
+  ]);
+  const finalized = rows[0]?.finalized_block;
+  if (finalized === null || finalized === undefined || transaction.blockNumber > BigInt(finalized)) return 0;
+  return upsertTransfers(
+    sql,
+    transaction.chain,
+    transaction.observed.filter((transfer) => transfer.to === params.wallet),
+  );
 }

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
+import { getBase58Decoder } from '@solana/kit';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
 import { claimTransaction, createEngine } from '../../src/engine/index.ts';
@@ -88,7 +90,8 @@ describe('claimTransaction() on a transfer already stored', () => {
     const { wallet, first, second, base } = await twoLookAlikes();
     const { txHash } = await insertTransfer(db.store, { to: wallet, amount: first.amountDue, block: base });
     await setHead(db.store, { head: base });
-    await expect(claim(second.id, txHash)).rejects.toThrow(new RegExp(`amount names session ${first.id}`));
+    // The claimant learns that another session has it, never which one (a session id is its checkout's capability).
+    await expect(claim(second.id, txHash)).rejects.toThrow(`transaction ${txHash} cannot be claimed for this session: its amount pays another payment session`);
     expect(await claimOf(txHash)).toBeUndefined();
     expect(await transferOf(txHash)).toMatchObject({ session_id: null, match_checked_at: null });
   });
@@ -139,6 +142,48 @@ describe('a claim made before the ingester stored the transaction', () => {
     await e.reconcile({ chain, livemode });
     expect(await transferOf(txHash)).toMatchObject({ session_id: first.id, match_method: 'amount' });
     expect((await claimOf(txHash))?.refused_reason).toMatch(new RegExp(`amount names session ${first.id}`));
+  });
+
+  test('a payer proof beats the fuzzy rules: a tolerance match of another session goes to the claiming session', async () => {
+    const e = engine();
+    const merchantId = await newMerchant(db.store, { toleranceBps: 100 });
+    const wallet = newEvmWallet();
+    const ten = await newSession(db.store, { merchantId, wallet, amount: '10' });
+    const twenty = await newSession(db.store, { merchantId, wallet, amount: '20' });
+    const base = await nextBase();
+    // 9.95 is within 1% of the 10 USDC session only (rule 4); the payer proves it for the 20 USDC one.
+    const txHash = `0x${'4c'.repeat(32)}`;
+    await claim(twenty.id, txHash, 'proof');
+    await insertTransfer(db.store, { to: wallet, amount: 9_950_000n, block: base, txHash });
+    await setHead(db.store, { head: base + 31n });
+    await e.reconcile({ chain, livemode });
+    expect(await transferOf(txHash)).toMatchObject({ session_id: twenty.id, match_method: 'claim' });
+    expect(await statusOf(db.store, twenty.id)).toMatchObject({ status: 'pending', amount_received: '9950000' });
+    expect(await statusOf(db.store, ten.id)).toMatchObject({ status: 'created' });
+    expect((await claimOf(txHash))?.refused_reason).toBeNull();
+  });
+
+  test('a payer proof yields to a Solana Pay reference naming another session', async () => {
+    const e = engine();
+    const merchantId = await newMerchant(db.store);
+    const wallet = getBase58Decoder().decode(randomBytes(32));
+    const named = await newSession(db.store, { merchantId, wallet, amount: '5', chain: 'solana' });
+    const prover = await newSession(db.store, { merchantId, wallet, amount: '5', chain: 'solana' });
+    const signature = getBase58Decoder().decode(randomBytes(64));
+    await db.store.transaction((sql) => claimTransaction(sql, { sessionId: prover.id, chain: 'solana', txHash: signature, source: 'proof' }));
+    await insertTransfer(db.store, {
+      chain: 'solana',
+      to: wallet,
+      token: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+      amount: 4_000_000n,
+      block: 500n,
+      referenceKeys: [named.reference!],
+      txHash: signature,
+    });
+    await setHead(db.store, { chain: 'solana', head: 501n, finalized: 400n });
+    await e.reconcile({ chain: 'solana', livemode });
+    expect(await transferOf(signature)).toMatchObject({ session_id: named.id, match_method: 'reference' });
+    expect((await claimOf(signature))?.refused_reason).toMatch(new RegExp(`reference names session ${named.id}`));
   });
 
   test('a claimed transfer that does not pay the claiming session is never given to another session by amount', async () => {

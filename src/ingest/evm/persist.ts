@@ -46,6 +46,50 @@ export interface RangeCommit {
   finalized: bigint | null;
 }
 
+/** SQL (in an ON CONFLICT update) that is true when the stored log differs from the incoming one. */
+const CONTENT_CHANGED = `(transfers.token_address, transfers.to_address, transfers.amount) IS DISTINCT FROM (excluded.token_address, excluded.to_address, excluded.amount)`;
+
+/**
+ * Upserts observed transfers of one chain (livemode), keyed on (tx hash, log index): a new one is
+ * inserted, the same log again changes nothing, and one a reorg removed or moved is restored with
+ * its new block (re-matched when its contents changed). Returns how many rows were written. Only
+ * for blocks whose reorgs the ingester handles: a range it commits, or a final block.
+ */
+export async function upsertTransfers(sql: Sql, chain: string, transfers: ObservedTransfer[]): Promise<number> {
+  if (transfers.length === 0) return 0;
+  const t = transfers;
+  const result = await sql.query(
+    `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount)
+     SELECT true, $1, * FROM unnest($2::text[], $3::int[], $4::int8[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::numeric[])
+     ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
+       SET status = 'observed', removed_at = NULL, block_number = excluded.block_number, block_hash = excluded.block_hash,
+           block_time = coalesce(excluded.block_time, transfers.block_time),
+           -- A log index numbers logs within a block, not a transaction: a transaction re-included
+           -- after a reorg at another position can bring a different log to this key. The row
+           -- then takes the new log's contents and, when they changed, is matched afresh.
+           token_address = excluded.token_address, from_address = excluded.from_address,
+           to_address = excluded.to_address, amount = excluded.amount,
+           session_id = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.session_id END,
+           match_method = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_method END,
+           matched_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.matched_at END,
+           match_checked_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_checked_at END
+       WHERE transfers.status = 'removed' OR transfers.block_hash IS DISTINCT FROM excluded.block_hash`,
+    [
+      chain,
+      t.map((x) => x.txHash),
+      t.map((x) => x.logIndex),
+      t.map((x) => x.blockNumber.toString()),
+      t.map((x) => x.blockHash),
+      t.map((x) => x.blockTime),
+      t.map((x) => x.token),
+      t.map((x) => x.from),
+      t.map((x) => x.to),
+      t.map((x) => x.amount.toString()),
+    ],
+  );
+  return result.rowCount ?? 0;
+}
+
 /**
  * Writes one range in the caller's transaction (rule 3): the transfers (upsert on chain, tx hash,
  * log index: re-ingesting is a no-op, and a transfer a reorg removed then re-included becomes
@@ -53,9 +97,6 @@ export interface RangeCommit {
  * `finalized` (the newest stored block is kept so the next block can be linked to it) and the
  * checkpoint. Returns how many transfer rows were inserted or changed and how many were removed.
  */
-/** SQL (in an ON CONFLICT update) that is true when the stored log differs from the incoming one. */
-const CONTENT_CHANGED = `(transfers.token_address, transfers.to_address, transfers.amount) IS DISTINCT FROM (excluded.token_address, excluded.to_address, excluded.amount)`;
-
 export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ written: number; removed: number }> {
   let removed = 0;
   if (commit.rewind) {
@@ -74,40 +115,7 @@ export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ writ
       commit.rewind.beyondRule,
     ]);
   }
-  let written = 0;
-  if (commit.transfers.length > 0) {
-    const t = commit.transfers;
-    const result = await sql.query(
-      `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount)
-       SELECT true, $1, * FROM unnest($2::text[], $3::int[], $4::int8[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::numeric[])
-       ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
-         SET status = 'observed', removed_at = NULL, block_number = excluded.block_number, block_hash = excluded.block_hash,
-             block_time = coalesce(excluded.block_time, transfers.block_time),
-             -- A log index numbers logs within a block, not a transaction: a transaction re-included
-             -- after a reorg at another position can bring a different log to this key. The row
-             -- then takes the new log's contents and, when they changed, is matched afresh.
-             token_address = excluded.token_address, from_address = excluded.from_address,
-             to_address = excluded.to_address, amount = excluded.amount,
-             session_id = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.session_id END,
-             match_method = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_method END,
-             matched_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.matched_at END,
-             match_checked_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_checked_at END
-         WHERE transfers.status = 'removed' OR transfers.block_hash IS DISTINCT FROM excluded.block_hash`,
-      [
-        commit.chain,
-        t.map((x) => x.txHash),
-        t.map((x) => x.logIndex),
-        t.map((x) => x.blockNumber.toString()),
-        t.map((x) => x.blockHash),
-        t.map((x) => x.blockTime),
-        t.map((x) => x.token),
-        t.map((x) => x.from),
-        t.map((x) => x.to),
-        t.map((x) => x.amount.toString()),
-      ],
-    );
-    written = result.rowCount ?? 0;
-  }
+  const written = await upsertTransfers(sql, commit.chain, commit.transfers);
   if (commit.blocks.length > 0) {
     const b = commit.blocks;
     await sql.query(
