@@ -49,6 +49,11 @@ test('the owner invited with `svc users create` sets a password, creates a test 
   // The merchant's name is text, never markup.
   await expect(page.locator('.brand .merchant').textContent()).resolves.toBe('Acme <Tools> & Co');
   await saveDashboardScreenshots(page, 'home-placeholder');
+  // Keyboard: the first Tab reaches the skip link, which moves focus to the page's content.
+  await page.keyboard.press('Tab');
+  await expect(page.evaluate('document.activeElement.textContent')).resolves.toBe('Skip to content');
+  await page.keyboard.press('Enter');
+  await expect(page.evaluate('document.activeElement.id')).resolves.toBe('main');
 
   // Developers, test mode: create a key with both scopes.
   await page.getByRole('link', { name: 'Developers' }).click();
