@@ -24,6 +24,7 @@ const refund = {
 const payment = { payTo: PAY_TO, tokenAddresses: [MINT] };
 const mined = (slot: bigint, movements: { from: string | null; to: string; amount: bigint; token?: string }[]): LookedUpTransaction => ({
   found: true,
+  chain: 'solana',
   failed: false,
   blockNumber: slot,
   blockTime: null,
