@@ -108,3 +108,49 @@ test('a refund is paid from the merchant wallet on anvil and completed by hash, 
   ]);
   await context.close();
 }, 90_000);
+
+test('the refund is sent from a browser wallet (EIP-1193 eth_sendTransaction) on anvil, its hash filled in, and completed once confirmed', async () => {
+  const token = usdc() as Address;
+  const wallet = newEvmWallet() as Address;
+  const customer = newCustomerAddress() as Address;
+  const { merchantId, owner } = await newMerchantWithOwner(db.store, { name: 'Wallet Refunds' });
+  const { refund } = await confirmedPaymentWithRefund(db.store, { merchantId, livemode: true, wallet, address: customer, refund: '2.5' });
+  await anvil.waitMined(await anvil.mint(token, wallet, 10_000_000n));
+
+  const context = await browser.newContext();
+  const calls: string[] = [];
+  // The injected wallet holds the receiving wallet's account: anvil impersonates it, so the
+  // transaction the page asks for is really sent and mined.
+  await context.exposeFunction('__testWalletRequest', async (method: string, params: unknown[]) => {
+    calls.push(method);
+    if (method === 'eth_requestAccounts') return [wallet];
+    if (method === 'eth_chainId') return `0x${anvil.chainId.toString(16)}`;
+    if (method === 'eth_sendTransaction') {
+      await anvil.client.impersonateAccount({ address: wallet });
+      await anvil.client.setBalance({ address: wallet, value: 10n ** 18n });
+      return anvil.client.request({ method: 'eth_sendTransaction' as never, params: params as never });
+    }
+    throw new Error(`unsupported method ${method}`);
+  });
+  await context.addInitScript(`window.ethereum = { request: ({ method, params }) => window.__testWalletRequest(method, params || []) };`);
+  const page = await context.newPage();
+  const problems = collectPageProblems(page);
+  page.setDefaultTimeout(8000);
+  await signInInBrowser(page, server.url, owner.email);
+  await page.getByRole('button', { name: 'Switch to live data' }).click();
+  await page.goto(`${server.url}/dashboard/refunds/${refund.id}`);
+  await page.getByRole('button', { name: 'Send with my browser wallet' }).click();
+  await expect.poll(() => page.getByLabel('Transaction hash').inputValue()).toMatch(/^0x[0-9a-f]{64}$/);
+  const hash = (await page.getByLabel('Transaction hash').inputValue()) as `0x${string}`;
+  expect(calls).toEqual(['eth_requestAccounts', 'eth_chainId', 'eth_sendTransaction']);
+  await anvil.waitMined(hash);
+  expect(await anvil.balanceOf(token, customer)).toBe(2_500_000n);
+
+  await anvil.mine(32);
+  await storeHead();
+  await page.getByRole('button', { name: 'Complete the refund' }).click();
+  await expect(page.locator('.notice').textContent()).resolves.toBe('Refund completed: its transaction was verified.');
+  expect(await refundRow(refund.id)).toEqual({ status: 'completed', tx_hash: hash });
+  expect(problems).toEqual([]);
+  await context.close();
+}, 90_000);

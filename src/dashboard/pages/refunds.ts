@@ -8,6 +8,7 @@ import { completeRefundVerified } from '../../payments/refundCompletion.ts';
 import { getRefund, listRefunds, rejectRefund } from '../../payments/refunds.ts';
 import { getSessionById } from '../../payments/sessions.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
+import { assetUrl } from '../assets.ts';
 import { html, type Html } from '../html.ts';
 import { page, redirect, type DashboardContext, type DashboardPageModule } from '../routes.ts';
 
@@ -98,8 +99,10 @@ async function detailPage(ctx: DashboardContext, refund: Refund, message?: { err
   const feedback = html`${message?.error ? errorBox(message.error) : ''}${message?.notice ? noticeBox(message.notice) : ''}`;
   if (refund.status !== 'requested' || !ctx.can('payments.manage')) return html`${feedback}${facts}`;
 
-  const request = await paymentRequest(ctx, refund, payment.tokenAddresses[0]!);
-  const required = loadChains()[refund.chain].confirmations.confirmed;
+  const token = payment.tokenAddresses[0]!;
+  const request = await paymentRequest(ctx, refund, token);
+  const chain = loadChains()[refund.chain];
+  const required = chain.confirmations.confirmed;
   const rule = typeof required === 'number' ? `${required} blocks deep` : 'finalized';
   const pay = html`<section class="panel refund-pay" aria-labelledby="pay-heading">
   <h2 id="pay-heading">1. Send the refund from your wallet</h2>
@@ -107,7 +110,13 @@ async function detailPage(ctx: DashboardContext, refund: Refund, message?: { err
   <div class="refund-request">
     <img id="qr" class="qr" src="${request.qr}" width="192" height="192" alt="QR code of the wallet request for ${amountText(refund)} to ${refund.toAddress}">
     <div class="stack">
-      <a class="button" id="wallet-link" href="${request.uri}">Open in wallet</a>
+      ${
+        refund.livemode && chain.kind === 'evm'
+          ? html`<button type="button" data-refund-send data-from="${payment.payTo}" data-to="${refund.toAddress}" data-amount="${refund.amount.toString()}" data-token="${token}" data-chain-id="${`0x${Number(chain.chainId).toString(16)}`}">Send with my browser wallet</button>
+      <p class="help" id="send-status" role="status"></p>`
+          : ''
+      }
+      <a class="button${refund.livemode && chain.kind === 'evm' ? ' secondary' : ''}" id="wallet-link" href="${request.uri}">Open in wallet</a>
       <code id="refund-uri" class="secret">${request.uri}</code>
       <button type="button" class="secondary" data-copy="refund-uri">Copy request</button>
     </div>
@@ -141,7 +150,7 @@ async function detailPage(ctx: DashboardContext, refund: Refund, message?: { err
     <button type="submit" class="danger">Reject the refund</button>
   </form>
 </section>`;
-  return html`${feedback}${facts}${pay}${complete}${reject}`;
+  return html`${feedback}${facts}${pay}${complete}${reject}<script src="${assetUrl('refunds.js')}" defer></script>`;
 }
 
 export const refundPages: DashboardPageModule = (routes, deps) => {
