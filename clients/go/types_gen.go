@@ -643,6 +643,8 @@ type RefundListParams struct {
 	// Cursor: the id of the last item of the previous page.
 	StartingAfter *string `json:"startingAfter,omitempty"`
 	PaymentID     *string `json:"paymentId,omitempty"`
+	// Only refunds in this state.
+	Status *RefundStatus `json:"status,omitempty"`
 }
 
 // RefundCompleteParams: a JSON object of the API.

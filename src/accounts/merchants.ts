@@ -1,6 +1,7 @@
 import type { Sql } from '../store/index.ts';
 import { newId, type SecretBox } from '../internal/crypto.ts';
 import { newWebhookSecret } from '../delivery/secrets.ts';
+import { badRequest } from '../internal/errors.ts';
 
 export interface Merchant {
   id: string;
@@ -63,16 +64,25 @@ export interface MerchantSettings {
   writePerMinute: number | null;
 }
 
+/** The largest payment tolerance: 10% of the due amount (the column's check allows no more). */
+export const MAX_PAYMENT_TOLERANCE_BPS = 1000;
+
 /**
- * Sets what the operator decides for a merchant (`svc merchants update`): whether bridged tokens
- * (USDC.e, …) count where a chain lists them, and the payment tolerance in basis points of the due
- * amount. An omitted field keeps its value.
+ * Sets a merchant's payment settings (the operator's `svc merchants update`, and an owner on the
+ * dashboard's Settings page): whether bridged tokens (USDC.e, …) count where a chain lists them,
+ * and the payment tolerance in basis points of the due amount (a whole number from 0 to
+ * {@link MAX_PAYMENT_TOLERANCE_BPS}; 400 otherwise). An omitted field keeps its value. New
+ * sessions and matching use them at once; sessions already paid keep their state.
  */
 export async function setMerchantPaymentSettings(
   sql: Sql,
   merchantId: string,
   settings: { acceptBridgedTokens?: boolean; paymentToleranceBps?: number },
 ): Promise<void> {
+  const tolerance = settings.paymentToleranceBps;
+  if (tolerance !== undefined && !(Number.isInteger(tolerance) && tolerance >= 0 && tolerance <= MAX_PAYMENT_TOLERANCE_BPS)) {
+    throw badRequest(`payment tolerance must be a whole number of basis points from 0 to ${MAX_PAYMENT_TOLERANCE_BPS} (10%)`);
+  }
   if (settings.acceptBridgedTokens !== undefined)
     await sql.query('UPDATE merchants SET accept_bridged_tokens = $2 WHERE id = $1', [merchantId, settings.acceptBridgedTokens]);
   if (settings.paymentToleranceBps !== undefined)

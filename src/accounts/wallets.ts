@@ -162,6 +162,16 @@ export async function createWalletChallenge(sql: Sql, params: { merchantId: stri
   return { id, chain: params.chain, address, message, expiresAt };
 }
 
+/** A challenge of the merchant that can still be signed (unused, unexpired), to show again; undefined otherwise. */
+export async function getOpenWalletChallenge(sql: Sql, params: { merchantId: string; challengeId: string }): Promise<WalletChallenge | undefined> {
+  const { rows } = await sql.query<{ id: string; chain: ChainName; address: string; message: string; expires_at: Date }>(
+    'SELECT id, chain, address, message, expires_at FROM wallet_challenges WHERE id = $1 AND merchant_id = $2 AND used_at IS NULL AND expires_at > now()',
+    [params.challengeId, params.merchantId],
+  );
+  const row = rows[0];
+  return row && { id: row.id, chain: row.chain, address: row.address, message: row.message, expiresAt: row.expires_at };
+}
+
 /**
  * Checks a signature over a challenge and, when it holds, adds the wallet as verified. The
  * challenge is consumed in the same statement that checks it is unused and unexpired, so one

@@ -23,6 +23,6 @@ export interface ApiDeps {
   sandbox?: Sandbox;
   /** x402 (session resources and the facilitator); unset: those routes answer 503. */
   x402?: X402;
-  /** Chain lookups for payers' transaction proofs; unset: made from `config.rpc`. */
-  lookups?: TransactionLookups;
+  /** Chain lookups for payers' transaction proofs and refund completion; `createApi` makes them from `config.rpc` when not given. */
+  lookups: TransactionLookups;
 }

@@ -116,11 +116,18 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  * Order of checks on every request: per-IP rate limit, authentication (401/403), per-key rate
  * limit, body parsing and schema validation (400), idempotency (409/422/replay), the handler.
  */
-export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Date }): FastifyInstance {
+export function createApi(params: Omit<ApiDeps, 'startedAt' | 'lookups'> & { startedAt?: Date; lookups?: ApiDeps['lookups'] }): FastifyInstance {
   // Every database wait of a request is bounded, so a frozen database gives 503s, not hung
   // requests; the workers sharing this pool keep their unbounded store (see Store.bounded).
   const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
-  const deps: ApiDeps = { ...params, store, startedAt: params.startedAt ?? new Date() };
+  const deps: ApiDeps = {
+    ...params,
+    store,
+    startedAt: params.startedAt ?? new Date(),
+    // Payers' transaction proofs and refund completion look transactions up on the chains with the
+    // configured RPC URLs (read only; the ingest role stores transfers), one client per chain made on first use.
+    lookups: params.lookups ?? createTransactionLookups({ config: params.config, logger: params.logger, metrics: params.metrics }),
+  };
   const limits = { ...DEFAULT_RATE_LIMITS, ...deps.rateLimits };
   const timeouts = deps.config.httpTimeouts;
   const app = Fastify({
@@ -182,9 +189,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt'> & { startedAt?: Dat
       { prefix },
     );
   }
-  // Payers' transaction proofs look transactions up on the chains with the configured RPC URLs
-  // (read only; the ingest role stores transfers), one client per chain made on first use.
-  const lookups = deps.lookups ?? createTransactionLookups({ config: deps.config, logger: deps.logger, metrics: deps.metrics });
+  const lookups = deps.lookups;
   app.addHook('onClose', async () => lookups.close());
   registerCheckout(app, { ...deps, lookups, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
   sandboxCheckoutRoutes(app, deps);

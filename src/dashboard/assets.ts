@@ -17,13 +17,24 @@ const FILES: Record<AssetName, { path: string; type: string }> = {
   'dashboard.js': { path: fileURLToPath(new URL('./assets/dashboard.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
   'payments.css': { path: fileURLToPath(new URL('./assets/payments.css', import.meta.url)), type: 'text/css; charset=utf-8' },
   'payments.js': { path: fileURLToPath(new URL('./assets/payments.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
+  'refunds.js': { path: fileURLToPath(new URL('./assets/refunds.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
+  'settings.js': { path: fileURLToPath(new URL('./assets/settings.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
   'htmx.min.js': { path: require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript; charset=utf-8' },
   'uplot.min.js': { path: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
   'uplot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
 };
 
 /** A file name of {@link FILES}: add a line there for a new script or stylesheet. */
-export type AssetName = 'dashboard.css' | 'dashboard.js' | 'payments.css' | 'payments.js' | 'htmx.min.js' | 'uplot.min.js' | 'uplot.min.css';
+export type AssetName =
+  | 'dashboard.css'
+  | 'dashboard.js'
+  | 'payments.css'
+  | 'payments.js'
+  | 'refunds.js'
+  | 'settings.js'
+  | 'htmx.min.js'
+  | 'uplot.min.js'
+  | 'uplot.min.css';
 
 interface Asset {
   body: Buffer;

@@ -23,14 +23,17 @@ export function noticeBox(message: string): Html {
 }
 
 /**
- * Runs a form's action; a refusal becomes `{ error }` to show with {@link errorBox} beside the
- * form (re-rendered with the person's input), anything else propagates.
+ * Runs a form's action; a refusal becomes `{ error, status }` (the API's message and HTTP status)
+ * to show with {@link errorBox} beside the form (re-rendered with the person's input), anything
+ * else propagates.
  */
-export async function tryForm<T>(action: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
+export async function tryForm<T>(action: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string; status: number }> {
   try {
     return { ok: true, value: await action() };
   } catch (error) {
-    return { ok: false, error: refusalMessage(error) };
+    const answer = refusalAnswer(error);
+    if (!answer) throw error;
+    return { ok: false, error: answer.body.error, status: answer.status };
   }
 }
 

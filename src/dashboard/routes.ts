@@ -29,7 +29,7 @@ import { cookieNames, csrfTokenMatches, isSameOriginRequest, presentedCsrfToken,
 import { errorBox } from './forms.ts';
 
 /** What page modules get besides the context: the API's dependencies (store bounded like the API's). */
-export type DashboardDeps = Pick<ApiDeps, 'store' | 'config' | 'logger' | 'box' | 'metrics' | 'sandbox'>;
+export type DashboardDeps = Pick<ApiDeps, 'store' | 'config' | 'logger' | 'box' | 'metrics' | 'sandbox' | 'lookups'>;
 
 /**
  * Everything a page handler needs about who is asking, built per request from the session

@@ -9,6 +9,10 @@ import { formatAmount } from '../internal/money.ts';
  * refunds.ts.
  */
 
+/** A refund's states: requested by the merchant or the payer, then completed (paid, verified on chain) or rejected. */
+export const REFUND_STATUSES = ['requested', 'completed', 'rejected'] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+
 /** A refund request as stored, with its payment's chain, currency and decimals; money in base units. */
 export interface Refund {
   id: string;
@@ -17,7 +21,7 @@ export interface Refund {
   /** The payment session refunded. */
   sessionId: string;
   amount: bigint;
-  status: 'requested' | 'completed' | 'rejected';
+  status: RefundStatus;
   /** Where the merchant sends the refund (canonical address on the session's chain). */
   toAddress: string;
   reason: string | null;

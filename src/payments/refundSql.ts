@@ -13,11 +13,11 @@ export const selectRefund = (options: { forUpdate?: boolean } = {}) =>
 
 /**
  * A page of a merchant's refunds, newest first. $1 merchant, $2 livemode, $3 payment or null,
- * $4 the refund the page starts after or null, $5 limit.
+ * $4 the refund the page starts after or null, $5 limit, $6 state or null.
  */
 export const listRefunds = () =>
   `SELECT ${REFUND_COLUMNS} FROM refunds r JOIN payment_sessions s ON s.id = r.session_id
-    WHERE r.merchant_id = $1 AND r.livemode = $2 AND ($3::text IS NULL OR r.session_id = $3)
+    WHERE r.merchant_id = $1 AND r.livemode = $2 AND ($3::text IS NULL OR r.session_id = $3) AND ($6::text IS NULL OR r.status = $6)
       AND ($4::text IS NULL OR (r.created_at, r.id) < (SELECT created_at, id FROM refunds WHERE id = $4))
     ORDER BY r.created_at DESC, r.id DESC LIMIT $5`;
 
@@ -37,6 +37,16 @@ export const selectFirstPayer = () =>
 /** A new refund in state `requested`. $1 id, $2 merchant, $3 livemode, $4 session, $5 amount, $6 address, $7 reason, $8 metadata. */
 export const insertRefund = () =>
   `INSERT INTO refunds (id, merchant_id, livemode, session_id, amount, to_address, reason, metadata) VALUES ($1, $2, $3, $4, $5::numeric, $6, $7, $8)`;
+
+/**
+ * How many refunds one transaction already completed to one address for one amount (each used
+ * one of its matching transfers); address and amount null: any. $1 livemode, $2 chain, $3 tx
+ * hash, $4 address or null, $5 amount or null.
+ */
+export const countRefundsPaidBy = () =>
+  `SELECT count(*)::int AS used FROM refunds r JOIN payment_sessions s ON s.id = r.session_id
+    WHERE r.tx_hash = $3 AND r.livemode = $1 AND s.chain = $2 AND r.status = 'completed'
+      AND ($4::text IS NULL OR r.to_address = $4) AND ($5::numeric IS NULL OR r.amount = $5::numeric)`;
 
 /** Marks a refund completed. $1 id, $2 the merchant's refund transaction. */
 export const markRefundCompleted = () => `UPDATE refunds SET status = 'completed', tx_hash = $2, completed_at = now(), updated_at = now() WHERE id = $1`;

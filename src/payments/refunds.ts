@@ -1,7 +1,6 @@
 import type { Sql } from '../store/index.ts';
-import type { ChainName } from '../internal/config.ts';
 import { appendEvent } from '../engine/outbox.ts';
-import { canonicalAddress, base58Bytes } from '../internal/addresses.ts';
+import { canonicalAddress } from '../internal/addresses.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import { AmountError, formatAmount, parseAmount } from '../internal/money.ts';
@@ -11,6 +10,7 @@ import { getSessionById } from './sessions.ts';
 import { checkReceivingWallet } from './terms.ts';
 import { loadChains } from '../internal/chains.ts';
 import { refundView, toRefund, type Refund } from './refund.ts';
+import type { RefundTransferProof } from './refundVerification.ts';
 import * as refundSql from './refundSql.ts';
 
 /**
@@ -20,16 +20,6 @@ import * as refundSql from './refundSql.ts';
  * behind them. Refunds are bounded by confirmed money (the session's `amountReceived`).
  */
 
-/** A transaction hash in canonical form: 0x + 64 lower-case hex on EVM, a base58 64-byte signature on solana. */
-function canonicalTxHash(chain: ChainName, text: string): string | undefined {
-  if (chain !== 'solana') return /^0x[0-9a-fA-F]{64}$/.test(text) ? text.toLowerCase() : undefined;
-  try {
-    return /^[1-9A-HJ-NP-Za-km-z]{64,90}$/.test(text) && base58Bytes(text).length === 64 ? text : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** One refund of a merchant and mode (optionally locked); 404 otherwise. */
 export async function getRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; forUpdate?: boolean }): Promise<Refund> {
   const { rows } = await sql.query(refundSql.selectRefund({ forUpdate: params.forUpdate }), [params.id, params.merchantId, params.livemode]);
@@ -37,10 +27,17 @@ export async function getRefund(sql: Sql, params: { merchantId: string; livemode
   return toRefund(rows[0]);
 }
 
-/** Newest first; optionally one payment's refunds. */
+/** Newest first; optionally one payment's refunds, or those in one state. */
 export async function listRefunds(
   sql: Sql,
-  params: { merchantId: string; livemode: boolean; paymentId?: string | undefined; startingAfter?: string | undefined; limit: number },
+  params: {
+    merchantId: string;
+    livemode: boolean;
+    paymentId?: string | undefined;
+    status?: Refund['status'] | undefined;
+    startingAfter?: string | undefined;
+    limit: number;
+  },
 ): Promise<Refund[]> {
   const { rows } = await sql.query(refundSql.listRefunds(), [
     params.merchantId,
@@ -48,6 +45,7 @@ export async function listRefunds(
     params.paymentId ?? null,
     params.startingAfter ?? null,
     params.limit,
+    params.status ?? null,
   ]);
   return rows.map(toRefund);
 }
@@ -155,38 +153,66 @@ export async function requestRefund(
 }
 
 /**
- * Marks a requested refund completed with the hash of the merchant's refund transaction; writes
+ * Marks a requested refund completed with the merchant's refund transaction, once it is verified
+ * (`proof`, from refundVerification.ts: the transaction pays this refund on chain); writes
  * `refund.completed`. 409 unless the payment's confirmed money covers every completed refund with
- * this one: checked now, not only at request time, since a reorg may have taken money away.
- * Locks the session before the refund, in the order requests and the engine use.
+ * this one: checked now, not only at request time, since a reorg may have taken money away. 409
+ * too when the transaction's matching transfers already completed other refunds (a hash is not
+ * replayed). Locks the session before the refund, in the order requests and the engine use.
+ * Callers go through {@link completeRefundVerified} (refundCompletion.ts).
  */
-export async function completeRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; txHash: string }): Promise<Refund> {
+export async function completeRefund(sql: Sql, params: { merchantId: string; livemode: boolean; id: string; proof: RefundTransferProof }): Promise<Refund> {
   const { sessionId } = await getRefund(sql, params);
   const session = (await getSessionById(sql, { id: sessionId, fields: ['status', 'amountReceived'], forUpdate: true }))!;
   const refund = await getRefund(sql, { ...params, forUpdate: true });
-  const txHash = canonicalTxHash(refund.chain, params.txHash);
-  if (!txHash) {
-    throw badRequest(refund.chain === 'solana' ? 'txHash must be a base58 transaction signature (64 bytes)' : 'txHash must be 0x followed by 64 hex digits');
-  }
-  if (refund.status !== 'requested') throw conflict(`refund ${params.id} is already ${refund.status}`);
-  if (!REFUNDABLE_STATUSES.includes(session.status)) {
+  if (params.proof.refundId !== refund.id) throw new Error(`proof of ${params.proof.refundId} used for ${refund.id}`);
+  await checkCompletable(sql, refund, session);
+  const { txHash } = params.proof;
+  // Two refunds completed at once with one hash must not both count its one transfer.
+  await sql.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`refund-tx:${refund.chain}:${txHash}`]);
+  // A sandbox hash proves nothing about what it pays, so it completes one refund at all.
+  const exact = params.proof.verifiedOn === 'chain';
+  const { rows } = await sql.query<{ used: number }>(refundSql.countRefundsPaidBy(), [
+    refund.livemode,
+    refund.chain,
+    txHash,
+    exact ? refund.toAddress : null,
+    exact ? refund.amount.toString() : null,
+  ]);
+  if (rows[0]!.used >= params.proof.matchingTransfers) {
     throw conflict(
-      `refund ${params.id} can no longer be completed: its payment is ${session.status} and holds less confirmed money than the refunds (a reorg may have removed a transfer)`,
-    );
-  }
-  const confirmed = session.amountReceived;
-  const completed = await sumRefunds(sql, sessionId, ['completed']);
-  if (completed + refund.amount > confirmed) {
-    const left = confirmed > completed ? confirmed - completed : 0n;
-    throw conflict(
-      `refund ${params.id} of ${money(refund.amount, refund)} cannot be completed: its payment holds ${money(confirmed, refund)} of confirmed money, ` +
-        `${money(completed, refund)} of it already refunded, so at most ${money(left, refund)} more can be (money not confirmed yet counts once it is; a reorg may have removed a transfer)`,
+      exact
+        ? `transaction ${txHash} already completed another refund of ${money(refund.amount, refund)} to ${refund.toAddress}: one transfer completes one refund`
+        : `transaction ${txHash} already completed another refund: a hash completes one refund`,
     );
   }
   await sql.query(refundSql.markRefundCompleted(), [params.id, txHash]);
   const updated = await getRefund(sql, params);
   await appendRefundEvent(sql, 'refund.completed', updated);
   return updated;
+}
+
+/**
+ * Whether `refund` can be completed now (409 otherwise): it is still requested, and its payment's
+ * confirmed money covers the completed refunds plus this one. Checked before reading the chain
+ * and again, locked, when completing.
+ */
+export async function checkCompletable(sql: Sql, refund: Refund, session: Pick<Session, 'status' | 'amountReceived'>): Promise<void> {
+  if (refund.status !== 'requested') throw conflict(`refund ${refund.id} is already ${refund.status}`);
+  if (!REFUNDABLE_STATUSES.includes(session.status)) {
+    throw conflict(
+      `refund ${refund.id} can no longer be completed: its payment is ${session.status} and holds less confirmed money than the refunds (a reorg may have removed a transfer)`,
+    );
+  }
+  const confirmed = session.amountReceived;
+  const completed = await sumRefunds(sql, refund.sessionId, ['completed']);
+  if (completed + refund.amount > confirmed) {
+    const left = confirmed > completed ? confirmed - completed : 0n;
+    throw conflict(
+      `refund ${refund.id} of ${money(refund.amount, refund)} cannot be completed: its payment holds ${money(confirmed, refund)} of confirmed money, ` +
+        `${money(completed, refund)} of it already refunded, so at most ${money(left, refund)} more can be (money not confirmed yet counts once it is; a reorg may have removed a transfer)`,
+    );
+  }
 }
 
 /** Declines a requested refund (its amount becomes refundable again); writes `refund.rejected`. */

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newMerchant, useApi, WALLET } from '../helpers/api.ts';
+import { useScriptedChainRpc } from '../helpers/chainRpc.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, insertTransfer, newEvmWallet, removeAbove, setHead } from '../helpers/engine.ts';
@@ -10,9 +11,11 @@ import { eventsOf, insertTransfer, newEvmWallet, removeAbove, setHead } from '..
  * Refunds count only confirmed money (docs/security.md): sessions through the real API, transfers
  * and chain heads stored as the EVM ingester stores them, the real engine turning them into
  * states, and a reorg marking transfers removed as the ingester does. polygon: 32 blocks deep.
+ * Refund transactions are served by a scripted RPC (completion verifies them on chain).
  */
 const db = useTestDatabase('api_refunds_confirmed');
-const api = useApi(db);
+const chainRpc = useScriptedChainRpc();
+const api = useApi(db, { lookups: chainRpc.lookups });
 const metrics = createMetricsRegistry({ defaultMetrics: false });
 const chain = 'polygon' as const;
 const DEPTH = 32n;
@@ -42,8 +45,17 @@ async function confirmedPayment(amount: string, paid: bigint) {
 
 /** POST /refunds to a payer's wallet (the fixtures' sender is not a checksummed address, so it is not a default). */
 const refund = (key: string, body: Record<string, unknown>) => api.call('POST', '/api/v1/refunds', { key, body: { address: WALLET, ...body } });
-const complete = (key: string, id: string, byte = 'cd') =>
-  api.call('POST', `/api/v1/refunds/${id}/complete`, { key, body: { txHash: `0x${byte.repeat(32)}` } });
+/** Completes a refund with a transaction (on the scripted chain) that pays it exactly from the payment's wallet. */
+async function complete(key: string, id: string, byte = 'cd') {
+  const txHash = `0x${byte.repeat(32)}`;
+  const { rows } = await db.store.query<{ pay_to: string; amount: string; to_address: string; token: string }>(
+    'SELECT s.pay_to, r.amount::text, r.to_address, s.token_addresses[1] AS token FROM refunds r JOIN payment_sessions s ON s.id = r.session_id WHERE r.id = $1',
+    [id],
+  );
+  const paid = rows[0]!;
+  chainRpc.rpc.addTransaction(txHash, [{ token: paid.token, from: paid.pay_to, to: paid.to_address, amount: BigInt(paid.amount) }]);
+  return api.call('POST', `/api/v1/refunds/${id}/complete`, { key, body: { txHash } });
+}
 
 // Matching gives a confirmed session only a transfer of exactly its due amount (a duplicate
 // payment), so the second payments here repeat the first.

@@ -48,7 +48,7 @@ test('the owner invited with `svc users create` sets a password, creates a test 
   await page.waitForURL(`${server.url}/dashboard`);
   // The merchant's name is text, never markup.
   await expect(page.locator('.brand .merchant').textContent()).resolves.toBe('Acme <Tools> & Co');
-  await saveDashboardScreenshots(page, 'home-placeholder');
+  await saveDashboardScreenshots(page, 'home-first-sign-in');
   // Keyboard: the first Tab reaches the skip link, which moves focus to the page's content.
   await page.keyboard.press('Tab');
   await expect(page.evaluate('document.activeElement.textContent')).resolves.toBe('Skip to content');

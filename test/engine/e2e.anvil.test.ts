@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { buildApi, createClient, newMerchant as newApiMerchant } from '../helpers/api.ts';
@@ -45,7 +46,7 @@ beforeAll(async () => {
     onChainChange: (change) => engine.onChainChange(change),
     overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
   });
-  app = buildApi(db.store);
+  app = buildApi(db.store, { env: { SVC_POLYGON_RPC_URL: anvil.rpcUrl } });
   await app.ready();
   call = createClient(app);
   merchant = await newApiMerchant(db.store);
@@ -234,21 +235,24 @@ describe('payments end to end: API -> anvil -> EVM ingester -> engine -> outbox'
     await pay(to, 15_000_000n); // exactly the due amount again: it pays the confirmed session
     await waitFor(async () => (await session(s.id)).amountPending === '15', 'the duplicate to be pending');
     expect(await session(s.id)).toMatchObject({ status: 'confirmed', amountReceived: '15', amountPending: '15' });
-    expect(await refund({ amount: '20' })).toMatchObject({
+    const customer = privateKeyToAccount(generatePrivateKey()).address;
+    expect(await refund({ amount: '20', address: customer })).toMatchObject({
       status: 409,
       body: { error: expect.stringContaining('15 USDC more has been seen on chain but is not confirmed yet') },
     });
+    // The merchant's wallet sends the refund in the next block (completion verifies it on chain
+    // once it is as deep as the confirmation rule); the duplicate confirms with it.
+    const refundTx = await anvil.transfer(USDC, to, customer, 20_000_000n);
+    await anvil.waitMined(refundTx);
 
     await confirm();
     await waitFor(async () => (await session(s.id)).amountReceived === '30', 'the duplicate to confirm');
-    const requested = await refund({ amount: '20' });
+    const requested = await refund({ amount: '20', address: customer });
     expect(requested.status).toBe(201);
-    expect((await call('POST', `/api/v1/refunds/${requested.body.id}/complete`, { key: merchant.live, body: { txHash: `0x${'ab'.repeat(32)}` } })).status).toBe(
-      200,
-    );
+    expect((await call('POST', `/api/v1/refunds/${requested.body.id}/complete`, { key: merchant.live, body: { txHash: refundTx } })).status).toBe(200);
 
-    // 33 blocks replaced (the duplicate's and the 32 on it), above anvil's finalized block (head - 64).
-    await anvil.reorg(DEPTH + 1);
+    // 34 blocks replaced (the duplicate's, the refund's and the 32 on them), above anvil's finalized block (head - 64).
+    await anvil.reorg(DEPTH + 2);
     await anvil.mine(1);
     await waitFor(async () => (await session(s.id)).amountReceived === '15', 'the reorg to remove the duplicate');
     let flagged: { requiresAttention: boolean; attentionReason: string | null } = { requiresAttention: false, attentionReason: null };

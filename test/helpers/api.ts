@@ -11,6 +11,7 @@ import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { TestDatabase } from './db.ts';
+import type { TransactionLookups } from '../../src/ingest/lookup.ts';
 import { createOpenApiChecker } from './openapiCheck.ts';
 
 /** The public URL the test APIs build links with. */
@@ -30,7 +31,10 @@ export const EVERY_CHAIN_LIVE: Record<string, string> = Object.fromEntries(
 );
 
 /** A real API (fastify) on `store`, as the daemon builds it, with every chain live unless `env` says otherwise. */
-export function buildApi(store: Store, options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string> } = {}): FastifyInstance {
+export function buildApi(
+  store: Store,
+  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups } = {},
+): FastifyInstance {
   const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...EVERY_CHAIN_LIVE, ...options.env });
   return createApi({
     store,
@@ -39,6 +43,7 @@ export function buildApi(store: Store, options: { rateLimits?: Partial<RateLimit
     config,
     box,
     rateLimits: options.rateLimits ?? GENEROUS_LIMITS,
+    ...(options.lookups ? { lookups: options.lookups } : {}),
   });
 }
 
@@ -126,7 +131,10 @@ export function createSocketClient(baseUrl: string, checker?: { check(method: st
  * every answer against the OpenAPI document unless `checked` is false (tests that send what the
  * document forbids on purpose).
  */
-export function useApi(db: TestDatabase, options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; checked?: boolean } = {}) {
+export function useApi(
+  db: TestDatabase,
+  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; checked?: boolean; lookups?: TransactionLookups } = {},
+) {
   let app: FastifyInstance | undefined;
   let client: ReturnType<typeof createClient> | undefined;
   beforeAll(async () => {

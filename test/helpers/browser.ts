@@ -34,10 +34,10 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
-/** The real API (with the checkout) listening on a real socket, its public URL its own address. */
-export async function startCheckoutServer(store: Store): Promise<{ app: FastifyInstance; url: string }> {
+/** The real API (with the checkout) listening on a real socket, its public URL its own address; `env` adds settings (RPC URLs). */
+export async function startCheckoutServer(store: Store, env: Record<string, string> = {}): Promise<{ app: FastifyInstance; url: string }> {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' });
+  const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env });
   const app = createApi({
     store,
     logger: createLogger({ level: 'silent' }),

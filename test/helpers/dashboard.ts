@@ -15,8 +15,9 @@ export const DASHBOARD_SCREENSHOT_DIR = path.resolve('test-results/dashboard');
 /** The password the helpers give users: long enough for the 12-character rule. */
 export const TEST_PASSWORD = 'correct horse battery staple';
 
-/** The real API with the dashboard, on a real socket; its public URL is its own http address. */
-export const startDashboardServer = (store: Store): Promise<{ app: FastifyInstance; url: string }> => startCheckoutServer(store);
+/** The real API with the dashboard, on a real socket; its public URL is its own http address; `env` adds settings (RPC URLs). */
+export const startDashboardServer = (store: Store, env: Record<string, string> = {}): Promise<{ app: FastifyInstance; url: string }> =>
+  startCheckoutServer(store, env);
 
 /** A merchant with a dashboard user invited as the CLI does it (`inviteDashboardUser`), link not yet used. */
 export async function newMerchantWithInvite(store: Store, params: { email?: string; role?: Role; name?: string } = {}) {

@@ -16,8 +16,9 @@ import {
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
-import { completeRefund, getRefund, listRefunds, rejectRefund, requestRefund } from '../../payments/refunds.ts';
-import { refundView } from '../../payments/refund.ts';
+import { getRefund, listRefunds, rejectRefund, requestRefund } from '../../payments/refunds.ts';
+import { completeRefundVerified } from '../../payments/refundCompletion.ts';
+import { REFUND_STATUSES, refundView, type RefundStatus } from '../../payments/refund.ts';
 import { badRequest } from '../../internal/errors.ts';
 import { getSession } from '../../payments/sessions.ts';
 
@@ -31,7 +32,7 @@ const RefundSchema = Type.Object(
     amountBaseUnits: Type.String(),
     currency: CurrencySchema,
     chain: ChainSchema,
-    status: Type.Unsafe<string>({ type: 'string', enum: ['requested', 'completed', 'rejected'] }),
+    status: Type.Unsafe<string>({ type: 'string', enum: [...REFUND_STATUSES] }),
     address: Type.String({ description: 'Where the merchant sends the refund.' }),
     reason: Nullable(Type.String()),
     metadata: MetadataSchema,
@@ -107,7 +108,14 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Interface B'],
         summary: 'List refunds',
-        querystring: Type.Object({ ...pagingQuery, paymentId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, { additionalProperties: false }),
+        querystring: Type.Object(
+          {
+            ...pagingQuery,
+            paymentId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+            status: Type.Optional(Type.Unsafe<RefundStatus>({ type: 'string', enum: [...REFUND_STATUSES], description: 'Only refunds in this state.' })),
+          },
+          { additionalProperties: false },
+        ),
         response: { 200: ListSchema(RefundSchema, 'A page of refunds, newest first.'), ...errorResponses(...READ_ERRORS) },
       },
     },
@@ -129,6 +137,7 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
         merchantId: auth.merchantId,
         livemode: auth.livemode,
         paymentId: request.query.paymentId,
+        status: request.query.status,
         startingAfter: request.query.startingAfter,
         limit: limit + 1,
       });
@@ -161,7 +170,7 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'Complete a refund with its transaction hash',
         description:
-          "409 when the refund is not in state `requested`, or when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending).",
+          "The gateway verifies the transaction on chain before the refund counts as completed. Live: it must be mined and successful, as deep as the chain's confirmation rule for payments (e.g. 32 blocks on polygon; solana: commitment `confirmed`), and hold a token transfer of the payment's token from the payment's receiving wallet to the refund's `address` of exactly the refund's amount; one such transfer completes one refund. Sandbox: a well-formed hash is accepted (no chain exists), once. 400 when the transaction failed or pays something else (the message says what it pays); 409 when the refund is not in state `requested`, when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending), when the transaction is not found or not deep enough yet, or when it already completed another refund; 503 when the chain's RPC does not answer.",
         params: IdParam('id', 'rfd'),
         body: Type.Object(
           { txHash: Type.String({ minLength: 1, maxLength: 100, description: 'EVM: 0x + 64 hex; solana: base58 signature.' }) },
@@ -172,13 +181,11 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      return deps.store.transaction(async (sql) => {
-        const refund = refundView(
-          await completeRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash }),
-        );
-        await saveIdempotentResponse(sql, request, 200, refund);
-        return refund;
-      });
+      const params = { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash };
+      const completed = await completeRefundVerified(deps.store, deps.lookups, params, (sql, refund) =>
+        saveIdempotentResponse(sql, request, 200, refundView(refund)),
+      );
+      return refundView(completed);
     },
   );
 

@@ -1,5 +1,14 @@
 import { createSecretBox, loadOrCreateEncryptionKey } from '../../internal/crypto.ts';
-import { addWallet, createMerchant, getMerchant, getMerchantSettings, listMerchants, listWallets, setMerchantPaymentSettings } from '../../accounts/index.ts';
+import {
+  addWallet,
+  createMerchant,
+  getMerchant,
+  getMerchantSettings,
+  listMerchants,
+  listWallets,
+  MAX_PAYMENT_TOLERANCE_BPS,
+  setMerchantPaymentSettings,
+} from '../../accounts/index.ts';
 import { setMerchantRateLimits } from '../../api/rateLimits.ts';
 import { emit, jsonOption, parseWallet, requireString, UsageError, withStore, type Command } from '../command.ts';
 
@@ -107,8 +116,8 @@ export const merchantsUpdate: Command = {
     const bridged = values['accept-bridged'];
     if (bridged !== undefined && bridged !== 'true' && bridged !== 'false') throw new UsageError('--accept-bridged must be true or false');
     const tolerance = values['tolerance-bps'];
-    if (tolerance !== undefined && !(typeof tolerance === 'string' && /^\d+$/.test(tolerance) && Number(tolerance) <= 1000))
-      throw new UsageError('--tolerance-bps must be a whole number from 0 to 1000');
+    if (tolerance !== undefined && !(typeof tolerance === 'string' && /^\d+$/.test(tolerance) && Number(tolerance) <= MAX_PAYMENT_TOLERANCE_BPS))
+      throw new UsageError(`--tolerance-bps must be a whole number from 0 to ${MAX_PAYMENT_TOLERANCE_BPS}`);
     return withStore(io, async (store) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
       const settings = await store.transaction(async (sql) => {

@@ -1,6 +1,5 @@
 import type { DashboardPageModule } from '../routes.ts';
 import { sessionActions } from './session.ts';
-import { placeholderPages } from './placeholders.ts';
 import { developersPage } from './developers.ts';
 import { accountPage } from './account.ts';
 import { teamPage } from './team.ts';
@@ -11,10 +10,12 @@ import { homePage } from './home.ts';
 import { paymentsPages } from './payments.ts';
 import { unmatchedPage } from './unmatched.ts';
 import { linksPage } from './links.ts';
+import { refundPages } from './refunds.ts';
+import { settingsPages } from './settings.ts';
 
 /**
  * Every page module of the signed-in dashboard, one a line (see src/dashboard/README.md for the
- * contract). Add yours here and remove its key from placeholders.ts.
+ * contract). Add yours here.
  */
 // biome-ignore format: one module a line, so pages added in parallel merge without conflicts
 export const PAGE_MODULES: DashboardPageModule[] = [
@@ -29,5 +30,6 @@ export const PAGE_MODULES: DashboardPageModule[] = [
   auditPage,
   webhookPages,
   webhookDeliveryPages,
-  placeholderPages,
+  refundPages,
+  settingsPages,
 ];

@@ -478,6 +478,8 @@ export interface RefundListParams {
   /** Cursor: the id of the last item of the previous page. */
   startingAfter?: string;
   paymentId?: string;
+  /** Only refunds in this state. */
+  status?: RefundStatus;
 }
 
 export interface RefundCompleteParams {

@@ -482,6 +482,7 @@ class RefundsResource(_Resource):
         limit: Union[int, NotGiven] = NOT_GIVEN,
         starting_after: Union[str, NotGiven] = NOT_GIVEN,
         payment_id: Union[str, NotGiven] = NOT_GIVEN,
+        status: Union[RefundStatus, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> Page[Refund]:
         """List refunds
@@ -493,7 +494,7 @@ class RefundsResource(_Resource):
         return self._transport.page(
             "GET",
             "/refunds",
-            query=_params({"limit": limit, "startingAfter": starting_after, "paymentId": payment_id}),
+            query=_params({"limit": limit, "startingAfter": starting_after, "paymentId": payment_id, "status": status}),
             options=options,
         )
 
@@ -503,10 +504,11 @@ class RefundsResource(_Resource):
         limit: Union[int, NotGiven] = NOT_GIVEN,
         starting_after: Union[str, NotGiven] = NOT_GIVEN,
         payment_id: Union[str, NotGiven] = NOT_GIVEN,
+        status: Union[RefundStatus, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> Iterator[Refund]:
         """Every item of `list(...)`, page after page (a generator: the next page is fetched when one is used up)."""
-        yield from self.list(limit=limit, starting_after=starting_after, payment_id=payment_id, options=options).auto_paging_iter()
+        yield from self.list(limit=limit, starting_after=starting_after, payment_id=payment_id, status=status, options=options).auto_paging_iter()
 
     def retrieve(
         self,
@@ -533,7 +535,7 @@ class RefundsResource(_Resource):
     ) -> Refund:
         """Complete a refund with its transaction hash
 
-        409 when the refund is not in state `requested`, or when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending).
+        The gateway verifies the transaction on chain before the refund counts as completed. Live: it must be mined and successful, as deep as the chain's confirmation rule for payments (e.g. 32 blocks on polygon; solana: commitment `confirmed`), and hold a token transfer of the payment's token from the payment's receiving wallet to the refund's `address` of exactly the refund's amount; one such transfer completes one refund. Sandbox: a well-formed hash is accepted (no chain exists), once. 400 when the transaction failed or pays something else (the message says what it pays); 409 when the refund is not in state `requested`, when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending), when the transaction is not found or not deep enough yet, or when it already completed another refund; 503 when the chain's RPC does not answer.
 
         ``POST /refunds/{id}/complete``
         """

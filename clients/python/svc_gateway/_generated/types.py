@@ -714,6 +714,8 @@ _RefundListParamsOptional = TypedDict(
         # Cursor: the id of the last item of the previous page.
         "startingAfter": str,
         "paymentId": str,
+        # Only refunds in this state.
+        "status": RefundStatus,
     },
     total=False,
 )

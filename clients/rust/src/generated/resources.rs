@@ -397,7 +397,7 @@ impl<'a> RefundsResource<'a> {
 
     /// Complete a refund with its transaction hash
     ///
-    /// 409 when the refund is not in state `requested`, or when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending).
+    /// The gateway verifies the transaction on chain before the refund counts as completed. Live: it must be mined and successful, as deep as the chain's confirmation rule for payments (e.g. 32 blocks on polygon; solana: commitment `confirmed`), and hold a token transfer of the payment's token from the payment's receiving wallet to the refund's `address` of exactly the refund's amount; one such transfer completes one refund. Sandbox: a well-formed hash is accepted (no chain exists), once. 400 when the transaction failed or pays something else (the message says what it pays); 409 when the refund is not in state `requested`, when the payment's confirmed money (`amountReceived`) no longer covers the completed refunds plus this one (a reorg removed a transfer, or the money is still pending), when the transaction is not found or not deep enough yet, or when it already completed another refund; 503 when the chain's RPC does not answer.
     ///
     /// `POST /refunds/{id}/complete`
     pub fn complete(&self, id: &str, params: &RefundCompleteParams) -> Result<Refund, Error> {

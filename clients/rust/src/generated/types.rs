@@ -1487,6 +1487,9 @@ pub struct RefundListParams {
     pub starting_after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_id: Option<String>,
+    /// Only refunds in this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<RefundStatus>,
 }
 
 impl RefundListParams {
@@ -1510,6 +1513,12 @@ impl RefundListParams {
     /// Sets `paymentId`.
     pub fn payment_id(mut self, payment_id: impl Into<String>) -> Self {
         self.payment_id = Some(payment_id.into());
+        self
+    }
+
+    /// Sets `status`.
+    pub fn status(mut self, status: RefundStatus) -> Self {
+        self.status = Some(status);
         self
     }
 }
