@@ -2,16 +2,16 @@
  * Webhook delivery benchmark: deliveries per second to a local receiver, and the delay from a
  * state change's commit to its delivery (median, p99).
  *
- *   npx tsx bench/webhooks.ts [--events 5000] [--latency-events 300] [--rate 20] [--concurrency 32]
+ *   npx tsx bench/webhooks.ts [--events 5000] [--latency-events 300] [--rate 20] [--concurrency 32] [--statements] [--waits]
  *
  * Uses DATABASE_URL when set, otherwise an embedded Postgres in a temporary folder (port
  * BENCH_PG_PORT, default 54364). The receiver is node:http on loopback answering 200 at once, so
- * the numbers are the gateway's cost, not a receiver's.
+ * the numbers are the gateway's cost, not a receiver's. `--statements` prints the throughput
+ * run's costliest statements per delivery (pg_stat_statements), `--waits` the backends' wait
+ * events during it.
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -21,9 +21,10 @@ import { appendEvent } from '../src/engine/outbox.ts';
 import { createSecretBox, newId } from '../src/internal/crypto.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { createMetricsRegistry } from '../src/internal/metrics.ts';
-import { startEmbeddedPostgres } from '../src/store/embedded.ts';
 import { createStore, type Store } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
+import { benchDatabase, percentile } from './lib.ts';
+import { createStatementStats, formatWaits, sampleWaitEvents } from './databaseStats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -31,6 +32,8 @@ const { values } = parseArgs({
     'latency-events': { type: 'string', default: '300' },
     rate: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '32' },
+    statements: { type: 'boolean', default: false },
+    waits: { type: 'boolean', default: false },
   },
 });
 const EVENTS = Number(values.events);
@@ -40,10 +43,6 @@ const CONCURRENCY = Number(values.concurrency);
 
 const logger = createLogger({ level: 'warn' });
 const box = createSecretBox(randomBytes(32));
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 async function startReceiver() {
   const arrivals = new Map<string, number>();
@@ -111,17 +110,11 @@ async function confirm(store: Store, merchantId: string, sessionId: string): Pro
 }
 
 async function main() {
-  let connectionString = process.env.DATABASE_URL;
-  let stopDatabase = async () => {};
-  let dataDir: string | undefined;
-  if (!connectionString) {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-webhooks-'));
-    const embedded = await startEmbeddedPostgres({ dataDir, port: Number(process.env.BENCH_PG_PORT ?? 54364), logger });
-    connectionString = embedded.connectionString;
-    stopDatabase = embedded.stop;
-  }
+  const database = await benchDatabase('webhooks', 54364, { statements: values.statements });
+  const { connectionString } = database;
   await migrate({ connectionString });
   const store = createStore({ connectionString });
+  const statements = values.statements ? await createStatementStats(connectionString) : undefined;
   const receiver = await startReceiver();
   try {
     const { merchant } = await createMerchant(store, box, { name: `bench ${Date.now()}` });
@@ -152,11 +145,16 @@ async function main() {
       box,
       concurrency: CONCURRENCY,
     });
+    await statements?.reset();
     const t0 = performance.now();
     await delivery.start();
-    await receiver.until(EVENTS);
+    const drained = values.waits ? sampleWaitEvents(connectionString, receiver.until(EVENTS)) : receiver.until(EVENTS).then(() => undefined);
+    const waits = (await drained)?.waits;
     const seconds = (performance.now() - t0) / 1000;
     const throughput = EVENTS / seconds;
+    if (waits) console.log(`wait events during the throughput run: ${formatWaits(waits)}`);
+    if (statements)
+      for (const line of await statements.top(EVENTS, 10)) console.log(`  ${line.replace('µs/req', 'µs/delivery').replace('calls/req', 'calls/delivery')}`);
 
     // 2. Latency: an idle worker, state changes committed one at a time at RATE per second.
     receiver.arrivals.clear();
@@ -184,9 +182,9 @@ async function main() {
     console.log(JSON.stringify(result, null, 2));
   } finally {
     await receiver.close();
+    await statements?.close();
     await store.close();
-    await stopDatabase();
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    await database.close();
   }
 }
 

@@ -213,7 +213,15 @@ export function createDelivery(params: DeliveryParams): Delivery {
     const now = clock.now();
     const dispatched = await store.transaction((sql) => dispatchEvents(sql, { now, limit: DISPATCH_BATCH }));
     const room = concurrency - inFlight.size;
-    const due = room > 0 ? await claimDueDeliveries(store, { now, limit: room, perTarget }) : [];
+    // The lease is committed without waiting for its WAL flush (see claimDueDeliveries): the
+    // claim is on every delivery's path, and each flush on a shared disk took milliseconds.
+    const due =
+      room > 0
+        ? await store.transaction(async (sql) => {
+            await sql.query('SET LOCAL synchronous_commit = off');
+            return claimDueDeliveries(sql, { now, limit: room, perTarget });
+          })
+        : [];
     due.forEach(launch);
     // A full batch of events or of due deliveries means more may be waiting: go again at once.
     backlog = dispatched.events >= DISPATCH_BATCH || (room > 0 && due.length >= room);

@@ -1,58 +1,10 @@
 import type { Sql } from '../store/index.ts';
-import { covers } from './decide.ts';
-import { sessionColumns, toSession, type Session } from '../payments/session.ts';
+import { sessionColumns, toSession } from '../payments/session.ts';
 import * as sessionSql from '../payments/sessionSql.ts';
+import { CANDIDATE_FIELDS, CLOCK_SKEW_SECONDS, byAge, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
+import { chooseOnWallet, indexWallets } from './walletCandidates.ts';
 
-/**
- * How far a transfer's block time may precede its session's creation and still pay it: chain
- * block timestamps come from validators' clocks (EVM allows ~15 s of drift) and the session row
- * from ours; a minute absorbs both without letting yesterday's payment pay today's session.
- */
-export const CLOCK_SKEW_SECONDS = 60;
-
-/**
- * An overpayment is attributed by the "only session waiting on this wallet" rule only up to
- * twice what is still due: a transfer far larger than any open session is more likely the
- * merchant's own money movement than a customer, and is left for the merchant to attribute.
- */
-const SOLE_CANDIDATE_MAX_FACTOR = 2n;
-
-/** The transfer columns matching reads. */
-export interface TransferToMatch {
-  id: bigint;
-  tx_hash: string;
-  livemode: boolean;
-  chain: string;
-  token_address: string;
-  to_address: string;
-  amount: string;
-  reference_keys: string[];
-  paid_at: Date;
-}
-
-/** The session fields matching reads. */
-const CANDIDATE_FIELDS = [
-  'id',
-  'merchantId',
-  'status',
-  'amountDue',
-  'tokenAddresses',
-  'payTo',
-  'livemode',
-  'chain',
-  'createdAt',
-  'monitorUntil',
-] as const satisfies readonly (keyof Session)[];
-
-/** A session as matching sees it, with its merchant's payment tolerance; amounts parsed to bigint once per batch. */
-export type Candidate = Pick<Session, (typeof CANDIDATE_FIELDS)[number]> & {
-  /** What its counted transfers sum to (plus, during a batch, what the batch attributed to it). */
-  received: bigint;
-  toleranceBps: number;
-};
-
-/** How matching attributed a transfer (`manual` is the API's attribution). */
-export type MatchMethod = 'reference' | 'amount' | 'claim';
+export { CLOCK_SKEW_SECONDS, chooseSession, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
 
 /** The transfer columns matching reads, as SQL over `transfers` (no alias). */
 export const TRANSFER_TO_MATCH_COLUMNS =
@@ -66,49 +18,6 @@ const parseCandidate = (row: Record<string, unknown>): Candidate => ({
   toleranceBps: row.toleranceBps as number,
   received: BigInt(row.received as string),
 });
-
-export function inWindow(candidate: Pick<Candidate, 'createdAt' | 'monitorUntil'>, paidAt: Date): boolean {
-  return paidAt.getTime() >= candidate.createdAt.getTime() - CLOCK_SKEW_SECONDS * 1000 && paidAt <= candidate.monitorUntil;
-}
-
-/**
- * The session a transfer pays, by the documented rules, in order (docs/payment-lifecycle.md, "Matching"):
- * 1. a Solana Pay `reference` key naming a session on the same chain, wallet and token;
- * 2. the exact `amount_due` of a session on the same (livemode, chain, wallet, token) whose window
- *    (created_at .. monitor_until) holds the payment time: due amounts are unique while reserved;
- * 3. exactly what is still missing on a partly paid session (a top-up);
- * 4. within the merchant's tolerance below the due amount of exactly one unpaid session;
- * 5. the only session on that wallet and token still waiting for money (under- or overpayment,
- *    the latter up to twice what is missing).
- * Ties in 2 and 3 go to the oldest session (created_at, id). Anything else is unmatched.
- * Pure given the rows; `matchTransfers` reads them, once per batch.
- */
-export function chooseSession(transfer: TransferToMatch, candidates: Candidate[]): Candidate | undefined {
-  const amount = BigInt(transfer.amount);
-  const eligible = candidates.filter((c) => inWindow(c, transfer.paid_at));
-  const unpaid = eligible.filter((c) => c.status !== 'settled' && c.status !== 'confirmed' && c.received < c.amountDue);
-  const exact = eligible.filter((c) => c.amountDue === amount);
-  if (exact.length > 0) return exact.find((c) => unpaid.includes(c)) ?? exact[0];
-  const topUp = unpaid.find((c) => c.received > 0n && c.amountDue - c.received === amount);
-  if (topUp) return topUp;
-  const tolerated = unpaid.filter((c) => c.received === 0n && amount < c.amountDue && covers(amount, c.amountDue, c.toleranceBps));
-  if (tolerated.length === 1) return tolerated[0];
-  if (unpaid.length === 1) {
-    const missing = unpaid[0]!.amountDue - unpaid[0]!.received;
-    if (amount <= missing * SOLE_CANDIDATE_MAX_FACTOR) return unpaid[0];
-  }
-  return undefined;
-}
-
-/** Oldest first, as the rules' ties want: (created_at, id). */
-const byAge = (a: Candidate, b: Candidate) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
-/** The candidate sessions on one wallet, indexed for the common case of an exact due amount. */
-interface WalletSessions {
-  all: Candidate[];
-  byDue: Map<bigint, Candidate[]>;
-  merchants: Set<string>;
-}
 
 /** A claim on a transfer's transaction (migrations/019): the session it names and who made it. */
 interface ClaimOnTransaction {
@@ -128,7 +37,8 @@ type BatchCandidates = Awaited<ReturnType<typeof readCandidates>>;
  * reference keys name, the sessions claiming their transactions, and every session on their
  * wallets whose window overlaps the batch's payment times. Reading per batch rather than per
  * transfer keeps matching linear: a merchant with thousands of open sessions on one wallet costs
- * one read of them per 500 transfers, not one per transfer. `received` is the live sum of each
+ * one read of them per batch (`MATCH_BATCH` transfers), not one per transfer, and
+ * `walletCandidates.ts` indexes them for the rules. `received` is the live sum of each
  * session's counted transfers at the time of the read; matching adds what it attributes in the
  * batch (`pending`).
  */
@@ -156,17 +66,7 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]) {
     new Date(Math.max(...times)),
     CLOCK_SKEW_SECONDS,
   ]);
-  const byWallet = new Map<string, WalletSessions>();
-  for (const row of rows.map(parseCandidate).sort(byAge)) {
-    let wallet = byWallet.get(row.payTo);
-    if (!wallet) byWallet.set(row.payTo, (wallet = { all: [], byDue: new Map(), merchants: new Set() }));
-    wallet.all.push(row);
-    wallet.merchants.add(row.merchantId);
-    const sameDue = wallet.byDue.get(row.amountDue);
-    if (sameDue) sameDue.push(row);
-    else wallet.byDue.set(row.amountDue, [row]);
-  }
-  return { byReference, byWallet, claims };
+  return { byReference, byWallet: indexWallets(rows.map(parseCandidate)), claims };
 }
 
 /** A session as matching found it and how. */
@@ -200,25 +100,7 @@ function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates
     }
   }
   const wallet = candidates.byWallet.get(transfer.to_address);
-  if (!wallet) return undefined;
-  const inPlay = (list: Candidate[]) =>
-    list
-      .filter((candidate) => candidate.tokenAddresses.includes(transfer.token_address) && inWindow(candidate, transfer.paid_at))
-      .map((candidate) => {
-        const attributed = pending.get(candidate.id);
-        return attributed === undefined ? candidate : { ...candidate, received: candidate.received + attributed };
-      });
-  // The usual case, an exact due amount on a one-merchant wallet: rule 2 looks at the sessions
-  // with that due amount only, so they are all `chooseSession` needs (no scan of the wallet).
-  if (wallet.merchants.size === 1) {
-    const exact = inPlay(wallet.byDue.get(BigInt(transfer.amount)) ?? []);
-    if (exact.length > 0) return { session: chooseSession(transfer, exact)!, method: 'amount' };
-  }
-  const sessions = inPlay(wallet.all);
-  // Two merchants' sessions on one address: the amount cannot say whose money it is, and guessing
-  // would hand one merchant's payment to another. It stays unmatched for a verified owner to claim.
-  if (new Set(sessions.map((candidate) => candidate.merchantId)).size > 1) return undefined;
-  const chosen = chooseSession(transfer, sessions);
+  const chosen = wallet && chooseOnWallet(wallet, transfer, pending);
   return chosen && { session: chosen, method: 'amount' };
 }
 

@@ -58,3 +58,44 @@ export async function appendEvent(
   );
   return envelope;
 }
+
+/** One event for `appendEvents`, written by the transaction that makes the change it reports. */
+export interface NewEvent {
+  merchantId: string;
+  livemode: boolean;
+  type: EventType;
+  sessionId?: string | null;
+  refundId?: string | null;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Writes several events to the outbox on `sql` in one statement, in the order given (their `seq`
+ * follows it), all stamped `createdAt`: the transaction's `now()`, read by the caller, as
+ * `appendEvent` stamps one. The engine writes the events of a whole evaluation this way instead
+ * of two round trips per event.
+ */
+export async function appendEvents(sql: Sql, events: NewEvent[], createdAt: Date): Promise<EventEnvelope[]> {
+  if (events.length === 0) return [];
+  const envelopes = events.map(
+    (event): EventEnvelope => ({ id: newId('evt'), event: event.type, data: event.data, timestamp: createdAt.toISOString(), livemode: event.livemode }),
+  );
+  await sql.query(
+    `INSERT INTO events (id, merchant_id, livemode, type, session_id, refund_id, payload, created_at)
+     SELECT e.id, e.merchant_id, e.livemode, e.type, e.session_id, e.refund_id, e.payload, $8
+       FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) WITH ORDINALITY
+            AS e (id, merchant_id, livemode, type, session_id, refund_id, payload, n)
+      ORDER BY e.n`,
+    [
+      envelopes.map((envelope) => envelope.id),
+      events.map((event) => event.merchantId),
+      events.map((event) => event.livemode),
+      events.map((event) => event.type),
+      events.map((event) => event.sessionId ?? null),
+      events.map((event) => event.refundId ?? null),
+      envelopes.map((envelope) => JSON.stringify(envelope)),
+      createdAt,
+    ],
+  );
+  return envelopes;
+}

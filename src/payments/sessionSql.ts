@@ -96,17 +96,23 @@ export const lockSessionsToEvaluate = (filter: string) =>
     FOR UPDATE OF s`;
 
 /**
- * Stores one evaluation's outcome, only if the session is still in the status it was read in.
- * $1 id, $2 status read, $3 new status, $4 counted total, $5 reported confirmed money,
- * $6 confirmations, $7 tx hash, $8..$12 detected, confirmed, settled, expired and failed times,
- * $13 failure reason, $14 confirmed money.
+ * Stores evaluations' outcomes, one row per session, each only if the session is still in the
+ * status it was read in (the caller compares the row count). Arrays, one element per session:
+ * $1 ids, $2 statuses read, $3 new statuses, $4 counted totals, $5 reported confirmed money,
+ * $6 confirmations, $7 tx hashes, $8..$12 detected, confirmed, settled, expired and failed times,
+ * $13 failure reasons, $14 confirmed money.
  */
-export const saveEvaluation = () =>
-  `UPDATE payment_sessions
-      SET status = $3, amount_received = $4, reported_received = $5, confirmations = $6, tx_hash = $7,
-          detected_at = $8, confirmed_at = $9, settled_at = $10, expired_at = $11, failed_at = $12,
-          failure_reason = $13, amount_confirmed = $14, updated_at = now()
-    WHERE id = $1 AND status = $2`;
+export const saveEvaluations = () =>
+  `UPDATE payment_sessions s
+      SET status = e.status, amount_received = e.received, reported_received = e.reported, confirmations = e.confirmations,
+          tx_hash = e.tx_hash, detected_at = e.detected_at, confirmed_at = e.confirmed_at, settled_at = e.settled_at,
+          expired_at = e.expired_at, failed_at = e.failed_at, failure_reason = e.failure_reason, amount_confirmed = e.confirmed,
+          updated_at = now()
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::numeric[], $5::numeric[], $6::int[], $7::text[], $8::timestamptz[],
+                 $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::numeric[])
+          AS e (id, status_read, status, received, reported, confirmations, tx_hash, detected_at, confirmed_at, settled_at,
+                expired_at, failed_at, failure_reason, confirmed)
+    WHERE s.id = e.id AND s.status = e.status_read`;
 
 /** Sessions a Solana Pay reference key names, with the key (`reference`). `columns` may read `m` (merchants). $1 keys. */
 export const selectSessionsByReference = (columns: string) =>

@@ -1,0 +1,122 @@
+import { describe, expect, test } from 'vitest';
+import fc from 'fast-check';
+import { byAge, chooseSession, inWindow, type Candidate, type TransferToMatch } from '../../src/engine/matchRules.ts';
+import { chooseOnWallet, indexWallets } from '../../src/engine/walletCandidates.ts';
+
+const now = new Date('2026-11-21T12:00:00Z').getTime();
+const at = (minutes: number) => new Date(now + minutes * 60_000);
+
+/** The definition chooseOnWallet must equal: chooseSession over every session in play, oldest first, none when two merchants share the wallet. */
+function reference(candidates: Candidate[], transfer: TransferToMatch, pending: Map<string, bigint>): Candidate | undefined {
+  const inPlay = [...candidates]
+    .sort(byAge)
+    .filter((c) => c.tokenAddresses.includes(transfer.token_address) && inWindow(c, transfer.paid_at))
+    .map((c) => (pending.has(c.id) ? { ...c, received: c.received + pending.get(c.id)! } : c));
+  if (new Set(inPlay.map((c) => c.merchantId)).size > 1) return undefined;
+  return chooseSession(transfer, inPlay);
+}
+
+/** Amounts close together, so exact, top-up, tolerance and sole-session rules all come up. */
+const amountArb = fc.constantFrom(60n, 90n, 95n, 99n, 100n, 101n, 105n, 110n, 200n, 210n);
+const candidateArb = fc.record({
+  merchant: fc.constantFrom('m1', 'm1', 'm1', 'm2'),
+  status: fc.constantFrom('created', 'created', 'pending', 'confirming', 'confirmed', 'settled', 'expired'),
+  due: amountArb,
+  received: fc.constantFrom(0n, 0n, 0n, 10n, 40n, 100n),
+  token: fc.constantFrom('T', 'T', 'T', 'U'),
+  created: fc.integer({ min: -30, max: 5 }),
+  until: fc.integer({ min: -5, max: 60 }),
+  tolerance: fc.constantFrom(0, 0, 100, 500, 1000),
+  age: fc.integer({ min: 0, max: 3 }),
+});
+
+const walletArb = fc.record({
+  candidates: fc.array(candidateArb, { maxLength: 14 }),
+  amount: amountArb,
+  token: fc.constantFrom('T', 'T', 'U'),
+  paidAt: fc.integer({ min: -40, max: 70 }),
+  pending: fc.array(fc.record({ index: fc.nat(13), amount: fc.constantFrom(5n, 40n, 60n, 100n) }), { maxLength: 4 }),
+});
+
+describe('chooseOnWallet', () => {
+  test('decides exactly as chooseSession over the whole wallet, on random wallets (rules 2-5, pending attributions, two merchants)', () => {
+    let matched = 0;
+    fc.assert(
+      fc.property(walletArb, (w) => {
+        // One tolerance per merchant, as the database has it.
+        const tolerance = new Map<string, number>();
+        const candidates: Candidate[] = w.candidates.map((c, i) => {
+          if (!tolerance.has(c.merchant)) tolerance.set(c.merchant, c.tolerance);
+          return {
+            id: `s${i}`,
+            merchantId: c.merchant,
+            status: c.status as Candidate['status'],
+            amountDue: c.due,
+            received: c.received,
+            tokenAddresses: [c.token],
+            payTo: 'W',
+            livemode: true,
+            chain: 'polygon',
+            // Ages collide on purpose: ties go by id.
+            createdAt: at(c.created - c.age),
+            monitorUntil: at(c.until),
+            toleranceBps: tolerance.get(c.merchant)!,
+          };
+        });
+        const pending = new Map<string, bigint>();
+        for (const p of w.pending) if (p.index < candidates.length) pending.set(`s${p.index}`, (pending.get(`s${p.index}`) ?? 0n) + p.amount);
+        const transfer: TransferToMatch = {
+          id: 1n,
+          tx_hash: '0x01',
+          livemode: true,
+          chain: 'polygon',
+          token_address: w.token,
+          to_address: 'W',
+          amount: String(w.amount),
+          reference_keys: [],
+          paid_at: at(w.paidAt),
+        };
+        const wallet = indexWallets(candidates).get('W');
+        const indexed = wallet && chooseOnWallet(wallet, transfer, pending);
+        const expected = reference(candidates, transfer, pending);
+        if (expected) matched += 1;
+        expect(indexed?.id).toBe(expected?.id);
+        expect(indexed?.received).toBe(expected?.received);
+      }),
+      { numRuns: 5_000 },
+    );
+    // The generator must reach the rules, not only "no match".
+    expect(matched).toBeGreaterThan(500);
+  });
+
+  test('a transfer that pays none of many open sessions is decided without a pass over all of them per rule', () => {
+    const candidates: Candidate[] = Array.from({ length: 3_000 }, (_, i) => ({
+      id: `s${String(i).padStart(5, '0')}`,
+      merchantId: 'm1',
+      status: 'created',
+      amountDue: 10_000_000n + BigInt(i),
+      received: 0n,
+      tokenAddresses: ['T'],
+      payTo: 'W',
+      livemode: true,
+      chain: 'polygon',
+      createdAt: at(-10),
+      monitorUntil: at(60),
+      toleranceBps: 0,
+    }));
+    const wallet = indexWallets(candidates).get('W')!;
+    const transfer = {
+      id: 1n,
+      tx_hash: '0x01',
+      livemode: true,
+      chain: 'polygon',
+      token_address: 'T',
+      to_address: 'W',
+      amount: '7',
+      reference_keys: [],
+      paid_at: at(0),
+    };
+    expect(chooseOnWallet(wallet, transfer, new Map())).toBeUndefined();
+    expect(chooseOnWallet(wallet, { ...transfer, amount: '10000042' }, new Map())?.id).toBe('s00042');
+  });
+});
