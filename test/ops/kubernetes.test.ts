@@ -4,10 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { stringify } from 'yaml';
-import { CHAIN_NAMES, VARIABLES, rpcVariableNames } from '../../src/internal/config.ts';
+import { CHAIN_NAMES, VARIABLES, relayerKeyVariableName, rpcVariableNames } from '../../src/internal/config.ts';
 import { ALERTS_FILE, PROMETHEUS_RULE_FILE, ROOT, renderPrometheusRule } from '../../scripts/prometheus-rule.ts';
 import { readYamlDocuments, renderKustomization, type K8sObject } from '../helpers/kustomize.ts';
 import { skipUnlessInstalled } from '../helpers/toolchains.ts';
+
+/** Chains whose relayer key the daemon accepts (EIP-3009 USDC; src/internal/config.ts refuses the others). */
+const X402_CHAINS = CHAIN_NAMES.filter((chain) => chain !== 'solana' && chain !== 'bsc');
 
 /**
  * The Kubernetes manifests (deploy/kubernetes), rendered per overlay as `kubectl apply -k` would,
@@ -100,6 +103,7 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     const known = new Set([
       ...Object.values(VARIABLES).map((variable) => variable.name),
       ...CHAIN_NAMES.flatMap((chain) => Object.values(rpcVariableNames(chain))),
+      ...CHAIN_NAMES.map(relayerKeyVariableName),
     ]);
     const config = find(objects, 'ConfigMap', 'svc-gateway-config');
     expect(Object.keys(config.data).filter((name) => !known.has(name))).toEqual([]);
@@ -109,6 +113,7 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     expect(keys.filter((name) => !known.has(name))).toEqual([]);
     expect(keys).toContain('SVC_ENCRYPTION_KEY');
     for (const chain of CHAIN_NAMES) expect(keys).toContain(rpcVariableNames(chain).http);
+    for (const chain of X402_CHAINS) expect(keys).toContain(relayerKeyVariableName(chain));
     const databaseFromCluster = find(objects, 'Deployment', 'svc-gateway-api').spec.template.spec.containers[0].env?.some(
       (variable: { name: string }) => variable.name === 'DATABASE_URL',
     );
