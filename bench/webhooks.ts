@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { createMerchant } from '../src/accounts/index.ts';
 import { createDelivery, createEndpoint } from '../src/delivery/index.ts';
-import { appendEvent } from '../src/engine/outbox.ts';
+import { appendEvent } from '../src/payments/outbox.ts';
 import { createSecretBox, newId } from '../src/internal/crypto.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { createMetricsRegistry } from '../src/internal/metrics.ts';

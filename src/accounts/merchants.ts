@@ -1,6 +1,6 @@
 import type { Sql } from '../store/index.ts';
 import { newId, type SecretBox } from '../internal/crypto.ts';
-import { newWebhookSecret } from '../delivery/secrets.ts';
+import { newWebhookSecret } from '../internal/crypto.ts';
 import { badRequest } from '../internal/errors.ts';
 
 export interface Merchant {

@@ -3,7 +3,7 @@ import { allowPrivateWebhooks } from '../internal/config.ts';
 import type { SecretBox } from '../internal/crypto.ts';
 import { newId } from '../internal/crypto.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
-import { appendEvent, EVENT_TYPES } from '../engine/outbox.ts';
+import { appendEvent, EVENT_TYPES } from '../payments/outbox.ts';
 import type { Sql, Store } from '../store/index.ts';
 import { createEndpoint, failPendingDeliveries, getEndpoint, rotateEndpointSecret, updateEndpoint, type Owner, type WebhookEndpoint } from './endpoints.ts';
 import { ENDPOINT_DISABLED_EVENT } from './record.ts';

@@ -1,6 +1,6 @@
 import type { Sql } from '../store/index.ts';
 import { newId } from '../internal/crypto.ts';
-import { appendEvent } from '../engine/outbox.ts';
+import { appendEvent } from '../payments/outbox.ts';
 import { failPendingDeliveries } from './endpoints.ts';
 import { parseRetryAfter, retryDelayMs } from './schedule.ts';
 import type { TransportResult } from './transport.ts';

@@ -1,10 +1,7 @@
 import type { Sql } from '../store/index.ts';
-import { randomBase62, type SecretBox } from '../internal/crypto.ts';
+import { newWebhookSecret, type SecretBox } from '../internal/crypto.ts';
 
-/** A webhook signing secret, `whsec_` and 32 base62 characters (190 bits), shown once. */
-export function newWebhookSecret(): string {
-  return `whsec_${randomBase62(32)}`;
-}
+export { newWebhookSecret };
 
 /**
  * Longest time a rotated secret keeps signing beside the new one (Stripe's limit: 24 h). Long

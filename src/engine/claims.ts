@@ -6,7 +6,7 @@ import { getSessionById } from '../payments/sessions.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 import { claimMisfit, matchTransfers, TRANSFER_TO_MATCH_COLUMNS, type TransferToMatch } from './match.ts';
-import type { PaymentStatus } from './stateMachine.ts';
+import type { PaymentStatus } from '../payments/stateMachine.ts';
 
 /** Who claims a transaction for a session: a payer proving it by hash, or the gateway's own x402 settlement. */
 export type ClaimSource = 'proof' | 'x402';

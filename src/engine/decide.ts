@@ -1,5 +1,5 @@
-import type { EventType } from './outbox.ts';
-import { assertTransition, type PaymentStatus, type Transition, type TransitionCause } from './stateMachine.ts';
+import type { EventType } from '../payments/outbox.ts';
+import { assertTransition, type PaymentStatus, type Transition, type TransitionCause } from '../payments/stateMachine.ts';
 
 /**
  * What the engine knows about one session at one instant: pure data, read from the rows under

@@ -1,11 +1,11 @@
 import type { Sql } from '../store/index.ts';
 import type { ChainConfig } from '../internal/chains.ts';
-import { appendEvents, type EventType, type NewEvent } from './outbox.ts';
-import { confirmationsOf, isConfirmed, isSettled, readChainHead, type ChainHead } from './confirmations.ts';
+import { appendEvents, type EventType, type NewEvent } from '../payments/outbox.ts';
+import { confirmationsOf, isConfirmed, isSettled, readChainHead, type ChainHead } from '../ingest/confirmations.ts';
 import { nextStep, type SessionFacts } from './decide.ts';
 import { paymentEventData, type PaymentView } from './eventData.ts';
 import { flagRefundsBeyondConfirmed } from '../payments/refunds.ts';
-import type { PaymentStatus, TransitionCause } from './stateMachine.ts';
+import type { PaymentStatus, TransitionCause } from '../payments/stateMachine.ts';
 import { toSession, type Session } from '../payments/session.ts';
 import * as sessionSql from '../payments/sessionSql.ts';
 

@@ -13,7 +13,7 @@ export type { Change } from './evaluate.ts';
 export { lockChain } from './lock.ts';
 export { claimTransaction, normalizeTxHash, type ClaimResult, type ClaimSource } from './claims.ts';
 export { attributeTransfer, listSessionTransfers, listUnmatchedTransfers, parseTransferId, transferPublicId, type TransferRow } from './attribute.ts';
-export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from './stateMachine.ts';
+export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from '../payments/stateMachine.ts';
 
 /**
  * Transfers matched per transaction. Bounded so a backfill of tens of thousands of transfers

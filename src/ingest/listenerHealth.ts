@@ -1,7 +1,7 @@
 import type { Sql } from '../store/index.ts';
 import { CHAIN_NAMES, liveChains, type ChainName, type Config } from '../internal/config.ts';
 import { loadChains } from '../internal/chains.ts';
-import { simulatedHead } from '../sandbox/simulatedChain.ts';
+import { simulatedHead } from './simulatedChain.ts';
 import { readChainHeads } from './heads.ts';
 
 /**

@@ -91,3 +91,11 @@ export function loadOrCreateEncryptionKey(params: { configured: Buffer | undefin
   }
   throw new Error(`${file} does not hold a 64-character hex key`);
 }
+
+/**
+ * A webhook signing secret, `whsec_` and 32 base62 characters (190 bits), shown once. Here rather
+ * than in delivery/ because creating a merchant (accounts/) makes its first two.
+ */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBase62(32)}`;
+}

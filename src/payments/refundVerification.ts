@@ -6,7 +6,7 @@ import { formatAmount } from '../internal/money.ts';
 import type { Refund } from './refund.ts';
 import type { Session } from './session.ts';
 import type { Sql } from '../store/index.ts';
-import { isConfirmed, readChainHead, type ChainHead } from '../engine/confirmations.ts';
+import { isConfirmed, readChainHead, type ChainHead } from '../ingest/confirmations.ts';
 import type { LookedUpTransaction, TokenMovement, TransactionLookups } from '../ingest/lookup.ts';
 
 /**
@@ -15,7 +15,7 @@ import type { LookedUpTransaction, TokenMovement, TransactionLookups } from '../
  * funds, so "completed" must mean the customer was paid, on chain, by the merchant's wallet.
  *
  * Live: the transaction is mined and successful, confirmed by the same rule as a payment's
- * transfer (engine/confirmations.ts `isConfirmed`, against the chain head the ingester stored:
+ * transfer (ingest/confirmations.ts `isConfirmed`, against the chain head the ingester stored:
  * EVM `confirmations.confirmed` blocks deep, e.g. 32 on polygon, or finalized; solana finalized),
  * since a refund reorged away after `refund.completed` would be money the customer never got; it
  * holds a token `Transfer` of one of the payment's tokens from the

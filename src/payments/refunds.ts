@@ -1,5 +1,5 @@
 import type { Sql } from '../store/index.ts';
-import { appendEvent } from '../engine/outbox.ts';
+import { appendEvent } from './outbox.ts';
 import { canonicalAddress } from '../internal/addresses.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';

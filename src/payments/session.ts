@@ -1,6 +1,6 @@
 import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
-import type { PaymentStatus } from '../engine/stateMachine.ts';
+import type { PaymentStatus } from './stateMachine.ts';
 
 /**
  * The payment session model: one type, one column list, one mapper. Every reader of a

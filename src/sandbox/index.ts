@@ -4,7 +4,7 @@ import type { ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
-import { activeSandboxChains, expireUnderpaidSandboxSessions, simulatedHead, storeSimulatedHead } from './simulatedChain.ts';
+import { activeSandboxChains, expireUnderpaidSandboxSessions, simulatedHead, storeSimulatedHead } from '../ingest/simulatedChain.ts';
 import { simulatePayment, type Reconcile, type SandboxOutcome, type SimulatedPayment } from './simulatePayment.ts';
 
 export { SANDBOX_OUTCOMES, type SandboxOutcome } from './simulatePayment.ts';

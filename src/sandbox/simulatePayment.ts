@@ -6,7 +6,7 @@ import type { Session } from '../payments/session.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { parseAmount, AmountError } from '../internal/money.ts';
 import { fakeAddress, fakeBlockHash, fakeTxHash } from '../internal/sandboxIds.ts';
-import { simulatedHead, storeSimulatedHead } from './simulatedChain.ts';
+import { simulatedHead, storeSimulatedHead } from '../ingest/simulatedChain.ts';
 
 /**
  * What a sandbox payment simulates, and the events the merchant then receives:

@@ -4,7 +4,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { buildApi, createClient, newMerchant } from '../helpers/api.ts';
 import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 import { CHAIN_NAMES } from '../../src/internal/config.ts';
-import { SANDBOX_GENESIS_MS } from '../../src/sandbox/simulatedChain.ts';
+import { SANDBOX_GENESIS_MS } from '../../src/ingest/simulatedChain.ts';
 
 const db = useTestDatabase('status');
 const SANDBOX_BLOCK_MS = 250;

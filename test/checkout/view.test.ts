@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { checkoutViewOf, amountRemaining, isSessionId } from '../../src/checkout/view.ts';
-import type { PaymentStatus } from '../../src/engine/stateMachine.ts';
+import type { PaymentStatus } from '../../src/payments/stateMachine.ts';
 import { eip681Uri, solanaPayUri } from '../../src/checkout/uris.ts';
 import { formatCountdown } from '../../src/checkout/page.ts';
 

@@ -5,7 +5,7 @@ import { afterAll, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, merchant } from '../helpers/delivery.ts';
 import { main, type Io } from '../../src/cli/main.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { createEndpoint, updateEndpoint } from '../../src/delivery/endpoints.ts';
 import { newId } from '../../src/internal/crypto.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createEndpoint, getEndpoint, getMerchantSecretInfo, listEndpoints } from '../../src/delivery/index.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, buildApi } from '../helpers/api.ts';
 import { addUserWithPassword, newMerchantWithOwner, signedInClient, TEST_PASSWORD } from '../helpers/dashboard.ts';

@@ -6,7 +6,7 @@ import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 import { createApi } from '../../src/api/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { verifyWebhook } from '../../src/index.ts';
 import { createFakeClock, delivery as createWorker, insertSession, logger } from '../helpers/delivery.ts';
 import { startReceiver } from '../helpers/webhookReceiver.ts';

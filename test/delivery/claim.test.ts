@@ -4,7 +4,7 @@ import { box, merchant } from '../helpers/delivery.ts';
 import { createEndpoint } from '../../src/delivery/index.ts';
 import { claimDueDeliveries, nextDueAt } from '../../src/delivery/claim.ts';
 import { dispatchEvents } from '../../src/delivery/dispatch.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 
 const db = useTestDatabase('delivery_claim');
 

@@ -5,7 +5,7 @@ import { afterAll, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startDaemon } from '../../src/daemon.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { verifyWebhook } from '../../src/index.ts';
 import { logger } from '../helpers/delivery.ts';
 import { startReceiver } from '../helpers/webhookReceiver.ts';

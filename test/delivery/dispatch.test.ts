@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createMemoryNonceCache, verifyWebhook } from '../../src/index.ts';
 import { createEndpoint, createHttpTransport } from '../../src/delivery/index.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { box, confirmSession, createFakeClock, delivery, insertSession, merchant } from '../helpers/delivery.ts';
 import { startReceiver } from '../helpers/webhookReceiver.ts';
 

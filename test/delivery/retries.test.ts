@@ -3,7 +3,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { verifyWebhook } from '../../src/index.ts';
 import { claimDueDeliveries } from '../../src/delivery/claim.ts';
 import { createEndpoint, DISABLE_AFTER_FAILING_MS, LEASE_MS, MAX_ATTEMPTS, RETRY_DELAYS_MS, retryDelayMs } from '../../src/delivery/index.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { box, createFakeClock, delivery, merchant } from '../helpers/delivery.ts';
 import { startReceiver, type Reply } from '../helpers/webhookReceiver.ts';
 

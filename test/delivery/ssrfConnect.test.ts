@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { checkWebhookUrl, createEndpoint, createHttpTransport } from '../../src/delivery/index.ts';
 import type { AllowPrivate } from '../../src/delivery/ssrf.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { box, delivery, insertSession, merchant } from '../helpers/delivery.ts';
 import { startReceiver } from '../helpers/webhookReceiver.ts';

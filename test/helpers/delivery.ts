@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../src/store/index.ts';
 import { createMerchant } from '../../src/accounts/index.ts';
-import { appendEvent, type EventEnvelope } from '../../src/engine/outbox.ts';
+import { appendEvent, type EventEnvelope } from '../../src/payments/outbox.ts';
 import { createSecretBox, newId } from '../../src/internal/crypto.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';

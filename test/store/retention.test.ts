@@ -11,7 +11,7 @@ import {
   OPERATOR,
 } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
-import { appendEvent } from '../../src/engine/outbox.ts';
+import { appendEvent } from '../../src/payments/outbox.ts';
 import { pruneExpiredRows } from '../../src/store/retention.ts';
 
 const db = useTestDatabase('retention');

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newMerchant } from '../helpers/engine.ts';
-import { appendEvent, appendEvents } from '../../src/engine/outbox.ts';
+import { appendEvent, appendEvents } from '../../src/payments/outbox.ts';
 
 const db = useTestDatabase('engine_outbox');
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { PAYMENT_STATUSES, TRANSITIONS, assertTransition, canTransition, type PaymentStatus } from '../../src/engine/stateMachine.ts';
+import { PAYMENT_STATUSES, TRANSITIONS, assertTransition, canTransition, type PaymentStatus } from '../../src/payments/stateMachine.ts';
 import { nextStep, type SessionFacts } from '../../src/engine/decide.ts';
 
 const base: SessionFacts = {
