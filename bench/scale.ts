@@ -33,7 +33,7 @@ import { createStore } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { pruneExpiredRows } from '../src/store/retention.ts';
 import { benchDatabase, listenBenchApi, percentile } from './lib.ts';
-import { createStatementRecorder, explainStatements, formatStatements } from './scaleExplain.ts';
+import { createStatementRecorder, explainStatements, formatExecutionTimes, formatStatements } from './scaleExplain.ts';
 import { fillHistory } from './scaleFill.ts';
 
 const { values } = parseArgs({
@@ -166,7 +166,11 @@ async function main() {
 
     for (let i = 0; i < 20; i++) await createPayment();
     await payOne(); // one real paid session and its events: the templates of the fill
+    recorder.start();
     const empty = await measure();
+    const emptyStatements = recorder.stop();
+    // Server-side time of each statement (EXPLAIN ANALYZE, values as sent), compared after the fill.
+    const emptyExecution = await explainStatements(raw, emptyStatements);
     const rssEmpty = process.memoryUsage().rss;
 
     const fillStarted = performance.now();
@@ -203,6 +207,9 @@ async function main() {
     console.log('\nCostliest statements on the filled database (time per call, calls during the measures above):');
     for (const line of formatStatements([...hot, ...retentionStatements], 20)) console.log(`  ${line}`);
     console.log(`\nRSS of this process (API + engine + load generator): empty ${mb(rssEmpty)}, peak throughout ${mb(peakRss)}`);
+    const fullExecution = await explainStatements(raw, hot);
+    console.log('\nServer time of each statement the measures sent (EXPLAIN ANALYZE, values as sent), empty and filled:');
+    for (const line of formatExecutionTimes(emptyExecution, fullExecution, hot)) console.log(`  ${line}`);
     if (values.explain) {
       console.log('\nEXPLAIN (ANALYZE, BUFFERS) of every statement the measures sent, with the values it was sent with:');
       await explainStatements(raw, [...hot, ...retentionStatements], (line) => console.log(line));

@@ -9,7 +9,7 @@ import type { Store } from '../src/store/index.ts';
  * last 90 days. Amounts are consistent (received = due = the transfer's amount), so the engine
  * finds nothing to change in the history, as in a healthy database.
  *
- * Secondary indexes of the filled tables are dropped first and rebuilt after (CREATE INDEX sorts
+ * Secondary indexes and unique constraints of the filled tables are dropped first and rebuilt after (CREATE INDEX sorts
  * once; inserting into five B-trees row by row would take most of the fill), and the fill runs
  * with `session_replication_role = replica` (no foreign-key triggers: the rows are consistent by
  * construction). Then VACUUM ANALYZE, as autovacuum would leave a table that size.
@@ -34,6 +34,14 @@ export async function fillHistory(
     [tables],
   );
   for (const index of indexes) await store.query(`DROP INDEX ${index.indexname}`);
+  // Unique constraints too (not primary keys, which foreign keys need): a sort builds them faster
+  // than 10M random insertions into a B-tree of text keys.
+  const { rows: uniques } = await store.query<{ table: string; name: string; definition: string }>(
+    `SELECT conrelid::regclass::text AS table, conname AS name, pg_get_constraintdef(oid) AS definition
+       FROM pg_constraint WHERE contype = 'u' AND conrelid::regclass::text = ANY($1)`,
+    [tables],
+  );
+  for (const unique of uniques) await store.query(`ALTER TABLE ${unique.table} DROP CONSTRAINT ${unique.name}`);
 
   // Which merchant owns session g: every fifth the measured one, else one of the others.
   const owner = (g: string) => `CASE WHEN ${g} % 5 = 0 THEN $1 ELSE 'm_scale_' || (${g} % ${merchants}) END`;
@@ -135,7 +143,7 @@ export async function fillHistory(
         response_body_excerpt, duration_ms, succeeded, started_at)
      SELECT 'wha_scale_' || g, 'whd_scale_' || d, 'evt_scale_' || d, (g - 1) / ${events} + 1, 'https://hooks.example/svc',
         '{"content-type": "application/json"}', repeat('x', 400), 200, 'ok', 20, true,
-        now() - make_interval(secs => (g * 7919) % ${90 * 86_400})
+        now() - make_interval(secs => ((g::bigint * 7919) % ${90 * 86_400})::int)
        FROM generate_series($FROM, $TO) g, LATERAL (SELECT (g - 1) % ${events} + 1 AS d) k`,
   );
 
@@ -143,8 +151,9 @@ export async function fillHistory(
   await store.transaction(async (sql) => {
     await sql.query(`SET LOCAL maintenance_work_mem = '256MB'`);
     for (const index of indexes) await sql.query(index.indexdef);
+    for (const unique of uniques) await sql.query(`ALTER TABLE ${unique.table} ADD CONSTRAINT ${unique.name} ${unique.definition}`);
   });
-  params.log(`${indexes.length} secondary indexes rebuilt in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  params.log(`${indexes.length} secondary indexes and ${uniques.length} unique constraints rebuilt in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   const vacuumed = performance.now();
   for (const table of [...tables, 'merchants']) await store.query(`VACUUM ANALYZE ${table}`);
   params.log(`VACUUM ANALYZE in ${((performance.now() - vacuumed) / 1000).toFixed(0)} s`);

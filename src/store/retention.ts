@@ -32,7 +32,10 @@ export async function pruneExpiredRows(sql: Sql): Promise<Record<string, number>
     rate_limit_counters: `DELETE FROM rate_limit_counters WHERE window_start < now() - interval '5 minutes'`,
     wallet_challenges: `DELETE FROM wallet_challenges WHERE ctid IN (SELECT ctid FROM wallet_challenges WHERE expires_at < now() - make_interval(days => ${RETENTION.walletChallengesDays}) LIMIT ${BATCH})`,
     solana_signatures: `DELETE FROM solana_signatures WHERE ctid IN (SELECT ctid FROM solana_signatures WHERE commitment IN ('finalized', 'removed') AND updated_at < now() - make_interval(days => ${RETENTION.solanaSignaturesDays}) LIMIT ${BATCH})`,
-    webhook_attempts: `DELETE FROM webhook_attempts WHERE ctid IN (SELECT ctid FROM webhook_attempts WHERE started_at < now() - make_interval(days => ${RETENTION.webhookAttemptsDays}) LIMIT ${BATCH})`,
+    // Oldest first, so the plan is a scan of webhook_attempts_started (migration 021) from its
+    // start: with statistics that still count the rows a large pass just deleted, an unordered
+    // LIMIT made the planner pick a sequential scan of the whole table even with nothing to delete.
+    webhook_attempts: `DELETE FROM webhook_attempts WHERE ctid IN (SELECT ctid FROM webhook_attempts WHERE started_at < now() - make_interval(days => ${RETENTION.webhookAttemptsDays}) ORDER BY started_at LIMIT ${BATCH})`,
   };
   const deleted: Record<string, number> = {};
   for (const [table, statement] of Object.entries(statements)) {
