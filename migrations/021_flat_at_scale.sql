@@ -43,3 +43,9 @@ CREATE INDEX payment_sessions_transfers_changed ON payment_sessions (livemode, c
 -- The retention pass deletes attempts older than 30 days, 5,000 at a time: without an index each
 -- batch scanned the table from its start (over the rows the batches before it left dead).
 CREATE INDEX webhook_attempts_started ON webhook_attempts (started_at);
+
+-- GET /payments?status=…: the list index (merchant_id, livemode, created_at DESC, id DESC) finds
+-- a status that is rare in a merchant's history (confirming, pending) only by walking the whole
+-- history newest first. With the status in the key, the planner reads just that status's rows
+-- (and still takes the list index for a status most rows have).
+CREATE INDEX payment_sessions_list_status ON payment_sessions (merchant_id, livemode, status, created_at DESC, id DESC);

