@@ -103,11 +103,11 @@ async function main() {
     /** Pays one open session on chain (a transfer of its due amount in a new block), then one reconcile matches it. */
     async function payOne(): Promise<number> {
       const payment = await createPayment();
-      const { rows } = await store.query<{ pay_to: string; amount_due: string }>('SELECT pay_to, amount_due::text FROM payment_sessions WHERE id = $1', [
+      const { rows } = await raw.query<{ pay_to: string; amount_due: string }>('SELECT pay_to, amount_due::text FROM payment_sessions WHERE id = $1', [
         payment.id,
       ]);
       block += 1;
-      await store.query(
+      await raw.query(
         `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount)
          VALUES (true, 'polygon', $1, 0, $2, $3, now(), $4, $5, $6, $7)`,
         [
@@ -120,7 +120,7 @@ async function main() {
           rows[0]!.amount_due,
         ],
       );
-      await store.query(`UPDATE chain_heads SET head_block = $1, processed_block = $1 WHERE livemode AND chain = 'polygon'`, [block]);
+      await raw.query(`UPDATE chain_heads SET head_block = $1, processed_block = $1 WHERE livemode AND chain = 'polygon'`, [block]);
       const started = performance.now();
       const result = await engine.reconcile({ chain: 'polygon', livemode: true });
       const ms = performance.now() - started;
@@ -142,7 +142,7 @@ async function main() {
         ms.sort((a, b) => a - b);
         figures.push({ label, p50: percentile(ms, 50), p90: percentile(ms, 90) });
       };
-      const { rows } = await store.query<{ id: string }>('SELECT id FROM payment_sessions WHERE merchant_id = $1 ORDER BY created_at DESC LIMIT 50', [
+      const { rows } = await raw.query<{ id: string }>('SELECT id FROM payment_sessions WHERE merchant_id = $1 ORDER BY created_at DESC LIMIT 50', [
         merchant.id,
       ]);
       const ids = rows.map((row) => row.id);

@@ -104,7 +104,7 @@ export async function explainStatements(store: Store, recorded: Recorded[], prin
     if (execution !== undefined) executionMs.set(entry.key, Number(execution));
     if (!print) continue;
     print(`\n-- ${(entry.totalMs / entry.calls).toFixed(2)} ms per call over ${entry.calls} calls: ${oneLine(entry.text).slice(0, 300)}`);
-    print(`   values: ${JSON.stringify(entry.values ?? []).slice(0, 200)}`);
+    print(`   values: ${JSON.stringify(entry.values ?? [], (_, value) => (typeof value === 'bigint' ? value.toString() : value)).slice(0, 200)}`);
     for (const line of plan) print(`   ${line}`);
   }
   return executionMs;
