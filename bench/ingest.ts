@@ -148,6 +148,7 @@ try {
     wallets: WALLETS,
     raw_get_logs: { seconds: Number(rawSeconds.toFixed(2)), logs_per_second: Math.round(rawLogs / rawSeconds) },
     ingest_backfill: { seconds: Number(ingestSeconds.toFixed(2)), transfers_per_second: Math.round(stored / ingestSeconds) },
+    ingest_vs_raw: `${Math.round((100 * rawSeconds) / ingestSeconds)} %`,
   };
   console.log(JSON.stringify(result, null, 2));
 } finally {

@@ -3,12 +3,16 @@
  * transactions fetched, transfers committed with their cursors), against the litesvm-backed test
  * RPC on loopback, so the numbers are the ingester's and the database's cost, not a provider's.
  *
- *   npx tsx bench/solana-catchup.ts [--payments 2000] [--wallets 4]
+ *   npx tsx bench/solana-catchup.ts [--payments 2000] [--wallets 4] [--profile]
+ *
+ * `--profile` writes a CPU profile of the catch-up alone (this process: the ingester and the test
+ * RPC server share it) to a temporary file, printed; `npx tsx bench/profileSummary.ts <file>`.
  *
  * Uses DATABASE_URL when set, otherwise an embedded Postgres in a temporary folder (port
  * BENCH_PG_PORT, default 54365).
  */
 import fs from 'node:fs';
+import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,7 +29,9 @@ import { createStore } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { startSolanaRpc } from '../test/helpers/solanaRpc.ts';
 
-const { values } = parseArgs({ options: { payments: { type: 'string', default: '2000' }, wallets: { type: 'string', default: '4' } } });
+const { values } = parseArgs({
+  options: { payments: { type: 'string', default: '2000' }, wallets: { type: 'string', default: '4' }, profile: { type: 'boolean', default: false } },
+});
 const PAYMENTS = Number(values.payments);
 const WALLETS = Number(values.wallets);
 const logger = createLogger({ level: 'warn' });
@@ -67,12 +73,24 @@ try {
     chain: loadChains().solana,
     rpc: { http: [rpc.url], ws: [] },
   });
+  const profiler = values.profile ? new inspector.Session() : undefined;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
   started = performance.now();
   await ingester.syncOnce();
   const seconds = (performance.now() - started) / 1000;
   const { rows } = await store.query<{ count: bigint }>("SELECT count(*) FROM transfers WHERE chain = 'solana'");
   const stored = Number(rows[0]!.count);
   console.log(`catch-up: ${stored} transfers in ${seconds.toFixed(2)} s = ${(stored / seconds).toFixed(0)} transfers/s`);
+  if (profiler) {
+    const { profile } = await profiler.post('Profiler.stop');
+    const file = path.join(os.tmpdir(), `svc-bench-solana-${process.pid}.cpuprofile`);
+    fs.writeFileSync(file, JSON.stringify(profile));
+    console.log(`CPU profile of the catch-up: ${file}`);
+  }
   console.log(`RPC calls: ${[...rpc.calls].map(([method, count]) => `${method}=${count}`).join(' ')}`);
   if (stored !== PAYMENTS) throw new Error(`stored ${stored} of ${PAYMENTS}`);
   started = performance.now();

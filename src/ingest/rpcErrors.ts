@@ -78,6 +78,18 @@ export function classifyRpcError(error: unknown, method: string): RpcErrorKind {
 }
 
 /**
+ * How many times too large an `eth_getLogs` response was, when the transport measured it (viem's
+ * body limit: the node's `Content-Length` against the limit); undefined otherwise. A range of
+ * `n` blocks whose answer was `k` times the limit fits in about `n / k` blocks of the same
+ * density, so the caller can shrink once instead of halving until it fits.
+ */
+export function responseOversize(error: unknown): number | undefined {
+  const tooLarge = find(error, ResponseBodyTooLargeError);
+  if (!tooLarge || !(tooLarge.maxSize > 0) || !(tooLarge.size > tooLarge.maxSize)) return undefined;
+  return tooLarge.size / tooLarge.maxSize;
+}
+
+/**
  * Sorts a failed Solana JSON-RPC call (@solana/kit) by the same rules, as far as they apply: an
  * HTTP 429 or a rate message is `rate`; anything else, a JSON-RPC error included, is `endpoint`
  * (Solana nodes behind one URL disagree about recent slots, so another URL may well answer what

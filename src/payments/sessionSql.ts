@@ -89,7 +89,7 @@ export const reservedDueAmounts = () =>
  * tolerance (`payment_tolerance_bps`). $1 livemode, $2 chain, and what `filter` uses from $3.
  */
 export const lockSessionsToEvaluate = (filter: string) =>
-  `SELECT ${SESSION_COLUMNS}, s.expires_at <= now() AS past_expiry, m.payment_tolerance_bps
+  `SELECT ${SESSION_COLUMNS}, s.expires_at <= now() AS past_expiry, m.payment_tolerance_bps, s.transfers_changed
      FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
     WHERE s.livemode = $1 AND s.chain = $2 AND (${filter})
     ORDER BY s.id

@@ -34,7 +34,10 @@ export async function pruneExpiredRows(sql: Sql): Promise<Record<string, number>
     rate_limit_counters: `DELETE FROM rate_limit_counters WHERE window_start < now() - interval '5 minutes'`,
     wallet_challenges: `DELETE FROM wallet_challenges WHERE ctid IN (SELECT ctid FROM wallet_challenges WHERE expires_at < now() - make_interval(days => ${RETENTION.walletChallengesDays}) LIMIT ${BATCH})`,
     solana_signatures: `DELETE FROM solana_signatures WHERE ctid IN (SELECT ctid FROM solana_signatures WHERE commitment IN ('finalized', 'removed') AND updated_at < now() - make_interval(days => ${RETENTION.solanaSignaturesDays}) LIMIT ${BATCH})`,
-    webhook_attempts: `DELETE FROM webhook_attempts WHERE ctid IN (SELECT ctid FROM webhook_attempts WHERE started_at < now() - make_interval(days => ${RETENTION.webhookAttemptsDays}) LIMIT ${BATCH})`,
+    // Oldest first, so the plan is a scan of webhook_attempts_started (migration 021) from its
+    // start: with statistics that still count the rows a large pass just deleted, an unordered
+    // LIMIT made the planner pick a sequential scan of the whole table even with nothing to delete.
+    webhook_attempts: `DELETE FROM webhook_attempts WHERE ctid IN (SELECT ctid FROM webhook_attempts WHERE started_at < now() - make_interval(days => ${RETENTION.webhookAttemptsDays}) ORDER BY started_at LIMIT ${BATCH})`,
     dashboard_sessions: `DELETE FROM dashboard_sessions WHERE ctid IN (SELECT ctid FROM dashboard_sessions WHERE least(coalesce(revoked_at, expires_at), expires_at) < now() - make_interval(days => ${RETENTION.dashboardSessionsDays}) LIMIT ${BATCH})`,
     dashboard_sign_in_links: `DELETE FROM dashboard_sign_in_links WHERE ctid IN (SELECT ctid FROM dashboard_sign_in_links WHERE expires_at < now() - make_interval(days => ${RETENTION.dashboardSessionsDays}) LIMIT ${BATCH})`,
     // A failure window lasts 15 minutes (src/accounts/signInThrottle.ts); an hour later the row counts for nothing.

@@ -26,6 +26,7 @@ const PINNED: Record<string, string> = {
   '018_x402.sql': '78f9d368ed8840f27ea75bd4419be2852e20d1c16e1535096d800d8275bc5cab',
   '019_transaction_claims.sql': 'a39f00b367d7f3781cddbfdae6a7c893dc4cc6a444cbfbff88bd49bd8226ffaf',
   '020_delivery_claim_indexes.sql': '9757972c6fe2a8a30885494398b75977d431fb408f2e4abf22beb0f6ee739065',
+  '021_flat_at_scale.sql': '86c99d3370c3316362d032d03cc8497db76e708786b626bde096fc427ef0aaa0',
   '022_payment_search.sql': 'b04daa5399edbefb0d14045b436f92d502f7fb4678bd7a5d96e4d7a1522fe722',
   '023_webhook_attempt_signatures.sql': 'd4de54c3597a5d8f7c5f1f2d055dc50d50cb7ba5b21d057bbd2280e6c450d906',
   '024_refunds_tx_hash.sql': '6ad6042ea9bd02e57256bfd89fcb6f94c9d8aa5b1ea642d813fd3898ccbd9538',

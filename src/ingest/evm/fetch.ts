@@ -53,10 +53,15 @@ export interface RangeFetcher {
 
 /**
  * The fetching half of an EVM ingester: headers, `eth_getLogs` and block times over the chain's
- * RPC pool. `onRangeRefused(size)` tells the ingester a provider refused a range of `size`
- * blocks, so it plans smaller ones; the range is then thrown as a {@link ChainMovedError}.
+ * RPC pool. `onRangeRefused(size, fits)` tells the ingester a provider refused a range of `size`
+ * blocks (and, when the provider measured the excess, the size that should fit), so it plans smaller ones; the range is then thrown as a {@link ChainMovedError}.
  */
-export function createRangeFetcher(params: { chain: ChainConfig; rpc: Rpc; watched: WatchedWallets; onRangeRefused(size: bigint): void }): RangeFetcher {
+export function createRangeFetcher(params: {
+  chain: ChainConfig;
+  rpc: Rpc;
+  watched: WatchedWallets;
+  onRangeRefused(size: bigint, fits?: bigint): void;
+}): RangeFetcher {
   const { rpc, watched } = params;
   const name = params.chain.name;
   const tokens = params.chain.tokens.map((token) => token.address.toLowerCase());

@@ -1,4 +1,3 @@
-import pLimit from 'p-limit';
 import type { ChainConfig } from '../../internal/chains.ts';
 import type { Logger } from '../../internal/logger.ts';
 import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
@@ -11,7 +10,7 @@ import { ChainMovedError, createRangeFetcher, type FetchedRange } from './fetch.
 import { createHeadSignal } from './heads.ts';
 import { LeadershipLostError } from '../leader.ts';
 import type { IngestMetrics } from '../metrics.ts';
-import { commitRange, loadState } from './persist.ts';
+import { commitRange, loadState, type BlockHeader } from './persist.ts';
 import { createBranchTracker } from './reorg.ts';
 import { RpcRequestRejected, type Rpc } from './rpc.ts';
 import { createWatchedWallets } from './watched.ts';
@@ -54,6 +53,11 @@ const DEFAULT_CONCURRENCY = 4;
  * add requests. A stale `finalized` only keeps a few more headers stored.
  */
 const TAG_REFRESH_MS = 2_000;
+/**
+ * Range commits running at once while catching up: one writing its rows while the one before it
+ * commits. More would only queue behind the checkpoint, and each holds a connection.
+ */
+const COMMITS_IN_FLIGHT = 2;
 /** Successful ranges after which a refused range size may be tried again. */
 const RANGE_CEILING_TTL = 100;
 /** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
@@ -112,10 +116,11 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     chain,
     rpc,
     watched,
-    onRangeRefused(size) {
-      const next = size / 2n > 0n ? size / 2n : 1n;
+    onRangeRefused(size, fits) {
+      const next = fits ?? (size / 2n > 0n ? size / 2n : 1n);
       if (next < rangeSize) rangeSize = next;
-      rangeCeiling = size;
+      // A measured fit is also where growth stops (the ceiling is the first size not to try).
+      rangeCeiling = fits !== undefined ? fits + 1n : size;
       rangeSuccesses = 0;
     },
   });
@@ -152,9 +157,16 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     processed = await branch.reconcile(mismatchAt, processed);
   }
 
-  async function commit(range: FetchedRange | undefined, to: bigint) {
+  /**
+   * Commits one range (or, without one, only the checkpoint's chain state) in its own transaction.
+   * `after` pipelines it behind the previous range's commit, still running (persist.ts): the rows
+   * are written at once, the checkpoint only after that commit, from where it left it. The
+   * in-memory state (`processed`, the branch mirror) follows each commit in order.
+   */
+  async function commit(range: FetchedRange | undefined, to: bigint, after?: Promise<unknown>) {
     const pendingRewind = branch.pendingRewind;
     const started = performance.now();
+    const chainState = { head, safe, finalized };
     const result = await store.transaction(async (sql) => {
       await params.fence?.(sql);
       return commitRange(sql, {
@@ -163,12 +175,11 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
         transfers: range?.transfers ?? [],
         blocks: range?.headers ?? [],
         processedBlock: to,
-        head,
-        safe,
-        finalized,
+        ...(after && range ? { after, previousBlock: range.from - 1n } : {}),
+        ...chainState,
       });
     });
-    branch.committed({ rewind: pendingRewind, headers: range?.headers ?? [], finalized });
+    branch.committed({ rewind: pendingRewind, headers: range?.headers ?? [], finalized: chainState.finalized });
     log.debug({
       msg: 'Committed range',
       from_block: range?.from.toString(),
@@ -188,11 +199,10 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     emit('head');
   }
 
-  /** One pass: read the head, then bring the checkpoint up to it. Returns true when caught up. */
-  async function cycle(): Promise<boolean> {
+  /** Reads the head, `safe` and `finalized` (at most every {@link TAG_REFRESH_MS}) and the watched wallets. */
+  async function readChain() {
     const latest = await getHeader('latest');
     if (!latest) throw new RetryableError(`${name}: the node returned no latest block`);
-    const previousFinalized = finalized;
     if (Date.now() - tagsReadAt >= TAG_REFRESH_MS || safe === null || finalized === null) {
       [safe, finalized] = await Promise.all([getTagNumber('safe', latest.number), getTagNumber('finalized', latest.number)]);
       tagsReadAt = Date.now();
@@ -206,6 +216,25 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     metrics.safeBlock.set(labels, Number(safe));
     metrics.finalizedBlock.set(labels, Number(finalized));
     await watched.refresh(store);
+    chainReadAt = Date.now();
+    return latest;
+  }
+  let chainReadAt = 0;
+
+  /**
+   * One pass: read the head, then bring the checkpoint up to it. Returns true when caught up.
+   *
+   * Catching up is a pipeline: up to `concurrency` ranges are fetched ahead, and up to
+   * {@link COMMITS_IN_FLIGHT} commits run at once, each range's rows written while the range
+   * before it commits; checkpoints still commit one range at a time, in order, each with the
+   * rows it covers. A new range is planned as soon as one is handed to a commit, so the node is
+   * never idle while Postgres writes. The head, tags and watched wallets are re-read between
+   * ranges every {@link TAG_REFRESH_MS}, so a long backfill sees new wallets and finality as a
+   * cycle of four ranges used to.
+   */
+  async function cycle(): Promise<boolean> {
+    const previousFinalized = finalized;
+    const latest = await readChain();
 
     // A head at or below the checkpoint that replaced a stored block: a reorg that did not lengthen the chain.
     if (latest.number <= processed && branch.replacedBy(latest)) await reconcile(latest.number);
@@ -218,42 +247,75 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       return true;
     }
 
-    const ranges: [bigint, bigint][] = [];
-    let start = processed + 1n;
-    while (start <= head && ranges.length < concurrency) {
-      // Unfinalized blocks are read header by header; keep those ranges to the block time's worth of a batch.
-      const end = start + rangeSize - 1n < head ? start + rangeSize - 1n : head;
-      ranges.push([start, end]);
-      start = end + 1n;
-    }
-    const limit = pLimit(concurrency);
-    const fin = finalized;
-    const pending = ranges.map(([from, to]) => limit(() => fetcher.fetchRange(from, to, fin)));
-    pending.forEach((promise) => promise.catch(() => {}));
-    let full = true;
-    for (const [index, promise] of pending.entries()) {
-      const range = await promise;
-      const first = range.headers[0];
-      if (first) {
-        // Linkage: a first header whose parent is not the stored block below it is a reorg.
-        if (!branch.continuedBy(first)) {
-          await reconcile(first.number - 1n);
-          return false;
-        }
-        for (let i = 1; i < range.headers.length; i++) {
-          if (range.headers[i]!.parentHash !== range.headers[i - 1]!.hash) throw new ChainMovedError(`${name}: headers of one range do not link`);
-        }
+    const fetching: Promise<FetchedRange>[] = [];
+    let planned = processed + 1n;
+    const plan = () => {
+      while (fetching.length < concurrency && planned <= head) {
+        const from = planned;
+        const to = from + rangeSize - 1n < head ? from + rangeSize - 1n : head;
+        const promise = fetcher.fetchRange(from, to, finalized as bigint);
+        promise.catch(() => {});
+        fetching.push(promise);
+        planned = to + 1n;
       }
-      if (range.from !== processed + 1n) throw new ChainMovedError(`${name}: ranges out of order`);
-      await commit(range, range.to);
-      if (range.to - range.from + 1n < rangeSize) full = false;
-      else rangeSuccesses += 1;
+    };
+    /** Commits not yet settled, oldest first; the last one is what the next range commits after. */
+    const committing: Promise<void>[] = [];
+    const settleAll = () => Promise.allSettled(committing);
+    /** The last header handed to a commit: the next range's first header must name it as parent. */
+    let lastHeader: BlockHeader | undefined;
+    let expected = processed + 1n;
+    let fullInARow = 0;
+    try {
+      plan();
+      while (fetching.length > 0) {
+        const range = await fetching.shift()!;
+        const first = range.headers[0];
+        if (first) {
+          // Linkage: a first header whose parent is not the block below it is a reorg.
+          const linked = lastHeader && lastHeader.number === first.number - 1n ? lastHeader.hash === first.parentHash : branch.continuedBy(first);
+          if (!linked) {
+            await settleAll();
+            await Promise.all(committing);
+            await reconcile(first.number - 1n);
+            return false;
+          }
+          for (let i = 1; i < range.headers.length; i++) {
+            if (range.headers[i]!.parentHash !== range.headers[i - 1]!.hash) throw new ChainMovedError(`${name}: headers of one range do not link`);
+          }
+          lastHeader = range.headers.at(-1);
+        } else lastHeader = undefined;
+        if (range.from !== expected) throw new ChainMovedError(`${name}: ranges out of order`);
+        expected = range.to + 1n;
+        // A rewind is applied by exactly one commit: nothing overlaps it.
+        const previous = branch.pendingRewind ? undefined : committing.at(-1);
+        if (branch.pendingRewind) await Promise.all(committing);
+        const committed = commit(range, range.to, previous);
+        committed.catch(() => {});
+        committing.push(committed);
+        while (committing.length > COMMITS_IN_FLIGHT || (committing.length > 0 && branch.pendingRewind)) await committing.shift();
+        if (range.to - range.from + 1n < rangeSize) fullInARow = 0;
+        else {
+          rangeSuccesses += 1;
+          fullInARow += 1;
+        }
+        // Grow after `concurrency` full ranges in a row (what a cycle used to be), never back to a
+        // refused size until 100 ranges went well at smaller ones (density changes along a chain).
+        if (rangeCeiling !== undefined && rangeSuccesses >= RANGE_CEILING_TTL) rangeCeiling = undefined;
+        const limitSize = rangeCeiling !== undefined && rangeCeiling - 1n < maxRange ? rangeCeiling - 1n : maxRange;
+        if (fullInARow >= concurrency && rangeSize < limitSize) {
+          rangeSize = rangeSize * 2n > limitSize ? limitSize : rangeSize * 2n;
+          fullInARow = 0;
+        }
+        if (Date.now() - chainReadAt >= TAG_REFRESH_MS) await readChain();
+        plan();
+      }
+      while (committing.length > 0) await committing.shift();
+    } finally {
+      // On any failure, wait for the commits already sent before the cycle is retried: the next
+      // one resumes from whatever of them committed (`processed` follows each in order).
+      await settleAll();
     }
-    // Grow after a cycle of full ranges, never back to a refused size until 100 ranges went well
-    // at smaller ones (data density changes along a chain's history).
-    if (rangeCeiling !== undefined && rangeSuccesses >= RANGE_CEILING_TTL) rangeCeiling = undefined;
-    const limitSize = rangeCeiling !== undefined && rangeCeiling - 1n < maxRange ? rangeCeiling - 1n : maxRange;
-    if (full && rangeSize < limitSize) rangeSize = rangeSize * 2n > limitSize ? limitSize : rangeSize * 2n;
     if (previousFinalized !== finalized) emit('finalized');
     return processed >= head;
   }

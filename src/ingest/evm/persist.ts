@@ -1,5 +1,11 @@
 import type { Sql } from '../../store/index.ts';
+import { RetryableError } from '../../internal/errors.ts';
 import type { ObservedTransfer } from './transfers.ts';
+
+/** A pipelined commit found the checkpoint elsewhere than where its range starts (its predecessor did not commit): nothing was written. */
+export class CheckpointMovedError extends RetryableError {
+  override name = 'CheckpointMovedError';
+}
 
 /** A block header as the ingester keeps it. */
 export interface BlockHeader {
@@ -41,6 +47,17 @@ export interface RangeCommit {
   /** Headers of the blocks in the range that are above `finalized` (hash-linked, ascending). */
   blocks: BlockHeader[];
   processedBlock: bigint;
+  /**
+   * Pipelined commits: the commit of the range before this one, still running in its own
+   * transaction. This one writes its transfers (disjoint blocks), then waits for that commit
+   * before it touches the rows they share (headers, checkpoint), and fails if it did not commit.
+   */
+  after?: Promise<unknown>;
+  /**
+   * The checkpoint this commit continues from: it moves only if the stored one is still there, so
+   * a range never lands on top of a predecessor that rolled back (the gap would be skipped).
+   */
+  previousBlock?: bigint;
   head: bigint;
   safe: bigint | null;
   finalized: bigint | null;
@@ -116,6 +133,7 @@ export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ writ
     ]);
   }
   const written = await upsertTransfers(sql, commit.chain, commit.transfers);
+  if (commit.after) await commit.after;
   if (commit.blocks.length > 0) {
     const b = commit.blocks;
     await sql.query(
@@ -132,12 +150,15 @@ export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ writ
       [commit.chain, commit.finalized],
     );
   }
-  await sql.query(
+  const checkpoint = await sql.query(
     `INSERT INTO chain_heads (livemode, chain, head_block, processed_block, safe_block, finalized_block, head_seen_at, updated_at)
      VALUES (true, $1, $2, $3, $4, $5, now(), now())
      ON CONFLICT (livemode, chain) DO UPDATE SET head_block = excluded.head_block, processed_block = excluded.processed_block,
-       safe_block = excluded.safe_block, finalized_block = excluded.finalized_block, head_seen_at = excluded.head_seen_at, updated_at = now()`,
-    [commit.chain, commit.head, commit.processedBlock, commit.safe, commit.finalized],
+       safe_block = excluded.safe_block, finalized_block = excluded.finalized_block, head_seen_at = excluded.head_seen_at, updated_at = now()
+     WHERE $6::int8 IS NULL OR chain_heads.processed_block = $6::int8`,
+    [commit.chain, commit.head, commit.processedBlock, commit.safe, commit.finalized, commit.previousBlock ?? null],
   );
+  if (checkpoint.rowCount === 0)
+    throw new CheckpointMovedError(`${commit.chain}: the checkpoint is not at block ${commit.previousBlock}; the range is not committed`);
   return { written, removed };
 }

@@ -1,5 +1,4 @@
 import { address, signature as toSignature } from '@solana/kit';
-import pLimit from 'p-limit';
 import type { Sql, Store } from '../../store/index.ts';
 import type { WatchedTokenAccount } from './accounts.ts';
 import { parseTokenCredits, type RpcTransaction } from './parse.ts';
@@ -41,8 +40,13 @@ export interface SyncResult {
  * transaction short (a few ms) while amortising the commit.
  */
 const BATCH = 50;
-/** getTransaction calls in flight per token account; public providers throttle beyond ~10/s per connection. */
-const FETCH_CONCURRENCY = 8;
+/**
+ * Batches whose transactions are being fetched ahead of the one being committed, per token
+ * account: each is one JSON-RPC batch of up to {@link BATCH} getTransaction calls, so at most
+ * 4 × 50 transactions are in flight per account; a provider that throttles answers 429 and the
+ * pool spaces its requests.
+ */
+const FETCH_AHEAD = 4;
 /** getSignatureStatuses takes at most 256 signatures per call. */
 const STATUS_BATCH = 256;
 /**
@@ -149,31 +153,42 @@ export async function syncTokenAccount(params: {
   const goneSet = new Set(gone.map((row) => row.signature));
 
   let prefixFinal = true;
-  const limit = pLimit(FETCH_CONCURRENCY);
-  for (let start = 0; start < listed.length; start += BATCH) {
-    if (params.signal?.aborted) return result;
-    const batch = listed.slice(start, start + BATCH);
-    const fresh = batch.filter((item) => {
-      const stored = known.get(item.signature);
-      return (
-        !undecided.has(item.signature) &&
-        !goneSet.has(item.signature) &&
-        (!stored || stored.commitment === 'removed') &&
-        !(item.slot <= params.finalizedSlot && !item.finalized)
-      );
-    });
-    const fetched = new Map(
-      await Promise.all(
-        fresh.map((item) =>
-          limit(async () => {
-            const transaction = await rpc.call('getTransaction', (client) =>
-              client.getTransaction(toSignature(item.signature), { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }),
-            );
-            return [item.signature, transaction as unknown as RpcTransaction | null] as const;
-          }),
-        ),
-      ),
+  /** Whether a listed signature needs its transaction fetched (new here, or restored after removal). */
+  const isFresh = (item: ListedSignature) => {
+    const stored = known.get(item.signature);
+    return (
+      !undecided.has(item.signature) &&
+      !goneSet.has(item.signature) &&
+      (!stored || stored.commitment === 'removed') &&
+      !(item.slot <= params.finalizedSlot && !item.finalized)
     );
+  };
+  /** One JSON-RPC batch of getTransaction per commit batch; the decisions above do not change while fetching. */
+  const fetchBatch = async (batch: ListedSignature[]) => {
+    const fresh = batch.filter(isFresh);
+    const answers = await rpc.batch<RpcTransaction | null>(
+      'getTransaction',
+      fresh.map((item) => [item.signature, { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }]),
+    );
+    return new Map(fresh.map((item, index) => [item.signature, answers[index] ?? null]));
+  };
+  const batches: ListedSignature[][] = [];
+  for (let start = 0; start < listed.length; start += BATCH) batches.push(listed.slice(start, start + BATCH));
+  /** Fetches running ahead of the commits, oldest first (at most FETCH_AHEAD). */
+  const ahead: Promise<Map<string, RpcTransaction | null>>[] = [];
+  let nextToFetch = 0;
+  const fetchAhead = () => {
+    while (ahead.length < FETCH_AHEAD && nextToFetch < batches.length) {
+      const fetching = fetchBatch(batches[nextToFetch++]!);
+      fetching.catch(() => {});
+      ahead.push(fetching);
+    }
+  };
+  for (const batch of batches) {
+    if (params.signal?.aborted) return result;
+    fetchAhead();
+    const fetched = await ahead.shift()!;
+    fetchAhead();
     const records: SignatureRecord[] = [];
     const nowFinal: string[] = [];
     let cursor: ListedSignature | undefined;

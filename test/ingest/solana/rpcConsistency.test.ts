@@ -80,6 +80,7 @@ describe('solana ingest, RPC nodes at different roots', () => {
     // The second page is served by a backend whose root is just below x.slot.
     const lagging: SolanaRpcPool = {
       endpoints: inner.endpoints,
+      batch: (method, paramsList) => inner.batch(method, paramsList),
       async call(method, request) {
         if (method !== 'getSignaturesForAddress') return inner.call(method, request);
         listings += 1;
@@ -110,6 +111,7 @@ describe('solana ingest, RPC nodes at different roots', () => {
     // A listing node that has not indexed paid.slot yet, while getSlot(finalized) is past it.
     const blind: SolanaRpcPool = {
       endpoints: inner.endpoints,
+      batch: (method, paramsList) => inner.batch(method, paramsList),
       call: (method, request) => (method === 'getSignaturesForAddress' ? Promise.resolve([] as never) : inner.call(method, request)),
     };
     const kept = await syncTokenAccount({ ...common, rpc: blind, account: await reload(account.address), finalizedSlot: paid.slot });
@@ -164,6 +166,7 @@ describe('solana ingest, a provider that caps the page size', () => {
     // At most 2 signatures per page, whatever `limit` asks.
     const capped: SolanaRpcPool = {
       endpoints: inner.endpoints,
+      batch: (method, paramsList) => inner.batch(method, paramsList),
       call: async (method, request) => {
         const answer = await inner.call(method, request);
         return method === 'getSignaturesForAddress' ? ((answer as unknown[]).slice(0, 2) as typeof answer) : answer;

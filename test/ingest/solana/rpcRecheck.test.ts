@@ -24,19 +24,24 @@ beforeAll(async () => {
   payer = await rpc.wallet();
   await rpc.fund(payer.address, 'USDC', 1_000_000_000n);
   rpc.ledger.finalize();
+  // One request or a JSON-RPC batch (the ingester fetches transactions in batches): each
+  // getTransaction is answered null the first time its signature is asked, the rest upstream.
+  type Call = { id: unknown; method: string; params: unknown[] };
+  const answer = async (call: Call) => {
+    if (call.method === 'getTransaction' && !askedOnce.has(call.params[0] as string)) {
+      askedOnce.add(call.params[0] as string);
+      return { jsonrpc: '2.0', id: call.id, result: null };
+    }
+    const upstream = await fetch(rpc.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(call) });
+    return upstream.json();
+  };
   proxy = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: unknown; method: string; params: unknown[] };
-    if (body.method === 'getTransaction' && !askedOnce.has(body.params[0] as string)) {
-      askedOnce.add(body.params[0] as string);
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: null }));
-      return;
-    }
-    const upstream = await fetch(rpc.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Call | Call[];
+    const answered = Array.isArray(body) ? await Promise.all(body.map(answer)) : await answer(body);
     res.setHeader('content-type', 'application/json');
-    res.end(await upstream.text());
+    res.end(JSON.stringify(answered));
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
