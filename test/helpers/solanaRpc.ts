@@ -78,7 +78,12 @@ export interface SolanaTestRpc {
 
 const MINT_SPACE = 82;
 
-export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promise<SolanaTestRpc> {
+/**
+ * `latencyMs`: each HTTP answer waits this long, like a remote node, so a catch-up takes long
+ * enough for a test to interrupt it (a batched catch-up of a few hundred payments on loopback is
+ * over in one commit).
+ */
+export async function startSolanaRpc(params: { startSlot?: bigint; latencyMs?: number } = {}): Promise<SolanaTestRpc> {
   const ledger = createLedger({ startSlot: params.startSlot });
   const svm = ledger.svm;
   const chain = loadChains().solana;
@@ -134,7 +139,8 @@ export async function startSolanaRpc(params: { startSlot?: bigint } = {}): Promi
         return reply(response, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
       }
       const answer = Array.isArray(parsed) ? parsed.map(handle) : handle(parsed);
-      reply(response, answer);
+      if (params.latencyMs) setTimeout(() => reply(response, answer), params.latencyMs);
+      else reply(response, answer);
     });
   });
 

@@ -32,7 +32,8 @@ async function storedTransfers(): Promise<number> {
 }
 
 beforeAll(async () => {
-  rpc = await startSolanaRpc();
+  // 50 ms a request: the batched catch-up spans several commits, so kills land inside it.
+  rpc = await startSolanaRpc({ latencyMs: 50 });
   wallets = [];
   for (let i = 0; i < 3; i++) wallets.push((await createSolanaMerchant(db.store, rpc)).wallet);
   const payer = await rpc.wallet();
