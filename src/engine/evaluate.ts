@@ -108,9 +108,6 @@ export async function evaluateSessions(
   const values: unknown[] = [livemode, chain.name];
   if (params.sessionIds) values.push(params.sessionIds);
   const { rows } = await sql.query(sessionSql.lockSessionsToEvaluate(filter), values);
-  // Read below, after the lock: a transfer change committed later sets the flag again.
-  const flagged = rows.filter((row) => row.transfers_changed === true).map((row) => row.id as string);
-  if (flagged.length > 0) await sql.query('UPDATE payment_sessions SET transfers_changed = false WHERE id = ANY($1::text[])', [flagged]);
   const sessions: EvaluatedSession[] = rows.map((row) => ({
     session: toSession(row),
     pastExpiry: row.past_expiry as boolean,
@@ -131,6 +128,16 @@ export async function evaluateSessions(
     list.push(transfer);
     bySession.set(transfer.session_id, list);
   }
+  // Clear the marks read above, after the lock (a transfer change committed later sets it again),
+  // but only where every counted transfer is final: confirmations grow with the chain head, not
+  // through `transfers`, so a session at rest with money not yet final (an overpayment of a
+  // settled session, a late payment of an expired one) is read again on each pass until it is,
+  // or its late money would never be reported (test/engine/property.test.ts found it).
+  const atRest = rows
+    .filter((row) => row.transfers_changed === true)
+    .map((row) => row.id as string)
+    .filter((id) => (bySession.get(id) ?? []).every((transfer) => isSettled(head, transfer.block_number)));
+  if (atRest.length > 0) await sql.query('UPDATE payment_sessions SET transfers_changed = false WHERE id = ANY($1::text[])', [atRest]);
   const { rows: clock } = await sql.query<{ now: Date }>('SELECT now() AS now');
   const now = clock[0]!.now;
 
