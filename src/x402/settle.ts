@@ -11,6 +11,7 @@ import type { X402Metrics } from './metrics.ts';
 import type { X402Offer } from './requirements.ts';
 import { bindSettlementTransaction } from './bind.ts';
 import {
+  countRecentReverts,
   findSettlement,
   getSettlement,
   insertSettlement,
@@ -18,6 +19,7 @@ import {
   markSubmitted,
   signatureHash,
   takeOver,
+  type AuthorizationKey,
   type Settlement,
   type SettlementStatus,
 } from './settlements.ts';
@@ -49,6 +51,16 @@ export const LEASE_SECONDS = 30;
  * retry instead of a cut connection. The retry then answers with the same settlement.
  */
 const WAIT_MS = 90_000;
+
+/**
+ * Gas griefing: a payer can sign a valid authorization and then spend its nonce or balance
+ * (cancelAuthorization, a transfer) just before the relayer's transaction is mined, which then
+ * reverts with the relayer's gas spent. After this many such reverts on a token within
+ * {@link REVERT_WINDOW_SECONDS}, that payer's live authorizations are refused before anything is
+ * sent (an honest payer practically never loses a race against its own wallet).
+ */
+export const MAX_PAYER_REVERTS = 3;
+export const REVERT_WINDOW_SECONDS = 3600;
 
 export interface SettleContext {
   store: Store;
@@ -121,7 +133,10 @@ export async function settleOnce(
   const existing = await findSettlement(ctx.store, key);
   if (existing) return replay(existing);
 
-  const refusal = params.refusal ?? (await verifyPayment(ctx, { offer, requirements: params.requirements, payload, livemode: target.livemode }));
+  const refusal =
+    params.refusal ??
+    (target.livemode ? await payerRefusal(ctx, key) : undefined) ??
+    (await verifyPayment(ctx, { offer, requirements: params.requirements, payload, livemode: target.livemode }));
   if (refusal) {
     count('refused');
     return { ok: false, refusal };
@@ -168,6 +183,16 @@ export async function settleOnce(
     count('replayed');
     return outcome.ok ? { ...outcome, replayed: true } : outcome;
   }
+}
+
+/** Refuses a payer whose recent authorizations made the relayer's transactions revert (see {@link MAX_PAYER_REVERTS}). */
+async function payerRefusal(ctx: Pick<SettleContext, 'store'>, key: Omit<AuthorizationKey, 'nonce'>): Promise<Refusal | undefined> {
+  const reverts = await countRecentReverts(ctx.store, key, REVERT_WINDOW_SECONDS);
+  if (reverts < MAX_PAYER_REVERTS) return undefined;
+  return {
+    reason: REASONS.payerReverts,
+    message: `${key.payer}'s last ${reverts} authorizations on this token were spent elsewhere before the relayer's transaction was mined (it reverted); this gateway does not relay for that payer for an hour`,
+  };
 }
 
 /** Sends a `submitting` row's authorization (the relayer's, or the sandbox's simulated one) and waits for it to be mined. */

@@ -116,6 +116,21 @@ export async function activeSettlementOf(sql: Sql, sessionId: string): Promise<S
   return rows[0] && toSettlement(rows[0]);
 }
 
+/**
+ * How many of `payer`'s authorizations on this token the relayer sent and saw revert on chain
+ * (a `failed` row with a transaction hash: gas spent, nothing moved) in the last `withinSeconds`.
+ * Read on the unique key's (chain, token_address, payer) prefix.
+ */
+export async function countRecentReverts(sql: Sql, key: Omit<AuthorizationKey, 'nonce'>, withinSeconds: number): Promise<number> {
+  const { rows } = await sql.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM x402_settlements
+      WHERE chain = $1 AND token_address = $2 AND payer = $3 AND status = 'failed' AND tx_hash IS NOT NULL
+        AND updated_at > now() - make_interval(secs => $4)`,
+    [key.chain, key.tokenAddress.toLowerCase(), key.payer.toLowerCase(), withinSeconds],
+  );
+  return rows[0]!.n;
+}
+
 /** Records the signed relayer transaction before it is broadcast. */
 export async function markSubmitted(sql: Sql, id: string, tx: { hash: string; raw: string }): Promise<boolean> {
   const { rowCount } = await sql.query(
