@@ -96,6 +96,29 @@ describe('claimTransaction() on a transfer already stored', () => {
     expect(await transferOf(txHash)).toMatchObject({ session_id: null, match_checked_at: null });
   });
 
+  test("a proof from another merchant's session on the same unverified address yields to the exact due amount too", async () => {
+    // A merchant receives on an inline, unverified merchantWallet; another merchant (anyone with a
+    // live key) opens a session on the same address. Two merchants on one address switch amount
+    // matching off (the amount cannot say whose money it is), which must not switch off the
+    // exact-amount protection against a copied hash.
+    const victim = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const paid = await newSession(db.store, { merchantId: victim, wallet, amount: '10' });
+    const attacker = await newMerchant(db.store);
+    const hijacker = await newSession(db.store, { merchantId: attacker, wallet, amount: '25' });
+    const base = await nextBase();
+    const { txHash } = await insertTransfer(db.store, { to: wallet, amount: paid.amountDue, block: base });
+    await setHead(db.store, { head: base });
+    await expect(claim(hijacker.id, txHash)).rejects.toThrow(
+      `transaction ${txHash} cannot be claimed for this session: its amount pays another payment session`,
+    );
+    expect(await claimOf(txHash)).toBeUndefined();
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null });
+    expect(await statusOf(db.store, hijacker.id)).toMatchObject({ status: 'created' });
+    // The payer of the session it pays can still prove it.
+    expect(await claim(paid.id, txHash)).toMatchObject({ created: true, sessionStatus: 'confirming' });
+  });
+
   test('a transfer to another wallet, in another token, or paid before the session existed is refused', async () => {
     const { wallet, second, base } = await twoLookAlikes();
     const elsewhere = await insertTransfer(db.store, { to: newEvmWallet(), amount: 9_990_000n, block: base });
