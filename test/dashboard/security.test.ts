@@ -4,7 +4,12 @@ import { generate } from 'otplib';
 import { createApiKey, listApiKeys, reissueSignInLink, takeSignInAttempt, IP_ATTEMPTS, OPERATOR } from '../../src/accounts/index.ts';
 import { DASHBOARD_CSP } from '../../src/dashboard/security.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi } from '../helpers/api.ts';
+import { box, buildApi, GENEROUS_LIMITS, PUBLIC_URL } from '../helpers/api.ts';
+import { createApi } from '../../src/api/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { PassThrough } from 'node:stream';
 import {
   addUserWithPassword,
   csrfOf,
@@ -259,6 +264,37 @@ describe('a sign-in link does not skip two-factor', () => {
     const afterReset = dashboardClient(app);
     await afterReset.get(`/dashboard/link/${next.token}`);
     expect((await afterReset.post(`/dashboard/link/${next.token}`, { password: TEST_PASSWORD, confirmation: TEST_PASSWORD })).status).toBe(303);
+  });
+});
+
+describe('secrets stay out of the logs', () => {
+  test('an unhandled error on a sign-in link page logs the path without the link token', async () => {
+    const lines: string[] = [];
+    const destination = new PassThrough();
+    destination.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+    const logged = createApi({
+      store: db.store,
+      logger: createLogger({ level: 'info', destination }),
+      metrics: createMetricsRegistry({ defaultMetrics: false }),
+      config: loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'info' }),
+      box,
+      rateLimits: GENEROUS_LIMITS,
+    });
+    await logged.ready();
+    const invited = await newMerchantWithInvite(db.store);
+    // The links table is briefly unreachable: the link page fails with a 500 that is logged.
+    await db.store.query('ALTER TABLE dashboard_sign_in_links RENAME TO dashboard_sign_in_links_away');
+    try {
+      const failed = await logged.inject({ method: 'GET', url: invited.linkPath });
+      expect(failed.statusCode).toBe(500);
+    } finally {
+      await db.store.query('ALTER TABLE dashboard_sign_in_links_away RENAME TO dashboard_sign_in_links');
+      await logged.close();
+    }
+    const errors = lines.filter((line) => line.includes('Unhandled error in dashboard request'));
+    expect(errors.length).toBe(1);
+    expect(errors[0]).toContain('/dashboard/link/[redacted]');
+    expect(lines.join('\n')).not.toContain(invited.token);
   });
 });
 
