@@ -300,7 +300,18 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
     return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
   }
   const misfit = claimMisfit(claim.session, transfer);
-  if (misfit) return { refusedClaim: { kind: 'misfit', misfit } };
+  if (misfit) {
+    // A payer's proof speaks for the transfers that pay its session only: another transfer of the
+    // same transaction (a batch paying another wallet, maybe another merchant's exact due
+    // amount) is matched as if nothing claimed it, so a proof cannot hold it hostage. The
+    // gateway's own x402 transaction has one transfer, to its session; one that pays elsewhere
+    // is suspect and waits for the merchant.
+    if (claim.source === 'proof') {
+      const evidence = decideByEvidence(transfer, candidates, pending);
+      return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
+    }
+    return { refusedClaim: { kind: 'misfit', misfit } };
+  }
   if (claim.source === 'proof') {
     const evidence = decideByEvidence(transfer, candidates, pending);
     const attributed = pending.get(claim.session.id) ?? 0n;

@@ -209,6 +209,32 @@ describe('a claim made before the ingester stored the transaction', () => {
     expect((await claimOf(signature))?.refused_reason).toMatch(new RegExp(`reference names session ${named.id}`));
   });
 
+  test("a payer's proof of one transaction takes only the transfers that pay its session; another merchant's exact payment in it is matched as usual", async () => {
+    // One transaction paying two merchants (a batch payout): proving it for the first session
+    // must not leave the second merchant's exactly-paid transfer unmatched.
+    const e = engine();
+    const first = await newMerchant(db.store);
+    const firstWallet = newEvmWallet();
+    const mine = await newSession(db.store, { merchantId: first, wallet: firstWallet, amount: '4' });
+    const second = await newMerchant(db.store);
+    const secondWallet = newEvmWallet();
+    const theirs = await newSession(db.store, { merchantId: second, wallet: secondWallet, amount: '6' });
+    const base = await nextBase();
+    const txHash = `0x${randomBytes(32).toString('hex')}`;
+    expect(await claim(mine.id, txHash)).toMatchObject({ created: true, transferIds: [] });
+    const { id: toMine } = await insertTransfer(db.store, { to: firstWallet, amount: mine.amountDue, block: base, txHash });
+    await db.store.query('UPDATE transfers SET log_index = 1 WHERE id = $1', [toMine]);
+    const { id: toTheirs } = await insertTransfer(db.store, { to: secondWallet, amount: theirs.amountDue, block: base, txHash });
+    await setHead(db.store, { head: base });
+    await e.reconcile({ chain, livemode });
+    const { rows } = await db.store.query('SELECT id, session_id, match_method FROM transfers WHERE tx_hash = $1 ORDER BY id', [txHash]);
+    expect(rows).toEqual([
+      { id: toMine, session_id: mine.id, match_method: 'claim' },
+      { id: toTheirs, session_id: theirs.id, match_method: 'amount' },
+    ]);
+    expect(await statusOf(db.store, theirs.id)).toMatchObject({ status: 'confirming' });
+  });
+
   test('a claimed transfer that does not pay the claiming session is never given to another session by amount', async () => {
     const e = engine();
     const { wallet, second, base } = await twoLookAlikes();
