@@ -238,6 +238,10 @@ async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, 
         await recordGas(ctx, relayer);
         return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
       }
+      // Someone else may have sent the very same authorization first (it is permissionless): the
+      // payment then happened in their transaction, and the payer is answered with it.
+      const paid = await paidByAnother(ctx, row, relayer, receipt.blockNumber);
+      if (paid) return paid;
       return fail(ctx, row, REASONS.transaction, `the transfer ${hash} reverted`, ['submitted']);
     }
     if (Date.now() - lastBroadcast > 10_000) {
@@ -247,6 +251,29 @@ async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, 
     await sleep(ctx.pollMs);
   }
   throw new UnavailableError('the transfer is not mined yet; send the same payment header again to get its result');
+}
+
+/**
+ * After the relayer's transaction reverted: when the authorization was used by another
+ * transaction that moved exactly the settled value from the payer to the session's wallet (the
+ * same signed authorization submitted by someone else first), the settlement is that
+ * transaction's, claimed for the session like the relayer's own. Otherwise undefined (a revert:
+ * the payer spent its nonce or balance elsewhere).
+ */
+async function paidByAnother(ctx: SettleContext, row: Settlement, relayer: Relayer, atBlock: bigint): Promise<SettleOutcome | undefined> {
+  const used = await relayer.authorizationUsedBy(row.tokenAddress, row.payer, row.nonce, atBlock).catch((error) => {
+    ctx.logger.warn({ msg: 'x402: the transaction that used a reverted authorization could not be read', settlement: row.id, err: error });
+    return null;
+  });
+  const paying = used?.transfers.some(
+    (transfer) =>
+      transfer.from.toLowerCase() === row.payer.toLowerCase() && transfer.to.toLowerCase() === row.payTo.toLowerCase() && transfer.value === row.amount,
+  );
+  if (!used || !paying) return undefined;
+  await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: used.hash });
+  if (!(await markFinal(ctx.store, row.id, { status: 'settled', txHash: used.hash }, ['submitted']))) return undefined;
+  ctx.logger.info({ msg: 'x402 authorization was submitted by another sender first; settled with its transaction', settlement: row.id, tx_hash: used.hash });
+  return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface Settlement {
   signatureHash: string;
   sessionId: string;
   merchantId: string;
+  /** The wallet the authorization pays (lower case). */
+  payTo: string;
   amount: bigint;
   source: 'resource' | 'facilitator';
   status: SettlementStatus;
@@ -33,7 +35,7 @@ export interface Settlement {
 }
 
 const COLUMNS = `id, livemode, chain, token_address AS "tokenAddress", payer, nonce, signature_hash AS "signatureHash", session_id AS "sessionId",
-  merchant_id AS "merchantId", amount::text AS amount, source, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
+  merchant_id AS "merchantId", pay_to AS "payTo", amount::text AS amount, source, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
   extract(epoch FROM now() - updated_at)::float8 AS "idleSeconds"`;
 
 function toSettlement(row: Record<string, unknown>): Settlement {

@@ -340,6 +340,55 @@ describe('x402 crash recovery: a row left in flight is resolved from the chain',
   });
 });
 
+describe('x402 when someone else submits the same authorization first', () => {
+  test('the payment happened in their transaction: the payer gets 200 with it, the settlement is settled, and it is no revert against the payer', async () => {
+    const honest = privateKeyToAccount(generatePrivateKey());
+    await anvil.waitMined(await anvil.mint(USDC, honest.address, 10_000_000n));
+    const [frontRunner] = await anvil.client.getAddresses();
+    const balance = await anvil.balanceOf(USDC, wallet);
+    await anvil.client.setAutomine(false);
+    try {
+      const session = await createSession('0.04');
+      const signed = await paymentHeader(session, { authorization: { from: honest.address }, signer: honest });
+      const answer = fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'payment-signature': signed['payment-signature'] } });
+      for (
+        let wait = 0;
+        wait < 100 && (await count(`SELECT count(*)::int AS n FROM x402_settlements WHERE session_id = '${session.id}' AND status = 'submitted'`)) === 0;
+        wait++
+      )
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      // A mempool watcher sends the very same signed authorization with a higher tip.
+      const a = signed.authorization;
+      const { v, r, s } = parseSignature(signed.signature);
+      const copied = await anvil.client.writeContract({
+        account: frontRunner!,
+        chain: anvil.client.chain,
+        address: USDC,
+        abi: EIP3009_ABI,
+        functionName: 'transferWithAuthorization',
+        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s],
+        maxPriorityFeePerGas: 100_000_000_000n,
+        maxFeePerGas: 200_000_000_000n,
+      });
+      await anvil.client.mine({ blocks: 1 });
+      const paid = await answer;
+      expect(paid.status).toBe(200);
+      const response = JSON.parse(Buffer.from(paid.headers.get('payment-response')!, 'base64').toString()) as { success: boolean; transaction: string };
+      expect(response).toMatchObject({ success: true, transaction: copied.toLowerCase() });
+      expect(await anvil.balanceOf(USDC, wallet)).toBe(balance + BigInt(session.amountDueBaseUnits));
+      const { rows } = await db.store.query('SELECT status, tx_hash FROM x402_settlements WHERE session_id = $1', [session.id]);
+      expect(rows).toEqual([{ status: 'settled', tx_hash: copied.toLowerCase() }]);
+      const { rows: claims } = await db.store.query('SELECT source FROM transaction_claims WHERE tx_hash = $1 AND session_id = $2', [
+        copied.toLowerCase(),
+        session.id,
+      ]);
+      expect(claims).toEqual([{ source: 'x402' }]);
+    } finally {
+      await anvil.client.setAutomine(true);
+    }
+  });
+});
+
 describe('x402 gas griefing: a payer that keeps spending its authorizations first is refused', () => {
   test('after 3 relayer transactions reverted because the payer front-ran them, the payer’s next payment is refused with nothing sent', async () => {
     const griefer = privateKeyToAccount(generatePrivateKey());
