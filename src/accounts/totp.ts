@@ -1,7 +1,7 @@
 import { generateSecret, generateURI, verify } from 'otplib';
 import type { Sql, Store } from '../store/index.ts';
 import type { SecretBox } from '../internal/crypto.ts';
-import { badRequest, conflict } from '../internal/errors.ts';
+import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { recordAudit, type Actor } from './audit.ts';
 import type { DashboardUser } from './dashboardUsers.ts';
 
@@ -93,6 +93,30 @@ export async function disableTotp(store: Store, params: { user: DashboardUser; a
     if (rows[0]?.dashboard_require_totp) throw conflict('this merchant requires two-factor sign-in; an owner can change that in Team');
     await sql.query('UPDATE dashboard_users SET totp_secret_sealed = NULL, totp_enabled_at = NULL, totp_last_step = NULL WHERE id = $1', [params.user.id]);
     await recordAudit(sql, { merchantId: params.user.merchantId, actor: params.actor, action: 'user.totp_disabled', target: params.user.id });
+  });
+}
+
+/**
+ * An owner turns another user's TOTP off (a lost device): the explicit, audited way back in,
+ * since a sign-in link does not skip a user's second factor (docs/security.md). The user then
+ * signs in with a new link or the password alone and sets up a new device. Another merchant's
+ * or an unknown user is a 404.
+ */
+export async function resetTotp(store: Store, params: { merchantId: string; userId: string; actor: Actor }): Promise<void> {
+  await store.transaction(async (sql) => {
+    const { rows } = await sql.query<{ email: string }>(
+      `UPDATE dashboard_users SET totp_secret_sealed = NULL, totp_enabled_at = NULL, totp_last_step = NULL
+        WHERE id = $1 AND merchant_id = $2 RETURNING email`,
+      [params.userId, params.merchantId],
+    );
+    if (!rows[0]) throw notFound(`no dashboard user ${params.userId}`);
+    await recordAudit(sql, {
+      merchantId: params.merchantId,
+      actor: params.actor,
+      action: 'user.totp_disabled',
+      target: params.userId,
+      details: { email: rows[0].email, resetByOwner: true },
+    });
   });
 }
 

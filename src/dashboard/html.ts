@@ -56,9 +56,13 @@ export function trustedHtml(text: string): Html {
   return { [HTML_BRAND]: true, text };
 }
 
-/** `url` when it is http(s) or a path on this site, else `#`: a stored `javascript:` URL must not become a link. */
+/**
+ * `url` when it is http(s) or a path on this site, else `#`: a stored `javascript:` URL must not
+ * become a link. A path must not start `//` or `/\` (browsers read a backslash as a slash), nor
+ * hold tabs or line breaks (URL parsers drop them, so `/\t/host` is `//host`): those name another host.
+ */
 export function safeHref(url: string): string {
-  if (url.startsWith('/') && !url.startsWith('//')) return url;
+  if (url.startsWith('/')) return /^\/[/\\]/.test(url) || /[\t\n\r]/.test(url) ? '#' : url;
   try {
     const parsed = new URL(url);
     return parsed.protocol === 'https:' || parsed.protocol === 'http:' ? parsed.toString() : '#';

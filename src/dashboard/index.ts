@@ -19,6 +19,14 @@ const FORM_BODY_LIMIT = 16 * 1024;
  * HTML with htmx, signed in with a session cookie (never an API key). See src/dashboard/README.md
  * for how pages are written and docs/dashboard.md for the security decisions.
  */
+/**
+ * A request path as logs may show it: no query, and no sign-in link token (`/dashboard/link/<token>`
+ * is a credential for 30 minutes; logs go to people and services that must not sign in).
+ */
+export function loggablePath(url: string): string {
+  return url.split('?')[0]!.replace(/^\/dashboard\/link\/[^/]+/, '/dashboard/link/[redacted]');
+}
+
 export function registerDashboard(parent: FastifyInstance, deps: DashboardDeps): void {
   const https = deps.config.publicUrl.startsWith('https:');
   parent.register(
@@ -32,7 +40,7 @@ export function registerDashboard(parent: FastifyInstance, deps: DashboardDeps):
       // Dashboard errors are pages, not the API's JSON: a refusal shows its message, anything else a generic page (logged).
       app.setErrorHandler((error, request, reply) => {
         const refusal = refusalAnswer(error);
-        if (!refusal) request.log.error({ msg: 'Unhandled error in dashboard request', err: error, method: request.method, url: request.url.split('?')[0] });
+        if (!refusal) request.log.error({ msg: 'Unhandled error in dashboard request', err: error, method: request.method, url: loggablePath(request.url) });
         setPageHeaders(reply, { https });
         const status = refusal?.status ?? 500;
         const message = refusal?.body.error ?? 'something went wrong on our side; try again, and tell the operator if it keeps happening';

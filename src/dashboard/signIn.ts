@@ -10,6 +10,7 @@ import {
   takeSignInAttempt,
   useSignInLink,
   verifyPassword,
+  checkNewPassword,
   MIN_PASSWORD_LENGTH,
   type DashboardUser,
 } from '../accounts/index.ts';
@@ -158,6 +159,13 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void 
   <input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required autofocus>
   <label for="confirmation">Repeat the password</label>
   <input id="confirmation" name="confirmation" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
+  ${
+    params.user.totpEnabled
+      ? html`<label for="code">Two-factor code</label>
+  <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" required aria-describedby="code-help">
+  <p id="code-help" class="help">A sign-in link does not skip your second factor: the 6-digit code from your authenticator app. Lost the device? Ask an owner to reset your two-factor sign-in (Team).</p>`
+      : ''
+  }
   <button type="submit">Set password and sign in</button>
 </form>`;
   }
@@ -184,6 +192,20 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void 
     const foreign = refuseForeign(request);
     if (foreign) return linkRefused(reply, foreign, 403);
     try {
+      // A link sets a password; it never skips the user's second factor. The code is checked
+      // (and counted by the sign-in throttle) before the link is used, after the new password's
+      // own checks so a mistyped confirmation does not spend the code.
+      const linked = await findSignInLink(deps.store, token);
+      if (linked.totpEnabled) {
+        checkNewPassword(request.body?.password ?? '', request.body?.confirmation ?? '');
+        const code = field(request.body, 'code');
+        const askAgain = (error: string) => bare(reply, 'Set your password', setPasswordForm({ token, csrf, user: linked, error }), 401);
+        if (!code) return askAgain('enter the code from your authenticator app');
+        await takeSignInAttempt(deps.store, { email: linked.email, ip: request.ip });
+        if (!(await checkTotpCode(deps.store, deps.box, { userId: linked.id, code })))
+          return askAgain('that two-factor code is not right (or was already used)');
+        await forgiveSignInAttempt(deps.store, { email: linked.email, ip: request.ip });
+      }
       const user = await useSignInLink(deps.store, {
         token,
         password: request.body?.password ?? '',

@@ -137,6 +137,29 @@ function outranksProof(evidence: Evidence, transfer: TransferToMatch, claimed: C
   return evidence.session.amountDue === amount && claimed.amountDue !== amount && claimed.amountDue - claimed.received !== amount;
 }
 
+/**
+ * Another session on the transfer's wallet, of any merchant, whose due amount the transfer is
+ * exactly and which still asks for it, when that amount is neither the claimed session's due
+ * amount nor what it still misses (the {@link outranksProof} rule without amount matching's
+ * one-merchant condition).
+ */
+function exactDueElsewhere(
+  transfer: TransferToMatch,
+  candidates: BatchCandidates,
+  pending: ReadonlyMap<string, bigint>,
+  claimed: Candidate,
+): Candidate | undefined {
+  const amount = BigInt(transfer.amount);
+  if (claimed.amountDue === amount || claimed.amountDue - claimed.received === amount) return undefined;
+  return (candidates.byWallet.get(transfer.to_address)?.byDue.get(amount) ?? []).find(
+    (candidate) =>
+      candidate.id !== claimed.id &&
+      candidate.tokenAddresses.includes(transfer.token_address) &&
+      inWindow(candidate, transfer.paid_at) &&
+      candidate.received + (pending.get(candidate.id) ?? 0n) < candidate.amountDue,
+  );
+}
+
 /** What matching decided for one transfer: a session, and the refusal of a claim on its transaction when there was one. */
 interface Decision {
   found?: { sessionId: string; method: MatchMethod };
@@ -159,7 +182,18 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
     return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
   }
   const misfit = claimMisfit(claim.session, transfer);
-  if (misfit) return { refusedClaim: { kind: 'misfit', misfit } };
+  if (misfit) {
+    // A payer's proof speaks for the transfers that pay its session only: another transfer of the
+    // same transaction (a batch paying another wallet, maybe another merchant's exact due
+    // amount) is matched as if nothing claimed it, so a proof cannot hold it hostage. The
+    // gateway's own x402 transaction has one transfer, to its session; one that pays elsewhere
+    // is suspect and waits for the merchant.
+    if (claim.source === 'proof') {
+      const evidence = decideByEvidence(transfer, candidates, pending);
+      return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
+    }
+    return { refusedClaim: { kind: 'misfit', misfit } };
+  }
   if (claim.source === 'proof') {
     const evidence = decideByEvidence(transfer, candidates, pending);
     const attributed = pending.get(claim.session.id) ?? 0n;
@@ -170,6 +204,11 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
         refusedClaim: { kind: 'outranked', method: evidence.method, sessionId: evidence.session.id },
       };
     }
+    // Where amount matching stands aside (another merchant's sessions on the same address) the
+    // exact due amount of a session still asking for it outranks a copied hash all the same; the
+    // transfer then waits for the merchant, as amount matching would leave it.
+    const rival = exactDueElsewhere(transfer, candidates, pending, claimed);
+    if (rival) return { refusedClaim: { kind: 'outranked', method: 'amount', sessionId: rival.id } };
   }
   return { found: { sessionId: claim.session.id, method: 'claim' } };
 }

@@ -24,6 +24,7 @@ export const REASONS = {
   notPayable: 'session_not_payable',
   busy: 'session_already_being_paid',
   transaction: 'transaction_failed',
+  payerReverts: 'payer_recent_reverts',
 } as const;
 
 /** EIP-3009's typed data (FiatToken v2), what @x402/evm signs. */

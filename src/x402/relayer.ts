@@ -4,7 +4,9 @@ import {
   defineChain,
   encodeFunctionData,
   getAddress,
+  isAddressEqual,
   keccak256,
+  parseEventLogs,
   parseSignature,
   type Address,
   type Hex,
@@ -46,7 +48,27 @@ export const EIP3009_ABI = [
     outputs: [{ type: 'bool' }],
   },
   { type: 'function', name: 'balanceOf', stateMutability: 'view', inputs: [{ name: 'account', type: 'address' }], outputs: [{ type: 'uint256' }] },
+  {
+    type: 'event',
+    name: 'AuthorizationUsed',
+    inputs: [
+      { name: 'authorizer', type: 'address', indexed: true },
+      { name: 'nonce', type: 'bytes32', indexed: true },
+    ],
+  },
+  {
+    type: 'event',
+    name: 'Transfer',
+    inputs: [
+      { name: 'from', type: 'address', indexed: true },
+      { name: 'to', type: 'address', indexed: true },
+      { name: 'value', type: 'uint256', indexed: false },
+    ],
+  },
 ] as const;
+
+/** How far back from a reverted relayer transaction's block to look for the transaction that used the authorization first. */
+const USED_BY_LOOKBACK_BLOCKS = 256n;
 
 /** A relayer transaction, signed but maybe not sent: its hash is known before it is broadcast. */
 export interface SignedTransaction {
@@ -73,6 +95,16 @@ export interface Relayer {
   broadcast(raw: Hex): Promise<void>;
   /** The receipt, or null while it is not mined. */
   receipt(hash: Hex): Promise<TransactionReceipt | null>;
+  /**
+   * The mined transaction that used `payer`'s `nonce` on `token` (its `AuthorizationUsed` event,
+   * looked for up to `atBlock`), with the token transfers it made; null when none is found.
+   */
+  authorizationUsedBy(
+    token: string,
+    payer: string,
+    nonce: string,
+    atBlock: bigint,
+  ): Promise<{ hash: Hex; transfers: { from: Address; to: Address; value: bigint }[] } | null>;
 }
 
 export function createRelayer(params: { chain: ChainName; chainId: number; key: Hex; rpc: Rpc }): Relayer {
@@ -132,5 +164,22 @@ export function createRelayer(params: { chain: ChainName; chainId: number; key: 
     },
     receipt: (hash) =>
       client.getTransactionReceipt({ hash }).catch((error: Error) => (error.name === 'TransactionReceiptNotFoundError' ? null : Promise.reject(error))),
+    async authorizationUsedBy(token, payer, nonce, atBlock) {
+      const address = getAddress(token);
+      const logs = await client.getLogs({
+        address,
+        event: EIP3009_ABI[3],
+        args: { authorizer: getAddress(payer), nonce: nonce as Hex },
+        fromBlock: atBlock > USED_BY_LOOKBACK_BLOCKS ? atBlock - USED_BY_LOOKBACK_BLOCKS : 0n,
+        toBlock: atBlock,
+      });
+      const hash = logs[0]?.transactionHash;
+      if (!hash) return null;
+      const receipt = await client.getTransactionReceipt({ hash });
+      const transfers = parseEventLogs({ abi: EIP3009_ABI, eventName: 'Transfer', logs: receipt.logs })
+        .filter((log) => isAddressEqual(log.address, address))
+        .map((log) => ({ from: log.args.from, to: log.args.to, value: log.args.value }));
+      return { hash, transfers };
+    },
   };
 }

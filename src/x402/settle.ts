@@ -11,6 +11,7 @@ import type { X402Metrics } from './metrics.ts';
 import type { X402Offer } from './requirements.ts';
 import { bindSettlementTransaction } from './bind.ts';
 import {
+  countRecentReverts,
   findSettlement,
   getSettlement,
   insertSettlement,
@@ -18,6 +19,7 @@ import {
   markSubmitted,
   signatureHash,
   takeOver,
+  type AuthorizationKey,
   type Settlement,
   type SettlementStatus,
 } from './settlements.ts';
@@ -49,6 +51,16 @@ export const LEASE_SECONDS = 30;
  * retry instead of a cut connection. The retry then answers with the same settlement.
  */
 const WAIT_MS = 90_000;
+
+/**
+ * Gas griefing: a payer can sign a valid authorization and then spend its nonce or balance
+ * (cancelAuthorization, a transfer) just before the relayer's transaction is mined, which then
+ * reverts with the relayer's gas spent. After this many such reverts on a token within
+ * {@link REVERT_WINDOW_SECONDS}, that payer's live authorizations are refused before anything is
+ * sent (an honest payer practically never loses a race against its own wallet).
+ */
+export const MAX_PAYER_REVERTS = 3;
+export const REVERT_WINDOW_SECONDS = 3600;
 
 export interface SettleContext {
   store: Store;
@@ -121,7 +133,10 @@ export async function settleOnce(
   const existing = await findSettlement(ctx.store, key);
   if (existing) return replay(existing);
 
-  const refusal = params.refusal ?? (await verifyPayment(ctx, { offer, requirements: params.requirements, payload, livemode: target.livemode }));
+  const refusal =
+    params.refusal ??
+    (target.livemode ? await payerRefusal(ctx, key) : undefined) ??
+    (await verifyPayment(ctx, { offer, requirements: params.requirements, payload, livemode: target.livemode }));
   if (refusal) {
     count('refused');
     return { ok: false, refusal };
@@ -170,6 +185,16 @@ export async function settleOnce(
   }
 }
 
+/** Refuses a payer whose recent authorizations made the relayer's transactions revert (see {@link MAX_PAYER_REVERTS}). */
+async function payerRefusal(ctx: Pick<SettleContext, 'store'>, key: Omit<AuthorizationKey, 'nonce'>): Promise<Refusal | undefined> {
+  const reverts = await countRecentReverts(ctx.store, key, REVERT_WINDOW_SECONDS);
+  if (reverts < MAX_PAYER_REVERTS) return undefined;
+  return {
+    reason: REASONS.payerReverts,
+    message: `${key.payer}'s last ${reverts} authorizations on this token were spent elsewhere before the relayer's transaction was mined (it reverted); this gateway does not relay for that payer for an hour`,
+  };
+}
+
 /** Sends a `submitting` row's authorization (the relayer's, or the sandbox's simulated one) and waits for it to be mined. */
 async function submit(ctx: SettleContext, row: Settlement, payload: PaymentPayload): Promise<SettleOutcome> {
   if (!row.livemode) return settleInSandbox(ctx, row);
@@ -213,6 +238,10 @@ async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, 
         await recordGas(ctx, relayer);
         return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
       }
+      // Someone else may have sent the very same authorization first (it is permissionless): the
+      // payment then happened in their transaction, and the payer is answered with it.
+      const paid = await paidByAnother(ctx, row, relayer, receipt.blockNumber);
+      if (paid) return paid;
       return fail(ctx, row, REASONS.transaction, `the transfer ${hash} reverted`, ['submitted']);
     }
     if (Date.now() - lastBroadcast > 10_000) {
@@ -222,6 +251,29 @@ async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, 
     await sleep(ctx.pollMs);
   }
   throw new UnavailableError('the transfer is not mined yet; send the same payment header again to get its result');
+}
+
+/**
+ * After the relayer's transaction reverted: when the authorization was used by another
+ * transaction that moved exactly the settled value from the payer to the session's wallet (the
+ * same signed authorization submitted by someone else first), the settlement is that
+ * transaction's, claimed for the session like the relayer's own. Otherwise undefined (a revert:
+ * the payer spent its nonce or balance elsewhere).
+ */
+async function paidByAnother(ctx: SettleContext, row: Settlement, relayer: Relayer, atBlock: bigint): Promise<SettleOutcome | undefined> {
+  const used = await relayer.authorizationUsedBy(row.tokenAddress, row.payer, row.nonce, atBlock).catch((error) => {
+    ctx.logger.warn({ msg: 'x402: the transaction that used a reverted authorization could not be read', settlement: row.id, err: error });
+    return null;
+  });
+  const paying = used?.transfers.some(
+    (transfer) =>
+      transfer.from.toLowerCase() === row.payer.toLowerCase() && transfer.to.toLowerCase() === row.payTo.toLowerCase() && transfer.value === row.amount,
+  );
+  if (!used || !paying) return undefined;
+  await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: used.hash });
+  if (!(await markFinal(ctx.store, row.id, { status: 'settled', txHash: used.hash }, ['submitted']))) return undefined;
+  ctx.logger.info({ msg: 'x402 authorization was submitted by another sender first; settled with its transaction', settlement: row.id, tx_hash: used.hash });
+  return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface Settlement {
   signatureHash: string;
   sessionId: string;
   merchantId: string;
+  /** The wallet the authorization pays (lower case). */
+  payTo: string;
   amount: bigint;
   source: 'resource' | 'facilitator';
   status: SettlementStatus;
@@ -33,7 +35,7 @@ export interface Settlement {
 }
 
 const COLUMNS = `id, livemode, chain, token_address AS "tokenAddress", payer, nonce, signature_hash AS "signatureHash", session_id AS "sessionId",
-  merchant_id AS "merchantId", amount::text AS amount, source, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
+  merchant_id AS "merchantId", pay_to AS "payTo", amount::text AS amount, source, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
   extract(epoch FROM now() - updated_at)::float8 AS "idleSeconds"`;
 
 function toSettlement(row: Record<string, unknown>): Settlement {
@@ -114,6 +116,21 @@ export async function insertSettlement(
 export async function activeSettlementOf(sql: Sql, sessionId: string): Promise<Settlement | undefined> {
   const { rows } = await sql.query(`SELECT ${COLUMNS} FROM x402_settlements WHERE session_id = $1 AND status <> 'failed'`, [sessionId]);
   return rows[0] && toSettlement(rows[0]);
+}
+
+/**
+ * How many of `payer`'s authorizations on this token the relayer sent and saw revert on chain
+ * (a `failed` row with a transaction hash: gas spent, nothing moved) in the last `withinSeconds`.
+ * Read on the unique key's (chain, token_address, payer) prefix.
+ */
+export async function countRecentReverts(sql: Sql, key: Omit<AuthorizationKey, 'nonce'>, withinSeconds: number): Promise<number> {
+  const { rows } = await sql.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM x402_settlements
+      WHERE chain = $1 AND token_address = $2 AND payer = $3 AND status = 'failed' AND tx_hash IS NOT NULL
+        AND updated_at > now() - make_interval(secs => $4)`,
+    [key.chain, key.tokenAddress.toLowerCase(), key.payer.toLowerCase(), withinSeconds],
+  );
+  return rows[0]!.n;
 }
 
 /** Records the signed relayer transaction before it is broadcast. */

@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { generate } from 'otplib';
-import { createApiKey, listApiKeys, takeSignInAttempt, IP_ATTEMPTS } from '../../src/accounts/index.ts';
+import { createApiKey, listApiKeys, reissueSignInLink, takeSignInAttempt, IP_ATTEMPTS, OPERATOR } from '../../src/accounts/index.ts';
 import { DASHBOARD_CSP } from '../../src/dashboard/security.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi } from '../helpers/api.ts';
+import { box, buildApi, GENEROUS_LIMITS, PUBLIC_URL } from '../helpers/api.ts';
+import { createApi } from '../../src/api/index.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { PassThrough } from 'node:stream';
 import {
   addUserWithPassword,
   csrfOf,
@@ -206,6 +211,90 @@ describe('sign-in throttling, sessions and links', () => {
     const second = dashboardClient(app);
     await second.get('/dashboard/sign-in');
     expect((await second.post(used.linkPath, { password: 'another long password', confirmation: 'another long password' })).status).toBe(410);
+  });
+});
+
+describe('a sign-in link does not skip two-factor', () => {
+  test('a link for a user with TOTP asks for the code before it sets anything; an owner can reset a lost device, audited', async () => {
+    const { owner, merchantId } = await newMerchantWithOwner(db.store);
+    const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
+    const devClient = await signedInClient(app, developer.email);
+    const started = await devClient.post('/dashboard/account/two-factor/start');
+    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(started.body)![1]!;
+    expect((await devClient.post('/dashboard/account/two-factor/confirm', { code: await generate({ secret }) })).status).toBe(303);
+    // The confirming code's step is spent; step back so the current code counts once more.
+    await db.store.query('UPDATE dashboard_users SET totp_last_step = totp_last_step - 2 WHERE id = $1', [developer.id]);
+    const passwordOf = async () => (await db.store.query('SELECT password_hash FROM dashboard_users WHERE id = $1', [developer.id])).rows[0]!.password_hash;
+    const before = await passwordOf();
+
+    // Whoever holds a new link (an owner handed it out, or it leaked) still needs the device.
+    const link = await reissueSignInLink(db.store, { merchantId, userId: developer.id, actor: OPERATOR });
+    const holder = dashboardClient(app);
+    const form = await holder.get(`/dashboard/link/${link.token}`);
+    expect(form.body).toContain('Two-factor code');
+    const newPassword = { password: 'a brand new long password', confirmation: 'a brand new long password' };
+    const noCode = await holder.post(`/dashboard/link/${link.token}`, newPassword);
+    expect(noCode.status).toBe(401);
+    expect(noCode.body).toContain('enter the code from your authenticator app');
+    const wrong = await holder.post(`/dashboard/link/${link.token}`, { ...newPassword, code: '000000' });
+    expect(wrong.status).toBe(401);
+    expect(await passwordOf()).toBe(before);
+    const { rows: unused } = await db.store.query('SELECT count(*)::int AS n FROM dashboard_sign_in_links WHERE user_id = $1 AND used_at IS NULL', [
+      developer.id,
+    ]);
+    expect(unused[0]!.n).toBeGreaterThanOrEqual(1);
+    // The developer's own session is untouched by the refused attempts.
+    expect((await devClient.get('/dashboard')).status).toBe(200);
+    const right = await holder.post(`/dashboard/link/${link.token}`, { ...newPassword, code: await generate({ secret }) });
+    expect(right.status).toBe(303);
+    expect(await passwordOf()).not.toBe(before);
+
+    // A lost device: an owner turns the user's TOTP off (recent password, audited); another merchant's owner cannot.
+    const stranger = await newMerchantWithOwner(db.store);
+    const strangerClient = await signedInClient(app, stranger.owner.email);
+    expect((await strangerClient.post(`/dashboard/team/${developer.id}/two-factor/reset`)).status).toBe(404);
+    const ownerClient = await signedInClient(app, owner.email);
+    expect((await ownerClient.get('/dashboard/team')).body).toContain(`/dashboard/team/${developer.id}/two-factor/reset`);
+    expect((await ownerClient.post(`/dashboard/team/${developer.id}/two-factor/reset`)).status).toBe(303);
+    const { rows } = await db.store.query('SELECT totp_enabled_at FROM dashboard_users WHERE id = $1', [developer.id]);
+    expect(rows[0]!.totp_enabled_at).toBeNull();
+    const { rows: audit } = await db.store.query(`SELECT user_id, details FROM audit_log WHERE target = $1 AND action = 'user.totp_disabled'`, [developer.id]);
+    expect(audit).toEqual([{ user_id: owner.id, details: { email: developer.email, resetByOwner: true } }]);
+    const next = await reissueSignInLink(db.store, { merchantId, userId: developer.id, actor: OPERATOR });
+    const afterReset = dashboardClient(app);
+    await afterReset.get(`/dashboard/link/${next.token}`);
+    expect((await afterReset.post(`/dashboard/link/${next.token}`, { password: TEST_PASSWORD, confirmation: TEST_PASSWORD })).status).toBe(303);
+  });
+});
+
+describe('secrets stay out of the logs', () => {
+  test('an unhandled error on a sign-in link page logs the path without the link token', async () => {
+    const lines: string[] = [];
+    const destination = new PassThrough();
+    destination.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+    const logged = createApi({
+      store: db.store,
+      logger: createLogger({ level: 'info', destination }),
+      metrics: createMetricsRegistry({ defaultMetrics: false }),
+      config: loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'info' }),
+      box,
+      rateLimits: GENEROUS_LIMITS,
+    });
+    await logged.ready();
+    const invited = await newMerchantWithInvite(db.store);
+    // The links table is briefly unreachable: the link page fails with a 500 that is logged.
+    await db.store.query('ALTER TABLE dashboard_sign_in_links RENAME TO dashboard_sign_in_links_away');
+    try {
+      const failed = await logged.inject({ method: 'GET', url: invited.linkPath });
+      expect(failed.statusCode).toBe(500);
+    } finally {
+      await db.store.query('ALTER TABLE dashboard_sign_in_links_away RENAME TO dashboard_sign_in_links');
+      await logged.close();
+    }
+    const errors = lines.filter((line) => line.includes('Unhandled error in dashboard request'));
+    expect(errors.length).toBe(1);
+    expect(errors[0]).toContain('/dashboard/link/[redacted]');
+    expect(lines.join('\n')).not.toContain(invited.token);
   });
 });
 

@@ -96,6 +96,29 @@ describe('claimTransaction() on a transfer already stored', () => {
     expect(await transferOf(txHash)).toMatchObject({ session_id: null, match_checked_at: null });
   });
 
+  test("a proof from another merchant's session on the same unverified address yields to the exact due amount too", async () => {
+    // A merchant receives on an inline, unverified merchantWallet; another merchant (anyone with a
+    // live key) opens a session on the same address. Two merchants on one address switch amount
+    // matching off (the amount cannot say whose money it is), which must not switch off the
+    // exact-amount protection against a copied hash.
+    const victim = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const paid = await newSession(db.store, { merchantId: victim, wallet, amount: '10' });
+    const attacker = await newMerchant(db.store);
+    const hijacker = await newSession(db.store, { merchantId: attacker, wallet, amount: '25' });
+    const base = await nextBase();
+    const { txHash } = await insertTransfer(db.store, { to: wallet, amount: paid.amountDue, block: base });
+    await setHead(db.store, { head: base });
+    await expect(claim(hijacker.id, txHash)).rejects.toThrow(
+      `transaction ${txHash} cannot be claimed for this session: its amount pays another payment session`,
+    );
+    expect(await claimOf(txHash)).toBeUndefined();
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null });
+    expect(await statusOf(db.store, hijacker.id)).toMatchObject({ status: 'created' });
+    // The payer of the session it pays can still prove it.
+    expect(await claim(paid.id, txHash)).toMatchObject({ created: true, sessionStatus: 'confirming' });
+  });
+
   test('a transfer to another wallet, in another token, or paid before the session existed is refused', async () => {
     const { wallet, second, base } = await twoLookAlikes();
     const elsewhere = await insertTransfer(db.store, { to: newEvmWallet(), amount: 9_990_000n, block: base });
@@ -184,6 +207,32 @@ describe('a claim made before the ingester stored the transaction', () => {
     await e.reconcile({ chain: 'solana', livemode });
     expect(await transferOf(signature)).toMatchObject({ session_id: named.id, match_method: 'reference' });
     expect((await claimOf(signature))?.refused_reason).toMatch(new RegExp(`reference names session ${named.id}`));
+  });
+
+  test("a payer's proof of one transaction takes only the transfers that pay its session; another merchant's exact payment in it is matched as usual", async () => {
+    // One transaction paying two merchants (a batch payout): proving it for the first session
+    // must not leave the second merchant's exactly-paid transfer unmatched.
+    const e = engine();
+    const first = await newMerchant(db.store);
+    const firstWallet = newEvmWallet();
+    const mine = await newSession(db.store, { merchantId: first, wallet: firstWallet, amount: '4' });
+    const second = await newMerchant(db.store);
+    const secondWallet = newEvmWallet();
+    const theirs = await newSession(db.store, { merchantId: second, wallet: secondWallet, amount: '6' });
+    const base = await nextBase();
+    const txHash = `0x${randomBytes(32).toString('hex')}`;
+    expect(await claim(mine.id, txHash)).toMatchObject({ created: true, transferIds: [] });
+    const { id: toMine } = await insertTransfer(db.store, { to: firstWallet, amount: mine.amountDue, block: base, txHash });
+    await db.store.query('UPDATE transfers SET log_index = 1 WHERE id = $1', [toMine]);
+    const { id: toTheirs } = await insertTransfer(db.store, { to: secondWallet, amount: theirs.amountDue, block: base, txHash });
+    await setHead(db.store, { head: base });
+    await e.reconcile({ chain, livemode });
+    const { rows } = await db.store.query('SELECT id, session_id, match_method FROM transfers WHERE tx_hash = $1 ORDER BY id', [txHash]);
+    expect(rows).toEqual([
+      { id: toMine, session_id: mine.id, match_method: 'claim' },
+      { id: toTheirs, session_id: theirs.id, match_method: 'amount' },
+    ]);
+    expect(await statusOf(db.store, theirs.id)).toMatchObject({ status: 'confirming' });
   });
 
   test('a claimed transfer that does not pay the claiming session is never given to another session by amount', async () => {

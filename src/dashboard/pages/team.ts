@@ -3,6 +3,7 @@ import {
   inviteDashboardUser,
   listDashboardUsers,
   reissueSignInLink,
+  resetTotp,
   ROLES,
   setDashboardUserRole,
   setRequireTotp,
@@ -24,6 +25,7 @@ const NOTICES: Record<string, string> = {
   role: 'Role changed.',
   disabled: 'User disabled; their sessions have ended.',
   'two-factor': 'Two-factor setting saved.',
+  'two-factor-reset': 'Two-factor sign-in turned off for that user; they set up a new device at their next sign-in (or when the merchant requires it).',
 };
 
 function status(user: DashboardUser): string {
@@ -51,7 +53,12 @@ function userRow(ctx: DashboardContext, user: DashboardUser): Html {
     user.disabledAt
       ? ''
       : html`<div class="inline"><form method="post" action="${base}/link">${ctx.csrfField()}<button type="submit" class="secondary">New sign-in link<span class="sr-only"> for ${user.email}</span></button></form>
-<form method="post" action="${base}/disable" data-confirm="Disable ${user.email}? Their sessions end at once.">${ctx.csrfField()}<button type="submit" class="danger">Disable<span class="sr-only"> ${user.email}</span></button></form></div>`
+${
+  user.totpEnabled && !self
+    ? html`<form method="post" action="${base}/two-factor/reset" data-confirm="Turn two-factor sign-in off for ${user.email}? Do it only when they lost their device.">${ctx.csrfField()}<button type="submit" class="secondary">Reset two-factor<span class="sr-only"> of ${user.email}</span></button></form>
+`
+    : ''
+}<form method="post" action="${base}/disable" data-confirm="Disable ${user.email}? Their sessions end at once.">${ctx.csrfField()}<button type="submit" class="danger">Disable<span class="sr-only"> ${user.email}</span></button></form></div>`
   }</td>
 </tr>`;
 }
@@ -138,6 +145,11 @@ export const teamPage: DashboardPageModule = (routes, deps) => {
   routes.post<{ id: string }>('/team/:id/role', options, async (ctx, request) => {
     await setDashboardUserRole(ctx.store, { merchantId: ctx.merchant.id, userId: request.params.id, role: field(request.body, 'role'), actor: ctx.actor });
     return redirect('/dashboard/team?done=role');
+  });
+
+  routes.post<{ id: string }>('/team/:id/two-factor/reset', options, async (ctx, request) => {
+    await resetTotp(ctx.store, { merchantId: ctx.merchant.id, userId: request.params.id, actor: ctx.actor });
+    return redirect('/dashboard/team?done=two-factor-reset');
   });
 
   routes.post<{ id: string }>('/team/:id/disable', options, async (ctx, request) => {
