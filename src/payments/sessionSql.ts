@@ -17,25 +17,29 @@ import { SESSION_COLUMNS } from './session.ts';
  * (chain, currency, pay_to) holds while its monitoring window is open, in either mode (see
  * dueAmounts.ts). Picked in this statement rather than read, sorted in Node and sent back: the
  * caller holds the due-amount locks, and every round trip under them is time the other creations
- * of that price wait. The candidates are the amount itself and one above each taken amount; the
- * smallest free one is the answer.
+ * of that price wait. In the order of the taken amounts, with `amount - 1` put first, the
+ * answer is one above the first that the next does not follow immediately (the first gap): one
+ * sort of the open sessions at that price, as reading them in Node did, but no rows sent.
  */
 export const insertSession = () =>
-  `WITH taken AS (
-     SELECT s.amount_due FROM payment_sessions s
-      WHERE s.livemode IN (false, true) AND s.chain = $4 AND s.currency = $5 AND s.pay_to = $11
-        AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now()
-   ), due AS (
-     SELECT min(c.amount_due) AS amount_due
-       FROM (SELECT $7::numeric AS amount_due UNION ALL SELECT t.amount_due + 1 FROM taken t) c
-      WHERE c.amount_due < $7::numeric + $8::numeric AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.amount_due = c.amount_due)
+  `WITH due AS MATERIALIZED (
+     SELECT g.amount_due + 1 AS amount_due
+       FROM (SELECT c.amount_due, lead(c.amount_due) OVER (ORDER BY c.amount_due) AS next
+               FROM (SELECT $7::numeric - 1 AS amount_due
+                     UNION ALL
+                     SELECT s.amount_due FROM payment_sessions s
+                      WHERE s.livemode IN (false, true) AND s.chain = $4 AND s.currency = $5 AND s.pay_to = $11
+                        AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now()) c) g
+      WHERE g.next IS NULL OR g.next > g.amount_due + 1
+      ORDER BY g.amount_due
+      LIMIT 1
    )
    INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
      token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
      expires_at, monitor_until)
    SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
      now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19)
-     FROM due WHERE due.amount_due IS NOT NULL
+     FROM due WHERE due.amount_due < $7::numeric + $8::numeric
    RETURNING ${SESSION_COLUMNS}`;
 
 /** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */
