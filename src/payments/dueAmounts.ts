@@ -3,7 +3,6 @@ import { dueAmountLockText } from '../store/lockKeys.ts';
 import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
 import { conflict } from '../internal/errors.ts';
-import { reservedDueAmounts } from './sessionSql.ts';
 
 /**
  * Due amounts: what makes concurrent sessions on one wallet tell apart by amount alone. A
@@ -21,38 +20,16 @@ export function dueOffsetBound(decimals: number): bigint {
 }
 
 /**
- * Picks the due amount: `amount + k` for the smallest k >= 0 that no session reserving the same
- * (chain, currency, pay_to) holds while its monitoring window is open. Must run in the
- * transaction that inserts the session, after {@link lockDueAmounts} for the same amount.
- * Reservations span both modes: a sandbox and a live session never ask for the same amount of the
- * same token on the same address (sandbox sessions pay to fake addresses, but sessions created
- * before that rule, or a live session given a sandbox address, could share one), so a real
- * transfer can only ever fit one of them.
+ * The refusal when every due amount of a price on a wallet is held ({@link dueOffsetBound} open
+ * sessions ask for it): the session's INSERT picks the amount (sessionSql.ts `insertSession`,
+ * which reserves across both modes: a sandbox and a live session never ask for the same amount
+ * of the same token on the same address, so a real transfer can only ever fit one of them) and
+ * returns no row then.
  */
-export async function pickDueAmount(
-  sql: Sql,
-  params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
-): Promise<bigint> {
-  const bound = dueOffsetBound(params.decimals);
-  const { rows } = await sql.query<{ due: string }>(reservedDueAmounts(), [
-    params.chain,
-    params.currency,
-    params.payTo,
-    params.amount.toString(),
-    bound.toString(),
-  ]);
-  const taken = rows.map((row) => BigInt(row.due)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  let candidate = params.amount;
-  for (const due of taken) {
-    if (due === candidate) candidate++;
-    else if (due > candidate) break;
-  }
-  if (candidate - params.amount >= bound) {
-    throw conflict(
-      `too many open sessions ask for ${params.currency} amount ${params.amount} base units on ${params.chain} to wallet ${params.payTo}; wait for some to expire or vary the amount`,
-    );
-  }
-  return candidate;
+export function noDueAmountLeft(params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint }): Error {
+  return conflict(
+    `too many open sessions ask for ${params.currency} amount ${params.amount} base units on ${params.chain} to wallet ${params.payTo}; wait for some to expire or vary the amount`,
+  );
 }
 
 /**
@@ -68,9 +45,9 @@ export async function lockDueAmounts(
   params: { chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
 ): Promise<void> {
   const bucket = params.amount / dueOffsetBound(params.decimals);
-  for (const key of dueLockKeys({ ...params, bucket })) {
-    await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [key]);
-  }
+  // One statement for both locks (a round trip fewer while the first is held): Postgres evaluates
+  // a target list left to right, so every caller takes bucket b before b+1.
+  await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))`, dueLockKeys({ ...params, bucket }));
 }
 
 /** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */

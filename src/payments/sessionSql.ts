@@ -7,17 +7,39 @@ import { SESSION_COLUMNS } from './session.ts';
  */
 
 /**
- * Inserts a session in status `created` and returns it. $1 id, $2 merchant, $3 livemode,
- * $4 chain, $5 currency, $6 decimals, $7 amount, $8 due amount, $9 fee, $10 token addresses,
- * $11 pay-to, $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL,
- * $16 success URL, $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds.
+ * Inserts a session in status `created` with its unique due amount and returns it; no row when
+ * no due amount is left. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
+ * $7 amount, $8 the due-offset bound (exclusive), $9 fee, $10 token addresses, $11 pay-to,
+ * $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL, $16 success URL,
+ * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds.
+ *
+ * The due amount is `amount + k` for the smallest k in [0, bound) that no session on the same
+ * (chain, currency, pay_to) holds while its monitoring window is open, in either mode (see
+ * dueAmounts.ts). Picked in this statement rather than read, sorted in Node and sent back: the
+ * caller holds the due-amount locks, and every round trip under them is time the other creations
+ * of that price wait. In the order of the taken amounts, with `amount - 1` put first, the
+ * answer is one above the first that the next does not follow immediately (the first gap): one
+ * sort of the open sessions at that price, as reading them in Node did, but no rows sent.
  */
 export const insertSession = () =>
-  `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
+  `WITH due AS MATERIALIZED (
+     SELECT g.amount_due + 1 AS amount_due
+       FROM (SELECT c.amount_due, lead(c.amount_due) OVER (ORDER BY c.amount_due) AS next
+               FROM (SELECT $7::numeric - 1 AS amount_due
+                     UNION ALL
+                     SELECT s.amount_due FROM payment_sessions s
+                      WHERE s.livemode IN (false, true) AND s.chain = $4 AND s.currency = $5 AND s.pay_to = $11
+                        AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now()) c) g
+      WHERE g.next IS NULL OR g.next > g.amount_due + 1
+      ORDER BY g.amount_due
+      LIMIT 1
+   )
+   INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
      token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
      expires_at, monitor_until)
-   VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
-     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19))
+   SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
+     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19)
+     FROM due WHERE due.amount_due < $7::numeric + $8::numeric
    RETURNING ${SESSION_COLUMNS}`;
 
 /** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */
@@ -70,18 +92,6 @@ export const listSessions = (options: { search?: boolean } = {}) =>
       }
     ORDER BY s.created_at DESC, s.id DESC
     LIMIT $9`;
-
-/**
- * The due amounts reserved in [amount, amount + bound) on one (chain, currency, wallet), in
- * either mode. `livemode IN (false, true)` is "either mode", written so that the
- * payment_sessions_match index (livemode, chain, pay_to, amount_due, …) is still used: one index
- * range per mode. $1 chain, $2 currency, $3 pay-to, $4 amount, $5 bound.
- */
-export const reservedDueAmounts = () =>
-  `SELECT DISTINCT s.amount_due::text AS due FROM payment_sessions s
-    WHERE s.livemode IN (false, true) AND s.chain = $1 AND s.currency = $2 AND s.pay_to = $3
-      AND s.amount_due >= $4::numeric AND s.amount_due < $4::numeric + $5::numeric AND s.monitor_until > now()
-    ORDER BY 1`;
 
 /**
  * The sessions of one (livemode, chain) that `filter` selects, locked in id order, with whether

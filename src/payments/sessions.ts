@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { registerInlineWallet } from '../accounts/walletRules.ts';
 import { sessionColumns, toSession, type Session } from './session.ts';
 import { checkSessionTerms, feeFor, requiredConfirmations, type SessionTerms } from './terms.ts';
-import { lockDueAmounts, pickDueAmount } from './dueAmounts.ts';
+import { dueOffsetBound, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts';
 import * as sessionSql from './sessionSql.ts';
 
 /** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
@@ -43,8 +43,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
 
   const tuple = { chain: params.chain, currency: params.currency, payTo };
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
-  const amountDue = await pickDueAmount(sql, { ...tuple, amount, decimals });
-
+  // The INSERT picks the unique due amount itself, under the locks just taken.
   const { rows } = await sql.query(sessionSql.insertSession(), [
     newId('ses'),
     params.merchantId,
@@ -53,7 +52,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
     params.currency,
     decimals,
     amount.toString(),
-    amountDue.toString(),
+    dueOffsetBound(decimals).toString(),
     feeFor(amount).toString(),
     tokens,
     payTo,
@@ -66,7 +65,8 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
     expiresIn,
     params.monitorWindowSeconds,
   ]);
-  return toSession(rows[0]!);
+  if (!rows[0]) throw noDueAmountLeft({ ...tuple, amount });
+  return toSession(rows[0]);
 }
 
 /** One session of the caller's merchant and mode, or undefined (another merchant's is "not found"). */

@@ -3,7 +3,8 @@ import { getBase58Encoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
-import { newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from '../helpers/api.ts';
+import { buildApi, createClient, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from '../helpers/api.ts';
+import { createStore } from '../../src/store/index.ts';
 
 const db = useTestDatabase('api_sessions');
 const api = useApi(db);
@@ -224,6 +225,35 @@ describe('unique due amounts', () => {
     for (const [i, answer] of answers.entries()) {
       const offset = BigInt(answer.body.amountDueBaseUnits) - BigInt(Math.round(Number(amounts[i]) * 1e6));
       expect(offset >= 0n && offset < 10_000n).toBe(true);
+    }
+  });
+
+  test('two API processes (each with its own database pool) creating on one wallet at once never share a due amount', async () => {
+    const m = await newMerchant(db.store);
+    const secondStore = createStore({ connectionString: db.connectionString, max: 5 });
+    const secondApi = buildApi(secondStore);
+    try {
+      await secondApi.ready();
+      const second = createClient(secondApi);
+      // One price and a neighbour less than a cent above it, sent alternately through both processes.
+      const amounts = Array.from({ length: 24 }, (_, i) => (i % 3 === 0 ? '3.0001' : '3'));
+      const answers = await Promise.all(
+        amounts.map((amount, i) => (i % 2 === 0 ? call : second)('POST', '/api/v1/payments', { key: m.test, body: body({ amount, chain: 'base' }) })),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(amounts.map(() => 201));
+      const dues = answers.map((answer) => BigInt(answer.body.amountDueBaseUnits));
+      expect(new Set(dues).size).toBe(amounts.length);
+      for (const [i, due] of dues.entries()) {
+        const offset = due - BigInt(Math.round(Number(amounts[i]) * 1e6));
+        expect(offset >= 0n && offset < 10_000n).toBe(true);
+      }
+      // Each price takes the smallest free amounts, with no gap: 16 at 3 USDC, 8 at 3.0001 USDC.
+      const sorted = (values: bigint[]) => [...values].sort((a, b) => (a < b ? -1 : 1));
+      expect(sorted(dues.filter((_, i) => amounts[i] === '3'))).toEqual(Array.from({ length: 16 }, (_, k) => 3_000_000n + BigInt(k)));
+      expect(sorted(dues.filter((_, i) => amounts[i] === '3.0001'))).toEqual(Array.from({ length: 8 }, (_, k) => 3_000_100n + BigInt(k)));
+    } finally {
+      await secondApi.close();
+      await secondStore.close();
     }
   });
 
