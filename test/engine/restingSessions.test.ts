@@ -67,6 +67,25 @@ describe('sessions at rest', () => {
     expect((await eventsOf(db.store, session.id)).at(-1)).toBe('payment.overpaid');
   });
 
+  test('a duplicate seen before it is confirmed keeps the mark until it is final, so its confirmation is still reported', async () => {
+    const { e, session, wallet, base } = await settledSession();
+    await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base + 41n });
+    await db.store.query(
+      `UPDATE transfers SET session_id = $1, match_method = 'manual', matched_at = now(), match_checked_at = now() WHERE block_number = $2 AND chain = $3`,
+      [session.id, base + 41n, chain],
+    );
+    // The pass reads it one block deep: nothing to report yet, and the mark must survive, since
+    // its confirmations grow with the head and no transfer row changes again.
+    await setHead(db.store, { head: base + 41n, finalized: base });
+    await e.reconcile({ chain, livemode });
+    expect(await marked(session.id)).toBe(true);
+    expect((await eventsOf(db.store, session.id)).at(-1)).toBe('payment.settled');
+    await setHead(db.store, { head: base + 80n, finalized: base + 41n });
+    await e.reconcile({ chain, livemode });
+    expect((await eventsOf(db.store, session.id)).at(-1)).toBe('payment.overpaid');
+    expect(await marked(session.id)).toBe(false);
+  });
+
   test('an unchanged settled session is not read by a pass, and a change to a session in flight does not mark it', async () => {
     const { e, session } = await settledSession();
     // Its stored total is made wrong behind the engine's back: a pass that read it would "fix" it.
