@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 
 /**
  * End to end on a real chain: sessions through the real API, payments as ERC-20 transfers on
@@ -63,14 +64,6 @@ afterAll(async () => {
   await app?.close();
   await anvil?.stop();
 });
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** A new receiving wallet, registered so the ingester watches it. */
 async function wallet(): Promise<Address> {

@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { verifyWebhook } from '../../src/receiver/verify.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 
 /**
  * The sandbox through the HTTP API with webhooks, its isolation from live data, and the claim
@@ -101,14 +102,6 @@ afterAll(async () => {
   await anvil?.stop();
   await new Promise((resolve) => receiver?.close(resolve));
 });
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function api(method: 'GET' | 'POST', url: string, key: string, payload?: unknown) {
   const response = await app.inject({

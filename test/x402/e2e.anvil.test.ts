@@ -24,6 +24,7 @@ import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { verifyWebhook } from '../../src/receiver/verify.ts';
 import { createX402 } from '../../src/x402/index.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 
 /**
  * x402 end to end on anvil as polygon (chain 137) with a FiatToken-compatible EIP-3009 token at
@@ -133,14 +134,6 @@ afterAll(async () => {
   await anvil?.stop();
   await new Promise((resolve) => receiver?.close(resolve));
 });
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
   const response = await fetch(`${baseUrl}${url}`, {

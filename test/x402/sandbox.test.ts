@@ -17,6 +17,7 @@ import { addWallet } from '../../src/accounts/index.ts';
 import { sandboxToken } from '../../src/checkout/uris.ts';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/authorization.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 
 /**
  * Sandbox sessions (test keys) answer x402 with the sandbox's fake token on the chain's public
@@ -65,14 +66,6 @@ async function api(method: 'GET' | 'POST', url: string, key: string, payload?: u
     ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
   });
   return { status: response.status, body: await response.json() };
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** The payer's client on the sandbox network; the fake token is no default asset, so the spend limit names it. */
