@@ -16,7 +16,7 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { addWallet, createMerchant } from '../src/accounts/index.ts';
 import { createSession, getSession, type CreateSessionParams } from '../src/payments/sessions.ts';
 import { createSecretBox } from '../src/internal/crypto.ts';
-import { createStore, type Sql } from '../src/store/index.ts';
+import { createStore, statementText, type Sql } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { benchDatabase } from './lib.ts';
 
@@ -34,7 +34,7 @@ async function record(sql: { transaction<T>(work: (sql: Sql) => Promise<T>): Pro
   const rollback = new Error('rollback');
   await sql
     .transaction(async (inner) => {
-      await work({ query: (text, values) => (sent.push({ text, values }), inner.query(text, values)) });
+      await work({ query: (statement, values) => (sent.push({ text: statementText(statement), values }), inner.query(statement, values)) });
       throw rollback;
     })
     .catch((error: unknown) => {

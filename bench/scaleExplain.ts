@@ -1,4 +1,4 @@
-import type { Sql, Store } from '../src/store/index.ts';
+import { statementText, type PreparedStatement, type Sql, type Store } from '../src/store/index.ts';
 
 /** A statement as the code sent it, with the time it took (the first values it was sent with are kept). */
 export interface Recorded {
@@ -39,10 +39,11 @@ export function createStatementRecorder() {
     } else statements.set(key, { key, text, values, calls: 1, totalMs: ms });
   };
   const wrapSql = (sql: Sql): Sql => ({
-    async query(text, values) {
+    async query(statement: string | PreparedStatement, values?: unknown[]) {
+      const text = statementText(statement);
       const started = performance.now();
       try {
-        return await sql.query(text, values);
+        return await sql.query(statement, values);
       } finally {
         note(text, values, performance.now() - started);
       }

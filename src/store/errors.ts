@@ -31,6 +31,16 @@ export function isRetryableTransactionError(error: unknown): boolean {
   return code !== undefined && RETRYABLE_SQLSTATES.has(code);
 }
 
+/**
+ * Whether a prepared statement failed because a table it reads changed shape since it was
+ * prepared on that connection ("cached plan must not change result type": a migration added a
+ * column while this process ran). The connection keeps failing that statement: discard it and
+ * run the statement again on another.
+ */
+export function isStalePreparedStatement(error: unknown): boolean {
+  return sqlState(error) === '0A000' && /cached plan must not change result type/.test((error as Error).message ?? '');
+}
+
 /** Whether a statement failed because a table it names does not exist (42P01: a database not migrated yet). */
 export function isUndefinedTable(error: unknown): boolean {
   return sqlState(error) === '42P01';
