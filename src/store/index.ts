@@ -126,7 +126,9 @@ export function createStore(params: { connectionString: string; max?: number; ap
 function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () => Promise<void>): Store {
   const connect = limits ? () => connectWithin(pool, limits.connectMs) : () => pool.connect();
   const onClient = (client: pg.PoolClient): Sql => ({
-    query: limits ? (statement, values) => queryWithin(client, statement, values, limits.queryMs) : (statement, values) => client.query(queryConfig(statement, values)),
+    query: limits
+      ? (statement, values) => queryWithin(client, statement, values, limits.queryMs)
+      : (statement, values) => client.query(queryConfig(statement, values)),
   });
   return {
     pool,
