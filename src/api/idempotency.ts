@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Sql, Store } from '../store/index.ts';
+import { prepared, type Sql, type Store } from '../store/index.ts';
 import { badRequest, conflict, unprocessable } from '../internal/errors.ts';
 import { sha256Hex } from '../internal/crypto.ts';
 
@@ -53,6 +53,22 @@ export interface IdempotencyScope {
   apiKeyId: string;
 }
 
+/** The claim (prepared, as the save below: they run at every request that carries a key). */
+const CLAIM_KEY = prepared(
+  `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)
+   VALUES ($6, $7, $1, $2, $3, 'running', now() + make_interval(secs => $4), now() + make_interval(secs => $5))
+   ON CONFLICT (merchant_id, livemode, idempotency_key) DO UPDATE SET
+     api_key_id = excluded.api_key_id, request_hash = excluded.request_hash, state = 'running', locked_until = excluded.locked_until,
+     expires_at = excluded.expires_at, created_at = now(), response_status = NULL, response_body = NULL, response_content_type = NULL
+   WHERE idempotency_keys.expires_at < now()
+      OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_until < now() AND idempotency_keys.request_hash = excluded.request_hash)
+   RETURNING 1`,
+);
+const SAVE_JSON_RESPONSE = prepared(
+  `UPDATE idempotency_keys SET state = 'done', response_status = $4, response_body = $5, response_content_type = 'application/json; charset=utf-8'
+   WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
+);
+
 type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; body: string; contentType: string | null } | { kind: 'running' } | { kind: 'mismatch' };
 
 /**
@@ -62,17 +78,15 @@ type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; body: strin
  */
 async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: string; fingerprint: string }): Promise<Claim> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const claimed = await sql.query(
-      `INSERT INTO idempotency_keys (merchant_id, livemode, api_key_id, idempotency_key, request_hash, state, locked_until, expires_at)
-       VALUES ($6, $7, $1, $2, $3, 'running', now() + make_interval(secs => $4), now() + make_interval(secs => $5))
-       ON CONFLICT (merchant_id, livemode, idempotency_key) DO UPDATE SET
-         api_key_id = excluded.api_key_id, request_hash = excluded.request_hash, state = 'running', locked_until = excluded.locked_until,
-         expires_at = excluded.expires_at, created_at = now(), response_status = NULL, response_body = NULL, response_content_type = NULL
-       WHERE idempotency_keys.expires_at < now()
-          OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_until < now() AND idempotency_keys.request_hash = excluded.request_hash)
-       RETURNING 1`,
-      [params.apiKeyId, params.key, params.fingerprint, CLAIM_SECONDS, RETENTION_SECONDS, params.merchantId, params.livemode],
-    );
+    const claimed = await sql.query(CLAIM_KEY, [
+      params.apiKeyId,
+      params.key,
+      params.fingerprint,
+      CLAIM_SECONDS,
+      RETENTION_SECONDS,
+      params.merchantId,
+      params.livemode,
+    ]);
     if (Math.random() < CLEANUP_PROBABILITY) {
       await sql.query(`DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 1000)`).catch(() => {});
     }
@@ -105,11 +119,7 @@ async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: s
 export async function saveIdempotentResponse(sql: Sql, request: FastifyRequest, status: number, body: unknown): Promise<void> {
   const idempotency = request.idempotency;
   if (!idempotency) return;
-  await sql.query(
-    `UPDATE idempotency_keys SET state = 'done', response_status = $4, response_body = $5, response_content_type = 'application/json; charset=utf-8'
-     WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
-    [idempotency.merchantId, idempotency.livemode, idempotency.key, status, JSON.stringify(body)],
-  );
+  await sql.query(SAVE_JSON_RESPONSE, [idempotency.merchantId, idempotency.livemode, idempotency.key, status, JSON.stringify(body)]);
   idempotency.saved = true;
 }
 
