@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { prepared, type Sql, type Store } from '../store/index.ts';
 import { badRequest, conflict, unprocessable } from '../internal/errors.ts';
 import { sha256Hex } from '../internal/crypto.ts';
+import { idempotencyKeyLockText } from '../store/lockKeys.ts';
 
 /** The header that carries the key (Stripe's name; the spec leaves it open). */
 const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -23,7 +24,15 @@ const CLEANUP_PROBABILITY = 0.01;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency: (IdempotencyScope & { key: string; saved?: boolean }) | null;
+    idempotency: (IdempotencyScope & { key: string; saved?: boolean; inTransaction?: boolean }) | null;
+  }
+  interface FastifyContextConfig {
+    /**
+     * `in-handler`: the handler claims the key inside its own transaction
+     * ({@link claimIdempotencyKeyInTransaction}), so the claim, the change and the stored answer
+     * commit together: one durable commit per request instead of two. For the hot creation routes.
+     */
+    idempotency?: 'in-handler';
   }
 }
 
@@ -69,7 +78,11 @@ const SAVE_JSON_RESPONSE = prepared(
    WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
 );
 
-type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; body: string; contentType: string | null } | { kind: 'running' } | { kind: 'mismatch' };
+export type Claim =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; status: number; body: string; contentType: string | null }
+  | { kind: 'running' }
+  | { kind: 'mismatch' };
 
 /**
  * Claims (merchant, mode, key) for a request with `fingerprint`. The primary key makes exactly one
@@ -108,6 +121,47 @@ async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: s
     return { kind: 'replay', status: row.response_status!, body: row.response_body ?? '', contentType: row.response_content_type };
   }
   return { kind: 'running' };
+}
+
+/**
+ * The claim for a route with `config.idempotency = 'in-handler'`, as the first statement of the
+ * handler's transaction `sql`; null when the request carries no key (the preHandler validated it).
+ * A transaction-level advisory lock on the key comes first: while another request holds the key
+ * in its transaction (its claim not committed yet), this one answers `running` (409) at once
+ * instead of waiting on the key's unique index; once that request committed, the answer is the
+ * replay, and if it rolled back, the key is free. A failure anywhere rolls the claim back with
+ * the change: no claim is left `running` for a retry to wait out.
+ */
+export async function claimIdempotencyKeyInTransaction(sql: Sql, request: FastifyRequest): Promise<Claim | null> {
+  const key = request.headers[IDEMPOTENCY_HEADER];
+  if (typeof key !== 'string' || !request.auth) return null;
+  const scope: IdempotencyScope = { merchantId: request.auth.merchantId, livemode: request.auth.livemode, apiKeyId: request.auth.keyId };
+  const { rows } = await sql.query<{ free: boolean }>(LOCK_KEY, [idempotencyKeyLockText({ ...scope, key })]);
+  if (!rows[0]!.free) return { kind: 'running' };
+  const claim = await claimIdempotencyKey(sql, { ...scope, key, fingerprint: requestFingerprint(request) });
+  if (claim.kind === 'claimed') request.idempotency = { ...scope, key, inTransaction: true };
+  return claim;
+}
+
+const LOCK_KEY = prepared('SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS free');
+
+/**
+ * Answers a claim that did not go to this request: 422 for another request under the key, 409
+ * with Retry-After while the first still runs, or the first answer replayed.
+ */
+export function answerUnclaimed(reply: FastifyReply, claim: Exclude<Claim, { kind: 'claimed' }>): FastifyReply {
+  switch (claim.kind) {
+    case 'mismatch':
+      throw unprocessable('this Idempotency-Key was already used with a different request (method, path or body); use a new key');
+    case 'running':
+      // Stripe answers the same 409; Retry-After tells an SDK's retry loop when to come back.
+      reply.header('Retry-After', '1');
+      throw conflict('a request with this Idempotency-Key is still being processed; retry shortly');
+    case 'replay':
+      reply.status(claim.status).header('Idempotent-Replayed', 'true');
+      if (claim.contentType) reply.header('content-type', claim.contentType);
+      return reply.send(claim.body);
+  }
 }
 
 /**
@@ -163,23 +217,14 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
     if (typeof header !== 'string' || header.length === 0 || header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
       throw badRequest(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
     }
+    if (request.routeOptions.config?.idempotency === 'in-handler') return;
     const scope: IdempotencyScope = { merchantId: request.auth.merchantId, livemode: request.auth.livemode, apiKeyId: request.auth.keyId };
     const claim = await claimIdempotencyKey(params.store, { ...scope, key: header, fingerprint: requestFingerprint(request) });
-    switch (claim.kind) {
-      case 'claimed':
-        request.idempotency = { ...scope, key: header };
-        return;
-      case 'mismatch':
-        throw unprocessable('this Idempotency-Key was already used with a different request (method, path or body); use a new key');
-      case 'running':
-        // Stripe answers the same 409; Retry-After tells an SDK's retry loop when to come back.
-        reply.header('Retry-After', '1');
-        throw conflict('a request with this Idempotency-Key is still being processed; retry shortly');
-      case 'replay':
-        reply.status(claim.status).header('Idempotent-Replayed', 'true');
-        if (claim.contentType) reply.header('content-type', claim.contentType);
-        return reply.send(claim.body);
+    if (claim.kind === 'claimed') {
+      request.idempotency = { ...scope, key: header };
+      return;
     }
+    return answerUnclaimed(reply, claim);
   });
   app.addHook('onSend', async (request, reply, payload) => {
     const idempotency = request.idempotency;
@@ -188,6 +233,8 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
     const success = reply.statusCode >= 200 && reply.statusCode < 300;
     if (success && idempotency.saved) {
       // Stored in the handler's transaction already.
+    } else if (idempotency.inTransaction) {
+      // Claimed in the handler's transaction, which failed: its rollback took the claim with it.
     } else if (success && (typeof payload === 'string' || payload === undefined || payload === null)) {
       const contentType = reply.getHeader('content-type');
       await params.store.query(

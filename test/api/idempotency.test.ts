@@ -62,6 +62,24 @@ describe('Idempotency-Key', () => {
     expect(await sessionsOf(m.id)).toBe(1);
   });
 
+  test('every creation route claims the key in its own transaction and replays: /sessions, /payments, /checkout/sessions', async () => {
+    const m = await newMerchant(db.store);
+    for (const [index, path] of ['/api/v1/sessions', '/api/v1/payments', '/api/v1/checkout/sessions'].entries()) {
+      const key = `route-${index}`;
+      const first = await post(urlA, path, m.test, key, payment('15'));
+      expect(first.status).toBe(201);
+      expect(await post(urlB, path, m.test, key, payment('15'))).toEqual({ status: 201, body: first.body, replayed: 'true', retryAfter: null });
+      // The stored answer was written by the session's own transaction.
+      const { rows } = await db.store.query<{ claim_xmin: string; session_xmin: string }>(
+        `SELECT k.xmin::text AS claim_xmin, s.xmin::text AS session_xmin FROM idempotency_keys k, payment_sessions s
+          WHERE k.merchant_id = $1 AND k.idempotency_key = $2 AND s.id = $3`,
+        [m.id, key, first.body.id],
+      );
+      expect(rows[0]!.claim_xmin).toBe(rows[0]!.session_xmin);
+    }
+    expect(await sessionsOf(m.id)).toBe(3);
+  });
+
   test('the same key with a different body is a 422; a different path is a 422 too', async () => {
     const m = await newMerchant(db.store);
     expect((await post(urlA, '/api/v1/payments', m.test, 'k', payment('12'))).status).toBe(201);
@@ -121,12 +139,14 @@ describe('Idempotency-Key', () => {
     const [lockKey] = dueLockKeys({ chain: 'arbitrum', currency: 'USDT', payTo: sandboxWallet('arbitrum', m.id), bucket: 1200n });
     await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [lockKey]);
     const first = post(urlA, '/api/v1/payments', m.test, 'slow', payment());
-    // Wait until the first request has claimed the key.
+    // Wait until the first request waits for that lock: it has claimed the key in its transaction.
     for (let i = 0; i < 100; i++) {
-      const claimed = await db.store.query(`SELECT 1 FROM idempotency_keys WHERE idempotency_key = 'slow' AND state = 'running'`);
-      if (claimed.rowCount) break;
+      const waiting = await db.store.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+      if (waiting.rowCount) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    // The claim is not committed yet: nothing shows outside its transaction.
+    expect((await db.store.query(`SELECT 1 FROM idempotency_keys WHERE idempotency_key = 'slow'`)).rowCount).toBe(0);
     const retry = await post(urlB, '/api/v1/payments', m.test, 'slow', payment());
     expect(retry).toMatchObject({
       status: 409,
