@@ -39,9 +39,21 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
     while (!params.signal.aborted) {
       const url = params.wsUrls[index % params.wsUrls.length]!;
       const label = endpointLabel(url, index % params.wsUrls.length);
+      // Ends this subscription's wait on shutdown; removed once it ends, so a daemon whose
+      // WebSocket reconnects for weeks does not pile one listener per reconnect on the signal.
+      let endOnAbort: (() => void) | undefined;
+      // viem keeps one socket client per URL and options, and with `reconnect: false` it keeps a
+      // closed one: every later subscription on that URL failed at once ("WebSocket request
+      // failed") and the chain fell back to polling for good. Closing the client after each loss
+      // drops it from viem's cache (and stops its keep-alive timer), so the next attempt opens a
+      // new socket.
+      let closeClient: (() => void) | undefined;
       const lost = new Promise<void>(async (resolve) => {
+        endOnAbort = () => resolve();
         try {
           const transport = webSocket(url, { reconnect: false, keepAlive: { interval: 15_000 } })({ retryCount: 0 });
+          const client = await transport.value!.getRpcClient();
+          closeClient = () => client.close();
           const { unsubscribe: stop } = await transport.value!.subscribe({
             params: ['newHeads'],
             onData: () => {
@@ -56,16 +68,18 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
           subscribed = true;
           unsubscribe = () => void stop().catch(() => {});
           params.logger.info({ msg: 'Subscribed to newHeads', chain: params.chain, endpoint: label });
-          params.signal.addEventListener('abort', () => resolve(), { once: true });
+          params.signal.addEventListener('abort', endOnAbort, { once: true });
         } catch (error) {
           params.logger.warn({ msg: 'newHeads subscription failed', chain: params.chain, endpoint: label, error: (error as Error).message?.split('\n')[0] });
           resolve();
         }
       });
       await lost;
+      if (endOnAbort) params.signal.removeEventListener('abort', endOnAbort);
       subscribed = false;
       unsubscribe?.();
       unsubscribe = undefined;
+      closeClient?.();
       if (params.signal.aborted) break;
       failures += 1;
       index += 1;
