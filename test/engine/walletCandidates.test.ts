@@ -85,7 +85,7 @@ describe('chooseOnWallet', () => {
           reference_keys: [],
           paid_at: at(w.paidAt),
         };
-        const verified = new Set(w.verified);
+        const verified = new Set<string>(w.verified);
         const wallet = indexWallets(candidates, new Map([['W', verified]])).get('W');
         const indexed = wallet && chooseOnWallet(wallet, transfer, pending);
         const expected = reference(candidates, transfer, pending, verified);
