@@ -57,11 +57,11 @@ type BatchCandidates = Awaited<ReturnType<typeof readCandidates>>;
 /**
  * The sessions a batch of transfers can pay, read once for the whole batch: the sessions their
  * reference keys name, the sessions claiming their transactions, and every session on their
- * wallets whose window overlaps the batch's payment times that amount matching may pay (with who
- * verified those wallets: the verified owner wins, `amountMatchable`). Reading per batch rather than per
- * transfer keeps matching linear: a merchant with thousands of open sessions on one wallet costs
- * one read of them per batch (`MATCH_BATCH` transfers), not one per transfer, and
- * `walletCandidates.ts` indexes them for the rules. `received` is the live sum of each
+ * wallets whose window overlaps the batch's payment times and that amount matching may pay (who
+ * verified those wallets decides: the verified owner wins, `amountMatchable`). Reading per batch
+ * rather than per transfer keeps matching linear: a merchant with thousands of open sessions on
+ * one wallet costs one read of them per batch (`MATCH_BATCH` transfers), not one per transfer,
+ * and `walletCandidates.ts` indexes them for the rules. `received` is the live sum of each
  * session's counted transfers at the time of the read; matching adds what it attributes in the
  * batch (`pending`).
  */
