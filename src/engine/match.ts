@@ -30,15 +30,38 @@ const SELECT_CLAIMS = `SELECT c.tx_hash AS "claimTxHash", c.source AS "claimSour
    FROM transaction_claims c JOIN payment_sessions s ON s.id = c.session_id JOIN merchants m ON m.id = s.merchant_id
   WHERE c.livemode = $1 AND c.chain = $2 AND c.tx_hash = ANY($3::text[])`;
 
+/** Who verified which of some receiving addresses on one chain (`amountMatchable`). $1 chain, $2 addresses. */
+const SELECT_VERIFIERS = `SELECT address, merchant_id AS "merchantId" FROM wallets WHERE chain = $1 AND address = ANY($2::text[]) AND verified_at IS NOT NULL`;
+
+/**
+ * The merchants that verified each of `candidates`' receiving addresses, for a live batch; none
+ * for a sandbox batch (verification is a live-mode fact) or one with no candidates (no query).
+ */
+async function readVerifiers(sql: Sql, params: { livemode: boolean; chain: string; candidates: Candidate[] }): Promise<Map<string, Set<string>>> {
+  const verifiers = new Map<string, Set<string>>();
+  if (!params.livemode || params.candidates.length === 0) return verifiers;
+  const { rows } = await sql.query<{ address: string; merchantId: string }>(SELECT_VERIFIERS, [
+    params.chain,
+    [...new Set(params.candidates.map((candidate) => candidate.payTo))],
+  ]);
+  for (const row of rows) {
+    const set = verifiers.get(row.address);
+    if (set) set.add(row.merchantId);
+    else verifiers.set(row.address, new Set([row.merchantId]));
+  }
+  return verifiers;
+}
+
 type BatchCandidates = Awaited<ReturnType<typeof readCandidates>>;
 
 /**
  * The sessions a batch of transfers can pay, read once for the whole batch: the sessions their
  * reference keys name, the sessions claiming their transactions, and every session on their
- * wallets whose window overlaps the batch's payment times. Reading per batch rather than per
- * transfer keeps matching linear: a merchant with thousands of open sessions on one wallet costs
- * one read of them per batch (`MATCH_BATCH` transfers), not one per transfer, and
- * `walletCandidates.ts` indexes them for the rules. `received` is the live sum of each
+ * wallets whose window overlaps the batch's payment times and that amount matching may pay (who
+ * verified those wallets decides: the verified owner wins, `amountMatchable`). Reading per batch
+ * rather than per transfer keeps matching linear: a merchant with thousands of open sessions on
+ * one wallet costs one read of them per batch (`MATCH_BATCH` transfers), not one per transfer,
+ * and `walletCandidates.ts` indexes them for the rules. `received` is the live sum of each
  * session's counted transfers at the time of the read; matching adds what it attributes in the
  * batch (`pending`).
  */
@@ -66,7 +89,9 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]) {
     new Date(Math.max(...times)),
     CLOCK_SKEW_SECONDS,
   ]);
-  return { byReference, byWallet: indexWallets(rows.map(parseCandidate)), claims };
+  const onWallets = rows.map(parseCandidate);
+  const verifiers = await readVerifiers(sql, { livemode: first.livemode, chain: first.chain, candidates: onWallets });
+  return { byReference, byWallet: indexWallets(onWallets, verifiers), claims };
 }
 
 /** A session as matching found it and how. */
@@ -138,10 +163,11 @@ function outranksProof(evidence: Evidence, transfer: TransferToMatch, claimed: C
 }
 
 /**
- * Another session on the transfer's wallet, of any merchant, whose due amount the transfer is
- * exactly and which still asks for it, when that amount is neither the claimed session's due
- * amount nor what it still misses (the {@link outranksProof} rule without amount matching's
- * one-merchant condition).
+ * Another session on the transfer's wallet, of any merchant amount matching may pay there (on an
+ * address one merchant verified, only that merchant's: `amountMatchable`), whose due amount the
+ * transfer is exactly and which still asks for it, when that amount is neither the claimed
+ * session's due amount nor what it still misses (the {@link outranksProof} rule without amount
+ * matching's one-merchant condition).
  */
 function exactDueElsewhere(
   transfer: TransferToMatch,
@@ -204,9 +230,11 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
         refusedClaim: { kind: 'outranked', method: evidence.method, sessionId: evidence.session.id },
       };
     }
-    // Where amount matching stands aside (another merchant's sessions on the same address) the
-    // exact due amount of a session still asking for it outranks a copied hash all the same; the
-    // transfer then waits for the merchant, as amount matching would leave it.
+    // Where amount matching stands aside (sessions of two merchants on an address none or both of
+    // them verified) the exact due amount of a session still asking for it outranks a copied hash
+    // all the same; the transfer then waits for the merchant, as amount matching would leave it.
+    // A session amount matching may not pay (another merchant's, on an address its owner
+    // verified) outranks nothing: it cannot block a proof for the owner's session.
     const rival = exactDueElsewhere(transfer, candidates, pending, claimed);
     if (rival) return { refusedClaim: { kind: 'outranked', method: 'amount', sessionId: rival.id } };
   }
@@ -238,8 +266,8 @@ export interface MatchResult {
  * transfer is decided once: matched to one session, or marked checked and left unmatched for the
  * merchant to attribute by hand. Transfers are decided in order, each seeing what the earlier
  * ones in the batch paid, exactly as if each were matched in a transaction of its own; the whole
- * batch costs five queries (six when a claim is refused). `txHash` narrows it to one transaction
- * (a claim being made).
+ * batch costs five queries (one more in live mode, who verified the wallets; one more when a
+ * claim is refused). `txHash` narrows it to one transaction (a claim being made).
  */
 export async function matchTransfers(sql: Sql, params: { livemode: boolean; chain: string; limit: number; txHash?: string }): Promise<MatchResult> {
   const { rows } = await sql.query<TransferToMatch>(

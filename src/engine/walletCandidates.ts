@@ -1,4 +1,4 @@
-import { byAge, chooseSession, inWindow, isUnpaid, tolerates, type Candidate, type TransferToMatch } from './matchRules.ts';
+import { amountMatchable, byAge, chooseSession, inWindow, isUnpaid, tolerates, type Candidate, type TransferToMatch } from './matchRules.ts';
 
 /**
  * The candidate sessions of one matching batch on one wallet, indexed so that deciding a transfer
@@ -31,10 +31,15 @@ export interface WalletSessions {
   maxToleranceBps: number;
 }
 
-/** Groups a batch's candidate sessions by wallet and indexes each wallet's. */
-export function indexWallets(candidates: Candidate[]): Map<string, WalletSessions> {
+/**
+ * Groups a batch's candidate sessions by wallet and indexes each wallet's, leaving out the sessions
+ * amount matching may not pay (`amountMatchable`, given `verifiers`: by receiving address, the
+ * merchants that verified it on the batch's chain).
+ */
+export function indexWallets(candidates: Candidate[], verifiers?: ReadonlyMap<string, ReadonlySet<string>>): Map<string, WalletSessions> {
   const byWallet = new Map<string, WalletSessions>();
   for (const candidate of [...candidates].sort(byAge)) {
+    if (!amountMatchable(candidate, verifiers?.get(candidate.payTo))) continue;
     let wallet = byWallet.get(candidate.payTo);
     if (!wallet) {
       wallet = { all: [], byId: new Map(), byDue: new Map(), dues: [], partlyPaid: [], unpaid: [], merchants: new Set(), maxToleranceBps: 0 };
@@ -91,7 +96,9 @@ function firstAbove(sorted: bigint[], value: bigint): number {
  * The session `transfer` pays among one wallet's candidates, given what the batch has already
  * attributed (`pending`, by session id): exactly `chooseSession` over the wallet's sessions in
  * play (right token, payment time in their window), and nothing when those belong to two
- * merchants (the amount cannot say whose money it is; a verified owner claims it by hand).
+ * merchants (the amount cannot say whose money it is; a verified owner attributes it by hand).
+ * The index holds only the sessions amount matching may pay, so on an address one merchant
+ * verified the others' sessions are not there (the verified owner wins, `amountMatchable`).
  * Each rule reads only the sessions it can pick (test/engine/walletCandidates.test.ts checks
  * the equivalence on random wallets).
  */

@@ -4,6 +4,7 @@ import { getBase58Decoder } from '@solana/kit';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
 import { claimTransaction, createEngine } from '../../src/engine/index.ts';
+import { addWallet } from '../../src/accounts/index.ts';
 import { ConflictError } from '../../src/internal/errors.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, insertTransfer, newEvmWallet, newMerchant, newSession, setHead, statusOf } from '../helpers/engine.ts';
@@ -117,6 +118,32 @@ describe('claimTransaction() on a transfer already stored', () => {
     expect(await statusOf(db.store, hijacker.id)).toMatchObject({ status: 'created' });
     // The payer of the session it pays can still prove it.
     expect(await claim(paid.id, txHash)).toMatchObject({ created: true, sessionStatus: 'confirming' });
+  });
+
+  test("on an address its owner verified, the other merchant's session outranks no proof, and its own proofs still yield to the owner's exact due amount", async () => {
+    const owner = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const ownerExact = await newSession(db.store, { merchantId: owner, wallet, amount: '10' });
+    const ownerProved = await newSession(db.store, { merchantId: owner, wallet, amount: '40' });
+    const other = await newMerchant(db.store);
+    const others = await newSession(db.store, { merchantId: other, wallet, amount: '25' });
+    await addWallet(db.store, { merchantId: owner, chain, address: wallet, verifiedBy: 'operator' });
+    const base = await nextBase();
+    // The owner's customer paid the other session's due amount by mistake and proves it: that
+    // session never takes a transfer by amount here, so it does not stand in the way.
+    const mistaken = await insertTransfer(db.store, { to: wallet, amount: others.amountDue, block: base });
+    // A proof for the other merchant's session over the owner's exact due amount loses to it.
+    const exact = await insertTransfer(db.store, { to: wallet, amount: ownerExact.amountDue, block: base + 1n });
+    await setHead(db.store, { head: base + 1n });
+    expect(await claim(ownerProved.id, mistaken.txHash)).toMatchObject({ created: true, sessionStatus: 'confirming' });
+    expect(await transferOf(mistaken.txHash)).toMatchObject({ session_id: ownerProved.id, match_method: 'claim' });
+    await expect(claim(others.id, exact.txHash)).rejects.toThrow(
+      `transaction ${exact.txHash} cannot be claimed for this session: its amount pays another payment session`,
+    );
+    expect(await claimOf(exact.txHash)).toBeUndefined();
+    await engine().reconcile({ chain, livemode });
+    expect(await transferOf(exact.txHash)).toMatchObject({ session_id: ownerExact.id, match_method: 'amount' });
+    expect(await statusOf(db.store, others.id)).toMatchObject({ status: 'created', amount_received: '0' });
   });
 
   test('a transfer to another wallet, in another token, or paid before the session existed is refused', async () => {

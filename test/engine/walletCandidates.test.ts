@@ -6,10 +6,15 @@ import { chooseOnWallet, indexWallets } from '../../src/engine/walletCandidates.
 const now = new Date('2026-11-21T12:00:00Z').getTime();
 const at = (minutes: number) => new Date(now + minutes * 60_000);
 
-/** The definition chooseOnWallet must equal: chooseSession over every session in play, oldest first, none when two merchants share the wallet. */
-function reference(candidates: Candidate[], transfer: TransferToMatch, pending: Map<string, bigint>): Candidate | undefined {
+/**
+ * The definition chooseOnWallet must equal: chooseSession over every session in play, oldest
+ * first, none when two merchants share the wallet; on a live wallet some merchants verified,
+ * only their sessions are in play (the verified owner wins).
+ */
+function reference(candidates: Candidate[], transfer: TransferToMatch, pending: Map<string, bigint>, verified: ReadonlySet<string>): Candidate | undefined {
   const inPlay = [...candidates]
     .sort(byAge)
+    .filter((c) => !c.livemode || verified.size === 0 || verified.has(c.merchantId))
     .filter((c) => c.tokenAddresses.includes(transfer.token_address) && inWindow(c, transfer.paid_at))
     .map((c) => (pending.has(c.id) ? { ...c, received: c.received + pending.get(c.id)! } : c));
   if (new Set(inPlay.map((c) => c.merchantId)).size > 1) return undefined;
@@ -35,12 +40,16 @@ const walletArb = fc.record({
   amount: amountArb,
   token: fc.constantFrom('T', 'T', 'U'),
   paidAt: fc.integer({ min: -40, max: 70 }),
+  // Who verified the wallet: nobody, one of the merchants with sessions, both, or a merchant with none there.
+  verified: fc.constantFrom([], [], ['m1'], ['m2'], ['m1', 'm2'], ['m3']),
+  livemode: fc.constantFrom(true, true, true, false),
   pending: fc.array(fc.record({ index: fc.nat(13), amount: fc.constantFrom(5n, 40n, 60n, 100n) }), { maxLength: 4 }),
 });
 
 describe('chooseOnWallet', () => {
-  test('decides exactly as chooseSession over the whole wallet, on random wallets (rules 2-5, pending attributions, two merchants)', () => {
+  test('decides exactly as chooseSession over the whole wallet, on random wallets (rules 2-5, pending attributions, two merchants, verified owners)', () => {
     let matched = 0;
+    let ownerWon = 0;
     fc.assert(
       fc.property(walletArb, (w) => {
         // One tolerance per merchant, as the database has it.
@@ -55,7 +64,7 @@ describe('chooseOnWallet', () => {
             received: c.received,
             tokenAddresses: [c.token],
             payTo: 'W',
-            livemode: true,
+            livemode: w.livemode,
             chain: 'polygon',
             // Ages collide on purpose: ties go by id.
             createdAt: at(c.created - c.age),
@@ -68,7 +77,7 @@ describe('chooseOnWallet', () => {
         const transfer: TransferToMatch = {
           id: 1n,
           tx_hash: '0x01',
-          livemode: true,
+          livemode: w.livemode,
           chain: 'polygon',
           token_address: w.token,
           to_address: 'W',
@@ -76,17 +85,23 @@ describe('chooseOnWallet', () => {
           reference_keys: [],
           paid_at: at(w.paidAt),
         };
-        const wallet = indexWallets(candidates).get('W');
+        const verified = new Set<string>(w.verified);
+        const wallet = indexWallets(candidates, new Map([['W', verified]])).get('W');
         const indexed = wallet && chooseOnWallet(wallet, transfer, pending);
-        const expected = reference(candidates, transfer, pending);
+        const expected = reference(candidates, transfer, pending, verified);
         if (expected) matched += 1;
         expect(indexed?.id).toBe(expected?.id);
         expect(indexed?.received).toBe(expected?.received);
+        // A live wallet someone verified never pays another merchant's session by amount.
+        if (indexed && w.livemode && verified.size > 0) expect(verified.has(indexed.merchantId)).toBe(true);
+        // The new case: without the verification this transfer would have waited (two merchants).
+        if (expected && w.livemode && verified.size > 0 && reference(candidates, transfer, pending, new Set()) === undefined) ownerWon += 1;
       }),
       { numRuns: 5_000 },
     );
-    // The generator must reach the rules, not only "no match".
+    // The generator must reach the rules, not only "no match", and the verified owner's case.
     expect(matched).toBeGreaterThan(500);
+    expect(ownerWon).toBeGreaterThan(50);
   });
 
   test('a transfer that pays none of many open sessions is decided without a pass over all of them per rule', () => {
