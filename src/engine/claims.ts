@@ -6,6 +6,7 @@ import { getSessionById } from '../payments/sessions.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 import { claimMisfit, matchTransfers, TRANSFER_TO_MATCH_COLUMNS, type TransferToMatch } from './match.ts';
+import { amountMatchable } from './matchRules.ts';
 import type { PaymentStatus } from '../payments/stateMachine.ts';
 
 /** Who claims a transaction for a session: a payer proving it by hash, or the gateway's own x402 settlement. */
@@ -45,6 +46,9 @@ interface StoredTransfer extends TransferToMatch {
   session_id: string | null;
   match_checked_at: Date | null;
 }
+
+/** The merchants that verified a receiving address on a chain. $1 chain, $2 address. */
+const SELECT_VERIFIERS = 'SELECT merchant_id FROM wallets WHERE chain = $1 AND address = $2 AND verified_at IS NOT NULL';
 
 /**
  * Binds a transaction to a payment session explicitly, in the caller's transaction
@@ -91,9 +95,19 @@ export async function claimTransaction(
   );
   const session = (await getSessionById(sql, {
     id: params.sessionId,
-    fields: ['id', 'livemode', 'chain', 'payTo', 'tokenAddresses', 'createdAt', 'monitorUntil'],
+    fields: ['id', 'merchantId', 'livemode', 'chain', 'payTo', 'tokenAddresses', 'createdAt', 'monitorUntil'],
     forUpdate: true,
   }))!;
+  // A payer's proof for a session on a live address that other merchants verified and its own
+  // did not (an inline wallet given before the owner proved control) would bind the owner's money
+  // to that session, and take from the owner the transfers its amount matching left for it to
+  // attribute: refused, as amount matching there refuses it (`amountMatchable`).
+  if (params.source === 'proof' && livemode) {
+    const { rows: verifiers } = await sql.query<{ merchant_id: string }>(SELECT_VERIFIERS, [chain, session.payTo]);
+    if (!amountMatchable(session, new Set(verifiers.map((row) => row.merchant_id)))) {
+      throw conflict(`transaction ${txHash} cannot be claimed for this session: its wallet is verified by another account`);
+    }
+  }
   const fitting = stored.filter((transfer) => !claimMisfit(session, transfer));
   if (stored.length > 0 && fitting.length === 0) {
     throw conflict(`transaction ${txHash} does not pay this session: ${claimMisfit(session, stored[0]!)}`);

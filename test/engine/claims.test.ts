@@ -132,17 +132,38 @@ describe('claimTransaction() on a transfer already stored', () => {
     // The owner's customer paid the other session's due amount by mistake and proves it: that
     // session never takes a transfer by amount here, so it does not stand in the way.
     const mistaken = await insertTransfer(db.store, { to: wallet, amount: others.amountDue, block: base });
-    // A proof for the other merchant's session over the owner's exact due amount loses to it.
+    // A proof for the other merchant's session is refused on the owner's verified address.
     const exact = await insertTransfer(db.store, { to: wallet, amount: ownerExact.amountDue, block: base + 1n });
     await setHead(db.store, { head: base + 1n });
     expect(await claim(ownerProved.id, mistaken.txHash)).toMatchObject({ created: true, sessionStatus: 'confirming' });
     expect(await transferOf(mistaken.txHash)).toMatchObject({ session_id: ownerProved.id, match_method: 'claim' });
     await expect(claim(others.id, exact.txHash)).rejects.toThrow(
-      `transaction ${exact.txHash} cannot be claimed for this session: its amount pays another payment session`,
+      `transaction ${exact.txHash} cannot be claimed for this session: its wallet is verified by another account`,
     );
     expect(await claimOf(exact.txHash)).toBeUndefined();
     await engine().reconcile({ chain, livemode });
     expect(await transferOf(exact.txHash)).toMatchObject({ session_id: ownerExact.id, match_method: 'amount' });
+    expect(await statusOf(db.store, others.id)).toMatchObject({ status: 'created', amount_received: '0' });
+  });
+
+  test("a proof for the other merchant's session on an address its owner verified is refused, stored or not; the owner's transfer stays the owner's", async () => {
+    const owner = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const other = await newMerchant(db.store);
+    const others = await newSession(db.store, { merchantId: other, wallet, amount: '25' });
+    await addWallet(db.store, { merchantId: owner, chain, address: wallet, verifiedBy: 'operator' });
+    const base = await nextBase();
+    // A transfer the owner's matching left unmatched (no owner session asks for it).
+    const stray = await insertTransfer(db.store, { to: wallet, amount: 3_000_000n, block: base });
+    await setHead(db.store, { head: base });
+    await engine().reconcile({ chain, livemode });
+    expect(await transferOf(stray.txHash)).toMatchObject({ session_id: null });
+    const refusal = `cannot be claimed for this session: its wallet is verified by another account`;
+    await expect(claim(others.id, stray.txHash)).rejects.toThrow(refusal);
+    // Nor waiting for a transaction not stored yet.
+    await expect(claim(others.id, `0x${'ab'.repeat(32)}`)).rejects.toThrow(refusal);
+    expect(await claimOf(stray.txHash)).toBeUndefined();
+    expect(await transferOf(stray.txHash)).toMatchObject({ session_id: null });
     expect(await statusOf(db.store, others.id)).toMatchObject({ status: 'created', amount_received: '0' });
   });
 
