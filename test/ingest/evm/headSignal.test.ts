@@ -27,7 +27,7 @@ test('a dropped newHeads subscription is opened again on a new socket, and leave
   await new Promise((resolve) => server.once('listening', resolve));
   const stop = new AbortController();
   try {
-    const heads = createHeadSignal({
+    createHeadSignal({
       chain: 'polygon',
       wsUrls: [`ws://127.0.0.1:${(server.address() as AddressInfo).port}`],
       logger: createLogger({ level: 'silent' }),
