@@ -133,6 +133,9 @@ export async function claimIdempotencyKeyInTransaction(sql: Sql, request: Fastif
   const key = request.headers[IDEMPOTENCY_HEADER];
   if (typeof key !== 'string' || !request.auth) return null;
   const scope: IdempotencyScope = { merchantId: request.auth.merchantId, livemode: request.auth.livemode, apiKeyId: request.auth.keyId };
+  // A retried transaction (store.transaction after a deadlock) claims again: an earlier attempt's
+  // claim was rolled back and must not mark this request's answer as its own (Idempotent-Replayed).
+  request.idempotency = null;
   const { rows } = await sql.query<{ free: boolean }>(LOCK_KEY, [idempotencyKeyLockText({ ...scope, key })]);
   if (!rows[0]!.free) return { kind: 'running' };
   const claim = await claimIdempotencyKey(sql, { ...scope, key, fingerprint: requestFingerprint(request) });

@@ -193,6 +193,32 @@ describe('Idempotency-Key', () => {
     }
   });
 
+  test('a creation whose transaction is retried answers as its last attempt did: a duplicate holding the key by then is a plain 409', async () => {
+    const m = await newMerchant(db.store);
+    const blocker = await db.store.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      // The first attempt claims the key, then waits for a due-amount lock the blocker holds...
+      const [dueLock] = dueLockKeys({ chain: 'arbitrum', currency: 'USDT', payTo: sandboxWallet('arbitrum', m.id), bucket: 1600n });
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [dueLock]);
+      const first = post(urlA, '/api/v1/payments', m.test, 'retried', payment('16'));
+      for (let i = 0; i < 200; i++) {
+        if ((await db.store.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rowCount) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // ...while the blocker, standing for a duplicate, wants the key: a deadlock that the first
+      // attempt loses; its retry finds the key held and answers 409, as any request would.
+      const lockText = idempotencyKeyLockText({ merchantId: m.id, livemode: false, key: 'retried' });
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockText]);
+      const answer = await first;
+      expect(answer).toMatchObject({ status: 409, retryAfter: '1', replayed: null });
+    } finally {
+      await blocker.query('COMMIT');
+      blocker.release();
+    }
+    expect((await post(urlA, '/api/v1/payments', m.test, 'retried', payment('16'))).status).toBe(201);
+  });
+
   test('concurrent identical requests on two processes create exactly one session; the others get 409 or the replay', async () => {
     const m = await newMerchant(db.store);
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => post(i % 2 ? urlA : urlB, '/api/v1/payments', m.test, 'race', payment())));
