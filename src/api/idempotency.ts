@@ -100,9 +100,6 @@ async function claimIdempotencyKey(sql: Sql, params: IdempotencyScope & { key: s
       params.merchantId,
       params.livemode,
     ]);
-    if (Math.random() < CLEANUP_PROBABILITY) {
-      await sql.query(`DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 1000)`).catch(() => {});
-    }
     if (claimed.rowCount === 1) return { kind: 'claimed' };
     const { rows } = await sql.query<{
       request_hash: string;
@@ -136,6 +133,9 @@ export async function claimIdempotencyKeyInTransaction(sql: Sql, request: Fastif
   const key = request.headers[IDEMPOTENCY_HEADER];
   if (typeof key !== 'string' || !request.auth) return null;
   const scope: IdempotencyScope = { merchantId: request.auth.merchantId, livemode: request.auth.livemode, apiKeyId: request.auth.keyId };
+  // A retried transaction (store.transaction after a deadlock) claims again: an earlier attempt's
+  // claim was rolled back and must not mark this request's answer as its own (Idempotent-Replayed).
+  request.idempotency = null;
   const { rows } = await sql.query<{ free: boolean }>(LOCK_KEY, [idempotencyKeyLockText({ ...scope, key })]);
   if (!rows[0]!.free) return { kind: 'running' };
   const claim = await claimIdempotencyKey(sql, { ...scope, key, fingerprint: requestFingerprint(request) });
@@ -216,6 +216,13 @@ export function registerIdempotency(app: FastifyInstance, params: { store: Store
     if (header === undefined) return;
     if (typeof header !== 'string' || header.length === 0 || header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
       throw badRequest(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+    }
+    // On the pool, never in a creation's transaction (`in-handler`): a failure swallowed there
+    // (a deadlock with a claim taking over an expired row) would leave that transaction aborted.
+    if (Math.random() < CLEANUP_PROBABILITY) {
+      await params.store
+        .query(`DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 1000)`)
+        .catch(() => {});
     }
     if (request.routeOptions.config?.idempotency === 'in-handler') return;
     const scope: IdempotencyScope = { merchantId: request.auth.merchantId, livemode: request.auth.livemode, apiKeyId: request.auth.keyId };

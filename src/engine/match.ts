@@ -1,7 +1,16 @@
 import type { Sql } from '../store/index.ts';
 import { sessionColumns, toSession } from '../payments/session.ts';
 import * as sessionSql from '../payments/sessionSql.ts';
-import { CANDIDATE_FIELDS, CLOCK_SKEW_SECONDS, byAge, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
+import {
+  CANDIDATE_FIELDS,
+  CLOCK_SKEW_SECONDS,
+  amountMatchable,
+  byAge,
+  inWindow,
+  type Candidate,
+  type MatchMethod,
+  type TransferToMatch,
+} from './matchRules.ts';
 import { chooseOnWallet, indexWallets } from './walletCandidates.ts';
 
 export { CLOCK_SKEW_SECONDS, chooseSession, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
@@ -90,8 +99,11 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]) {
     CLOCK_SKEW_SECONDS,
   ]);
   const onWallets = rows.map(parseCandidate);
-  const verifiers = await readVerifiers(sql, { livemode: first.livemode, chain: first.chain, candidates: onWallets });
-  return { byReference, byWallet: indexWallets(onWallets, verifiers), claims };
+  // The claiming sessions' addresses too: a proof waiting since before its address was verified
+  // by another merchant is refused as one made now would be (claims.ts).
+  const claiming = [...claims.values()].map((claim) => claim.session);
+  const verifiers = await readVerifiers(sql, { livemode: first.livemode, chain: first.chain, candidates: [...onWallets, ...claiming] });
+  return { byReference, byWallet: indexWallets(onWallets, verifiers), claims, verifiers };
 }
 
 /** A session as matching found it and how. */
@@ -219,6 +231,15 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
       return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
     }
     return { refusedClaim: { kind: 'misfit', misfit } };
+  }
+  if (claim.source === 'proof' && !amountMatchable(claim.session, candidates.verifiers.get(claim.session.payTo))) {
+    // The session's address was verified by other merchants since the proof was made: refused as
+    // claimTransaction refuses it now, and the transfer is matched as if nothing claimed it.
+    const evidence = decideByEvidence(transfer, candidates, pending);
+    return {
+      found: evidence && { sessionId: evidence.session.id, method: evidence.method },
+      refusedClaim: { kind: 'misfit', misfit: 'its wallet is verified by another account' },
+    };
   }
   if (claim.source === 'proof') {
     const evidence = decideByEvidence(transfer, candidates, pending);

@@ -203,6 +203,25 @@ describe('a claim made before the ingester stored the transaction', () => {
     expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'created' });
   });
 
+  test("a proof for the other merchant's session made before the owner verified the address takes no transfer stored after: it waits for the owner", async () => {
+    const owner = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const other = await newMerchant(db.store);
+    const others = await newSession(db.store, { merchantId: other, wallet, amount: '25' });
+    const txHash = `0x${'5d'.repeat(32)}`;
+    // Nobody verified the address yet: the proof is taken and waits for the transaction.
+    expect(await claim(others.id, txHash, 'proof')).toMatchObject({ created: true, transferIds: [] });
+    await addWallet(db.store, { merchantId: owner, chain, address: wallet, verifiedBy: 'operator' });
+    const base = await nextBase();
+    await insertTransfer(db.store, { to: wallet, amount: others.amountDue, block: base, txHash });
+    await setHead(db.store, { head: base });
+    await engine().reconcile({ chain, livemode });
+    // As a proof made now would be refused (claimTransaction), the waiting one is refused too.
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null });
+    expect((await claimOf(txHash))?.refused_reason).toMatch(/verified by another account/);
+    expect(await statusOf(db.store, others.id)).toMatchObject({ status: 'created', amount_received: '0' });
+  });
+
   test("a payer proof yields to another session's exact due amount; the refusal is recorded on the claim", async () => {
     const e = engine();
     const { wallet, first, second, base } = await twoLookAlikes();
