@@ -6,8 +6,9 @@ import { conflict } from '../internal/errors.ts';
 
 /**
  * Due amounts: what makes concurrent sessions on one wallet tell apart by amount alone. A
- * session asks for `amount + k`, the smallest k below one cent that no session reserving the
- * same (chain, currency, wallet) holds while its monitoring window is open.
+ * session asks for `amount + k`, a k below one cent that no session reserving the same (chain,
+ * currency, wallet) holds while its monitoring window is open: one above the highest held, or the
+ * first free one once that reaches the cent (sessionSql.ts `insertSession`).
  */
 
 /**
