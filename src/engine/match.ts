@@ -2,7 +2,7 @@ import type { Sql } from '../store/index.ts';
 import { sessionColumns, toSession } from '../payments/session.ts';
 import * as sessionSql from '../payments/sessionSql.ts';
 import { CANDIDATE_FIELDS, CLOCK_SKEW_SECONDS, byAge, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
-import { chooseOnWallet, indexWallets } from './walletCandidates.ts';
+import { attributeOnWallet, chooseOnWallet, indexWallets } from './walletCandidates.ts';
 
 export { CLOCK_SKEW_SECONDS, chooseSession, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
 
@@ -77,9 +77,9 @@ interface Evidence {
 
 /**
  * The session `transfer` pays by its reference or amount (see `chooseSession`), given the batch's
- * candidates and what this batch has already attributed to each session (`pending`).
+ * candidates (their wallet indexes know what this batch has already attributed).
  */
-function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Evidence | undefined {
+function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates): Evidence | undefined {
   if (transfer.reference_keys.length > 0) {
     const sessions = [...new Map(transfer.reference_keys.flatMap((key) => candidates.byReference.get(key) ?? []).map((row) => [row.id, row])).values()];
     // One credit naming two sessions (one transaction paying two invoices into one token
@@ -100,7 +100,7 @@ function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates
     }
   }
   const wallet = candidates.byWallet.get(transfer.to_address);
-  const chosen = wallet && chooseOnWallet(wallet, transfer, pending);
+  const chosen = wallet && chooseOnWallet(wallet, transfer);
   return chosen && { session: chosen, method: 'amount' };
 }
 
@@ -178,7 +178,7 @@ type ClaimRefusal = { kind: 'misfit'; misfit: string } | { kind: 'outranked'; me
 function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Decision {
   const claim = candidates.claims.get(transfer.tx_hash);
   if (!claim) {
-    const evidence = decideByEvidence(transfer, candidates, pending);
+    const evidence = decideByEvidence(transfer, candidates);
     return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
   }
   const misfit = claimMisfit(claim.session, transfer);
@@ -189,13 +189,13 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
     // gateway's own x402 transaction has one transfer, to its session; one that pays elsewhere
     // is suspect and waits for the merchant.
     if (claim.source === 'proof') {
-      const evidence = decideByEvidence(transfer, candidates, pending);
+      const evidence = decideByEvidence(transfer, candidates);
       return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
     }
     return { refusedClaim: { kind: 'misfit', misfit } };
   }
   if (claim.source === 'proof') {
-    const evidence = decideByEvidence(transfer, candidates, pending);
+    const evidence = decideByEvidence(transfer, candidates);
     const attributed = pending.get(claim.session.id) ?? 0n;
     const claimed = { ...claim.session, received: claim.session.received + attributed };
     if (evidence && outranksProof(evidence, transfer, claimed)) {
@@ -258,7 +258,14 @@ export async function matchTransfers(sql: Sql, params: { livemode: boolean; chai
   const refusedClaims: RefusedClaim[] = [];
   const decided = rows.map((transfer) => {
     const { found, refusedClaim } = decide(transfer, candidates, pending);
-    if (found) pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + BigInt(transfer.amount));
+    if (found) {
+      // Every session a transfer can go to pays its wallet (a reference or a claim to another
+      // wallet does not fit), so that wallet's index is the one to tell.
+      const amount = BigInt(transfer.amount);
+      pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + amount);
+      const wallet = candidates.byWallet.get(transfer.to_address);
+      if (wallet) attributeOnWallet(wallet, found.sessionId, amount);
+    }
     if (refusedClaim) {
       const outranked = refusedClaim.kind === 'outranked';
       refusedClaims.push({
