@@ -5,7 +5,7 @@ import { CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts'
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
-import { matchTransfers, type RefusedClaim } from './match.ts';
+import { matchTransfers, type QueuePosition, type RefusedClaim } from './match.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 
@@ -137,16 +137,19 @@ export function createEngine(params: {
     const timer = metrics.duration.startTimer({ chain });
     const result: ReconcileResult = { matched: 0, unmatched: 0, changes: [] };
     const refusedClaims: RefusedClaim[] = [];
+    // Each batch starts where the committed one before it stopped in the queue: an entry it had
+    // to leave there (a transfer a reorg removed) is not read again by this pass.
+    let after: QueuePosition | undefined;
     try {
       for (;;) {
-        const done = await store.transaction(async (sql) => {
+        const batch = await store.transaction(async (sql) => {
           await lockChain(sql, { livemode, chain });
-          const match = await matchTransfers(sql, { livemode, chain, limit: MATCH_BATCH });
+          const match = await matchTransfers(sql, { livemode, chain, limit: MATCH_BATCH, after });
           result.matched += match.matched;
           result.unmatched += match.unmatched;
           refusedClaims.push(...match.refusedClaims);
-          if (match.seen === MATCH_BATCH) return false;
-          if (deferEvaluation?.(key)) return true;
+          if (match.seen === MATCH_BATCH) return { done: false, next: match.next };
+          if (deferEvaluation?.(key)) return { done: true, next: match.next };
           lastEvaluated.set(key, performance.now());
           const changes = await evaluateSessions(sql, {
             livemode,
@@ -161,9 +164,10 @@ export function createEngine(params: {
             },
           });
           result.changes.push(...changes);
-          return true;
+          return { done: true, next: match.next };
         });
-        if (done) break;
+        after = batch.next;
+        if (batch.done) break;
       }
     } finally {
       timer();

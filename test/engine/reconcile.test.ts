@@ -168,8 +168,11 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     await setHead(db.store, { head: base + 31n });
     const result = await e.reconcile({ chain, livemode });
     expect(result.unmatched).toBe(1);
-    const { rows } = await db.store.query('SELECT session_id, match_checked_at FROM transfers WHERE id = $1', [id]);
-    expect(rows[0]).toMatchObject({ session_id: null, match_checked_at: expect.any(Date) });
+    const { rows } = await db.store.query(
+      'SELECT session_id, EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id) AS undecided FROM transfers t WHERE id = $1',
+      [id],
+    );
+    expect(rows[0]).toEqual({ session_id: null, undecided: false });
     expect(await eventsOf(db.store, session.id)).toEqual(['payment.expired']);
   });
 
