@@ -44,7 +44,8 @@ export function normalizeTxHash(chain: ChainName, text: string): string | undefi
 
 interface StoredTransfer extends TransferToMatch {
   session_id: string | null;
-  match_checked_at: Date | null;
+  /** Still in matching's queue (migration 026): no matching has decided it. */
+  undecided: boolean;
 }
 
 /** The merchants that verified a receiving address on a chain. $1 chain, $2 address. */
@@ -89,8 +90,8 @@ export async function claimTransaction(
   if (claims[0] && claims[0].session_id !== params.sessionId) throw conflict(`transaction ${txHash} is already claimed by another payment session`);
 
   const { rows: stored } = await sql.query<StoredTransfer>(
-    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}, session_id, match_checked_at FROM transfers
-      WHERE livemode = $1 AND chain = $2 AND tx_hash = $3 AND status = 'observed' ORDER BY log_index FOR UPDATE`,
+    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}, session_id, EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = transfers.id) AS undecided
+       FROM transfers WHERE livemode = $1 AND chain = $2 AND tx_hash = $3 AND status = 'observed' ORDER BY log_index FOR UPDATE`,
     [livemode, chain, txHash],
   );
   const session = (await getSessionById(sql, {
@@ -128,7 +129,7 @@ export async function claimTransaction(
   }
   let bound = false;
   // Transfers matching has not looked at yet: the matcher decides them now, with the claim in place.
-  if (fitting.some((transfer) => transfer.match_checked_at === null)) {
+  if (fitting.some((transfer) => transfer.undecided)) {
     const match = await matchTransfers(sql, { livemode, chain, limit: stored.length, txHash });
     const fittingIds = new Set(fitting.map((transfer) => transfer.id));
     const refused = match.refusedClaims.find((refusal) => fittingIds.has(refusal.transferId));
@@ -136,7 +137,7 @@ export async function claimTransaction(
     bound = match.matched > 0;
   }
   // Transfers matching already left unmatched: nothing named a session, so the claim takes them.
-  const unmatched = fitting.filter((transfer) => transfer.match_checked_at !== null && transfer.session_id === null).map((transfer) => transfer.id);
+  const unmatched = fitting.filter((transfer) => !transfer.undecided && transfer.session_id === null).map((transfer) => transfer.id);
   if (unmatched.length > 0) {
     await sql.query(`UPDATE transfers SET session_id = $2, match_method = 'claim', matched_at = now() WHERE id = ANY($1::bigint[])`, [unmatched, session.id]);
     bound = true;

@@ -1,4 +1,4 @@
-import type { Sql } from '../store/index.ts';
+import { prepared, type Sql } from '../store/index.ts';
 import { sessionColumns, toSession } from '../payments/session.ts';
 import * as sessionSql from '../payments/sessionSql.ts';
 import {
@@ -11,13 +11,16 @@ import {
   type MatchMethod,
   type TransferToMatch,
 } from './matchRules.ts';
-import { chooseOnWallet, indexWallets } from './walletCandidates.ts';
+import { attributeOnWallet, chooseOnWallet, indexWallets } from './walletCandidates.ts';
 
 export { CLOCK_SKEW_SECONDS, chooseSession, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
 
+/** The transfer columns matching reads, as SQL over `transfers` (`alias`: its alias and a dot, or nothing). */
+const transferToMatchColumns = (alias: string) =>
+  `${alias}id, ${alias}livemode, ${alias}chain, ${alias}tx_hash, ${alias}token_address, ${alias}to_address, ${alias}amount, ${alias}reference_keys, coalesce(${alias}block_time, ${alias}observed_at) AS paid_at`;
+
 /** The transfer columns matching reads, as SQL over `transfers` (no alias). */
-export const TRANSFER_TO_MATCH_COLUMNS =
-  'id, livemode, chain, tx_hash, token_address, to_address, amount, reference_keys, coalesce(block_time, observed_at) AS paid_at';
+export const TRANSFER_TO_MATCH_COLUMNS = transferToMatchColumns('');
 
 const CANDIDATE_COLUMNS = `${sessionColumns(CANDIDATE_FIELDS)}, m.payment_tolerance_bps AS "toleranceBps",
   (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed')::text AS received`;
@@ -114,9 +117,9 @@ interface Evidence {
 
 /**
  * The session `transfer` pays by its reference or amount (see `chooseSession`), given the batch's
- * candidates and what this batch has already attributed to each session (`pending`).
+ * candidates (their wallet indexes know what this batch has already attributed).
  */
-function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Evidence | undefined {
+function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates): Evidence | undefined {
   if (transfer.reference_keys.length > 0) {
     const sessions = [...new Map(transfer.reference_keys.flatMap((key) => candidates.byReference.get(key) ?? []).map((row) => [row.id, row])).values()];
     // One credit naming two sessions (one transaction paying two invoices into one token
@@ -137,7 +140,7 @@ function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates
     }
   }
   const wallet = candidates.byWallet.get(transfer.to_address);
-  const chosen = wallet && chooseOnWallet(wallet, transfer, pending);
+  const chosen = wallet && chooseOnWallet(wallet, transfer);
   return chosen && { session: chosen, method: 'amount' };
 }
 
@@ -216,7 +219,7 @@ type ClaimRefusal = { kind: 'misfit'; misfit: string } | { kind: 'outranked'; me
 function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Decision {
   const claim = candidates.claims.get(transfer.tx_hash);
   if (!claim) {
-    const evidence = decideByEvidence(transfer, candidates, pending);
+    const evidence = decideByEvidence(transfer, candidates);
     return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
   }
   const misfit = claimMisfit(claim.session, transfer);
@@ -227,7 +230,7 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
     // gateway's own x402 transaction has one transfer, to its session; one that pays elsewhere
     // is suspect and waits for the merchant.
     if (claim.source === 'proof') {
-      const evidence = decideByEvidence(transfer, candidates, pending);
+      const evidence = decideByEvidence(transfer, candidates);
       return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
     }
     return { refusedClaim: { kind: 'misfit', misfit } };
@@ -235,14 +238,14 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
   if (claim.source === 'proof' && !amountMatchable(claim.session, candidates.verifiers.get(claim.session.payTo))) {
     // The session's address was verified by other merchants since the proof was made: refused as
     // claimTransaction refuses it now, and the transfer is matched as if nothing claimed it.
-    const evidence = decideByEvidence(transfer, candidates, pending);
+    const evidence = decideByEvidence(transfer, candidates);
     return {
       found: evidence && { sessionId: evidence.session.id, method: evidence.method },
       refusedClaim: { kind: 'misfit', misfit: 'its wallet is verified by another account' },
     };
   }
   if (claim.source === 'proof') {
-    const evidence = decideByEvidence(transfer, candidates, pending);
+    const evidence = decideByEvidence(transfer, candidates);
     const attributed = pending.get(claim.session.id) ?? 0n;
     const claimed = { ...claim.session, received: claim.session.received + attributed };
     if (evidence && outranksProof(evidence, transfer, claimed)) {
@@ -273,9 +276,95 @@ export interface RefusedClaim {
   publicReason: string;
 }
 
+/** Where a batch starts in matching's queue: after this (block, log index, transfer id). */
+export interface QueuePosition {
+  block: bigint;
+  logIndex: number;
+  transferId: bigint;
+}
+
+const QUEUE_START: QueuePosition = { block: -1n, logIndex: -1, transferId: -1n };
+
+/**
+ * The next entries of one (livemode, chain) in matching's queue (migration 026: the transfers no
+ * matching has decided), in chain order after a position. Read alone, narrow rows by the queue's
+ * own index, so the plan does not depend on how the planner sizes the queue against `transfers`
+ * (joined in one statement, an unanalysed queue got a plan that read every unmatched transfer).
+ * $1 livemode, $2 chain, $3 limit, $4..$6 the position.
+ */
+const SELECT_QUEUE = `SELECT transfer_id, block_number, log_index FROM transfers_undecided
+  WHERE livemode = $1 AND chain = $2 AND (block_number, log_index, transfer_id) > ($4, $5, $6)
+  ORDER BY block_number, log_index, transfer_id
+  LIMIT $3`;
+
+/** Those entries' transfers, locked, with what says whether matching can take them. $1 ids. */
+const LOCK_QUEUED = `SELECT ${transferToMatchColumns('')}, status, session_id FROM transfers WHERE id = ANY($1::bigint[]) FOR UPDATE`;
+
+/** The undecided transfers of one transaction (a claim being made), found by hash, locked. $1 livemode, $2 chain, $3 limit, $4 tx hash. */
+const SELECT_UNDECIDED_OF_TRANSACTION = `SELECT ${transferToMatchColumns('t.')}
+   FROM transfers t
+  WHERE t.livemode = $1 AND t.chain = $2 AND t.tx_hash = $4 AND t.status = 'observed' AND t.session_id IS NULL
+    AND EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id)
+  ORDER BY t.block_number, t.log_index, t.id
+  LIMIT $3
+  FOR UPDATE OF t`;
+
+interface Undecided {
+  seen: number;
+  next: QueuePosition;
+  /** The transfers to decide, in chain order, locked. */
+  rows: TransferToMatch[];
+}
+
+/**
+ * The next `limit` entries of the queue after `after` and their transfers that matching can take
+ * (on chain, not attributed), locked, in queue order. An entry whose transfer a reorg removed
+ * stays queued (re-included, it is decided then); one attributed by other means is decided, so it
+ * leaves the queue here.
+ */
+async function nextUndecided(sql: Sql, params: { livemode: boolean; chain: string; limit: number; after?: QueuePosition }): Promise<Undecided> {
+  const after = params.after ?? QUEUE_START;
+  const { rows: queued } = await sql.query<{ transfer_id: bigint; block_number: bigint; log_index: number }>(prepared(SELECT_QUEUE), [
+    params.livemode,
+    params.chain,
+    params.limit,
+    after.block,
+    after.logIndex,
+    after.transferId,
+  ]);
+  const last = queued.at(-1);
+  const next = last ? { block: last.block_number, logIndex: last.log_index, transferId: last.transfer_id } : after;
+  if (queued.length === 0) return { seen: 0, next, rows: [] };
+  const { rows: locked } = await sql.query<TransferToMatch & { status: string; session_id: string | null }>(prepared(LOCK_QUEUED), [
+    queued.map((entry) => entry.transfer_id),
+  ]);
+  const byId = new Map(locked.map((row) => [row.id, row]));
+  const rows: TransferToMatch[] = [];
+  const decided: bigint[] = [];
+  for (const entry of queued) {
+    const transfer = byId.get(entry.transfer_id);
+    // Attributed by other means (or its row deleted): nothing left to decide.
+    if (!transfer || transfer.session_id !== null) decided.push(entry.transfer_id);
+    else if (transfer.status === 'observed') rows.push(transfer);
+  }
+  if (decided.length > 0) await sql.query(prepared(DELETE_DECIDED), [decided]);
+  return { seen: queued.length, next, rows };
+}
+
+async function undecidedOfTransaction(sql: Sql, params: { livemode: boolean; chain: string; limit: number; txHash: string }): Promise<Undecided> {
+  const { rows } = await sql.query<TransferToMatch>(SELECT_UNDECIDED_OF_TRANSACTION, [params.livemode, params.chain, params.limit, params.txHash]);
+  return { seen: rows.length, next: QUEUE_START, rows };
+}
+
+/** Takes decided transfers out of the queue. $1 transfer ids. */
+const DELETE_DECIDED = 'DELETE FROM transfers_undecided WHERE transfer_id = ANY($1::bigint[])';
+
 /** What one `matchTransfers` batch did. */
 export interface MatchResult {
+  /** Queue entries read (fewer than the limit: the queue is drained up to now). */
   seen: number;
+  /** Where the next batch of the same pass starts. */
+  next: QueuePosition;
   matched: number;
   unmatched: number;
   refusedClaims: RefusedClaim[];
@@ -284,30 +373,31 @@ export interface MatchResult {
 /**
  * Matches up to `limit` transfers of one (livemode, chain) that no matching has looked at yet,
  * oldest block first, in the caller's transaction (which holds the engine's chain lock). Each
- * transfer is decided once: matched to one session, or marked checked and left unmatched for the
- * merchant to attribute by hand. Transfers are decided in order, each seeing what the earlier
+ * transfer is decided once (it leaves the queue of migration 026): matched to one session, or left
+ * unmatched, unwritten, for the merchant to attribute by hand. Transfers are decided in order, each seeing what the earlier
  * ones in the batch paid, exactly as if each were matched in a transaction of its own; the whole
  * batch costs five queries (one more in live mode, who verified the wallets; one more when a
  * claim is refused). `txHash` narrows it to one transaction (a claim being made).
  */
-export async function matchTransfers(sql: Sql, params: { livemode: boolean; chain: string; limit: number; txHash?: string }): Promise<MatchResult> {
-  const { rows } = await sql.query<TransferToMatch>(
-    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}
-       FROM transfers
-      WHERE livemode = $1 AND chain = $2 AND match_checked_at IS NULL AND status = 'observed' AND session_id IS NULL
-        AND ($4::text IS NULL OR tx_hash = $4)
-      ORDER BY block_number, log_index, id
-      LIMIT $3
-      FOR UPDATE`,
-    [params.livemode, params.chain, params.limit, params.txHash ?? null],
-  );
-  if (rows.length === 0) return { seen: 0, matched: 0, unmatched: 0, refusedClaims: [] };
+export async function matchTransfers(
+  sql: Sql,
+  params: { livemode: boolean; chain: string; limit: number; txHash?: string; after?: QueuePosition },
+): Promise<MatchResult> {
+  const { seen, next, rows } = params.txHash ? await undecidedOfTransaction(sql, { ...params, txHash: params.txHash }) : await nextUndecided(sql, params);
+  if (rows.length === 0) return { seen, next, matched: 0, unmatched: 0, refusedClaims: [] };
   const candidates = await readCandidates(sql, rows);
   const pending = new Map<string, bigint>();
   const refusedClaims: RefusedClaim[] = [];
   const decided = rows.map((transfer) => {
     const { found, refusedClaim } = decide(transfer, candidates, pending);
-    if (found) pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + BigInt(transfer.amount));
+    if (found) {
+      // Every session a transfer can go to pays its wallet (a reference or a claim to another
+      // wallet does not fit), so that wallet's index is the one to tell.
+      const amount = BigInt(transfer.amount);
+      pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + amount);
+      const wallet = candidates.byWallet.get(transfer.to_address);
+      if (wallet) attributeOnWallet(wallet, found.sessionId, amount);
+    }
     if (refusedClaim) {
       const outranked = refusedClaim.kind === 'outranked';
       refusedClaims.push({
@@ -323,13 +413,15 @@ export async function matchTransfers(sql: Sql, params: { livemode: boolean; chai
   const matched = decided.filter((entry) => entry.found);
   if (matched.length > 0) {
     await sql.query(
-      `UPDATE transfers t SET session_id = d.session_id, match_method = d.method, matched_at = now(), match_checked_at = now()
+      `UPDATE transfers t SET session_id = d.session_id, match_method = d.method, matched_at = now()
          FROM unnest($1::bigint[], $2::text[], $3::text[]) AS d(id, session_id, method) WHERE t.id = d.id`,
       [matched.map((entry) => entry.id), matched.map((entry) => entry.found!.sessionId), matched.map((entry) => entry.found!.method)],
     );
   }
-  const unmatched = decided.filter((entry) => !entry.found).map((entry) => entry.id);
-  if (unmatched.length > 0) await sql.query('UPDATE transfers SET match_checked_at = now() WHERE id = ANY($1::bigint[])', [unmatched]);
+  // Every transfer of the batch is decided, matched or not: out of the queue. An unmatched one is
+  // not written at all (it stays as stored, listed for the merchant).
+  await sql.query(prepared(DELETE_DECIDED), [rows.map((row) => row.id)]);
+  const unmatched = decided.filter((entry) => !entry.found);
   if (refusedClaims.length > 0) {
     await sql.query(
       `UPDATE transaction_claims c SET refused_at = now(), refused_reason = r.reason
@@ -337,5 +429,5 @@ export async function matchTransfers(sql: Sql, params: { livemode: boolean; chai
       [params.livemode, params.chain, refusedClaims.map((refusal) => refusal.txHash), refusedClaims.map((refusal) => refusal.reason)],
     );
   }
-  return { seen: rows.length, matched: matched.length, unmatched: unmatched.length, refusedClaims };
+  return { seen, next, matched: matched.length, unmatched: unmatched.length, refusedClaims };
 }

@@ -33,8 +33,11 @@ const claim = (sessionId: string, txHash: string, source: 'proof' | 'x402' = 'pr
   db.store.transaction((sql) => claimTransaction(sql, { sessionId, chain, txHash, source }));
 
 async function transferOf(txHash: string) {
-  const { rows } = await db.store.query('SELECT session_id, match_method, match_checked_at FROM transfers WHERE tx_hash = $1', [txHash]);
-  return rows[0] as { session_id: string | null; match_method: string | null; match_checked_at: Date | null };
+  const { rows } = await db.store.query(
+    'SELECT session_id, match_method, EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id) AS undecided FROM transfers t WHERE tx_hash = $1',
+    [txHash],
+  );
+  return rows[0] as { session_id: string | null; match_method: string | null; undecided: boolean };
 }
 
 async function claimOf(txHash: string) {
@@ -94,7 +97,7 @@ describe('claimTransaction() on a transfer already stored', () => {
     // The claimant learns that another session has it, never which one (a session id is its checkout's capability).
     await expect(claim(second.id, txHash)).rejects.toThrow(`transaction ${txHash} cannot be claimed for this session: its amount pays another payment session`);
     expect(await claimOf(txHash)).toBeUndefined();
-    expect(await transferOf(txHash)).toMatchObject({ session_id: null, match_checked_at: null });
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null, undecided: true });
   });
 
   test("a proof from another merchant's session on the same unverified address yields to the exact due amount too", async () => {
