@@ -147,10 +147,12 @@ async function main() {
     });
     await statements?.reset();
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     await delivery.start();
     const drained = values.waits ? sampleWaitEvents(connectionString, receiver.until(EVENTS)) : receiver.until(EVENTS).then(() => undefined);
     const waits = (await drained)?.waits;
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     const throughput = EVENTS / seconds;
     if (waits) console.log(`wait events during the throughput run: ${formatWaits(waits)}`);
     if (statements)
@@ -169,7 +171,15 @@ async function main() {
     const delays = [...committed].map(([id, at]) => receiver.arrivals.get(id)! - at).sort((a, b) => a - b);
 
     const result = {
-      throughput: { events: EVENTS, seconds: Number(seconds.toFixed(2)), deliveriesPerSecond: Math.round(throughput), concurrency: CONCURRENCY },
+      throughput: {
+        events: EVENTS,
+        seconds: Number(seconds.toFixed(2)),
+        deliveriesPerSecond: Math.round(throughput),
+        concurrency: CONCURRENCY,
+        // This process's CPU (worker and receiver together): one core is all a Node worker gets.
+        nodeCpuMsPerDelivery: Number(((cpu.user + cpu.system) / 1000 / EVENTS).toFixed(3)),
+        nodeCpuShare: Number(((cpu.user + cpu.system) / 1e6 / seconds).toFixed(2)),
+      },
       commitToDeliveryMs: {
         events: LATENCY_EVENTS,
         ratePerSecond: RATE,
