@@ -19,9 +19,10 @@ interface ClaimRow {
 /**
  * Leases up to `limit` pending deliveries that are due at `now` and not leased by a live worker
  * (`FOR UPDATE SKIP LOCKED`, so workers in several processes never take the same one), oldest
- * due first, and at most `perTarget` in flight per target (endpoint, or session URL) across all
+ * due first, and at most `perTarget` leased per target (endpoint, or session URL) across all
  * workers: a slow or dead receiver with a backlog cannot take every slot and hold up other
- * merchants' webhooks. (A soft cap: two workers claiming at the same instant may pass it a little.)
+ * merchants' webhooks. (The worker passes twice its per-target HTTP cap: a lease lasts until the
+ * outcome is recorded, the HTTP slot only until the answer; see createDelivery.) (A soft cap: two workers claiming at the same instant may pass it a little.)
  * Each comes with the secrets that sign it at `now`: the target's current one and, during a
  * rotation's overlap, the one it replaced.
  *
