@@ -152,9 +152,11 @@ export function createDelivery(params: DeliveryParams): Delivery {
   /** A lease was given up or an answer came: claim again once enough room has opened. */
   function settled(): void {
     // Refill at half room rather than per completion: fewer, larger claims. When blocked (due
-    // work capped per target), once half a target's leases have been recorded.
+    // work capped per target), once half a target's slots' worth of leases have been recorded (a
+    // quarter of its leases): waiting for half of them left leases unused, measured 6-78 %
+    // slower in three pairs of bench runs, with no less CPU per delivery.
     if (saturated && room() >= concurrency / 2) wake();
-    else if (blockedAt !== undefined && (held === 0 || blockedAt - held >= Math.max(1, perTargetLeases / 2))) wake();
+    else if (blockedAt !== undefined && (held === 0 || blockedAt - held >= Math.max(1, perTarget / 2))) wake();
   }
 
   function wake(): void {
