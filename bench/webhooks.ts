@@ -3,14 +3,18 @@
  * state change's commit to its delivery (median, p99).
  *
  *   npx tsx bench/webhooks.ts [--events 5000] [--latency-events 300] [--rate 20] [--concurrency 32] [--statements] [--waits]
+ *                             [--cpu-profile FILE]
  *
  * Uses DATABASE_URL when set, otherwise an embedded Postgres in a temporary folder (port
  * BENCH_PG_PORT, default 54364). The receiver is node:http on loopback answering 200 at once, so
  * the numbers are the gateway's cost, not a receiver's. `--statements` prints the throughput
  * run's costliest statements per delivery (pg_stat_statements), `--waits` the backends' wait
- * events during it.
+ * events during it,
+ * `--cpu-profile` writes a V8 CPU profile of this process during it (bench/profileSummary.ts).
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
@@ -24,7 +28,7 @@ import { createMetricsRegistry } from '../src/internal/metrics.ts';
 import { createStore, type Store } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { benchDatabase, percentile } from './lib.ts';
-import { createStatementStats, formatWaits, sampleWaitEvents } from './databaseStats.ts';
+import { createDatabaseCpuMeter, createStatementStats, formatWaits, sampleWaitEvents } from './databaseStats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -34,6 +38,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     statements: { type: 'boolean', default: false },
     waits: { type: 'boolean', default: false },
+    'cpu-profile': { type: 'string' },
   },
 });
 const EVENTS = Number(values.events);
@@ -115,6 +120,7 @@ async function main() {
   await migrate({ connectionString });
   const store = createStore({ connectionString });
   const statements = values.statements ? await createStatementStats(connectionString) : undefined;
+  const databaseCpu = await createDatabaseCpuMeter(connectionString);
   const receiver = await startReceiver();
   try {
     const { merchant } = await createMerchant(store, box, { name: `bench ${Date.now()}` });
@@ -146,11 +152,26 @@ async function main() {
       concurrency: CONCURRENCY,
     });
     await statements?.reset();
+    const profiler = values['cpu-profile'] ? new Session() : undefined;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    const databaseCpu0 = databaseCpu.snapshot();
     await delivery.start();
     const drained = values.waits ? sampleWaitEvents(connectionString, receiver.until(EVENTS)) : receiver.until(EVENTS).then(() => undefined);
     const waits = (await drained)?.waits;
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const databaseMicros = databaseCpu.since(databaseCpu0);
+    if (profiler) {
+      const { profile } = await profiler.post('Profiler.stop');
+      fs.writeFileSync(values['cpu-profile']!, JSON.stringify(profile));
+      profiler.disconnect();
+    }
     const throughput = EVENTS / seconds;
     if (waits) console.log(`wait events during the throughput run: ${formatWaits(waits)}`);
     if (statements)
@@ -169,7 +190,17 @@ async function main() {
     const delays = [...committed].map(([id, at]) => receiver.arrivals.get(id)! - at).sort((a, b) => a - b);
 
     const result = {
-      throughput: { events: EVENTS, seconds: Number(seconds.toFixed(2)), deliveriesPerSecond: Math.round(throughput), concurrency: CONCURRENCY },
+      throughput: {
+        events: EVENTS,
+        seconds: Number(seconds.toFixed(2)),
+        deliveriesPerSecond: Math.round(throughput),
+        concurrency: CONCURRENCY,
+        // This process's CPU (worker and receiver together): one core is all a Node worker gets.
+        nodeCpuMsPerDelivery: Number(((cpu.user + cpu.system) / 1000 / EVENTS).toFixed(3)),
+        nodeCpuShare: Number(((cpu.user + cpu.system) / 1e6 / seconds).toFixed(2)),
+        // Postgres's CPU (every process of the cluster), when it runs on this host.
+        databaseCpuMsPerDelivery: databaseMicros === undefined ? undefined : Number((databaseMicros / 1000 / EVENTS).toFixed(3)),
+      },
       commitToDeliveryMs: {
         events: LATENCY_EVENTS,
         ratePerSecond: RATE,

@@ -19,9 +19,10 @@ interface ClaimRow {
 /**
  * Leases up to `limit` pending deliveries that are due at `now` and not leased by a live worker
  * (`FOR UPDATE SKIP LOCKED`, so workers in several processes never take the same one), oldest
- * due first, and at most `perTarget` in flight per target (endpoint, or session URL) across all
+ * due first, and at most `perTarget` leased per target (endpoint, or session URL) across all
  * workers: a slow or dead receiver with a backlog cannot take every slot and hold up other
- * merchants' webhooks. (A soft cap: two workers claiming at the same instant may pass it a little.)
+ * merchants' webhooks. (The worker passes twice its per-target HTTP cap: a lease lasts until the
+ * outcome is recorded, the HTTP slot only until the answer; see createDelivery.) (A soft cap: two workers claiming at the same instant may pass it a little.)
  * Each comes with the secrets that sign it at `now`: the target's current one and, during a
  * rotation's overlap, the one it replaced.
  *
@@ -31,8 +32,9 @@ interface ClaimRow {
  * whole queue on every claim made a backlog of 5,000 cost 28 ms per claim, most of the time of
  * draining it.
  *
- * The worker commits the lease with `synchronous_commit = off`: a lease only keeps other workers
- * away while this one sends. If Postgres crashes before the lease reaches the disk (at most a
+ * The lease is committed with `synchronous_commit = off`, set by the statement itself for its
+ * own transaction (`set_config(..., true)`), so a claim is one round trip whether or not the
+ * caller wraps it in a transaction: a lease only keeps other workers away while this one sends. If Postgres crashes before the lease reaches the disk (at most a
  * few hundred milliseconds, or until any later durable commit flushes it), the delivery is
  * simply unleased after recovery and may be sent again by another worker: a duplicate, which
  * at-least-once delivery already allows (receivers deduplicate by event id), never a loss. Every
@@ -76,6 +78,8 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
             CASE WHEN c.endpoint_id IS NULL THEN (CASE WHEN s.previous_expires_at > $1 THEN s.previous_secret_sealed END)
                  ELSE (CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_sealed END) END AS previous_secret_sealed
        FROM claimed c
+       -- Evaluated whenever a delivery is claimed (nothing to commit otherwise), before the commit reads it.
+       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS lease_commit
        JOIN events e ON e.id = c.event_id
        LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id
        -- A session's webhookUrl: the merchant's secret of the delivery's own mode.
