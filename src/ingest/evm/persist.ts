@@ -1,4 +1,4 @@
-import { isUniqueViolation, type Sql } from '../../store/index.ts';
+import { COPY_NULL, copyText, isUniqueViolation, type Sql, type SqlWithCopy } from '../../store/index.ts';
 import { RetryableError } from '../../internal/errors.ts';
 import type { ObservedTransfer } from './transfers.ts';
 
@@ -113,21 +113,33 @@ export async function upsertTransfers(sql: Sql, chain: string, transfers: Observ
   return result.rowCount ?? 0;
 }
 
+const TRANSFER_COPY = `COPY transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount) FROM STDIN`;
+
+/** Transfers as the input of {@link TRANSFER_COPY} (COPY's text format; numbers need no escaping). */
+function transferRows(chain: string, transfers: ObservedTransfer[]): string {
+  const livemodeAndChain = `t\t${copyText(chain)}`;
+  let rows = '';
+  for (const x of transfers)
+    rows += `${livemodeAndChain}\t${copyText(x.txHash)}\t${x.logIndex}\t${x.blockNumber}\t${copyText(x.blockHash)}\t${x.blockTime ? x.blockTime.toISOString() : COPY_NULL}\t${copyText(x.token)}\t${copyText(x.from)}\t${copyText(x.to)}\t${x.amount}\n`;
+  return rows;
+}
+
 /**
  * {@link upsertTransfers} for a range the checkpoint has not covered yet, in the caller's
- * transaction: its transfers are almost always new, so they are first inserted plainly (an upsert
- * costs Postgres a conflict check and a confirmation record per row: about 20 % more CPU per row).
- * When one of them is already stored (a range re-read after a reorg, a transaction stored by a
- * lookup), that insert fails on the unique key, is rolled back to its savepoint, and the upsert
- * runs instead: the result is the upsert's either way.
+ * transaction: its transfers are almost always new, so they are first copied in plainly (`COPY`;
+ * measured per 12,000 rows: about 100 ms of Postgres CPU against 145 for the upsert, which
+ * checks for a conflict and writes a confirmation record per row, and parses ten arrays). When
+ * one of them is already stored (a range re-read after a reorg, a transaction stored by a
+ * lookup), the copy fails on the unique key, is rolled back to its savepoint, and the upsert runs
+ * instead: the result is the upsert's either way.
  */
-export async function insertNewTransfers(sql: Sql, chain: string, transfers: ObservedTransfer[]): Promise<number> {
+export async function insertNewTransfers(sql: SqlWithCopy, chain: string, transfers: ObservedTransfer[]): Promise<number> {
   if (transfers.length === 0) return 0;
   await sql.query('SAVEPOINT new_transfers');
   try {
-    const result = await sql.query(TRANSFER_INSERT, transferValues(chain, transfers));
+    const copied = await sql.copyIn(TRANSFER_COPY, transferRows(chain, transfers));
     await sql.query('RELEASE SAVEPOINT new_transfers');
-    return result.rowCount ?? 0;
+    return copied;
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     await sql.query('ROLLBACK TO SAVEPOINT new_transfers');
@@ -143,7 +155,7 @@ export async function insertNewTransfers(sql: Sql, chain: string, transfers: Obs
  * `finalized` (the newest stored block is kept so the next block can be linked to it) and the
  * checkpoint. Returns how many transfer rows were inserted or changed and how many were removed.
  */
-export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ written: number; removed: number }> {
+export async function commitRange(sql: SqlWithCopy, commit: RangeCommit): Promise<{ written: number; removed: number }> {
   let removed = 0;
   if (commit.rewind) {
     const result = await sql.query(
