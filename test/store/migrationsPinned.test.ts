@@ -30,7 +30,7 @@ const PINNED: Record<string, string> = {
   '022_payment_search.sql': 'b04daa5399edbefb0d14045b436f92d502f7fb4678bd7a5d96e4d7a1522fe722',
   '023_webhook_attempt_signatures.sql': 'd4de54c3597a5d8f7c5f1f2d055dc50d50cb7ba5b21d057bbd2280e6c450d906',
   '024_refunds_tx_hash.sql': '6ad6042ea9bd02e57256bfd89fcb6f94c9d8aa5b1ea642d813fd3898ccbd9538',
-  '027_transfers_cheaper_inserts.sql': 'e9be7472fff39ed8382dbf7e30a69cd100ae2517e41379c3ea087bc4fec8344f',
+  '027_transfers_cheaper_inserts.sql': '47710678bd6cc7ae282f2ab45bf1929b26d93bf04c9a59ac875728d88ae25cff',
   // As first landed (b29aaff); its correction is 012.
 };
 
