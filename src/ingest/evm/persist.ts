@@ -113,14 +113,22 @@ export async function upsertTransfers(sql: Sql, chain: string, transfers: Observ
   return result.rowCount ?? 0;
 }
 
-const TRANSFER_COPY = `COPY transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount) FROM STDIN`;
+/** The block's columns first: consecutive transfers of one block share that part of their row. */
+const TRANSFER_COPY = `COPY transfers (livemode, chain, block_number, block_hash, block_time, tx_hash, log_index, token_address, from_address, to_address, amount) FROM STDIN`;
 
 /** Transfers as the input of {@link TRANSFER_COPY} (COPY's text format; numbers need no escaping). */
 function transferRows(chain: string, transfers: ObservedTransfer[]): string {
-  const livemodeAndChain = `t\t${copyText(chain)}`;
+  const livemodeAndChain = `t\t${copyText(chain)}\t`;
   let rows = '';
-  for (const x of transfers)
-    rows += `${livemodeAndChain}\t${copyText(x.txHash)}\t${x.logIndex}\t${x.blockNumber}\t${copyText(x.blockHash)}\t${x.blockTime ? x.blockTime.toISOString() : COPY_NULL}\t${copyText(x.token)}\t${copyText(x.from)}\t${copyText(x.to)}\t${x.amount}\n`;
+  let blockHash: string | undefined;
+  let blockPart = '';
+  for (const x of transfers) {
+    if (x.blockHash !== blockHash) {
+      blockHash = x.blockHash;
+      blockPart = `${livemodeAndChain}${x.blockNumber}\t${copyText(x.blockHash)}\t${x.blockTime ? x.blockTime.toISOString() : COPY_NULL}\t`;
+    }
+    rows += `${blockPart}${copyText(x.txHash)}\t${x.logIndex}\t${copyText(x.token)}\t${copyText(x.from)}\t${copyText(x.to)}\t${x.amount}\n`;
+  }
   return rows;
 }
 
