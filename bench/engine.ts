@@ -142,8 +142,9 @@ async function main() {
     });
     if (statements) for (const line of await statements.top(transfers.length, 10)) console.log(`    ${line}`);
     const { rows: decided } = await store.query<{ matched: number; undecided: number }>(
-      `SELECT count(*) FILTER (WHERE session_id IS NOT NULL)::int AS matched, count(*) FILTER (WHERE match_checked_at IS NULL)::int AS undecided
-         FROM transfers WHERE chain = 'polygon'`,
+      `SELECT count(*) FILTER (WHERE session_id IS NOT NULL)::int AS matched,
+              count(*) FILTER (WHERE EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id))::int AS undecided
+         FROM transfers t WHERE chain = 'polygon'`,
     );
     if (decided[0]!.matched !== paid.length || decided[0]!.undecided !== 0) throw new Error(`after the backfill: ${JSON.stringify(decided[0])}`);
     const { rows: moved } = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM payment_sessions WHERE status = 'confirming'`);

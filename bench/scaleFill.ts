@@ -95,16 +95,17 @@ export async function fillHistory(
             LATERAL (SELECT ${createdAt('g')} AS at) c`,
     [params.merchantId, params.wallet],
   );
-  // Transfer g <= sessions pays session g when it settled; every other one is unmatched (checked).
+  // Transfer g <= sessions pays session g when it settled; every other one is unmatched, decided:
+  // replica mode keeps migration 026's trigger from queueing them for matching.
   await chunked(
     'transfers',
     transfers,
     `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address,
-        amount, session_id, match_method, matched_at, match_checked_at, observed_at)
+        amount, session_id, match_method, matched_at, observed_at)
      SELECT true, 'polygon', '0x' || md5('t' || g) || md5('u' || g), 0, g, '0x' || md5('b' || g) || md5('c' || g), c.at,
         '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', '0x' || lpad(to_hex(g % 65536), 40, 'f'), ${payTo('g', '$1')},
         CASE WHEN p.pays THEN (10000000 + g % 100000)::numeric ELSE (1000000 + g % 999)::numeric END,
-        CASE WHEN p.pays THEN 'ps_scale_' || g END, CASE WHEN p.pays THEN 'amount' END, CASE WHEN p.pays THEN c.at END, c.at, c.at
+        CASE WHEN p.pays THEN 'ps_scale_' || g END, CASE WHEN p.pays THEN 'amount' END, CASE WHEN p.pays THEN c.at END, c.at
        FROM generate_series($FROM, $TO) g,
             LATERAL (SELECT g <= ${sessions} AND ${settled('g')} AS pays) p,
             LATERAL (SELECT CASE WHEN g <= ${sessions} THEN ${createdAt('g')} + interval '2 minutes'

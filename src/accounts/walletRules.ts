@@ -1,4 +1,4 @@
-import type { Sql } from '../store/index.ts';
+import { prepared, type Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { conflict, notFound } from '../internal/errors.ts';
 import { addWallet, getWallet, type Wallet } from './wallets.ts';
@@ -62,6 +62,9 @@ export async function removeWallet(sql: Sql, params: { merchantId: string; walle
   return wallet;
 }
 
+/** Run at every live creation with an inline wallet: prepared. */
+const KEEP_WALLET = prepared('SELECT 1 FROM wallets WHERE merchant_id = $1 AND chain = $2 AND address = $3 FOR KEY SHARE');
+
 /**
  * Makes sure the ingesters watch `address`, a live session's inline `merchantWallet`: an existing
  * wallet row (verified or not) is kept from removal until the transaction ends; a new address is
@@ -71,11 +74,7 @@ export async function removeWallet(sql: Sql, params: { merchantId: string; walle
  */
 export async function registerInlineWallet(sql: Sql, params: { merchantId: string; chain: ChainName; address: string }): Promise<void> {
   // KEY SHARE: concurrent sessions on one wallet do not wait for each other, a removal waits for them.
-  const { rowCount } = await sql.query('SELECT 1 FROM wallets WHERE merchant_id = $1 AND chain = $2 AND address = $3 FOR KEY SHARE', [
-    params.merchantId,
-    params.chain,
-    params.address,
-  ]);
+  const { rowCount } = await sql.query(KEEP_WALLET, [params.merchantId, params.chain, params.address]);
   if (rowCount) return;
   // One new unverified wallet of a merchant at a time, so two sessions cannot both take the last place.
   await sql.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`inline-wallets:${params.merchantId}`]);

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiDeps } from './deps.ts';
 import { authOf } from './auth.ts';
-import { saveIdempotentResponse } from './idempotency.ts';
+import { answerUnclaimed, claimIdempotencyKeyInTransaction, saveIdempotentResponse, type Claim } from './idempotency.ts';
 import { safeUrl } from './routes/webhooks.ts';
 import { createSession, type CreateSessionParams } from '../payments/sessions.ts';
 import type { Session } from '../payments/session.ts';
@@ -14,14 +14,19 @@ export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | '
  * The one handler behind `POST /sessions` (Interface A), `POST /payments` and
  * `POST /checkout/sessions` (Interface B): refuse an internal `webhookUrl`, create the session
  * (a live one only on a chain an ingester watches),
- * store the idempotent answer in the same transaction, and answer 201 in the interface's view.
+ * claim the Idempotency-Key and store its answer in the same transaction, and answer 201 in the
+ * interface's view. Its routes set `config.idempotency = 'in-handler'`.
  */
 export function createSessionHandler<View>(deps: ApiDeps, view: (session: Session, publicUrl: string) => View) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const auth = authOf(request);
     const body = request.body as CreateSessionBodyFields;
     if (body.webhookUrl) await safeUrl(body.webhookUrl, deps, auth.livemode, 'webhookUrl');
-    const answer = await deps.store.transaction(async (sql) => {
+    const outcome = await deps.store.transaction(async (sql): Promise<{ created: View } | { unclaimed: Exclude<Claim, { kind: 'claimed' }> }> => {
+      // The Idempotency-Key is claimed here, not before the handler (the routes say
+      // `idempotency: 'in-handler'`): claim, session and stored answer in one durable commit.
+      const claim = await claimIdempotencyKeyInTransaction(sql, request);
+      if (claim && claim.kind !== 'claimed') return { unclaimed: claim };
       const row = await createSession(sql, {
         ...body,
         merchantId: auth.merchantId,
@@ -31,9 +36,13 @@ export function createSessionHandler<View>(deps: ApiDeps, view: (session: Sessio
       });
       const created = view(row, deps.config.publicUrl);
       await saveIdempotentResponse(sql, request, 201, created);
-      return created;
+      return { created };
     });
+    if ('unclaimed' in outcome) {
+      answerUnclaimed(reply, outcome.unclaimed);
+      return;
+    }
     // Sent here, so the handler resolves with nothing (fastify sees the reply is already sent).
-    reply.status(201).send(answer);
+    reply.status(201).send(outcome.created);
   };
 }

@@ -6,9 +6,10 @@ import { RateLimitedError } from '../internal/errors.ts';
  * Which budget a route spends: `create` (payment creation: POST /sessions, /payments,
  * /checkout/sessions), `read` (authenticated GETs), `write` (other authenticated writes), `chain`
  * (public routes that make the gateway ask a chain's RPC: transaction proofs; per IP, the public
- * creation budget), or `none` (only the per-IP budget applies).
+ * creation budget), `dashboard` (the dashboard's pages, forms and assets: a budget per IP of their
+ * own instead of the API's), or `none` (only the per-IP budget applies).
  */
-export type RateLimitClass = 'create' | 'read' | 'write' | 'chain' | 'none';
+export type RateLimitClass = 'create' | 'read' | 'write' | 'chain' | 'dashboard' | 'none';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -28,10 +29,16 @@ export interface RateLimits {
   ip: number;
   /** Public payment-link visits create sessions, and payers' transaction proofs call a chain's RPC: each gets this budget per IP (separately). */
   publicCreate: number;
+  /**
+   * The dashboard, per IP, instead of `ip`: an open payments page polls every 3 s (20 a minute),
+   * and a team behind one office address has many open, so the API's 200 would lock them (and
+   * any merchant backend behind the same address) out. Sign-in has its own throttle per account.
+   */
+  dashboardIp: number;
 }
 
 /** The spec's numbers (§8). */
-export const DEFAULT_RATE_LIMITS: RateLimits = { create: 10, read: 30, write: 30, ip: 200, publicCreate: 10 };
+export const DEFAULT_RATE_LIMITS: RateLimits = { create: 10, read: 30, write: 30, ip: 200, publicCreate: 10, dashboardIp: 1_200 };
 
 /** One window: a minute, the unit of every limit in the spec. */
 const WINDOW_SECONDS = 60;
@@ -244,9 +251,12 @@ function rateLimitClassOf(request: FastifyRequest): RateLimitClass {
 export function registerIpRateLimit(app: FastifyInstance, params: { store: Store; limits: RateLimits }): void {
   const limiter = createRateLimiter(params.store);
   app.addHook('onRequest', async (request, reply) => {
+    const dashboard = rateLimitClassOf(request) === 'dashboard';
     let result: RateLimitHit;
     try {
-      result = await limiter.take({ bucket: `ip:${request.ip}`, limit: params.limits.ip });
+      result = await limiter.take(
+        dashboard ? { bucket: `ip-dashboard:${request.ip}`, limit: params.limits.dashboardIp } : { bucket: `ip:${request.ip}`, limit: params.limits.ip },
+      );
     } catch (error) {
       // Unauthenticated routes (health, checkout) answer without the database or report it themselves: fail open.
       if (request.routeOptions.config?.auth === 'none' && isDatabaseUnavailable(error)) return;
@@ -271,7 +281,7 @@ export function registerKeyRateLimit(app: FastifyInstance, params: { store: Stor
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.auth;
     const klass = rateLimitClassOf(request);
-    if (!auth || klass === 'none' || klass === 'chain') return;
+    if (!auth || klass === 'none' || klass === 'chain' || klass === 'dashboard') return;
     const result = await limiter.take({ bucket: `key:${klass}:${auth.keyId}`, limit: params.limits[klass], merchantId: auth.merchantId, klass });
     setHeaders(reply, result);
     if (!result.allowed) throw refuse(result, klass === 'create' ? 'payment creations per key' : `${klass}s per key`);

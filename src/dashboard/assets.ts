@@ -68,7 +68,7 @@ export function registerAssets(app: FastifyInstance): void {
   assets();
   app.get<{ Params: { name: string } }>(
     '/assets/:name',
-    { config: { auth: 'none', rateLimit: 'none' }, schema: { hide: true } as never },
+    { config: { auth: 'none', rateLimit: 'dashboard' }, schema: { hide: true } as never },
     async (request, reply) => {
       const asset = assets().get(request.params.name);
       if (!asset) return reply.status(404).type('text/plain; charset=utf-8').send('not found');

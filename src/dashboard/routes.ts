@@ -259,7 +259,7 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
     app.route({
       method,
       url: path,
-      config: { auth: 'none', rateLimit: 'none' },
+      config: { auth: 'none', rateLimit: 'dashboard' },
       schema: { hide: true } as never,
       handler: async (request, reply) => {
         const ctx = await contextOf(request);

@@ -45,7 +45,7 @@ const GENERIC_REFUSAL = 'wrong email or password (or this account is disabled)';
 export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void {
   const https = deps.config.publicUrl.startsWith('https:');
   const names = cookieNames(https);
-  const routeConfig = { config: { auth: 'none' as const, rateLimit: 'none' as const }, schema: { hide: true } as never };
+  const routeConfig = { config: { auth: 'none' as const, rateLimit: 'dashboard' as const }, schema: { hide: true } as never };
 
   /** The pre-session token: the cookie's value, set now if the browser has none. */
   function preSessionToken(request: FastifyRequest, reply: FastifyReply): string {

@@ -60,7 +60,8 @@ export async function listUnmatchedTransfers(
 ): Promise<TransferRow[]> {
   const { rows } = await sql.query<TransferRow>(
     `SELECT ${TRANSFER_COLUMNS} FROM transfers t
-      WHERE t.livemode = $2 AND t.session_id IS NULL AND t.status = 'observed' AND t.match_checked_at IS NOT NULL
+      WHERE t.livemode = $2 AND t.session_id IS NULL AND t.status = 'observed'
+        AND NOT EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id)
         AND ($3::text IS NULL OR t.chain = $3) AND ($4::int8 IS NULL OR t.id < $4) AND ${OWNED_BY}
       ORDER BY t.id DESC LIMIT $5`,
     [params.merchantId, params.livemode, params.chain ?? null, params.startingAfter ?? null, params.limit],
@@ -124,10 +125,9 @@ export async function attributeTransfer(
     }
     if (session.status === 'settled') throw conflict(`session ${session.id} is settled; it cannot take more payments`);
 
-    await sql.query(
-      `UPDATE transfers SET session_id = $2, match_method = 'manual', matched_at = now(), match_checked_at = coalesce(match_checked_at, now()) WHERE id = $1`,
-      [params.transferId, session.id],
-    );
+    await sql.query(`UPDATE transfers SET session_id = $2, match_method = 'manual', matched_at = now() WHERE id = $1`, [params.transferId, session.id]);
+    // Attributed by hand before matching looked at it: decided, so out of matching's queue.
+    await sql.query('DELETE FROM transfers_undecided WHERE transfer_id = $1', [params.transferId]);
     const changes = await evaluateSessions(sql, { livemode: params.livemode, chain: chains[chain], sessionIds: [session.id] });
     const { rows: after } = await sql.query<TransferRow>(`SELECT ${TRANSFER_COLUMNS} FROM transfers t WHERE t.id = $1`, [params.transferId]);
     const { status } = (await getSessionById(sql, { id: session.id, fields: ['status'] }))!;

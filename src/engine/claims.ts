@@ -6,6 +6,7 @@ import { getSessionById } from '../payments/sessions.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 import { claimMisfit, matchTransfers, TRANSFER_TO_MATCH_COLUMNS, type TransferToMatch } from './match.ts';
+import { amountMatchable } from './matchRules.ts';
 import type { PaymentStatus } from '../payments/stateMachine.ts';
 
 /** Who claims a transaction for a session: a payer proving it by hash, or the gateway's own x402 settlement. */
@@ -43,8 +44,12 @@ export function normalizeTxHash(chain: ChainName, text: string): string | undefi
 
 interface StoredTransfer extends TransferToMatch {
   session_id: string | null;
-  match_checked_at: Date | null;
+  /** Still in matching's queue (migration 026): no matching has decided it. */
+  undecided: boolean;
 }
+
+/** The merchants that verified a receiving address on a chain. $1 chain, $2 address. */
+const SELECT_VERIFIERS = 'SELECT merchant_id FROM wallets WHERE chain = $1 AND address = $2 AND verified_at IS NOT NULL';
 
 /**
  * Binds a transaction to a payment session explicitly, in the caller's transaction
@@ -85,15 +90,25 @@ export async function claimTransaction(
   if (claims[0] && claims[0].session_id !== params.sessionId) throw conflict(`transaction ${txHash} is already claimed by another payment session`);
 
   const { rows: stored } = await sql.query<StoredTransfer>(
-    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}, session_id, match_checked_at FROM transfers
-      WHERE livemode = $1 AND chain = $2 AND tx_hash = $3 AND status = 'observed' ORDER BY log_index FOR UPDATE`,
+    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}, session_id, EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = transfers.id) AS undecided
+       FROM transfers WHERE livemode = $1 AND chain = $2 AND tx_hash = $3 AND status = 'observed' ORDER BY log_index FOR UPDATE`,
     [livemode, chain, txHash],
   );
   const session = (await getSessionById(sql, {
     id: params.sessionId,
-    fields: ['id', 'livemode', 'chain', 'payTo', 'tokenAddresses', 'createdAt', 'monitorUntil'],
+    fields: ['id', 'merchantId', 'livemode', 'chain', 'payTo', 'tokenAddresses', 'createdAt', 'monitorUntil'],
     forUpdate: true,
   }))!;
+  // A payer's proof for a session on a live address that other merchants verified and its own
+  // did not (an inline wallet given before the owner proved control) would bind the owner's money
+  // to that session, and take from the owner the transfers its amount matching left for it to
+  // attribute: refused, as amount matching there refuses it (`amountMatchable`).
+  if (params.source === 'proof' && livemode) {
+    const { rows: verifiers } = await sql.query<{ merchant_id: string }>(SELECT_VERIFIERS, [chain, session.payTo]);
+    if (!amountMatchable(session, new Set(verifiers.map((row) => row.merchant_id)))) {
+      throw conflict(`transaction ${txHash} cannot be claimed for this session: its wallet is verified by another account`);
+    }
+  }
   const fitting = stored.filter((transfer) => !claimMisfit(session, transfer));
   if (stored.length > 0 && fitting.length === 0) {
     throw conflict(`transaction ${txHash} does not pay this session: ${claimMisfit(session, stored[0]!)}`);
@@ -114,7 +129,7 @@ export async function claimTransaction(
   }
   let bound = false;
   // Transfers matching has not looked at yet: the matcher decides them now, with the claim in place.
-  if (fitting.some((transfer) => transfer.match_checked_at === null)) {
+  if (fitting.some((transfer) => transfer.undecided)) {
     const match = await matchTransfers(sql, { livemode, chain, limit: stored.length, txHash });
     const fittingIds = new Set(fitting.map((transfer) => transfer.id));
     const refused = match.refusedClaims.find((refusal) => fittingIds.has(refusal.transferId));
@@ -122,7 +137,7 @@ export async function claimTransaction(
     bound = match.matched > 0;
   }
   // Transfers matching already left unmatched: nothing named a session, so the claim takes them.
-  const unmatched = fitting.filter((transfer) => transfer.match_checked_at !== null && transfer.session_id === null).map((transfer) => transfer.id);
+  const unmatched = fitting.filter((transfer) => !transfer.undecided && transfer.session_id === null).map((transfer) => transfer.id);
   if (unmatched.length > 0) {
     await sql.query(`UPDATE transfers SET session_id = $2, match_method = 'claim', matched_at = now() WHERE id = ANY($1::bigint[])`, [unmatched, session.id]);
     bound = true;

@@ -5,7 +5,7 @@ import { CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts'
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
-import { matchTransfers, type RefusedClaim } from './match.ts';
+import { matchTransfers, type QueuePosition, type RefusedClaim } from './match.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 
@@ -23,6 +23,16 @@ export { TRANSITIONS, PAYMENT_STATUSES, type PaymentStatus } from '../payments/s
  * statement: docs/benchmarks.md, "Engine").
  */
 const MATCH_BATCH = 5_000;
+
+/**
+ * How long a scheduled reconcile may leave evaluation to the next one while the ingester keeps
+ * committing (a backfill). Evaluation costs the sessions in flight, not the new transfers: each
+ * pass reads, locks and rewrites every confirming session (its confirmations move with the
+ * head), so evaluating after every coalesced commit of a backfill spent more time there than in
+ * matching (docs/benchmarks.md, "Engine"). A state change then waits at most this long plus a
+ * pass; a reconcile with nothing more queued always evaluates.
+ */
+const MAX_EVALUATION_DEFERRAL_MS = 1_000;
 
 /**
  * Default period of the safety-net pass (expiry, confirmations of chains whose ingester is
@@ -63,6 +73,8 @@ export interface Engine {
   /** Runs `reconcileAll` every `intervalMs` until `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
 }
+
+const chainKey = (chain: ChainName, livemode: boolean) => `${livemode}:${chain}`;
 
 /** The engine's Prometheus metrics on `registry` (shared by every engine of one process). */
 export function createEngineMetrics(registry: Registry) {
@@ -108,21 +120,37 @@ export function createEngine(params: {
   const metrics = createEngineMetrics(params.metrics);
   const running = new Map<string, Promise<void>>();
   const dirty = new Set<string>();
+  /** When each (livemode, chain) was last evaluated (performance.now()), for the deferral above. */
+  const lastEvaluated = new Map<string, number>();
 
-  async function reconcile({ chain, livemode }: { chain: ChainName; livemode: boolean }): Promise<ReconcileResult> {
+  /**
+   * `reconcile`; with `deferEvaluation`, only matching when it answers true once matching is done
+   * (the scheduler's: another run is already queued, which evaluates, and the last evaluation is
+   * recent).
+   */
+  async function reconcileChain(
+    { chain, livemode }: { chain: ChainName; livemode: boolean },
+    deferEvaluation?: (key: string) => boolean,
+  ): Promise<ReconcileResult> {
+    const key = chainKey(chain, livemode);
     const chainConfig = chains[chain];
     const timer = metrics.duration.startTimer({ chain });
     const result: ReconcileResult = { matched: 0, unmatched: 0, changes: [] };
     const refusedClaims: RefusedClaim[] = [];
+    // Each batch starts where the committed one before it stopped in the queue: an entry it had
+    // to leave there (a transfer a reorg removed) is not read again by this pass.
+    let after: QueuePosition | undefined;
     try {
       for (;;) {
-        const done = await store.transaction(async (sql) => {
+        const batch = await store.transaction(async (sql) => {
           await lockChain(sql, { livemode, chain });
-          const match = await matchTransfers(sql, { livemode, chain, limit: MATCH_BATCH });
+          const match = await matchTransfers(sql, { livemode, chain, limit: MATCH_BATCH, after });
           result.matched += match.matched;
           result.unmatched += match.unmatched;
           refusedClaims.push(...match.refusedClaims);
-          if (match.seen === MATCH_BATCH) return false;
+          if (match.seen === MATCH_BATCH) return { done: false, next: match.next };
+          if (deferEvaluation?.(key)) return { done: true, next: match.next };
+          lastEvaluated.set(key, performance.now());
           const changes = await evaluateSessions(sql, {
             livemode,
             chain: chainConfig,
@@ -136,9 +164,10 @@ export function createEngine(params: {
             },
           });
           result.changes.push(...changes);
-          return true;
+          return { done: true, next: match.next };
         });
-        if (done) break;
+        after = batch.next;
+        if (batch.done) break;
       }
     } finally {
       timer();
@@ -173,6 +202,8 @@ export function createEngine(params: {
     return result;
   }
 
+  const reconcile = (params: { chain: ChainName; livemode: boolean }) => reconcileChain(params);
+
   async function reconcileAll(): Promise<ReconcileResult> {
     const total: ReconcileResult = { matched: 0, unmatched: 0, changes: [] };
     for (const livemode of [false, true]) {
@@ -186,8 +217,10 @@ export function createEngine(params: {
     return total;
   }
 
+  const deferWhileBusy = (key: string) => dirty.has(key) && performance.now() - (lastEvaluated.get(key) ?? -Infinity) < MAX_EVALUATION_DEFERRAL_MS;
+
   function schedule(chain: ChainName, livemode: boolean): void {
-    const key = `${livemode}:${chain}`;
+    const key = chainKey(chain, livemode);
     if (running.has(key)) {
       dirty.add(key);
       return;
@@ -196,7 +229,7 @@ export function createEngine(params: {
       do {
         dirty.delete(key);
         try {
-          await reconcile({ chain, livemode });
+          await reconcileChain({ chain, livemode }, deferWhileBusy);
         } catch (error) {
           logger.error({ msg: 'Reconcile failed; the periodic pass retries it', chain, livemode, err: error });
         }

@@ -1,14 +1,26 @@
-import type { Sql } from '../store/index.ts';
+import { prepared, type Sql } from '../store/index.ts';
 import { sessionColumns, toSession } from '../payments/session.ts';
 import * as sessionSql from '../payments/sessionSql.ts';
-import { CANDIDATE_FIELDS, CLOCK_SKEW_SECONDS, byAge, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
-import { chooseOnWallet, indexWallets } from './walletCandidates.ts';
+import {
+  CANDIDATE_FIELDS,
+  CLOCK_SKEW_SECONDS,
+  amountMatchable,
+  byAge,
+  inWindow,
+  type Candidate,
+  type MatchMethod,
+  type TransferToMatch,
+} from './matchRules.ts';
+import { attributeOnWallet, chooseOnWallet, indexWallets } from './walletCandidates.ts';
 
 export { CLOCK_SKEW_SECONDS, chooseSession, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
 
+/** The transfer columns matching reads, as SQL over `transfers` (`alias`: its alias and a dot, or nothing). */
+const transferToMatchColumns = (alias: string) =>
+  `${alias}id, ${alias}livemode, ${alias}chain, ${alias}tx_hash, ${alias}token_address, ${alias}to_address, ${alias}amount, ${alias}reference_keys, coalesce(${alias}block_time, ${alias}observed_at) AS paid_at`;
+
 /** The transfer columns matching reads, as SQL over `transfers` (no alias). */
-export const TRANSFER_TO_MATCH_COLUMNS =
-  'id, livemode, chain, tx_hash, token_address, to_address, amount, reference_keys, coalesce(block_time, observed_at) AS paid_at';
+export const TRANSFER_TO_MATCH_COLUMNS = transferToMatchColumns('');
 
 const CANDIDATE_COLUMNS = `${sessionColumns(CANDIDATE_FIELDS)}, m.payment_tolerance_bps AS "toleranceBps",
   (SELECT coalesce(sum(t.amount), 0) FROM transfers t WHERE t.session_id = s.id AND t.status = 'observed')::text AS received`;
@@ -30,15 +42,38 @@ const SELECT_CLAIMS = `SELECT c.tx_hash AS "claimTxHash", c.source AS "claimSour
    FROM transaction_claims c JOIN payment_sessions s ON s.id = c.session_id JOIN merchants m ON m.id = s.merchant_id
   WHERE c.livemode = $1 AND c.chain = $2 AND c.tx_hash = ANY($3::text[])`;
 
+/** Who verified which of some receiving addresses on one chain (`amountMatchable`). $1 chain, $2 addresses. */
+const SELECT_VERIFIERS = `SELECT address, merchant_id AS "merchantId" FROM wallets WHERE chain = $1 AND address = ANY($2::text[]) AND verified_at IS NOT NULL`;
+
+/**
+ * The merchants that verified each of `candidates`' receiving addresses, for a live batch; none
+ * for a sandbox batch (verification is a live-mode fact) or one with no candidates (no query).
+ */
+async function readVerifiers(sql: Sql, params: { livemode: boolean; chain: string; candidates: Candidate[] }): Promise<Map<string, Set<string>>> {
+  const verifiers = new Map<string, Set<string>>();
+  if (!params.livemode || params.candidates.length === 0) return verifiers;
+  const { rows } = await sql.query<{ address: string; merchantId: string }>(SELECT_VERIFIERS, [
+    params.chain,
+    [...new Set(params.candidates.map((candidate) => candidate.payTo))],
+  ]);
+  for (const row of rows) {
+    const set = verifiers.get(row.address);
+    if (set) set.add(row.merchantId);
+    else verifiers.set(row.address, new Set([row.merchantId]));
+  }
+  return verifiers;
+}
+
 type BatchCandidates = Awaited<ReturnType<typeof readCandidates>>;
 
 /**
  * The sessions a batch of transfers can pay, read once for the whole batch: the sessions their
  * reference keys name, the sessions claiming their transactions, and every session on their
- * wallets whose window overlaps the batch's payment times. Reading per batch rather than per
- * transfer keeps matching linear: a merchant with thousands of open sessions on one wallet costs
- * one read of them per batch (`MATCH_BATCH` transfers), not one per transfer, and
- * `walletCandidates.ts` indexes them for the rules. `received` is the live sum of each
+ * wallets whose window overlaps the batch's payment times and that amount matching may pay (who
+ * verified those wallets decides: the verified owner wins, `amountMatchable`). Reading per batch
+ * rather than per transfer keeps matching linear: a merchant with thousands of open sessions on
+ * one wallet costs one read of them per batch (`MATCH_BATCH` transfers), not one per transfer,
+ * and `walletCandidates.ts` indexes them for the rules. `received` is the live sum of each
  * session's counted transfers at the time of the read; matching adds what it attributes in the
  * batch (`pending`).
  */
@@ -66,7 +101,12 @@ async function readCandidates(sql: Sql, transfers: TransferToMatch[]) {
     new Date(Math.max(...times)),
     CLOCK_SKEW_SECONDS,
   ]);
-  return { byReference, byWallet: indexWallets(rows.map(parseCandidate)), claims };
+  const onWallets = rows.map(parseCandidate);
+  // The claiming sessions' addresses too: a proof waiting since before its address was verified
+  // by another merchant is refused as one made now would be (claims.ts).
+  const claiming = [...claims.values()].map((claim) => claim.session);
+  const verifiers = await readVerifiers(sql, { livemode: first.livemode, chain: first.chain, candidates: [...onWallets, ...claiming] });
+  return { byReference, byWallet: indexWallets(onWallets, verifiers), claims, verifiers };
 }
 
 /** A session as matching found it and how. */
@@ -77,9 +117,9 @@ interface Evidence {
 
 /**
  * The session `transfer` pays by its reference or amount (see `chooseSession`), given the batch's
- * candidates and what this batch has already attributed to each session (`pending`).
+ * candidates (their wallet indexes know what this batch has already attributed).
  */
-function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Evidence | undefined {
+function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates): Evidence | undefined {
   if (transfer.reference_keys.length > 0) {
     const sessions = [...new Map(transfer.reference_keys.flatMap((key) => candidates.byReference.get(key) ?? []).map((row) => [row.id, row])).values()];
     // One credit naming two sessions (one transaction paying two invoices into one token
@@ -100,7 +140,7 @@ function decideByEvidence(transfer: TransferToMatch, candidates: BatchCandidates
     }
   }
   const wallet = candidates.byWallet.get(transfer.to_address);
-  const chosen = wallet && chooseOnWallet(wallet, transfer, pending);
+  const chosen = wallet && chooseOnWallet(wallet, transfer);
   return chosen && { session: chosen, method: 'amount' };
 }
 
@@ -138,10 +178,11 @@ function outranksProof(evidence: Evidence, transfer: TransferToMatch, claimed: C
 }
 
 /**
- * Another session on the transfer's wallet, of any merchant, whose due amount the transfer is
- * exactly and which still asks for it, when that amount is neither the claimed session's due
- * amount nor what it still misses (the {@link outranksProof} rule without amount matching's
- * one-merchant condition).
+ * Another session on the transfer's wallet, of any merchant amount matching may pay there (on an
+ * address one merchant verified, only that merchant's: `amountMatchable`), whose due amount the
+ * transfer is exactly and which still asks for it, when that amount is neither the claimed
+ * session's due amount nor what it still misses (the {@link outranksProof} rule without amount
+ * matching's one-merchant condition).
  */
 function exactDueElsewhere(
   transfer: TransferToMatch,
@@ -178,7 +219,7 @@ type ClaimRefusal = { kind: 'misfit'; misfit: string } | { kind: 'outranked'; me
 function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending: ReadonlyMap<string, bigint>): Decision {
   const claim = candidates.claims.get(transfer.tx_hash);
   if (!claim) {
-    const evidence = decideByEvidence(transfer, candidates, pending);
+    const evidence = decideByEvidence(transfer, candidates);
     return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
   }
   const misfit = claimMisfit(claim.session, transfer);
@@ -189,13 +230,22 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
     // gateway's own x402 transaction has one transfer, to its session; one that pays elsewhere
     // is suspect and waits for the merchant.
     if (claim.source === 'proof') {
-      const evidence = decideByEvidence(transfer, candidates, pending);
+      const evidence = decideByEvidence(transfer, candidates);
       return { found: evidence && { sessionId: evidence.session.id, method: evidence.method } };
     }
     return { refusedClaim: { kind: 'misfit', misfit } };
   }
+  if (claim.source === 'proof' && !amountMatchable(claim.session, candidates.verifiers.get(claim.session.payTo))) {
+    // The session's address was verified by other merchants since the proof was made: refused as
+    // claimTransaction refuses it now, and the transfer is matched as if nothing claimed it.
+    const evidence = decideByEvidence(transfer, candidates);
+    return {
+      found: evidence && { sessionId: evidence.session.id, method: evidence.method },
+      refusedClaim: { kind: 'misfit', misfit: 'its wallet is verified by another account' },
+    };
+  }
   if (claim.source === 'proof') {
-    const evidence = decideByEvidence(transfer, candidates, pending);
+    const evidence = decideByEvidence(transfer, candidates);
     const attributed = pending.get(claim.session.id) ?? 0n;
     const claimed = { ...claim.session, received: claim.session.received + attributed };
     if (evidence && outranksProof(evidence, transfer, claimed)) {
@@ -204,9 +254,11 @@ function decide(transfer: TransferToMatch, candidates: BatchCandidates, pending:
         refusedClaim: { kind: 'outranked', method: evidence.method, sessionId: evidence.session.id },
       };
     }
-    // Where amount matching stands aside (another merchant's sessions on the same address) the
-    // exact due amount of a session still asking for it outranks a copied hash all the same; the
-    // transfer then waits for the merchant, as amount matching would leave it.
+    // Where amount matching stands aside (sessions of two merchants on an address none or both of
+    // them verified) the exact due amount of a session still asking for it outranks a copied hash
+    // all the same; the transfer then waits for the merchant, as amount matching would leave it.
+    // A session amount matching may not pay (another merchant's, on an address its owner
+    // verified) outranks nothing: it cannot block a proof for the owner's session.
     const rival = exactDueElsewhere(transfer, candidates, pending, claimed);
     if (rival) return { refusedClaim: { kind: 'outranked', method: 'amount', sessionId: rival.id } };
   }
@@ -224,9 +276,95 @@ export interface RefusedClaim {
   publicReason: string;
 }
 
+/** Where a batch starts in matching's queue: after this (block, log index, transfer id). */
+export interface QueuePosition {
+  block: bigint;
+  logIndex: number;
+  transferId: bigint;
+}
+
+const QUEUE_START: QueuePosition = { block: -1n, logIndex: -1, transferId: -1n };
+
+/**
+ * The next entries of one (livemode, chain) in matching's queue (migration 026: the transfers no
+ * matching has decided), in chain order after a position. Read alone, narrow rows by the queue's
+ * own index, so the plan does not depend on how the planner sizes the queue against `transfers`
+ * (joined in one statement, an unanalysed queue got a plan that read every unmatched transfer).
+ * $1 livemode, $2 chain, $3 limit, $4..$6 the position.
+ */
+const SELECT_QUEUE = `SELECT transfer_id, block_number, log_index FROM transfers_undecided
+  WHERE livemode = $1 AND chain = $2 AND (block_number, log_index, transfer_id) > ($4, $5, $6)
+  ORDER BY block_number, log_index, transfer_id
+  LIMIT $3`;
+
+/** Those entries' transfers, locked, with what says whether matching can take them. $1 ids. */
+const LOCK_QUEUED = `SELECT ${transferToMatchColumns('')}, status, session_id FROM transfers WHERE id = ANY($1::bigint[]) FOR UPDATE`;
+
+/** The undecided transfers of one transaction (a claim being made), found by hash, locked. $1 livemode, $2 chain, $3 limit, $4 tx hash. */
+const SELECT_UNDECIDED_OF_TRANSACTION = `SELECT ${transferToMatchColumns('t.')}
+   FROM transfers t
+  WHERE t.livemode = $1 AND t.chain = $2 AND t.tx_hash = $4 AND t.status = 'observed' AND t.session_id IS NULL
+    AND EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id)
+  ORDER BY t.block_number, t.log_index, t.id
+  LIMIT $3
+  FOR UPDATE OF t`;
+
+interface Undecided {
+  seen: number;
+  next: QueuePosition;
+  /** The transfers to decide, in chain order, locked. */
+  rows: TransferToMatch[];
+}
+
+/**
+ * The next `limit` entries of the queue after `after` and their transfers that matching can take
+ * (on chain, not attributed), locked, in queue order. An entry whose transfer a reorg removed
+ * stays queued (re-included, it is decided then); one attributed by other means is decided, so it
+ * leaves the queue here.
+ */
+async function nextUndecided(sql: Sql, params: { livemode: boolean; chain: string; limit: number; after?: QueuePosition }): Promise<Undecided> {
+  const after = params.after ?? QUEUE_START;
+  const { rows: queued } = await sql.query<{ transfer_id: bigint; block_number: bigint; log_index: number }>(prepared(SELECT_QUEUE), [
+    params.livemode,
+    params.chain,
+    params.limit,
+    after.block,
+    after.logIndex,
+    after.transferId,
+  ]);
+  const last = queued.at(-1);
+  const next = last ? { block: last.block_number, logIndex: last.log_index, transferId: last.transfer_id } : after;
+  if (queued.length === 0) return { seen: 0, next, rows: [] };
+  const { rows: locked } = await sql.query<TransferToMatch & { status: string; session_id: string | null }>(prepared(LOCK_QUEUED), [
+    queued.map((entry) => entry.transfer_id),
+  ]);
+  const byId = new Map(locked.map((row) => [row.id, row]));
+  const rows: TransferToMatch[] = [];
+  const decided: bigint[] = [];
+  for (const entry of queued) {
+    const transfer = byId.get(entry.transfer_id);
+    // Attributed by other means (or its row deleted): nothing left to decide.
+    if (!transfer || transfer.session_id !== null) decided.push(entry.transfer_id);
+    else if (transfer.status === 'observed') rows.push(transfer);
+  }
+  if (decided.length > 0) await sql.query(prepared(DELETE_DECIDED), [decided]);
+  return { seen: queued.length, next, rows };
+}
+
+async function undecidedOfTransaction(sql: Sql, params: { livemode: boolean; chain: string; limit: number; txHash: string }): Promise<Undecided> {
+  const { rows } = await sql.query<TransferToMatch>(SELECT_UNDECIDED_OF_TRANSACTION, [params.livemode, params.chain, params.limit, params.txHash]);
+  return { seen: rows.length, next: QUEUE_START, rows };
+}
+
+/** Takes decided transfers out of the queue. $1 transfer ids. */
+const DELETE_DECIDED = 'DELETE FROM transfers_undecided WHERE transfer_id = ANY($1::bigint[])';
+
 /** What one `matchTransfers` batch did. */
 export interface MatchResult {
+  /** Queue entries read (fewer than the limit: the queue is drained up to now). */
   seen: number;
+  /** Where the next batch of the same pass starts. */
+  next: QueuePosition;
   matched: number;
   unmatched: number;
   refusedClaims: RefusedClaim[];
@@ -235,30 +373,31 @@ export interface MatchResult {
 /**
  * Matches up to `limit` transfers of one (livemode, chain) that no matching has looked at yet,
  * oldest block first, in the caller's transaction (which holds the engine's chain lock). Each
- * transfer is decided once: matched to one session, or marked checked and left unmatched for the
- * merchant to attribute by hand. Transfers are decided in order, each seeing what the earlier
+ * transfer is decided once (it leaves the queue of migration 026): matched to one session, or left
+ * unmatched, unwritten, for the merchant to attribute by hand. Transfers are decided in order, each seeing what the earlier
  * ones in the batch paid, exactly as if each were matched in a transaction of its own; the whole
- * batch costs five queries (six when a claim is refused). `txHash` narrows it to one transaction
- * (a claim being made).
+ * batch costs five queries (one more in live mode, who verified the wallets; one more when a
+ * claim is refused). `txHash` narrows it to one transaction (a claim being made).
  */
-export async function matchTransfers(sql: Sql, params: { livemode: boolean; chain: string; limit: number; txHash?: string }): Promise<MatchResult> {
-  const { rows } = await sql.query<TransferToMatch>(
-    `SELECT ${TRANSFER_TO_MATCH_COLUMNS}
-       FROM transfers
-      WHERE livemode = $1 AND chain = $2 AND match_checked_at IS NULL AND status = 'observed' AND session_id IS NULL
-        AND ($4::text IS NULL OR tx_hash = $4)
-      ORDER BY block_number, log_index, id
-      LIMIT $3
-      FOR UPDATE`,
-    [params.livemode, params.chain, params.limit, params.txHash ?? null],
-  );
-  if (rows.length === 0) return { seen: 0, matched: 0, unmatched: 0, refusedClaims: [] };
+export async function matchTransfers(
+  sql: Sql,
+  params: { livemode: boolean; chain: string; limit: number; txHash?: string; after?: QueuePosition },
+): Promise<MatchResult> {
+  const { seen, next, rows } = params.txHash ? await undecidedOfTransaction(sql, { ...params, txHash: params.txHash }) : await nextUndecided(sql, params);
+  if (rows.length === 0) return { seen, next, matched: 0, unmatched: 0, refusedClaims: [] };
   const candidates = await readCandidates(sql, rows);
   const pending = new Map<string, bigint>();
   const refusedClaims: RefusedClaim[] = [];
   const decided = rows.map((transfer) => {
     const { found, refusedClaim } = decide(transfer, candidates, pending);
-    if (found) pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + BigInt(transfer.amount));
+    if (found) {
+      // Every session a transfer can go to pays its wallet (a reference or a claim to another
+      // wallet does not fit), so that wallet's index is the one to tell.
+      const amount = BigInt(transfer.amount);
+      pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + amount);
+      const wallet = candidates.byWallet.get(transfer.to_address);
+      if (wallet) attributeOnWallet(wallet, found.sessionId, amount);
+    }
     if (refusedClaim) {
       const outranked = refusedClaim.kind === 'outranked';
       refusedClaims.push({
@@ -274,13 +413,15 @@ export async function matchTransfers(sql: Sql, params: { livemode: boolean; chai
   const matched = decided.filter((entry) => entry.found);
   if (matched.length > 0) {
     await sql.query(
-      `UPDATE transfers t SET session_id = d.session_id, match_method = d.method, matched_at = now(), match_checked_at = now()
+      `UPDATE transfers t SET session_id = d.session_id, match_method = d.method, matched_at = now()
          FROM unnest($1::bigint[], $2::text[], $3::text[]) AS d(id, session_id, method) WHERE t.id = d.id`,
       [matched.map((entry) => entry.id), matched.map((entry) => entry.found!.sessionId), matched.map((entry) => entry.found!.method)],
     );
   }
-  const unmatched = decided.filter((entry) => !entry.found).map((entry) => entry.id);
-  if (unmatched.length > 0) await sql.query('UPDATE transfers SET match_checked_at = now() WHERE id = ANY($1::bigint[])', [unmatched]);
+  // Every transfer of the batch is decided, matched or not: out of the queue. An unmatched one is
+  // not written at all (it stays as stored, listed for the merchant).
+  await sql.query(prepared(DELETE_DECIDED), [rows.map((row) => row.id)]);
+  const unmatched = decided.filter((entry) => !entry.found);
   if (refusedClaims.length > 0) {
     await sql.query(
       `UPDATE transaction_claims c SET refused_at = now(), refused_reason = r.reason
@@ -288,5 +429,5 @@ export async function matchTransfers(sql: Sql, params: { livemode: boolean; chai
       [params.livemode, params.chain, refusedClaims.map((refusal) => refusal.txHash), refusedClaims.map((refusal) => refusal.reason)],
     );
   }
-  return { seen: rows.length, matched: matched.length, unmatched: unmatched.length, refusedClaims };
+  return { seen, next, matched: matched.length, unmatched: unmatched.length, refusedClaims };
 }

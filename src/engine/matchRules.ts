@@ -69,6 +69,21 @@ export const isUnpaid = (c: Candidate): boolean => c.status !== 'settled' && c.s
 /** Whether rule 4 (tolerance) lets `amount` pay `c`: below its due amount, within its merchant's tolerance. */
 export const tolerates = (c: Candidate, amount: bigint): boolean => amount < c.amountDue && covers(amount, c.amountDue, c.toleranceBps);
 
+/**
+ * The verified owner wins: whether amount matching (rules 2 to 5) may pay `candidate`, given the
+ * merchants that verified its receiving address on its chain (`verifiers`, wallet rows with
+ * `verified_at`; docs/payment-lifecycle.md#matching). Verification is a live-mode fact (wallets
+ * are managed with live keys and sandbox sessions pay a sandbox address), so a sandbox session
+ * always may. On a live address nobody verified, every session may (and two merchants' sessions
+ * there make the wallet ambiguous: `chooseOnWallet`). On one that merchants verified, only their
+ * sessions may: another merchant's session there (an inline `merchantWallet`, unverified, given
+ * before the owner proved control) never takes a transfer by amount, only by its reference or a
+ * claim, so it can neither block the owner's matching nor take the owner's money by amount.
+ */
+export function amountMatchable(candidate: Pick<Candidate, 'livemode' | 'merchantId'>, verifiers: ReadonlySet<string> | undefined): boolean {
+  return !candidate.livemode || verifiers === undefined || verifiers.size === 0 || verifiers.has(candidate.merchantId);
+}
+
 /** Oldest first, as the rules' ties want: (created_at, id). */
 export const byAge = (a: Candidate, b: Candidate): number => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 

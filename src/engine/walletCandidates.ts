@@ -1,4 +1,4 @@
-import { byAge, chooseSession, inWindow, isUnpaid, tolerates, type Candidate, type TransferToMatch } from './matchRules.ts';
+import { amountMatchable, byAge, chooseSession, inWindow, isUnpaid, tolerates, type Candidate, type TransferToMatch } from './matchRules.ts';
 
 /**
  * The candidate sessions of one matching batch on one wallet, indexed so that deciding a transfer
@@ -16,14 +16,21 @@ export interface WalletSessions {
   /** Rule 4: the distinct due amounts, ascending, so a tolerance looks at a range of them. */
   dues: bigint[];
   /**
-   * Rule 3: candidates with money counted when read and still waiting for more, oldest first
-   * (with the sessions the batch attributed money to, the only top-up targets).
+   * What the batch has attributed to each candidate so far (by session id), recorded with
+   * {@link attributeOnWallet}: added to `received` wherever a rule reads a candidate.
    */
-  partlyPaid: Candidate[];
+  pending: Map<string, bigint>;
   /**
-   * Rule 5: candidates still waiting for money when read, oldest first. What the batch attributes
-   * only adds to `received`, so no other candidate can be waiting now; reading these rather than
-   * every candidate matters once the oldest thousand sessions of a wallet are paid.
+   * Rule 3: the candidates with money (counted when read, or attributed by the batch) still
+   * waiting for more, by what they still miss, each list oldest first. Kept current as the batch
+   * attributes money, so a top-up is one lookup rather than a pass over every session paid so far.
+   */
+  topUps: Map<bigint, Candidate[]>;
+  /**
+   * Rule 5: the candidates still waiting for money, oldest first. A candidate leaves the list once
+   * the batch's attributions pay it (money only adds, so it never comes back): the rule stops at
+   * the second one in play instead of walking past every session the batch paid (a backfill paying
+   * the oldest thousand sessions of a wallet made that walk most of the matching time).
    */
   unpaid: Candidate[];
   merchants: Set<string>;
@@ -31,13 +38,53 @@ export interface WalletSessions {
   maxToleranceBps: number;
 }
 
-/** Groups a batch's candidate sessions by wallet and indexes each wallet's. */
-export function indexWallets(candidates: Candidate[]): Map<string, WalletSessions> {
+/** Inserts `candidate` into `list` (oldest first) at its place by age. */
+function insertByAge(list: Candidate[], candidate: Candidate): void {
+  let at = list.length;
+  while (at > 0 && byAge(list[at - 1]!, candidate) > 0) at -= 1;
+  list.splice(at, 0, candidate);
+}
+
+function removeFrom(list: Candidate[] | undefined, candidate: Candidate): void {
+  const at = list ? list.indexOf(candidate) : -1;
+  if (at >= 0) list!.splice(at, 1);
+}
+
+/** `candidate` with what the batch attributed to it added to `received`. */
+function withPending(wallet: WalletSessions, candidate: Candidate): Candidate {
+  const attributed = wallet.pending.get(candidate.id);
+  return attributed === undefined ? candidate : { ...candidate, received: candidate.received + attributed };
+}
+
+function addTopUp(wallet: WalletSessions, candidate: Candidate, seen: Candidate): void {
+  const missing = seen.amountDue - seen.received;
+  const list = wallet.topUps.get(missing);
+  if (list) insertByAge(list, candidate);
+  else wallet.topUps.set(missing, [candidate]);
+}
+
+/**
+ * Groups a batch's candidate sessions by wallet and indexes each wallet's, leaving out the sessions
+ * amount matching may not pay (`amountMatchable`, given `verifiers`: by receiving address, the
+ * merchants that verified it on the batch's chain).
+ */
+export function indexWallets(candidates: Candidate[], verifiers?: ReadonlyMap<string, ReadonlySet<string>>): Map<string, WalletSessions> {
   const byWallet = new Map<string, WalletSessions>();
   for (const candidate of [...candidates].sort(byAge)) {
+    if (!amountMatchable(candidate, verifiers?.get(candidate.payTo))) continue;
     let wallet = byWallet.get(candidate.payTo);
     if (!wallet) {
-      wallet = { all: [], byId: new Map(), byDue: new Map(), dues: [], partlyPaid: [], unpaid: [], merchants: new Set(), maxToleranceBps: 0 };
+      wallet = {
+        all: [],
+        byId: new Map(),
+        byDue: new Map(),
+        dues: [],
+        pending: new Map(),
+        topUps: new Map(),
+        unpaid: [],
+        merchants: new Set(),
+        maxToleranceBps: 0,
+      };
       byWallet.set(candidate.payTo, wallet);
     }
     wallet.all.push(candidate);
@@ -46,7 +93,7 @@ export function indexWallets(candidates: Candidate[]): Map<string, WalletSession
     wallet.maxToleranceBps = Math.max(wallet.maxToleranceBps, candidate.toleranceBps);
     if (isUnpaid(candidate)) {
       wallet.unpaid.push(candidate);
-      if (candidate.received > 0n) wallet.partlyPaid.push(candidate);
+      if (candidate.received > 0n) addTopUp(wallet, candidate, candidate);
     }
     const sameDue = wallet.byDue.get(candidate.amountDue);
     if (sameDue) sameDue.push(candidate);
@@ -57,19 +104,34 @@ export function indexWallets(candidates: Candidate[]): Map<string, WalletSession
 }
 
 /**
+ * Records that the batch attributed `amount` to session `id` (a no-op when it is not one of the
+ * wallet's candidates): later transfers see it in the session's `received`, and the rule 3 and
+ * rule 5 lists follow.
+ */
+export function attributeOnWallet(wallet: WalletSessions, id: string, amount: bigint): void {
+  const candidate = wallet.byId.get(id);
+  if (!candidate) return;
+  const before = withPending(wallet, candidate);
+  if (isUnpaid(before) && before.received > 0n) removeFrom(wallet.topUps.get(before.amountDue - before.received), candidate);
+  wallet.pending.set(id, (wallet.pending.get(id) ?? 0n) + amount);
+  const after = withPending(wallet, candidate);
+  if (!isUnpaid(after)) removeFrom(wallet.unpaid, candidate);
+  else if (after.received > 0n) addTopUp(wallet, candidate, after);
+}
+
+/**
  * `candidate` as `transfer` sees it: undefined when the token or the payment time rules it out,
  * otherwise with what the batch has already attributed to it added to `received`.
  */
-function inPlay(candidate: Candidate, transfer: TransferToMatch, pending: ReadonlyMap<string, bigint>): Candidate | undefined {
+function inPlay(wallet: WalletSessions, candidate: Candidate, transfer: TransferToMatch): Candidate | undefined {
   if (!candidate.tokenAddresses.includes(transfer.token_address) || !inWindow(candidate, transfer.paid_at)) return undefined;
-  const attributed = pending.get(candidate.id);
-  return attributed === undefined ? candidate : { ...candidate, received: candidate.received + attributed };
+  return withPending(wallet, candidate);
 }
 
-function allInPlay(list: Candidate[], transfer: TransferToMatch, pending: ReadonlyMap<string, bigint>): Candidate[] {
+function allInPlay(wallet: WalletSessions, list: Candidate[], transfer: TransferToMatch): Candidate[] {
   const out: Candidate[] = [];
   for (const candidate of list) {
-    const seen = inPlay(candidate, transfer, pending);
+    const seen = inPlay(wallet, candidate, transfer);
     if (seen) out.push(seen);
   }
   return out;
@@ -89,33 +151,29 @@ function firstAbove(sorted: bigint[], value: bigint): number {
 
 /**
  * The session `transfer` pays among one wallet's candidates, given what the batch has already
- * attributed (`pending`, by session id): exactly `chooseSession` over the wallet's sessions in
+ * attributed ({@link attributeOnWallet}): exactly `chooseSession` over the wallet's sessions in
  * play (right token, payment time in their window), and nothing when those belong to two
- * merchants (the amount cannot say whose money it is; a verified owner claims it by hand).
+ * merchants (the amount cannot say whose money it is; a verified owner attributes it by hand).
+ * The index holds only the sessions amount matching may pay, so on an address one merchant
+ * verified the others' sessions are not there (the verified owner wins, `amountMatchable`).
  * Each rule reads only the sessions it can pick (test/engine/walletCandidates.test.ts checks
- * the equivalence on random wallets).
+ * the equivalence on random wallets and random sequences of attributions).
  */
-export function chooseOnWallet(wallet: WalletSessions, transfer: TransferToMatch, pending: ReadonlyMap<string, bigint>): Candidate | undefined {
+export function chooseOnWallet(wallet: WalletSessions, transfer: TransferToMatch): Candidate | undefined {
   if (wallet.merchants.size > 1) {
-    const sessions = allInPlay(wallet.all, transfer, pending);
+    const sessions = allInPlay(wallet, wallet.all, transfer);
     if (new Set(sessions.map((candidate) => candidate.merchantId)).size > 1) return undefined;
     return chooseSession(transfer, sessions);
   }
   const amount = BigInt(transfer.amount);
   // Rule 2: only the sessions due exactly this amount.
-  const exact = allInPlay(wallet.byDue.get(amount) ?? [], transfer, pending);
+  const exact = allInPlay(wallet, wallet.byDue.get(amount) ?? [], transfer);
   if (exact.length > 0) return chooseSession(transfer, exact);
 
-  // Rule 3: a top-up can only complete a session that has money: counted when the batch read
-  // it, or attributed by the batch since.
-  const paidSome = new Set(wallet.partlyPaid);
-  for (const id of pending.keys()) {
-    const candidate = wallet.byId.get(id);
-    if (candidate) paidSome.add(candidate);
-  }
-  for (const candidate of [...paidSome].sort(byAge)) {
-    const seen = inPlay(candidate, transfer, pending);
-    if (seen && isUnpaid(seen) && seen.received > 0n && seen.amountDue - seen.received === amount) return seen;
+  // Rule 3: the oldest session in play with money that misses exactly this amount.
+  for (const candidate of wallet.topUps.get(amount) ?? []) {
+    const seen = inPlay(wallet, candidate, transfer);
+    if (seen) return seen;
   }
 
   // Rule 4: a tolerance of t basis points accepts `amount` only for a due amount of at most
@@ -125,7 +183,7 @@ export function chooseOnWallet(wallet: WalletSessions, transfer: TransferToMatch
   const limit = amount * 10_000n;
   const factor = BigInt(10_000 - wallet.maxToleranceBps);
   for (let i = firstAbove(wallet.dues, amount); i < wallet.dues.length && wallet.dues[i]! * factor <= limit && toleratedCount < 2; i++) {
-    for (const candidate of allInPlay(wallet.byDue.get(wallet.dues[i]!)!, transfer, pending)) {
+    for (const candidate of allInPlay(wallet, wallet.byDue.get(wallet.dues[i]!)!, transfer)) {
       if (isUnpaid(candidate) && candidate.received === 0n && tolerates(candidate, amount)) {
         tolerated = candidate;
         toleratedCount += 1;
@@ -137,7 +195,7 @@ export function chooseOnWallet(wallet: WalletSessions, transfer: TransferToMatch
   // Rule 5: the only session still waiting for money; a second one settles it, so stop there.
   let sole: Candidate | undefined;
   for (const candidate of wallet.unpaid) {
-    const seen = inPlay(candidate, transfer, pending);
+    const seen = inPlay(wallet, candidate, transfer);
     if (!seen || !isUnpaid(seen)) continue;
     if (sole) return undefined;
     sole = seen;

@@ -1,4 +1,4 @@
-import type { Sql } from '../store/index.ts';
+import { prepared, type Sql } from '../store/index.ts';
 import { dueAmountLockText } from '../store/lockKeys.ts';
 import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
@@ -6,8 +6,9 @@ import { conflict } from '../internal/errors.ts';
 
 /**
  * Due amounts: what makes concurrent sessions on one wallet tell apart by amount alone. A
- * session asks for `amount + k`, the smallest k below one cent that no session reserving the
- * same (chain, currency, wallet) holds while its monitoring window is open.
+ * session asks for `amount + k`, a k below one cent that no session reserving the same (chain,
+ * currency, wallet) holds while its monitoring window is open: one above the highest held, or the
+ * first free one once that reaches the cent (sessionSql.ts `insertSession`).
  */
 
 /**
@@ -32,6 +33,8 @@ export function noDueAmountLeft(params: { chain: ChainName; currency: Currency; 
   );
 }
 
+const LOCK_DUE_AMOUNTS = prepared('SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))');
+
 /**
  * Serialises due-amount picks that could collide, until the transaction ends. A pick for
  * `amount` looks at [amount, amount + bound); two such ranges overlap only when the amounts are
@@ -47,7 +50,7 @@ export async function lockDueAmounts(
   const bucket = params.amount / dueOffsetBound(params.decimals);
   // One statement for both locks (a round trip fewer while the first is held): Postgres evaluates
   // a target list left to right, so every caller takes bucket b before b+1.
-  await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))`, dueLockKeys({ ...params, bucket }));
+  await sql.query(LOCK_DUE_AMOUNTS, dueLockKeys({ ...params, bucket }));
 }
 
 /** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */

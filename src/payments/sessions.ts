@@ -1,4 +1,4 @@
-import type { Sql } from '../store/index.ts';
+import { prepared, type Sql } from '../store/index.ts';
 import { newId } from '../internal/crypto.ts';
 import { getBase58Decoder } from '@solana/kit';
 import { randomBytes } from 'node:crypto';
@@ -19,6 +19,14 @@ export interface CreateSessionParams extends SessionTerms {
   /** From config.monitorWindowSeconds. */
   monitorWindowSeconds: number;
 }
+
+/**
+ * The creation's INSERT and the read by id, prepared: planned once per connection instead of at
+ * every request (planning was most of their Postgres time; their generic plans are the same index
+ * lookups: bench/apiExplain.ts).
+ */
+const INSERT_SESSION = prepared(sessionSql.insertSession());
+const SELECT_SESSION = prepared(sessionSql.selectSession());
 
 /** A fresh Solana Pay reference: a random 32-byte public key in base58. */
 function newSolanaReference(): string {
@@ -44,7 +52,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   const tuple = { chain: params.chain, currency: params.currency, payTo };
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
   // The INSERT picks the unique due amount itself, under the locks just taken.
-  const { rows } = await sql.query(sessionSql.insertSession(), [
+  const { rows } = await sql.query(INSERT_SESSION, [
     newId('ses'),
     params.merchantId,
     params.livemode,
@@ -71,7 +79,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
 
 /** One session of the caller's merchant and mode, or undefined (another merchant's is "not found"). */
 export async function getSession(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<Session | undefined> {
-  const { rows } = await sql.query(sessionSql.selectSession(), [params.id, params.merchantId, params.livemode]);
+  const { rows } = await sql.query(SELECT_SESSION, [params.id, params.merchantId, params.livemode]);
   return rows[0] && toSession(rows[0]);
 }
 

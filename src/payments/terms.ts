@@ -1,10 +1,17 @@
-import type { Sql } from '../store/index.ts';
+import { prepared, type Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { loadChains, currencyDecimals, tokensFor, type ChainConfig, type Currency } from '../internal/chains.ts';
 import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
 import { AmountError, parseAmount } from '../internal/money.ts';
 import { badRequest, conflict } from '../internal/errors.ts';
 import { sandboxWallet } from '../internal/sandboxIds.ts';
+
+/** The creation's two reads (prepared: they run at every creation, and their generic plans are key lookups). */
+const SELECT_DEFAULT_WALLET = prepared('SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND is_default FOR KEY SHARE');
+const SELECT_MERCHANT_CHECKS = prepared(
+  `SELECT (SELECT accept_bridged_tokens FROM merchants WHERE id = $1) AS accept_bridged_tokens,
+          $4::boolean AND EXISTS (SELECT 1 FROM wallets WHERE chain = $2 AND address = $3 AND merchant_id <> $1 AND verified_at IS NOT NULL) AS verified_elsewhere`,
+);
 
 /**
  * A session's terms, checked before anything is written: the same checks for `POST /sessions`
@@ -97,10 +104,7 @@ async function resolvePayTo(
 ): Promise<string> {
   if (!params.livemode) return sandboxWallet(params.chain, params.merchantId);
   if (params.merchantWallet !== undefined) return params.merchantWallet;
-  const { rows } = await sql.query<{ address: string }>('SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND is_default FOR KEY SHARE', [
-    params.merchantId,
-    params.chain,
-  ]);
+  const { rows } = await sql.query<{ address: string }>(SELECT_DEFAULT_WALLET, [params.merchantId, params.chain]);
   if (!rows[0]) {
     throw badRequest(
       `merchantWallet is required: this merchant has no default wallet on ${params.chain}; pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)`,
@@ -170,11 +174,12 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
   const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode });
   // The merchant's flag and, for a live wallet given inline, whether another merchant verified it:
   // one statement (a round trip per check was a tenth of a creation's cost, docs/benchmarks.md).
-  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean | null; verified_elsewhere: boolean }>(
-    `SELECT (SELECT accept_bridged_tokens FROM merchants WHERE id = $1) AS accept_bridged_tokens,
-            $4::boolean AND EXISTS (SELECT 1 FROM wallets WHERE chain = $2 AND address = $3 AND merchant_id <> $1 AND verified_at IS NOT NULL) AS verified_elsewhere`,
-    [params.merchantId, params.chain, payTo, params.livemode && merchantWallet !== undefined],
-  );
+  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean | null; verified_elsewhere: boolean }>(SELECT_MERCHANT_CHECKS, [
+    params.merchantId,
+    params.chain,
+    payTo,
+    params.livemode && merchantWallet !== undefined,
+  ]);
   if (merchantRows[0]!.verified_elsewhere)
     throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
   const includeBridged = merchantRows[0]!.accept_bridged_tokens ?? false;

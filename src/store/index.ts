@@ -228,7 +228,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
           }
           // Which transaction this is, if it wrote anything: should COMMIT go unanswered, its
           // fate can be asked on another connection (a write-free transaction has nothing to lose).
-          const { rows } = await sql.query<{ xid: string | null }>('SELECT txid_current_if_assigned()::text AS xid');
+          const { rows } = await sql.query<{ xid: string | null }>(CURRENT_XID);
           try {
             await sql.query('COMMIT');
           } catch (error) {
@@ -259,6 +259,9 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
     close,
   };
 }
+
+/** Asked before every bounded COMMIT (prepared: one parse per connection, not per request). */
+const CURRENT_XID = prepared('SELECT txid_current_if_assigned()::text AS xid');
 
 /** `query`, run once more when it failed on a stale prepared statement (the failing connection was discarded). */
 function againIfStale(query: Sql['query']): Sql['query'] {

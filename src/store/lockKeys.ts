@@ -49,6 +49,16 @@ export function x402RelayerLockText(chain: string): string {
   return `svc.x402-relayer:${chain}`;
 }
 
+/**
+ * Text for `hashtextextended($1, 0)`: one Idempotency-Key of one account and mode, held by a
+ * request that claims the key inside its own transaction (api/idempotency.ts
+ * `claimIdempotencyKeyInTransaction`) until that transaction ends, so a concurrent retry answers
+ * 409 at once instead of waiting on the uncommitted claim.
+ */
+export function idempotencyKeyLockText(params: { merchantId: string; livemode: boolean; key: string }): string {
+  return `svc.idempotency:${params.merchantId}:${params.livemode}:${params.key}`;
+}
+
 /** An int4 pair key: (class, id). */
 export type LockPair = readonly [classId: number, objectId: number];
 

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
 import { dueLockKeys } from '../../src/payments/dueAmounts.ts';
 import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
+import { idempotencyKeyLockText } from '../../src/store/lockKeys.ts';
 import { buildApi, createClient, newMerchant, WALLET } from '../helpers/api.ts';
 import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
 
@@ -60,6 +61,24 @@ describe('Idempotency-Key', () => {
     const again = await post(urlB, '/v1/payments', m.test, 'order-1', { merchantWallet: WALLET, chain: 'arbitrum', currency: 'USDT', amount: '12' });
     expect(again).toEqual({ status: 201, body: first.body, replayed: 'true', retryAfter: null });
     expect(await sessionsOf(m.id)).toBe(1);
+  });
+
+  test('every creation route claims the key in its own transaction and replays: /sessions, /payments, /checkout/sessions', async () => {
+    const m = await newMerchant(db.store);
+    for (const [index, path] of ['/api/v1/sessions', '/api/v1/payments', '/api/v1/checkout/sessions'].entries()) {
+      const key = `route-${index}`;
+      const first = await post(urlA, path, m.test, key, payment('15'));
+      expect(first.status).toBe(201);
+      expect(await post(urlB, path, m.test, key, payment('15'))).toEqual({ status: 201, body: first.body, replayed: 'true', retryAfter: null });
+      // The stored answer was written by the session's own transaction.
+      const { rows } = await db.store.query<{ claim_xmin: string; session_xmin: string }>(
+        `SELECT k.xmin::text AS claim_xmin, s.xmin::text AS session_xmin FROM idempotency_keys k, payment_sessions s
+          WHERE k.merchant_id = $1 AND k.idempotency_key = $2 AND s.id = $3`,
+        [m.id, key, first.body.id],
+      );
+      expect(rows[0]!.claim_xmin).toBe(rows[0]!.session_xmin);
+    }
+    expect(await sessionsOf(m.id)).toBe(3);
   });
 
   test('the same key with a different body is a 422; a different path is a 422 too', async () => {
@@ -121,12 +140,14 @@ describe('Idempotency-Key', () => {
     const [lockKey] = dueLockKeys({ chain: 'arbitrum', currency: 'USDT', payTo: sandboxWallet('arbitrum', m.id), bucket: 1200n });
     await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [lockKey]);
     const first = post(urlA, '/api/v1/payments', m.test, 'slow', payment());
-    // Wait until the first request has claimed the key.
+    // Wait until the first request waits for that lock: it has claimed the key in its transaction.
     for (let i = 0; i < 100; i++) {
-      const claimed = await db.store.query(`SELECT 1 FROM idempotency_keys WHERE idempotency_key = 'slow' AND state = 'running'`);
-      if (claimed.rowCount) break;
+      const waiting = await db.store.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+      if (waiting.rowCount) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    // The claim is not committed yet: nothing shows outside its transaction.
+    expect((await db.store.query(`SELECT 1 FROM idempotency_keys WHERE idempotency_key = 'slow'`)).rowCount).toBe(0);
     const retry = await post(urlB, '/api/v1/payments', m.test, 'slow', payment());
     expect(retry).toMatchObject({
       status: 409,
@@ -139,6 +160,63 @@ describe('Idempotency-Key', () => {
     expect(done.status).toBe(201);
     expect((await post(urlB, '/api/v1/payments', m.test, 'slow', payment())).body).toEqual(done.body);
     expect(rows.length).toBe(1);
+  });
+
+  test('the occasional cleanup of expired keys cannot fail a creation: a deadlock there is not swallowed inside its transaction', async () => {
+    const m = await newMerchant(db.store);
+    expect((await post(urlA, '/api/v1/payments', m.test, 'expired', payment('13'))).status).toBe(201);
+    await db.store.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 hour' WHERE merchant_id = $1 AND idempotency_key = 'expired'`, [m.id]);
+    // Another transaction holds the expired row (as a concurrent claim taking it over would)...
+    const holder = await db.store.pool.connect();
+    await holder.query('BEGIN');
+    await holder.query(`SELECT 1 FROM idempotency_keys WHERE merchant_id = $1 AND idempotency_key = 'expired' FOR UPDATE`, [m.id]);
+    // ...while this request draws the 1-in-100 cleanup, which waits for that row.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0);
+    try {
+      const creation = post(urlA, '/api/v1/payments', m.test, 'draws-cleanup', payment('14'));
+      for (let i = 0; i < 200; i++) {
+        const waiting = await db.store.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM idempotency_keys%'`);
+        if (waiting.rowCount) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The holder then wants what the request holds if its cleanup runs inside the creation's
+      // transaction (the key's lock): a deadlock, whose victim must not be the creation.
+      const lockText = idempotencyKeyLockText({ merchantId: m.id, livemode: false, key: 'draws-cleanup' });
+      await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockText]).catch(() => {});
+      await holder.query('COMMIT');
+      const answer = await creation;
+      expect(answer.status).toBe(201);
+      expect(await post(urlB, '/api/v1/payments', m.test, 'draws-cleanup', payment('14'))).toMatchObject({ status: 201, body: answer.body, replayed: 'true' });
+    } finally {
+      random.mockRestore();
+      holder.release();
+    }
+  });
+
+  test('a creation whose transaction is retried answers as its last attempt did: a duplicate holding the key by then is a plain 409', async () => {
+    const m = await newMerchant(db.store);
+    const blocker = await db.store.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      // The first attempt claims the key, then waits for a due-amount lock the blocker holds...
+      const [dueLock] = dueLockKeys({ chain: 'arbitrum', currency: 'USDT', payTo: sandboxWallet('arbitrum', m.id), bucket: 1600n });
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [dueLock]);
+      const first = post(urlA, '/api/v1/payments', m.test, 'retried', payment('16'));
+      for (let i = 0; i < 200; i++) {
+        if ((await db.store.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rowCount) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // ...while the blocker, standing for a duplicate, wants the key: a deadlock that the first
+      // attempt loses; its retry finds the key held and answers 409, as any request would.
+      const lockText = idempotencyKeyLockText({ merchantId: m.id, livemode: false, key: 'retried' });
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockText]);
+      const answer = await first;
+      expect(answer).toMatchObject({ status: 409, retryAfter: '1', replayed: null });
+    } finally {
+      await blocker.query('COMMIT');
+      blocker.release();
+    }
+    expect((await post(urlA, '/api/v1/payments', m.test, 'retried', payment('16'))).status).toBe(201);
   });
 
   test('concurrent identical requests on two processes create exactly one session; the others get 409 or the replay', async () => {

@@ -140,4 +140,25 @@ describe('rate limits (spec §8), counted in Postgres across two processes', () 
     await app1.close();
     await app2.close();
   });
+
+  test("the dashboard spends a per-IP budget of its own: its pages neither eat the API's nor are locked out by it", async () => {
+    await freshWindow(15);
+    const app = buildApi(db.store, { rateLimits: { ip: 5, dashboardIp: 8 } });
+    await app.ready();
+    try {
+      const ip = `10.8.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+      const page = () => app.inject({ method: 'GET', url: '/dashboard/sign-in', remoteAddress: ip });
+      const api = () => app.inject({ method: 'GET', url: '/api/v1/health', remoteAddress: ip });
+      for (let i = 0; i < 8; i++) expect((await page()).statusCode).toBe(200);
+      // Eight dashboard requests left the API's five untouched.
+      for (let i = 0; i < 5; i++) expect((await api()).statusCode).toBe(200);
+      expect((await api()).statusCode).toBe(429);
+      const refused = await page();
+      expect(refused.statusCode).toBe(429);
+      expect(refused.headers['content-type']).toMatch(/^text\/html/);
+      expect(refused.body).toMatch(/rate limit exceeded: 8 requests from one IP address per minute/);
+    } finally {
+      await app.close();
+    }
+  });
 });

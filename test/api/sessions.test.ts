@@ -247,14 +247,32 @@ describe('unique due amounts', () => {
         const offset = due - BigInt(Math.round(Number(amounts[i]) * 1e6));
         expect(offset >= 0n && offset < 10_000n).toBe(true);
       }
-      // Each price takes the smallest free amounts, with no gap: 16 at 3 USDC, 8 at 3.0001 USDC.
+      // 3.0001 USDC's range is inside 3 USDC's, so 3 USDC may pick above 3.0001's amounts; but
+      // 3.0001 USDC's own range holds only amounts taken one above the other: no gap.
       const sorted = (values: bigint[]) => [...values].sort((a, b) => (a < b ? -1 : 1));
-      expect(sorted(dues.filter((_, i) => amounts[i] === '3'))).toEqual(Array.from({ length: 16 }, (_, k) => 3_000_000n + BigInt(k)));
-      expect(sorted(dues.filter((_, i) => amounts[i] === '3.0001'))).toEqual(Array.from({ length: 8 }, (_, k) => 3_000_100n + BigInt(k)));
+      expect(sorted(dues.filter((due) => due >= 3_000_100n))[0]).toBe(3_000_100n);
     } finally {
       await secondApi.close();
       await secondStore.close();
     }
+  });
+
+  test('the due amount is one above the highest held; the first free one only once that reaches one cent', async () => {
+    const m = await newMerchant(db.store);
+    const hold = (offsets: number[]) =>
+      db.store.query(
+        `INSERT INTO payment_sessions (id, merchant_id, livemode, chain, currency, decimals, amount, amount_due, fee, token_addresses, pay_to, required_confirmations, expires_at, monitor_until)
+         SELECT 'ses_hold' || k, $1, false, 'polygon', 'USDC', 6, 7000000, 7000000 + k, 70000, ARRAY['0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359'], $2, 32, now() + interval '1 hour', now() + interval '2 hours'
+         FROM unnest($3::int[]) AS k`,
+        [m.id, sandboxWallet('polygon', m.id), offsets],
+      );
+    const create = async () => (await call('POST', '/api/v1/payments', { key: m.test, body: body({ amount: '7', chain: 'polygon' }) })).body.amountDueBaseUnits;
+    await hold([0, 1, 3]);
+    expect(await create()).toBe('7000004');
+    await hold([9999]);
+    // The top is taken: the gap at 2, then the one at 5 (4 was just taken).
+    expect(await create()).toBe('7000002');
+    expect(await create()).toBe('7000005');
   });
 
   test('a reservation whose monitoring window closed frees its due amount', async () => {

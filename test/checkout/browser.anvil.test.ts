@@ -6,13 +6,10 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { newMerchant, WALLET } from '../helpers/api.ts';
 import { addWallet } from '../../src/accounts/index.ts';
-import { createEngine, type Engine } from '../../src/engine/index.ts';
-import { createIngest, type Ingest } from '../../src/ingest/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { createLogger } from '../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { formatAmount } from '../../src/internal/money.ts';
 import { makeSession } from '../helpers/checkoutSessions.ts';
+import { startLivePipeline } from '../helpers/livePipeline.ts';
 import {
   collectPageProblems,
   decodeQr,
@@ -34,8 +31,7 @@ let anvil: Anvil;
 let browser: Browser;
 let server: { app: FastifyInstance; url: string };
 let merchantSite: Awaited<ReturnType<typeof startMerchantSite>>;
-let engine: Engine;
-let ingest: Ingest;
+let pipeline: ReturnType<typeof startLivePipeline>;
 
 beforeAll(async () => {
   [anvil, browser, server, merchantSite] = await Promise.all([
@@ -45,22 +41,11 @@ beforeAll(async () => {
     startMerchantSite(),
   ]);
   await anvil.installChainTokens();
-  const logger = createLogger({ level: 'silent' });
-  const metrics = createMetricsRegistry({ defaultMetrics: false });
-  engine = createEngine({ store: db.store, logger, metrics });
-  ingest = createIngest({
-    config: loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl, LOG_LEVEL: 'silent' }),
-    store: db.store,
-    connectionString: db.connectionString,
-    logger,
-    metrics,
-    onChainChange: (change) => engine.onChainChange(change),
-    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
-  });
+  const config = loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl, LOG_LEVEL: 'silent' });
+  pipeline = startLivePipeline({ store: db.store, connectionString: db.connectionString, config });
 });
 afterAll(async () => {
-  await ingest?.stop();
-  await engine?.idle();
+  await pipeline?.close();
   await browser?.close();
   await server?.app.close();
   await merchantSite?.close();

@@ -122,8 +122,12 @@ async function startIngest(): Promise<void> {
 const checked = (hash: string) =>
   until(
     async () =>
-      (await db.store.query('SELECT session_id, match_method FROM transfers WHERE tx_hash = $1 AND match_checked_at IS NOT NULL', [hash.toLowerCase()]))
-        .rows[0],
+      (
+        await db.store.query(
+          'SELECT session_id, match_method FROM transfers t WHERE tx_hash = $1 AND NOT EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id)',
+          [hash.toLowerCase()],
+        )
+      ).rows[0],
     `${hash} stored and matched`,
   );
 

@@ -4,6 +4,7 @@ import { getBase58Decoder } from '@solana/kit';
 import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
 import { claimTransaction, createEngine } from '../../src/engine/index.ts';
+import { addWallet } from '../../src/accounts/index.ts';
 import { ConflictError } from '../../src/internal/errors.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, insertTransfer, newEvmWallet, newMerchant, newSession, setHead, statusOf } from '../helpers/engine.ts';
@@ -32,8 +33,11 @@ const claim = (sessionId: string, txHash: string, source: 'proof' | 'x402' = 'pr
   db.store.transaction((sql) => claimTransaction(sql, { sessionId, chain, txHash, source }));
 
 async function transferOf(txHash: string) {
-  const { rows } = await db.store.query('SELECT session_id, match_method, match_checked_at FROM transfers WHERE tx_hash = $1', [txHash]);
-  return rows[0] as { session_id: string | null; match_method: string | null; match_checked_at: Date | null };
+  const { rows } = await db.store.query(
+    'SELECT session_id, match_method, EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id) AS undecided FROM transfers t WHERE tx_hash = $1',
+    [txHash],
+  );
+  return rows[0] as { session_id: string | null; match_method: string | null; undecided: boolean };
 }
 
 async function claimOf(txHash: string) {
@@ -93,7 +97,7 @@ describe('claimTransaction() on a transfer already stored', () => {
     // The claimant learns that another session has it, never which one (a session id is its checkout's capability).
     await expect(claim(second.id, txHash)).rejects.toThrow(`transaction ${txHash} cannot be claimed for this session: its amount pays another payment session`);
     expect(await claimOf(txHash)).toBeUndefined();
-    expect(await transferOf(txHash)).toMatchObject({ session_id: null, match_checked_at: null });
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null, undecided: true });
   });
 
   test("a proof from another merchant's session on the same unverified address yields to the exact due amount too", async () => {
@@ -117,6 +121,53 @@ describe('claimTransaction() on a transfer already stored', () => {
     expect(await statusOf(db.store, hijacker.id)).toMatchObject({ status: 'created' });
     // The payer of the session it pays can still prove it.
     expect(await claim(paid.id, txHash)).toMatchObject({ created: true, sessionStatus: 'confirming' });
+  });
+
+  test("on an address its owner verified, the other merchant's session outranks no proof, and its own proofs still yield to the owner's exact due amount", async () => {
+    const owner = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const ownerExact = await newSession(db.store, { merchantId: owner, wallet, amount: '10' });
+    const ownerProved = await newSession(db.store, { merchantId: owner, wallet, amount: '40' });
+    const other = await newMerchant(db.store);
+    const others = await newSession(db.store, { merchantId: other, wallet, amount: '25' });
+    await addWallet(db.store, { merchantId: owner, chain, address: wallet, verifiedBy: 'operator' });
+    const base = await nextBase();
+    // The owner's customer paid the other session's due amount by mistake and proves it: that
+    // session never takes a transfer by amount here, so it does not stand in the way.
+    const mistaken = await insertTransfer(db.store, { to: wallet, amount: others.amountDue, block: base });
+    // A proof for the other merchant's session is refused on the owner's verified address.
+    const exact = await insertTransfer(db.store, { to: wallet, amount: ownerExact.amountDue, block: base + 1n });
+    await setHead(db.store, { head: base + 1n });
+    expect(await claim(ownerProved.id, mistaken.txHash)).toMatchObject({ created: true, sessionStatus: 'confirming' });
+    expect(await transferOf(mistaken.txHash)).toMatchObject({ session_id: ownerProved.id, match_method: 'claim' });
+    await expect(claim(others.id, exact.txHash)).rejects.toThrow(
+      `transaction ${exact.txHash} cannot be claimed for this session: its wallet is verified by another account`,
+    );
+    expect(await claimOf(exact.txHash)).toBeUndefined();
+    await engine().reconcile({ chain, livemode });
+    expect(await transferOf(exact.txHash)).toMatchObject({ session_id: ownerExact.id, match_method: 'amount' });
+    expect(await statusOf(db.store, others.id)).toMatchObject({ status: 'created', amount_received: '0' });
+  });
+
+  test("a proof for the other merchant's session on an address its owner verified is refused, stored or not; the owner's transfer stays the owner's", async () => {
+    const owner = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const other = await newMerchant(db.store);
+    const others = await newSession(db.store, { merchantId: other, wallet, amount: '25' });
+    await addWallet(db.store, { merchantId: owner, chain, address: wallet, verifiedBy: 'operator' });
+    const base = await nextBase();
+    // A transfer the owner's matching left unmatched (no owner session asks for it).
+    const stray = await insertTransfer(db.store, { to: wallet, amount: 3_000_000n, block: base });
+    await setHead(db.store, { head: base });
+    await engine().reconcile({ chain, livemode });
+    expect(await transferOf(stray.txHash)).toMatchObject({ session_id: null });
+    const refusal = `cannot be claimed for this session: its wallet is verified by another account`;
+    await expect(claim(others.id, stray.txHash)).rejects.toThrow(refusal);
+    // Nor waiting for a transaction not stored yet.
+    await expect(claim(others.id, `0x${'ab'.repeat(32)}`)).rejects.toThrow(refusal);
+    expect(await claimOf(stray.txHash)).toBeUndefined();
+    expect(await transferOf(stray.txHash)).toMatchObject({ session_id: null });
+    expect(await statusOf(db.store, others.id)).toMatchObject({ status: 'created', amount_received: '0' });
   });
 
   test('a transfer to another wallet, in another token, or paid before the session existed is refused', async () => {
@@ -153,6 +204,25 @@ describe('a claim made before the ingester stored the transaction', () => {
     expect(await transferOf(txHash)).toMatchObject({ session_id: second.id, match_method: 'claim' });
     expect(await statusOf(db.store, second.id)).toMatchObject({ status: 'confirmed' });
     expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'created' });
+  });
+
+  test("a proof for the other merchant's session made before the owner verified the address takes no transfer stored after: it waits for the owner", async () => {
+    const owner = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const other = await newMerchant(db.store);
+    const others = await newSession(db.store, { merchantId: other, wallet, amount: '25' });
+    const txHash = `0x${'5d'.repeat(32)}`;
+    // Nobody verified the address yet: the proof is taken and waits for the transaction.
+    expect(await claim(others.id, txHash, 'proof')).toMatchObject({ created: true, transferIds: [] });
+    await addWallet(db.store, { merchantId: owner, chain, address: wallet, verifiedBy: 'operator' });
+    const base = await nextBase();
+    await insertTransfer(db.store, { to: wallet, amount: others.amountDue, block: base, txHash });
+    await setHead(db.store, { head: base });
+    await engine().reconcile({ chain, livemode });
+    // As a proof made now would be refused (claimTransaction), the waiting one is refused too.
+    expect(await transferOf(txHash)).toMatchObject({ session_id: null });
+    expect((await claimOf(txHash))?.refused_reason).toMatch(/verified by another account/);
+    expect(await statusOf(db.store, others.id)).toMatchObject({ status: 'created', amount_received: '0' });
   });
 
   test("a payer proof yields to another session's exact due amount; the refusal is recorded on the claim", async () => {

@@ -83,4 +83,26 @@ describe('several engines on one database', () => {
     const { rows } = await db.store.query<{ type: string }>('SELECT type FROM events WHERE session_id = $1', [session.id]);
     expect(rows.map((r) => r.type)).toEqual(['payment.expired']);
   });
+
+  test('chain changes arriving while a run matches defer its evaluation to a later run, and the run with nothing queued behind it evaluates: every session moves once', async () => {
+    const engine = createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }) });
+    const merchantId = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    const sessions = [];
+    for (let i = 0; i < 12; i++) sessions.push(await newSession(db.store, { merchantId, wallet, amount: '9' }));
+    await setHead(db.store, { head: 300n });
+    // A backfill as the ingester commits it: a transfer per commit, each followed by a chain
+    // change without waiting, so most arrive while a run is under way and are coalesced.
+    for (const [i, s] of sessions.entries()) {
+      await insertTransfer(db.store, { to: wallet, amount: s.amountDue, block: 300n + BigInt(i) });
+      engine.onChainChange({ chain: 'polygon', livemode: true, kind: 'transfers' });
+    }
+    await engine.idle();
+    const { rows } = await db.store.query<{ status: string; types: string[] }>(
+      `SELECT s.status, array(SELECT type FROM events e WHERE e.session_id = s.id ORDER BY seq) AS types FROM payment_sessions s WHERE s.id = ANY($1)`,
+      [sessions.map((s) => s.id)],
+    );
+    expect(rows).toHaveLength(12);
+    for (const row of rows) expect(row).toEqual({ status: 'confirming', types: ['payment.confirming'] });
+  });
 });

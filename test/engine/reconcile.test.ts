@@ -4,7 +4,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { merchantFees } from '../../src/payments/sessions.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf } from '../helpers/engine.ts';
+import { eventsOf, expireNow, insertTransfer, newEvmWallet, newMerchant, newSession, removeAbove, setHead, statusOf, usdc } from '../helpers/engine.ts';
 
 const db = useTestDatabase('engine_reconcile');
 const logger = pino({ level: 'silent' });
@@ -168,9 +168,51 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
     await setHead(db.store, { head: base + 31n });
     const result = await e.reconcile({ chain, livemode });
     expect(result.unmatched).toBe(1);
-    const { rows } = await db.store.query('SELECT session_id, match_checked_at FROM transfers WHERE id = $1', [id]);
-    expect(rows[0]).toMatchObject({ session_id: null, match_checked_at: expect.any(Date) });
+    const { rows } = await db.store.query(
+      'SELECT session_id, EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id) AS undecided FROM transfers t WHERE id = $1',
+      [id],
+    );
+    expect(rows[0]).toEqual({ session_id: null, undecided: false });
     expect(await eventsOf(db.store, session.id)).toEqual(['payment.expired']);
+  });
+
+  test("removed transfers waiting in matching's queue, more than a batch of them, do not hold back the transfers behind them", async () => {
+    // On a chain of its own, so the other tests' passes do not step over these entries.
+    const arbitrum = 'arbitrum' as const;
+    const merchantId = await newMerchant(db.store);
+    const wallet = newEvmWallet(arbitrum);
+    const session = await newSession(db.store, { merchantId, wallet, amount: '10', chain: arbitrum });
+    // 5,001 transfers nobody decided, then a reorg removes them all (they wait for a re-inclusion).
+    await db.store.query(
+      `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, to_address, amount)
+       SELECT true, $1, '0x' || lpad(to_hex(g), 64, '0'), 0, 100 + g / 1000, '0x01', now(), $2, $3, 7 FROM generate_series(1, 5001) g`,
+      [arbitrum, usdc(arbitrum), wallet],
+    );
+    await removeAbove(db.store, { chain: arbitrum, block: 99n });
+    const { id } = await insertTransfer(db.store, { chain: arbitrum, to: wallet, amount: session.amountDue, block: 200n });
+    await setHead(db.store, { chain: arbitrum, head: 200n });
+    const result = await engine().reconcile({ chain: arbitrum, livemode });
+    expect(result).toMatchObject({ matched: 1, unmatched: 0 });
+    expect(await statusOf(db.store, session.id)).toMatchObject({ status: 'confirming' });
+    const { rows } = await db.store.query<{ queued: number; paying: boolean }>(
+      `SELECT count(*)::int AS queued, bool_or(transfer_id = $2) AS paying FROM transfers_undecided WHERE chain = $1`,
+      [arbitrum, id],
+    );
+    // The removed ones still wait (a re-inclusion decides them then); the paying one left.
+    expect(rows[0]).toEqual({ queued: 5001, paying: false });
+  });
+
+  test('a transfer attributed by hand before matching looked at it is decided: it leaves the queue and is listed nowhere as waiting', async () => {
+    const e = engine();
+    const { wallet, session, base } = await setup('10');
+    const { id } = await insertTransfer(db.store, { to: wallet, amount: 3n, block: base });
+    const queued = async () => (await db.store.query('SELECT 1 FROM transfers_undecided WHERE transfer_id = $1', [id])).rowCount;
+    expect(await queued()).toBe(1);
+    // Attributed by other means while still queued (a direct write, as a tool would make it).
+    await db.store.query(`UPDATE transfers SET session_id = $1, match_method = 'manual', matched_at = now() WHERE id = $2`, [session.id, id]);
+    await setHead(db.store, { head: base });
+    expect(await e.reconcile({ chain, livemode })).toMatchObject({ matched: 0, unmatched: 0 });
+    expect(await queued()).toBe(0);
   });
 
   test('a reorg that removes an unconfirmed transfer takes the session back to created (payment.reorged)', async () => {

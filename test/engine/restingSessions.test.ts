@@ -52,14 +52,21 @@ describe('sessions at rest', () => {
     expect(rows).toEqual([{ kind: 'deep_reorg' }]);
   });
 
+  /** Attributes the transfer in `block` to the session as a manual attribution leaves it: attributed, out of matching's queue. */
+  const attributeByHand = async (sessionId: string, block: bigint) => {
+    await db.store.query(`UPDATE transfers SET session_id = $1, match_method = 'manual', matched_at = now() WHERE block_number = $2 AND chain = $3`, [
+      sessionId,
+      block,
+      chain,
+    ]);
+    await db.store.query('DELETE FROM transfers_undecided WHERE block_number = $1 AND chain = $2', [block, chain]);
+  };
+
   test('a duplicate payment to a settled session marks it and is reported as overpaid once it is confirmed', async () => {
     const { e, session, wallet, base } = await settledSession();
     // Inserted already attributed (as a manual attribution leaves it), one block later.
     await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base + 41n });
-    await db.store.query(
-      `UPDATE transfers SET session_id = $1, match_method = 'manual', matched_at = now(), match_checked_at = now() WHERE block_number = $2 AND chain = $3`,
-      [session.id, base + 41n, chain],
-    );
+    await attributeByHand(session.id, base + 41n);
     expect(await marked(session.id)).toBe(true);
     await setHead(db.store, { head: base + 80n, finalized: base + 41n });
     await e.reconcile({ chain, livemode });
@@ -70,10 +77,7 @@ describe('sessions at rest', () => {
   test('a duplicate seen before it is confirmed keeps the mark until it is final, so its confirmation is still reported', async () => {
     const { e, session, wallet, base } = await settledSession();
     await insertTransfer(db.store, { to: wallet, amount: 10_000_000n, block: base + 41n });
-    await db.store.query(
-      `UPDATE transfers SET session_id = $1, match_method = 'manual', matched_at = now(), match_checked_at = now() WHERE block_number = $2 AND chain = $3`,
-      [session.id, base + 41n, chain],
-    );
+    await attributeByHand(session.id, base + 41n);
     // The pass reads it one block deep: nothing to report yet, and the mark must survive, since
     // its confirmations grow with the head and no transfer row changes again.
     await setHead(db.store, { head: base + 41n, finalized: base });

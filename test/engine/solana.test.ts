@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest';
 import pino from 'pino';
 import { getBase58Decoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
+import { addWallet } from '../../src/accounts/index.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { eventsOf, insertTransfer, newMerchant, newSession, setHead, statusOf } from '../helpers/engine.ts';
@@ -49,6 +50,37 @@ describe('solana: Solana Pay reference matching and finalized-only confirmation'
     expect(await statusOf(db.store, first.id)).toMatchObject({ status: 'settled', amount_received: '5000001' });
     expect(await eventsOf(db.store, first.id)).toEqual(['payment.confirming', 'payment.confirmed', 'payment.overpaid', 'payment.settled']);
     expect(await eventsOf(db.store, second.id)).toEqual([]);
+  });
+
+  test("on an address another merchant verified, a session's reference still pays it, its amount alone never does", async () => {
+    const e = engine();
+    const owner = await newMerchant(db.store);
+    const other = await newMerchant(db.store);
+    const wallet = solanaAddress();
+    const ownerSession = await newSession(db.store, { merchantId: owner, wallet, amount: '5', chain });
+    const byReference = await newSession(db.store, { merchantId: other, wallet, amount: '7', chain });
+    const byAmount = await newSession(db.store, { merchantId: other, wallet, amount: '9', chain });
+    await addWallet(db.store, { merchantId: owner, chain, address: wallet, verifiedBy: 'operator' });
+    const send = (amount: bigint, block: bigint, referenceKeys: string[] = []) =>
+      insertTransfer(db.store, { chain, to: wallet, token: USDC_MINT, amount, block, referenceKeys, txHash: signature() });
+    // The reference is a random key only that session's checkout shows: decisive whoever verified the address.
+    const referenced = await send(byReference.amountDue, 2000n, [byReference.reference!]);
+    const exactForOwner = await send(ownerSession.amountDue, 2001n);
+    // (Before the owner's session was paid, rule 5 would have given it this one as its lone
+    // waiting session's overpayment: as if the other merchant's sessions were not there.)
+    const exactForOther = await send(byAmount.amountDue, 2002n);
+    await setHead(db.store, { chain, head: 2010n, finalized: 1990n });
+    await e.reconcile({ chain, livemode: true });
+    const { rows } = await db.store.query<{ id: bigint; session_id: string | null; match_method: string | null }>(
+      'SELECT id, session_id, match_method FROM transfers WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [[referenced.id, exactForOwner.id, exactForOther.id]],
+    );
+    expect(rows.map(({ session_id, match_method }) => ({ session_id, match_method }))).toEqual([
+      { session_id: byReference.id, match_method: 'reference' },
+      { session_id: ownerSession.id, match_method: 'amount' },
+      { session_id: null, match_method: null },
+    ]);
+    expect(await statusOf(db.store, byAmount.id)).toMatchObject({ status: 'created', amount_received: '0' });
   });
 
   test('a reference naming a session on another wallet does not pay it, nor anything else', async () => {

@@ -18,7 +18,7 @@ import { createOpenApiChecker } from './openapiCheck.ts';
 export const PUBLIC_URL = 'https://pay.example.test';
 
 /** Limits high enough that only the rate-limit tests meet them. */
-export const GENEROUS_LIMITS: RateLimits = { create: 100_000, read: 100_000, write: 100_000, ip: 1_000_000, publicCreate: 100_000 };
+export const GENEROUS_LIMITS: RateLimits = { create: 100_000, read: 100_000, write: 100_000, ip: 1_000_000, publicCreate: 100_000, dashboardIp: 1_000_000 };
 
 export const box = createSecretBox(randomBytes(32));
 

@@ -1,22 +1,15 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Address } from 'viem';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
+import { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createApi } from '../../src/api/index.ts';
-import { createDelivery } from '../../src/delivery/index.ts';
-import { createEngine, type Engine } from '../../src/engine/index.ts';
-import { createIngest, type Ingest } from '../../src/ingest/index.ts';
-import { createSandbox, SANDBOX_OUTCOMES, type Sandbox } from '../../src/sandbox/index.ts';
+import { createSandbox, SANDBOX_OUTCOMES } from '../../src/sandbox/index.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { createLogger } from '../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { verifyWebhook } from '../../src/receiver/verify.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
 /**
@@ -27,81 +20,51 @@ import { waitFor } from '../helpers/waitFor.ts';
 const db = useTestDatabase('sandbox_equivalence');
 const chain = 'polygon' as const;
 const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
-const logger = createLogger({ level: 'silent' });
-const stop = new AbortController();
-const received: { event: string; sessionId: string; livemode: boolean }[] = [];
 let anvil: Anvil;
-let engine: Engine;
-let ingest: Ingest;
-let sandbox: Sandbox;
+let pipeline: ReturnType<typeof startLivePipeline>;
 let app: ReturnType<typeof createApi>;
-let delivery: ReturnType<typeof createDelivery>;
-let receiver: http.Server;
+let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
-const loops: Promise<void>[] = [];
 
 beforeAll(async () => {
   anvil = await startAnvil({ chain });
   await anvil.installChainTokens();
   const config = loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl, LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '10' });
-  const metrics = createMetricsRegistry({ defaultMetrics: false });
-  engine = createEngine({ store: db.store, logger, metrics, intervalMs: 200 });
-  sandbox = createSandbox({ store: db.store, logger, chains: loadChains(), blockMs: 10, reconcile: async (change) => void (await engine.reconcile(change)) });
-  ingest = createIngest({
-    config,
+  pipeline = startLivePipeline({ store: db.store, connectionString: db.connectionString, config });
+  const { engine, logger, metrics } = pipeline;
+  const sandbox = createSandbox({
     store: db.store,
-    connectionString: db.connectionString,
     logger,
-    metrics: createMetricsRegistry({ defaultMetrics: false }),
-    onChainChange: (change) => engine.onChainChange(change),
-    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
+    chains: loadChains(),
+    blockMs: 10,
+    reconcile: async (change) => void (await engine.reconcile(change)),
   });
-  loops.push(engine.run(stop.signal), sandbox.run(stop.signal));
+  pipeline.track(sandbox.run(pipeline.signal));
   app = createApi({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
   await app.ready();
   merchant = await newMerchant(db.store, 'Twin Shop');
 
   // The merchant's webhook receiver, verifying every delivery.
-  let secret = '';
-  receiver = http.createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk) => (body += chunk));
-    request.on('end', async () => {
-      await verifyWebhook(body, request.headers, secret);
-      const envelope = JSON.parse(body);
-      received.push({ event: envelope.event, sessionId: envelope.data.id, livemode: envelope.livemode });
-      response.writeHead(200).end();
-    });
+  receiver = await startVerifyingReceiver();
+  const registered = await app.inject({
+    method: 'POST',
+    url: '/api/v1/webhooks',
+    headers: { authorization: `Bearer ${merchant.test}` },
+    payload: { url: receiver.url },
   });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-  const registered = await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: { authorization: `Bearer ${merchant.test}` }, payload: { url } });
   expect(registered.statusCode).toBe(201);
-  secret = registered.json().secret;
-  delivery = createDelivery({
-    store: db.store,
-    logger,
-    metrics,
-    config: { webhookAllowPrivate: false, webhookAllowPrivateSandbox: true },
-    box,
-    pollIntervalMs: 50,
-  });
-  await delivery.start();
-  await waitFor(
-    async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1,
-    'first checkpoint',
-  );
+  receiver.useSecret(registered.json().secret);
+  await pipeline.startDelivery({ chain, webhookAllowPrivate: false });
 });
 
 afterAll(async () => {
-  stop.abort();
-  await Promise.all(loops);
-  await delivery?.stop();
-  await ingest?.stop();
+  await pipeline?.close();
   await app?.close();
   await anvil?.stop();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.close();
 });
+
+const received = () => receiver.received;
 
 async function api(method: 'GET' | 'POST', url: string, key: string, payload?: unknown) {
   const response = await app.inject({
@@ -139,8 +102,8 @@ describe('sandbox through the API and webhooks', () => {
       expect(paid.body).toMatchObject({ sessionId: session.id, outcome, livemode: false });
       await waitFor(async () => (await eventsOf(db.store, session.id)).length >= EXPECTED[outcome]!.length, `${outcome} events`);
       expect(await eventsOf(db.store, session.id)).toEqual(EXPECTED[outcome]);
-      await waitFor(async () => received.filter((r) => r.sessionId === session.id).length >= EXPECTED[outcome]!.length, `${outcome} webhooks`);
-      expect(received.filter((r) => r.sessionId === session.id)).toEqual(
+      await waitFor(async () => received().filter((r) => r.sessionId === session.id).length >= EXPECTED[outcome]!.length, `${outcome} webhooks`);
+      expect(received().filter((r) => r.sessionId === session.id)).toEqual(
         EXPECTED[outcome]!.map((event) => ({ event, sessionId: session.id, livemode: false })),
       );
       // The sandbox routes its payment by a reference kept on the session; on an EVM chain that is
@@ -163,7 +126,7 @@ describe('sandbox through the API and webhooks', () => {
     expect((await api('POST', `/api/v1/sandbox/sessions/${liveSession.id}/pay`, merchant.test, { outcome: 'exact' })).status).toBe(404);
     const listed = await api('GET', '/v1/payments?limit=100', merchant.test);
     expect(listed.body.data.map((p: { id: string }) => p.id)).not.toContain(liveSession.id);
-    expect(received.some((r) => r.livemode)).toBe(false);
+    expect(received().some((r) => r.livemode)).toBe(false);
   });
 });
 

@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
@@ -16,15 +14,10 @@ import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createApi } from '../../src/api/index.ts';
-import { createDelivery } from '../../src/delivery/index.ts';
-import { createEngine, type Engine } from '../../src/engine/index.ts';
-import { createIngest, type Ingest } from '../../src/ingest/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { createLogger } from '../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { verifyWebhook } from '../../src/receiver/verify.ts';
 import { createX402 } from '../../src/x402/index.ts';
 import { waitFor } from '../helpers/waitFor.ts';
+import { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
 
 /**
  * x402 end to end on anvil as polygon (chain 137) with a FiatToken-compatible EIP-3009 token at
@@ -37,22 +30,15 @@ import { waitFor } from '../helpers/waitFor.ts';
 const db = useTestDatabase('x402_e2e');
 const chain = 'polygon' as const;
 const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
-const logger = createLogger({ level: 'silent' });
-const stop = new AbortController();
-const received: { event: string; sessionId: string }[] = [];
 const payer = privateKeyToAccount(generatePrivateKey());
 const relayerKey = generatePrivateKey();
 let anvil: Anvil;
-let engine: Engine;
-let ingest: Ingest;
+let pipeline: ReturnType<typeof startLivePipeline>;
 let app: ReturnType<typeof createApi>;
 let baseUrl: string;
-let delivery: ReturnType<typeof createDelivery>;
-let receiver: http.Server;
+let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
 let wallet: Address;
-const loops: Promise<void>[] = [];
-const metrics = createMetricsRegistry({ defaultMetrics: false });
 
 /** The payer's x402 client: @x402/evm's exact scheme on polygon, signing with the payer key. */
 function payerClient() {
@@ -74,17 +60,8 @@ beforeAll(async () => {
     SVC_PUBLIC_URL: 'http://127.0.0.1:1',
     LOG_LEVEL: 'silent',
   });
-  engine = createEngine({ store: db.store, logger, metrics, intervalMs: 200 });
-  ingest = createIngest({
-    config,
-    store: db.store,
-    connectionString: db.connectionString,
-    logger,
-    metrics,
-    onChainChange: (change) => engine.onChainChange(change),
-    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
-  });
-  loops.push(engine.run(stop.signal));
+  pipeline = startLivePipeline({ store: db.store, connectionString: db.connectionString, config });
+  const { logger, metrics } = pipeline;
   const x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 100 });
   app = createApi({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
   baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -94,45 +71,18 @@ beforeAll(async () => {
   await addWallet(db.store, { merchantId: merchant.id, chain, address: wallet, verifiedBy: 'operator' });
 
   // The merchant's webhook receiver, verifying every delivery.
-  let secret = '';
-  receiver = http.createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk) => (body += chunk));
-    request.on('end', async () => {
-      await verifyWebhook(body, request.headers, secret);
-      const envelope = JSON.parse(body);
-      received.push({ event: envelope.event, sessionId: envelope.data.id });
-      response.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-  const registered = await api('POST', '/api/v1/webhooks', { url: hooks });
+  receiver = await startVerifyingReceiver();
+  const registered = await api('POST', '/api/v1/webhooks', { url: receiver.url });
   expect(registered.status).toBe(201);
-  secret = registered.body.secret;
-  delivery = createDelivery({
-    store: db.store,
-    logger,
-    metrics,
-    config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
-    box,
-    pollIntervalMs: 50,
-  });
-  await delivery.start();
-  await waitFor(
-    async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1,
-    'first checkpoint',
-  );
+  receiver.useSecret(registered.body.secret);
+  await pipeline.startDelivery({ chain, webhookAllowPrivate: true });
 });
 
 afterAll(async () => {
-  stop.abort();
-  await Promise.all(loops);
-  await delivery?.stop();
-  await ingest?.stop();
+  await pipeline?.close();
   await app?.close();
   await anvil?.stop();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.close();
 });
 
 async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
@@ -200,10 +150,10 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     expect(await matchOf(settled.transaction)).toEqual({ session_id: session.id, match_method: 'claim' });
     await anvil.mine(32);
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirmed', 'confirmed');
-    await waitFor(async () => received.filter((hook) => hook.sessionId === session.id).length >= 2, 'webhooks');
-    expect(received.filter((hook) => hook.sessionId === session.id).map((hook) => hook.event)).toEqual(['payment.confirming', 'payment.confirmed']);
+    await waitFor(async () => receiver.received.filter((hook) => hook.sessionId === session.id).length >= 2, 'webhooks');
+    expect(receiver.received.filter((hook) => hook.sessionId === session.id).map((hook) => hook.event)).toEqual(['payment.confirming', 'payment.confirmed']);
     // The relayer's gas is read after each settlement; outcomes are counted.
-    const exported = await metrics.metrics();
+    const exported = await pipeline.metrics.metrics();
     expect(exported).toMatch(/svc_x402_relayer_gas_balance\{chain="polygon",address="0x[0-9a-fA-F]{40}"\} 0\.9\d+/);
     expect(exported).toContain('svc_x402_settlements_total{chain="polygon",outcome="settled"} 1');
     // Paid: the x402 URL now answers the state, so a client does not pay again.
@@ -275,6 +225,6 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'facilitator session confirmed');
     expect(await matchOf(settled.transaction)).toEqual({ session_id: sessionId, match_method: 'claim' });
     expect(await eventsOf(db.store, sessionId)).toEqual(['payment.confirming', 'payment.confirmed']);
-    await waitFor(async () => received.filter((hook) => hook.sessionId === sessionId).length >= 2, 'facilitator session webhooks');
+    await waitFor(async () => receiver.received.filter((hook) => hook.sessionId === sessionId).length >= 2, 'facilitator session webhooks');
   });
 });

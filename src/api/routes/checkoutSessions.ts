@@ -30,7 +30,7 @@ export function checkoutSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
   typed.post(
     '/checkout/sessions',
     {
-      config: { rateLimit: 'create' },
+      config: { rateLimit: 'create', idempotency: 'in-handler' },
       schema: {
         tags: ['Interface B'],
         summary: 'Create a checkout session',

@@ -67,7 +67,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   typed.post(
     '/payments',
     {
-      config: { rateLimit: 'create' },
+      config: { rateLimit: 'create', idempotency: 'in-handler' },
       schema: {
         tags: ['Interface B'],
         summary: 'Create a payment',

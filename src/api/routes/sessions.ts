@@ -18,7 +18,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   typed.post(
     '/sessions',
     {
-      config: { rateLimit: 'create' },
+      config: { rateLimit: 'create', idempotency: 'in-handler' },
       schema: {
         tags: ['Interface A'],
         summary: 'Create a payment session',

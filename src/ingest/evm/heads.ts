@@ -26,6 +26,11 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
   let unsubscribe: (() => void) | undefined;
   /** A head that arrived while the ingester was busy: the next wait returns at once. */
   let pending = false;
+  // Ends the subscription loop on the daemon's stop and on close(): an ingester run can end while
+  // the daemon runs on (a lost lease, a refused run) and the next run makes a head signal of its
+  // own; a closed one that kept reconnecting held a socket and its keep-alive for good.
+  const closed = new AbortController();
+  const signal = AbortSignal.any([params.signal, closed.signal]);
   const notify = () => {
     const resolve = wake;
     wake = undefined;
@@ -36,12 +41,24 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
   async function subscribeLoop() {
     let failures = 0;
     let index = 0;
-    while (!params.signal.aborted) {
+    while (!signal.aborted) {
       const url = params.wsUrls[index % params.wsUrls.length]!;
       const label = endpointLabel(url, index % params.wsUrls.length);
+      // Ends this subscription's wait on shutdown; removed once it ends, so a daemon whose
+      // WebSocket reconnects for weeks does not pile one listener per reconnect on the signal.
+      let endOnAbort: (() => void) | undefined;
+      // viem keeps one socket client per URL and options, and with `reconnect: false` it keeps a
+      // closed one: every later subscription on that URL failed at once ("WebSocket request
+      // failed") and the chain fell back to polling for good. Closing the client after each loss
+      // drops it from viem's cache (and stops its keep-alive timer), so the next attempt opens a
+      // new socket.
+      let closeClient: (() => void) | undefined;
       const lost = new Promise<void>(async (resolve) => {
+        endOnAbort = () => resolve();
         try {
           const transport = webSocket(url, { reconnect: false, keepAlive: { interval: 15_000 } })({ retryCount: 0 });
+          const client = await transport.value!.getRpcClient();
+          closeClient = () => client.close();
           const { unsubscribe: stop } = await transport.value!.subscribe({
             params: ['newHeads'],
             onData: () => {
@@ -56,20 +73,24 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
           subscribed = true;
           unsubscribe = () => void stop().catch(() => {});
           params.logger.info({ msg: 'Subscribed to newHeads', chain: params.chain, endpoint: label });
-          params.signal.addEventListener('abort', () => resolve(), { once: true });
+          signal.addEventListener('abort', endOnAbort, { once: true });
+          // Stopped while subscribing: the listener came too late to hear it.
+          if (signal.aborted) resolve();
         } catch (error) {
           params.logger.warn({ msg: 'newHeads subscription failed', chain: params.chain, endpoint: label, error: (error as Error).message?.split('\n')[0] });
           resolve();
         }
       });
       await lost;
+      if (endOnAbort) signal.removeEventListener('abort', endOnAbort);
       subscribed = false;
       unsubscribe?.();
       unsubscribe = undefined;
-      if (params.signal.aborted) break;
+      closeClient?.();
+      if (signal.aborted) break;
       failures += 1;
       index += 1;
-      await sleep(backoffDelay(failures, RECONNECT_BACKOFF), params.signal);
+      await sleep(backoffDelay(failures, RECONNECT_BACKOFF), signal);
     }
   }
   if (params.wsUrls.length > 0) void subscribeLoop();
@@ -90,6 +111,7 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
     },
     close() {
       unsubscribe?.();
+      closed.abort();
       notify();
     },
   };

@@ -105,8 +105,8 @@ export async function upsertTransfers(sql: Sql, chain: string, transfers: Observ
            to_address = excluded.to_address, amount = excluded.amount,
            session_id = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.session_id END,
            match_method = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_method END,
-           matched_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.matched_at END,
-           match_checked_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.match_checked_at END
+           matched_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.matched_at END
+           -- (migration 026's trigger puts a row with new contents back in matching's queue)
        WHERE transfers.status = 'removed' OR transfers.block_hash IS DISTINCT FROM excluded.block_hash`,
     transferValues(chain, transfers),
   );

@@ -32,7 +32,8 @@ describe('a transaction re-included after a reorg at another log position', () =
         finalized: null,
       }),
     );
-    await db.store.query(`UPDATE transfers SET match_checked_at = now() WHERE tx_hash = $1`, [TX]);
+    // Matching decides both (out of its queue, migration 026).
+    await db.store.query(`DELETE FROM transfers_undecided WHERE transfer_id IN (SELECT id FROM transfers WHERE tx_hash = $1)`, [TX]);
     // A reorg back to 99; the same transaction lands in block 101 one log later (6 and 7).
     await db.store.transaction((sql) =>
       commitRange(sql, {
@@ -47,7 +48,8 @@ describe('a transaction re-included after a reorg at another log position', () =
       }),
     );
     const { rows } = await db.store.query<{ log_index: number; amount: string; status: string; block_number: bigint; checked: boolean }>(
-      `SELECT log_index, amount::text, status, block_number, match_checked_at IS NOT NULL AS checked FROM transfers WHERE tx_hash = $1 ORDER BY log_index`,
+      `SELECT log_index, amount::text, status, block_number, NOT EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id) AS checked
+         FROM transfers t WHERE tx_hash = $1 ORDER BY log_index`,
       [TX],
     );
     expect(rows).toEqual([
@@ -59,5 +61,44 @@ describe('a transaction re-included after a reorg at another log position', () =
       TX,
     ]);
     expect(total[0]!.sum).toBe('30');
+  });
+
+  test('re-included with the same contents in another block: a decided transfer stays decided, an undecided one waits at its new block', async () => {
+    const tx = `0x${'cd'.repeat(32)}`;
+    const at = (logIndex: number, block: bigint, blockHash: string) => ({ ...log(logIndex, block, 5n, blockHash), txHash: tx });
+    await db.store.transaction((sql) =>
+      commitRange(sql, {
+        chain: 'polygon',
+        transfers: [at(1, 200n, '0x11'), at(2, 200n, '0x11')],
+        blocks: [],
+        processedBlock: 200n,
+        head: 200n,
+        safe: null,
+        finalized: null,
+      }),
+    );
+    // Matching decided log 1 (unmatched); log 2 is still waiting.
+    await db.store.query(`DELETE FROM transfers_undecided WHERE transfer_id IN (SELECT id FROM transfers WHERE tx_hash = $1 AND log_index = 1)`, [tx]);
+    await db.store.transaction((sql) =>
+      commitRange(sql, {
+        chain: 'polygon',
+        rewind: { to: 199n, depth: 1, beyondRule: null },
+        transfers: [at(1, 201n, '0x12'), at(2, 201n, '0x12')],
+        blocks: [],
+        processedBlock: 201n,
+        head: 201n,
+        safe: null,
+        finalized: null,
+      }),
+    );
+    const { rows } = await db.store.query(
+      `SELECT t.log_index, t.status, t.block_number, q.block_number AS queued_at
+         FROM transfers t LEFT JOIN transfers_undecided q ON q.transfer_id = t.id WHERE t.tx_hash = $1 ORDER BY t.log_index`,
+      [tx],
+    );
+    expect(rows).toEqual([
+      { log_index: 1, status: 'observed', block_number: 201n, queued_at: null },
+      { log_index: 2, status: 'observed', block_number: 201n, queued_at: 201n },
+    ]);
   });
 });
