@@ -11,6 +11,9 @@
  * 2. ingest: a fresh checkpoint, createEvmIngester backfilling every block into Postgres
  *    (transfers, unfinalized headers, checkpoints), timed until the checkpoint reaches the head.
  * Postgres is DATABASE_URL (a superuser URL) or an embedded cluster under .data/bench-ingest.
+ * Each phase also prints the CPU seconds it cost (from /proc, Linux only; Postgres only when it
+ * runs on this machine): this bench process, anvil and Postgres. On a machine shared with other
+ * work the wall times swing with the load; the CPU each phase needed varies far less.
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,6 +33,8 @@ import { createEvmIngester } from '../src/ingest/evm/ingester.ts';
 import { createIngestMetrics } from '../src/ingest/metrics.ts';
 import { createRpc } from '../src/ingest/evm/rpc.ts';
 import { TRANSFER_TOPIC } from '../src/ingest/evm/transfers.ts';
+import { createDatabaseCpuMeter } from './databaseStats.ts';
+import fs from 'node:fs';
 
 const { values } = parseArgs({
   options: {
@@ -66,6 +71,36 @@ await migrate({ connectionString });
 const store = createStore({ connectionString });
 
 const anvil = await startAnvil({ chain: 'polygon' });
+const databaseCpu = await createDatabaseCpuMeter(adminUrl);
+/** CPU seconds (user + system) of this process, anvil and Postgres since `meter()` was called. */
+function meter() {
+  const processBefore = process.cpuUsage();
+  const anvilBefore = anvilTicks();
+  const databaseBefore = databaseCpu.snapshot();
+  return () => {
+    const own = process.cpuUsage(processBefore);
+    const anvilAfter = anvilTicks();
+    const database = databaseCpu.since(databaseBefore);
+    const seconds = (value: number | undefined, scale: number) => (value === undefined ? null : Number((value / scale).toFixed(2)));
+    return {
+      bench_process: seconds(own.user + own.system, 1e6),
+      anvil: seconds(anvilAfter === undefined || anvilBefore === undefined ? undefined : anvilAfter - anvilBefore, 100),
+      postgres: seconds(database, 1e6),
+    };
+  };
+}
+/** anvil's CPU time in clock ticks (1/100 s), or undefined without /proc. */
+function anvilTicks(): number | undefined {
+  try {
+    const fields = fs
+      .readFileSync(`/proc/${anvil.process.pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
 try {
   await anvil.installChainTokens();
   // Room for --per-tx mints in one block (each mint costs ~30-50k gas).
@@ -84,6 +119,7 @@ try {
   const range = BigInt(chain.logs!.initialRange);
   const topics = wallets.map((address) => pad(address.toLowerCase() as Address, { size: 32 }));
   started = performance.now();
+  const rawCpu = meter();
   let rawLogs = 0;
   for (let from = 0n; from <= head; from += range) {
     const to = from + range - 1n < head ? from + range - 1n : head;
@@ -109,6 +145,7 @@ try {
     rawLogs += body.result.length;
   }
   const rawSeconds = (performance.now() - started) / 1000;
+  const rawCpuSeconds = rawCpu();
 
   // 2. The ingester's backfill from scratch.
   const metrics = createIngestMetrics(createMetricsRegistry({ defaultMetrics: false }));
@@ -127,6 +164,7 @@ try {
     pollMs: 20,
   });
   started = performance.now();
+  const ingestCpu = meter();
   const running = ingester.run();
   for (;;) {
     const { rows } = await store.query<{ processed_block: bigint | null }>("SELECT processed_block FROM chain_heads WHERE chain = 'polygon'");
@@ -134,6 +172,7 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   const ingestSeconds = (performance.now() - started) / 1000;
+  const ingestCpuSeconds = ingestCpu();
   controller.abort();
   await running;
   await rpc.close();
@@ -146,8 +185,8 @@ try {
     blocks: Number(head - startBlock),
     per_block: PER_TX,
     wallets: WALLETS,
-    raw_get_logs: { seconds: Number(rawSeconds.toFixed(2)), logs_per_second: Math.round(rawLogs / rawSeconds) },
-    ingest_backfill: { seconds: Number(ingestSeconds.toFixed(2)), transfers_per_second: Math.round(stored / ingestSeconds) },
+    raw_get_logs: { seconds: Number(rawSeconds.toFixed(2)), logs_per_second: Math.round(rawLogs / rawSeconds), cpu_seconds: rawCpuSeconds },
+    ingest_backfill: { seconds: Number(ingestSeconds.toFixed(2)), transfers_per_second: Math.round(stored / ingestSeconds), cpu_seconds: ingestCpuSeconds },
     ingest_vs_raw: `${Math.round((100 * rawSeconds) / ingestSeconds)} %`,
   };
   console.log(JSON.stringify(result, null, 2));

@@ -1,4 +1,4 @@
-import { statementText, type PreparedStatement, type Sql, type Store } from '../src/store/index.ts';
+import { statementText, type PreparedStatement, type SqlWithCopy, type Store } from '../src/store/index.ts';
 
 /** A statement as the code sent it, with the time it took (the first values it was sent with are kept). */
 export interface Recorded {
@@ -38,7 +38,7 @@ export function createStatementRecorder() {
       entry.totalMs += ms;
     } else statements.set(key, { key, text, values, calls: 1, totalMs: ms });
   };
-  const wrapSql = (sql: Sql): Sql => ({
+  const wrapSql = (sql: SqlWithCopy): SqlWithCopy => ({
     async query(statement: string | PreparedStatement, values?: unknown[]) {
       const text = statementText(statement);
       const started = performance.now();
@@ -48,11 +48,13 @@ export function createStatementRecorder() {
         note(text, values, performance.now() - started);
       }
     },
+    copyIn: (statement, rows) => sql.copyIn(statement, rows),
   });
   const wrap = (store: Store): Store => ({
     pool: store.pool,
     limits: store.limits,
     query: wrapSql(store).query as Store['query'],
+    copyIn: (statement, rows) => store.copyIn(statement, rows),
     transaction: (work, options) => store.transaction((sql) => work(wrapSql(sql)), options),
     bounded: (limits) => wrap(store.bounded(limits)),
     close: () => store.close(),

@@ -86,7 +86,7 @@ export const selectSessionsWithMerchant = (columns: string) =>
  * null, $8 the session the page starts after or null, $9 limit; with `search`, $10 a search
  * text: the session's id, the hash of a transfer that paid it, or a value of its metadata (any
  * key). The search is a list of candidate ids, each found by an index (the primary key,
- * transfers_tx_hash, payment_sessions_metadata of migration 022), joined to the filters: it
+ * transfers' unique key, hash first since migration 027, payment_sessions_metadata of 022), joined to the filters: it
  * costs the matches, never a scan of the merchant's sessions (a separate statement, so the plan
  * of the plain list is not bent by it).
  */

@@ -1,5 +1,7 @@
 import pg from 'pg';
+import { from as copyFromStdin } from 'pg-copy-streams';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { CommitOutcomeUnknownError, DatabaseTimeoutError, isRetryableTransactionError, isStalePreparedStatement } from './errors.ts';
 
 export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable, isUndefinedTable, isUniqueViolation } from './errors.ts';
@@ -59,6 +61,40 @@ export interface Sql {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(statement: string | PreparedStatement, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+/** The store and a store transaction: {@link Sql}, and bulk input through `COPY`. */
+export interface SqlWithCopy extends Sql {
+  /**
+   * Runs `statement`, a `COPY table (columns) FROM STDIN`, with `rows` as its input (COPY's text
+   * format: fields from {@link copyText}); resolves to the number of rows copied. For bulk writes:
+   * Postgres then inserts without parsing arrays or planning (the EVM backfill, docs/benchmarks.md).
+   */
+  copyIn(statement: string, rows: string): Promise<number>;
+}
+
+/** SQL NULL in COPY's text format. */
+export const COPY_NULL = '\\N';
+
+/** Characters COPY's text format gives a meaning to (escape, field and row separators). */
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+/**
+ * A text value as one field of COPY's text format (fields joined by tabs, rows ended by `\n`,
+ * for {@link SqlWithCopy.copyIn}): backslash, tab, newline and carriage return are escaped, so a
+ * value from outside (an RPC answer) can never end its field or row early. Numbers need none.
+ */
+export function copyText(value: string): string {
+  return COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : value;
+}
+
+/** `COPY ... FROM STDIN` on `client`, fed `rows`; resolves once Postgres has confirmed it. */
+async function copyOn(client: pg.ClientBase, statement: string, rows: string): Promise<number> {
+  const stream = client.query(copyFromStdin(statement));
+  stream.end(rows);
+  await once(stream, 'finish');
+  return stream.rowCount;
+}
+
 /**
  * How long a caller waits for the database before giving up. Client-side timers: a frozen or
  * partitioned database never answers, so a server-side `statement_timeout` would never fire.
@@ -71,7 +107,7 @@ export interface DatabaseLimits {
 }
 
 /** The database as the stages see it: one pool, one way to run a transaction. */
-export interface Store extends Sql {
+export interface Store extends SqlWithCopy {
   readonly pool: pg.Pool;
   /** The limits of this view, or `undefined` for the unbounded store the workers use. */
   readonly limits: DatabaseLimits | undefined;
@@ -80,7 +116,7 @@ export interface Store extends Sql {
    * when it throws. Serialization failures and deadlocks are retried (up to 5 times), which makes
    * SERIALIZABLE and lock-ordering mistakes cost a retry instead of an error.
    */
-  transaction<T>(work: (sql: Sql) => Promise<T>, options?: { isolation?: 'read committed' | 'repeatable read' | 'serializable' }): Promise<T>;
+  transaction<T>(work: (sql: SqlWithCopy) => Promise<T>, options?: { isolation?: 'read committed' | 'repeatable read' | 'serializable' }): Promise<T>;
   /**
    * The same pool, with every wait bounded by `limits`: a wait that runs out throws
    * `DatabaseTimeoutError` (the HTTP layer answers 503) and a connection whose statement timed
@@ -125,11 +161,28 @@ export function createStore(params: { connectionString: string; max?: number; ap
 
 function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () => Promise<void>): Store {
   const connect = limits ? () => connectWithin(pool, limits.connectMs) : () => pool.connect();
-  const onClient = (client: pg.PoolClient): Sql => ({
+  const onClient = (client: pg.PoolClient): SqlWithCopy => ({
     query: limits
       ? (statement, values) => queryWithin(client, statement, values, limits.queryMs)
       : (statement, values) => client.query(queryConfig(statement, values)),
+    copyIn: limits ? (statement, rows) => within(copyOn(client, statement, rows), limits.queryMs) : (statement, rows) => copyOn(client, statement, rows),
   });
+  /** One COPY on a pool connection of its own; a connection whose COPY timed out is discarded. */
+  const copyIn: SqlWithCopy['copyIn'] = async (statement, rows) => {
+    const client = await connect();
+    let broken: Error | undefined;
+    const onError = (error: Error) => (broken = error);
+    client.on('error', onError);
+    try {
+      return await onClient(client).copyIn(statement, rows);
+    } catch (error) {
+      if (error instanceof DatabaseTimeoutError) broken = error;
+      throw error;
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+  };
   return {
     pool,
     limits,
@@ -151,6 +204,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
         })
       : // pg-pool discards a client whose query failed, so the second try runs on a fresh connection.
         againIfStale((statement, values) => pool.query(queryConfig(statement, values))),
+    copyIn,
     async transaction(work, options = {}) {
       const begin = `BEGIN ISOLATION LEVEL ${(options.isolation ?? 'read committed').toUpperCase()}`;
       for (let attempt = 1; ; attempt++) {
@@ -274,6 +328,23 @@ async function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient> 
         (client) => client.release(),
         () => {},
       );
+  }
+}
+
+/** `work`, given up after `ms` (the caller then discards the connection it runs on). */
+async function within<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  // The work may still fail after the timeout, when the discarded connection closes.
+  work.catch(() => {});
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new DatabaseTimeoutError(`the database did not answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -5,7 +5,7 @@ import { RetryableError } from '../../internal/errors.ts';
 import { blockMayHaveTransfers, bloomBits } from './bloom.ts';
 import type { BlockHeader } from './persist.ts';
 import { RpcRequestRejected, type Rpc } from './rpc.ts';
-import { fetchTransferLogs, parseTransfers, TRANSFER_TOPIC, type ObservedTransfer } from './transfers.ts';
+import { fetchTransferLogs, parseTransfers, TRANSFER_TOPIC, type ObservedTransfer, type RpcLog } from './transfers.ts';
 import type { WatchedWallets } from './watched.ts';
 
 /** Ranges up to this many unfinalized blocks read headers first and skip `eth_getLogs` when the blooms rule them out. */
@@ -35,7 +35,21 @@ export interface FetchedRange {
   to: bigint;
   headers: BlockHeader[];
   transfers: ObservedTransfer[];
+  /** Most logs the node answered for one block of the range (watched or not): for sizing the next ranges' answers. */
+  densestBlockLogs?: number;
   fetchMs?: number;
+}
+
+/** The largest number of logs in one block among `logs`. */
+function densestBlock(logs: RpcLog[]): number {
+  const perBlock = new Map<string, number>();
+  let densest = 0;
+  for (const log of logs) {
+    const count = (perBlock.get(log.blockNumber) ?? 0) + 1;
+    perBlock.set(log.blockNumber, count);
+    if (count > densest) densest = count;
+  }
+  return densest;
 }
 
 /** Thrown when a range's headers and logs disagree (the chain moved while we read): the cycle restarts. */
@@ -119,7 +133,7 @@ export function createRangeFetcher(params: {
     }
     const transfers = parseTransfers(logs, { tokens: tokenCanonical, watched });
     await fillBlockTimes(transfers, headers);
-    return { from, to, headers, transfers };
+    return { from, to, headers, transfers, densestBlockLogs: densestBlock(logs) };
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Sql, Store } from '../../store/index.ts';
 import type { ChainChange, OnChainChange } from '../changes.ts';
 import { checkChain } from './checks.ts';
 import { ChainMovedError, createRangeFetcher, type FetchedRange } from './fetch.ts';
+import { rangeForDensity } from './transfers.ts';
 import { createHeadSignal } from './heads.ts';
 import { LeadershipLostError } from '../leader.ts';
 import type { IngestMetrics } from '../metrics.ts';
@@ -58,6 +59,14 @@ const TAG_REFRESH_MS = 2_000;
  * commits. More would only queue behind the checkpoint, and each holds a connection.
  */
 const COMMITS_IN_FLIGHT = 2;
+/**
+ * A catch-up longer than this starts with one range of this many blocks alone, whose densest block
+ * sizes the next ranges ({@link rangeForDensity}; growth then stops there), once per process: on a dense chain the first
+ * range at the configured size would be built in full by the node and refused (100,000 watched
+ * transfers in 104 blocks: a 63 MB answer, as much node work as reading them all, before anything
+ * could be committed). On a sparse chain it costs one round trip at start.
+ */
+const PROBE_BLOCKS = 8n;
 /** Successful ranges after which a refused range size may be tried again. */
 const RANGE_CEILING_TTL = 100;
 /** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
@@ -94,6 +103,8 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   /** The last range size a provider refused: ranges grow back only below it, until it expires. */
   let rangeCeiling: bigint | undefined;
   let rangeSuccesses = 0;
+  /** Whether a range's answer has told this process how dense the chain's logs are (see PROBE_BLOCKS). */
+  let densityKnown = false;
   const maxRange = BigInt(logsConfig.maxRange);
   let processed = -1n;
   let finalized: bigint | null = null;
@@ -249,10 +260,14 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
 
     const fetching: Promise<FetchedRange>[] = [];
     let planned = processed + 1n;
+    /** Set while the density probe is in flight: nothing more is planned until it answers. */
+    let probing = false;
     const plan = () => {
-      while (fetching.length < concurrency && planned <= head) {
+      while (!probing && fetching.length < concurrency && planned <= head) {
         const from = planned;
-        const to = from + rangeSize - 1n < head ? from + rangeSize - 1n : head;
+        probing = !densityKnown && head - from + 1n > PROBE_BLOCKS && rangeSize > PROBE_BLOCKS;
+        const size = probing ? PROBE_BLOCKS : rangeSize;
+        const to = from + size - 1n < head ? from + size - 1n : head;
         const promise = fetcher.fetchRange(from, to, finalized as bigint);
         promise.catch(() => {});
         fetching.push(promise);
@@ -270,6 +285,18 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
       plan();
       while (fetching.length > 0) {
         const range = await fetching.shift()!;
+        if (probing) {
+          // The probe answered (or was skipped by the bloom filter: nothing to scale by then).
+          probing = false;
+          densityKnown = true;
+          const fits = range.densestBlockLogs === undefined ? undefined : rangeForDensity(range.densestBlockLogs);
+          if (fits !== undefined && fits < rangeSize) {
+            rangeSize = fits;
+            // Growth stops below the size expected not to fit, as after a measured refusal.
+            rangeCeiling = fits + 1n;
+            rangeSuccesses = 0;
+          }
+        }
         const first = range.headers[0];
         if (first) {
           // Linkage: a first header whose parent is not the block below it is a reorg.

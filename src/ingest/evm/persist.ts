@@ -1,4 +1,4 @@
-import type { Sql } from '../../store/index.ts';
+import { COPY_NULL, copyText, isUniqueViolation, type Sql, type SqlWithCopy } from '../../store/index.ts';
 import { RetryableError } from '../../internal/errors.ts';
 import type { ObservedTransfer } from './transfers.ts';
 
@@ -66,6 +66,25 @@ export interface RangeCommit {
 /** SQL (in an ON CONFLICT update) that is true when the stored log differs from the incoming one. */
 const CONTENT_CHANGED = `(transfers.token_address, transfers.to_address, transfers.amount) IS DISTINCT FROM (excluded.token_address, excluded.to_address, excluded.amount)`;
 
+/** The columns a new transfer is written with, in the order of {@link transferValues}. */
+const TRANSFER_INSERT = `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount)
+     SELECT true, $1, * FROM unnest($2::text[], $3::int[], $4::int8[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::numeric[])`;
+
+function transferValues(chain: string, t: ObservedTransfer[]): unknown[] {
+  return [
+    chain,
+    t.map((x) => x.txHash),
+    t.map((x) => x.logIndex),
+    t.map((x) => x.blockNumber.toString()),
+    t.map((x) => x.blockHash),
+    t.map((x) => x.blockTime),
+    t.map((x) => x.token),
+    t.map((x) => x.from),
+    t.map((x) => x.to),
+    t.map((x) => x.amount.toString()),
+  ];
+}
+
 /**
  * Upserts observed transfers of one chain (livemode), keyed on (tx hash, log index): a new one is
  * inserted, the same log again changes nothing, and one a reorg removed or moved is restored with
@@ -74,10 +93,8 @@ const CONTENT_CHANGED = `(transfers.token_address, transfers.to_address, transfe
  */
 export async function upsertTransfers(sql: Sql, chain: string, transfers: ObservedTransfer[]): Promise<number> {
   if (transfers.length === 0) return 0;
-  const t = transfers;
   const result = await sql.query(
-    `INSERT INTO transfers (livemode, chain, tx_hash, log_index, block_number, block_hash, block_time, token_address, from_address, to_address, amount)
-     SELECT true, $1, * FROM unnest($2::text[], $3::int[], $4::int8[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::numeric[])
+    `${TRANSFER_INSERT}
      ON CONFLICT (livemode, chain, tx_hash, log_index) DO UPDATE
        SET status = 'observed', removed_at = NULL, block_number = excluded.block_number, block_hash = excluded.block_hash,
            block_time = coalesce(excluded.block_time, transfers.block_time),
@@ -91,20 +108,53 @@ export async function upsertTransfers(sql: Sql, chain: string, transfers: Observ
            matched_at = CASE WHEN ${CONTENT_CHANGED} THEN NULL ELSE transfers.matched_at END
            -- (migration 026's trigger puts a row with new contents back in matching's queue)
        WHERE transfers.status = 'removed' OR transfers.block_hash IS DISTINCT FROM excluded.block_hash`,
-    [
-      chain,
-      t.map((x) => x.txHash),
-      t.map((x) => x.logIndex),
-      t.map((x) => x.blockNumber.toString()),
-      t.map((x) => x.blockHash),
-      t.map((x) => x.blockTime),
-      t.map((x) => x.token),
-      t.map((x) => x.from),
-      t.map((x) => x.to),
-      t.map((x) => x.amount.toString()),
-    ],
+    transferValues(chain, transfers),
   );
   return result.rowCount ?? 0;
+}
+
+/** The block's columns first: consecutive transfers of one block share that part of their row. */
+const TRANSFER_COPY = `COPY transfers (livemode, chain, block_number, block_hash, block_time, tx_hash, log_index, token_address, from_address, to_address, amount) FROM STDIN`;
+
+/** Transfers as the input of {@link TRANSFER_COPY} (COPY's text format; numbers need no escaping). */
+function transferRows(chain: string, transfers: ObservedTransfer[]): string {
+  const livemodeAndChain = `t\t${copyText(chain)}\t`;
+  // Joined once at the end: a flat string, cheaper to encode for the socket than one grown by +=.
+  const rows: string[] = [];
+  let blockHash: string | undefined;
+  let blockPart = '';
+  for (const x of transfers) {
+    if (x.blockHash !== blockHash) {
+      blockHash = x.blockHash;
+      blockPart = `${livemodeAndChain}${x.blockNumber}\t${copyText(x.blockHash)}\t${x.blockTime ? x.blockTime.toISOString() : COPY_NULL}\t`;
+    }
+    rows.push(`${blockPart}${copyText(x.txHash)}\t${x.logIndex}\t${copyText(x.token)}\t${copyText(x.from)}\t${copyText(x.to)}\t${x.amount}\n`);
+  }
+  return rows.join('');
+}
+
+/**
+ * {@link upsertTransfers} for a range the checkpoint has not covered yet, in the caller's
+ * transaction: its transfers are almost always new, so they are first copied in plainly (`COPY`;
+ * measured per 12,000 rows: about 100 ms of Postgres CPU against 145 for the upsert, which
+ * checks for a conflict and writes a confirmation record per row, and parses ten arrays). When
+ * one of them is already stored (a range re-read after a reorg, a transaction stored by a
+ * lookup), the copy fails on the unique key, is rolled back to its savepoint, and the upsert runs
+ * instead: the result is the upsert's either way.
+ */
+export async function insertNewTransfers(sql: SqlWithCopy, chain: string, transfers: ObservedTransfer[]): Promise<number> {
+  if (transfers.length === 0) return 0;
+  await sql.query('SAVEPOINT new_transfers');
+  try {
+    const copied = await sql.copyIn(TRANSFER_COPY, transferRows(chain, transfers));
+    await sql.query('RELEASE SAVEPOINT new_transfers');
+    return copied;
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    await sql.query('ROLLBACK TO SAVEPOINT new_transfers');
+    await sql.query('RELEASE SAVEPOINT new_transfers');
+    return upsertTransfers(sql, chain, transfers);
+  }
 }
 
 /**
@@ -114,7 +164,7 @@ export async function upsertTransfers(sql: Sql, chain: string, transfers: Observ
  * `finalized` (the newest stored block is kept so the next block can be linked to it) and the
  * checkpoint. Returns how many transfer rows were inserted or changed and how many were removed.
  */
-export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ written: number; removed: number }> {
+export async function commitRange(sql: SqlWithCopy, commit: RangeCommit): Promise<{ written: number; removed: number }> {
   let removed = 0;
   if (commit.rewind) {
     const result = await sql.query(
@@ -132,7 +182,8 @@ export async function commitRange(sql: Sql, commit: RangeCommit): Promise<{ writ
       commit.rewind.beyondRule,
     ]);
   }
-  const written = await upsertTransfers(sql, commit.chain, commit.transfers);
+  // After a rewind the range re-reads blocks whose transfers are stored (marked removed): upsert.
+  const written = commit.rewind ? await upsertTransfers(sql, commit.chain, commit.transfers) : await insertNewTransfers(sql, commit.chain, commit.transfers);
   if (commit.after) await commit.after;
   if (commit.blocks.length > 0) {
     const b = commit.blocks;

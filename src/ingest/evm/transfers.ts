@@ -98,6 +98,22 @@ export function fittingRange(size: bigint, error: unknown): bigint | undefined {
   return fits < 1n ? 1n : fits >= size ? size - 1n : fits;
 }
 
+/** viem's default limit on an HTTP answer's body: a larger `eth_getLogs` answer is refused. */
+const RESPONSE_LIMIT_BYTES = 10_485_760;
+/** An ERC-20 Transfer log in an `eth_getLogs` answer, JSON (about 630 bytes measured on anvil, with `blockTimestamp`), rounded up. */
+const LOG_JSON_BYTES = 700;
+
+/**
+ * The largest range expected to fit in one answer when blocks hold up to `logsPerBlock` logs (the
+ * densest block seen); undefined for none (nothing to scale by). A dense chain's ranges are then
+ * planned to fit instead of being built in full by the node and refused.
+ */
+export function rangeForDensity(logsPerBlock: number): bigint | undefined {
+  if (logsPerBlock <= 0) return undefined;
+  const fits = BigInt(Math.floor((RESPONSE_LIMIT_BYTES * FIT_MARGIN) / (logsPerBlock * LOG_JSON_BYTES)));
+  return fits < 1n ? 1n : fits;
+}
+
 /**
  * `eth_getLogs` for the tokens' Transfer logs in [from, to], splitting the range in halves when
  * the provider refuses it as too large (down to one block; one huge block is then asked for with

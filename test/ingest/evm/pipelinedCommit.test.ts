@@ -2,7 +2,7 @@ import { expect, test } from 'vitest';
 import { ResponseBodyTooLargeError } from 'viem';
 import { useTestDatabase } from '../../helpers/db.ts';
 import { CheckpointMovedError, commitRange, type RangeCommit } from '../../../src/ingest/evm/persist.ts';
-import { fittingRange, type ObservedTransfer } from '../../../src/ingest/evm/transfers.ts';
+import { fittingRange, rangeForDensity, type ObservedTransfer } from '../../../src/ingest/evm/transfers.ts';
 import { RpcRequestRejected } from '../../../src/ingest/evm/rpc.ts';
 
 const db = useTestDatabase('ingest_pipelined');
@@ -93,4 +93,15 @@ test('a response refused for its measured size re-plans the range to fit once, n
   expect(
     fittingRange(104n, new RpcRequestRejected('polygon: eth_getLogs rejected', 'range', new Error('query returned more than 10000 results'))),
   ).toBeUndefined();
+});
+
+test('the densest block of a first small range sizes the next ranges to fit the 10 MB answer limit', () => {
+  // 1,000 Transfer logs in a block (the ingest bench): about 630 KB of JSON a block, so 11 blocks
+  // (at 700 bytes a log and 80 % of the limit) instead of a 2,000-block range refused at 63 MB.
+  expect(rangeForDensity(1_000)).toBe(11n);
+  expect(rangeForDensity(12_000)).toBe(1n);
+  expect(rangeForDensity(1_000_000)).toBe(1n);
+  // Sparse: the configured range stays (the caller keeps the smaller of the two).
+  expect(rangeForDensity(3)).toBe(3_994n);
+  expect(rangeForDensity(0)).toBeUndefined();
 });
