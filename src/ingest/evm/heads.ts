@@ -105,9 +105,21 @@ export function createHeadSignal(params: { chain: string; wsUrls: string[]; logg
         pending = false;
         return;
       }
-      const woken = new Promise<void>((resolve) => (wake = resolve));
-      await Promise.race([woken, sleep(pollMs, params.signal)]);
-      wake = undefined;
+      if (params.signal.aborted) return;
+      // Whichever comes first, a head or the poll interval, ends the wait and clears the other:
+      // a race with a separate sleep left its timer and abort listener behind after every head,
+      // one more for each head within a poll interval (MaxListenersExceededWarning on a fast chain).
+      await new Promise<void>((resolve) => {
+        const finish = () => {
+          clearTimeout(timer);
+          params.signal.removeEventListener('abort', finish);
+          wake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(finish, pollMs);
+        params.signal.addEventListener('abort', finish, { once: true });
+        wake = finish;
+      });
     },
     close() {
       unsubscribe?.();

@@ -81,3 +81,44 @@ test('close() ends the subscription and its socket, also when called while it is
     await new Promise((resolve) => server.close(resolve));
   }
 }, 40_000);
+
+test('waits ended by heads leave no poll timer or abort listener behind', async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  server.on('connection', (socket) => {
+    socket.on('message', (data) => {
+      const request = JSON.parse(String(data)) as { id: number; method: string };
+      if (request.method !== 'eth_subscribe') return;
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id: request.id, result: '0x1' }));
+      // A fast chain: a head every 5 ms, far within the ingester's poll interval.
+      let number = 0;
+      const ticker = setInterval(() => {
+        if (socket.readyState !== socket.OPEN) return clearInterval(ticker);
+        number += 1;
+        socket.send(
+          JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: '0x1', result: { number: `0x${number.toString(16)}` } } }),
+        );
+      }, 5);
+    });
+  });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const stop = new AbortController();
+  try {
+    const heads = createHeadSignal({
+      chain: 'polygon',
+      wsUrls: [`ws://127.0.0.1:${(server.address() as AddressInfo).port}`],
+      logger: createLogger({ level: 'silent' }),
+      signal: stop.signal,
+    });
+    await waitFor(async () => heads.subscribed, 'subscribed', 10_000);
+    const started = Date.now();
+    for (let i = 0; i < 30; i++) await heads.wait(60_000);
+    // Thirty heads ended thirty waits well before the poll interval...
+    expect(Date.now() - started).toBeLessThan(30_000);
+    // ...and each took its timer and listener with it: the head signal's own listener and the
+    // subscription's are all that is left on the daemon's signal.
+    expect(getEventListeners(stop.signal, 'abort').length).toBeLessThanOrEqual(2);
+  } finally {
+    stop.abort();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}, 40_000);
