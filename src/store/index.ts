@@ -349,24 +349,11 @@ async function within<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 /** One statement on `client`, given up after `ms` (the caller then discards the connection). */
-async function queryWithin<R extends pg.QueryResultRow>(
+function queryWithin<R extends pg.QueryResultRow>(
   client: pg.PoolClient,
   statement: string | PreparedStatement,
   values: unknown[] | undefined,
   ms: number,
 ): Promise<pg.QueryResult<R>> {
-  let timer: NodeJS.Timeout | undefined;
-  const running = client.query<R>(queryConfig(statement, values));
-  // The statement may still fail after the timeout, when the discarded connection closes.
-  running.catch(() => {});
-  try {
-    return await Promise.race([
-      running,
-      new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new DatabaseTimeoutError(`the database did not answer within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return within(client.query<R>(queryConfig(statement, values)), ms);
 }
