@@ -48,7 +48,17 @@ export interface Daemon {
  * `worker` (engine and webhook jobs). Any subset can run per process; several processes can
  * share one database (see docs/architecture.md, rule 8).
  */
-export async function startDaemon(params: { config: Config; logger: Logger; roles: readonly Role[] }): Promise<Daemon> {
+export async function startDaemon(params: {
+  config: Config;
+  logger: Logger;
+  roles: readonly Role[];
+  /**
+   * Called as soon as the first start of an empty database has created its merchant and test key,
+   * before anything else can fail: a start that fails later (a port in use) must still show them,
+   * since the next start finds a merchant and creates none.
+   */
+  onBootstrap?: (bootstrap: BootstrapResult) => void;
+}): Promise<Daemon> {
   const { config, logger, roles } = params;
   const shutdown = createShutdown({ onError: (name, error) => logger.error({ msg: 'Error while shutting down', part: name, err: error }) });
   const startedAt = new Date();
@@ -63,6 +73,7 @@ export async function startDaemon(params: { config: Config; logger: Logger; role
     shutdown.add('store', () => store.close());
     const box = createSecretBox(loadOrCreateEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
     const bootstrap = await bootstrapFirstMerchant(store, box);
+    if (bootstrap) params.onBootstrap?.(bootstrap);
     const metrics = createMetricsRegistry();
     // The engine is rules over rows: the worker runs its periodic pass (expiry, safety net), the
     // ingest role calls it after each commit; several processes may run it at once.

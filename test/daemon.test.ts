@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -87,5 +88,42 @@ describe('svc start', () => {
     const code = await new Promise((resolve) => child.once('exit', resolve));
     expect(code).toBe(1);
     expect(stderr).toContain('PORT="http": must be an integer from 0 to 65535');
+  });
+
+  test('a first start that fails after making the merchant (its port taken) still shows the test key, which then works', async () => {
+    const ownData = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-daemon-busy-'));
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const takenPort = (busy.address() as net.AddressInfo).port;
+    const pgPortOwn = await freePort();
+    const env = { PATH: process.env.PATH!, HOME: process.env.HOME!, SVC_DATA_DIR: ownData, SVC_EMBEDDED_PG_PORT: String(pgPortOwn), LOG_LEVEL: 'warn' };
+    try {
+      const child = spawn(process.execPath, ['bin/svc.js', 'start'], { env: { ...env, PORT: String(takenPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(child);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => (stdout += chunk));
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
+      expect(stderr).toContain('EADDRINUSE');
+      const key = /test API key:\s+(svc_test_\S+)/.exec(stdout)?.[1];
+      expect(key, stdout).toBeDefined();
+      // The next start on a free port creates nothing new, and the key shown before works.
+      await new Promise<void>((resolve) => busy.close(() => resolve()));
+      const second = spawn(process.execPath, ['bin/svc.js', 'start', '--json'], { env: { ...env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(second);
+      const lines = readline.createInterface({ input: second.stdout! });
+      const ready = await new Promise<{ url: string; bootstrap: unknown }>((resolve) =>
+        lines.on('line', (line) => line.includes('"status":"running"') && resolve(JSON.parse(line))),
+      );
+      expect(ready.bootstrap).toBeNull();
+      const answer = await fetch(`${ready.url}/api/v1/payments?limit=1`, { headers: { authorization: `Bearer ${key}` } });
+      expect(answer.status).toBe(200);
+      const exited = new Promise((resolve) => second.once('exit', resolve));
+      second.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      fs.rmSync(ownData, { recursive: true, force: true });
+    }
   });
 });

@@ -1,7 +1,20 @@
 import { loadConfig } from '../../internal/config.ts';
 import { createLogger } from '../../internal/logger.ts';
 import { startDaemon, ROLES, type Role } from '../../daemon.ts';
+import type { BootstrapResult } from '../../bootstrap.ts';
 import { emit, jsonOption, UsageError, waitForSignal, type Command } from '../command.ts';
+
+/** What the first start prints once: the merchant, its test key and sandbox webhook secret. */
+function credentialLines(bootstrap: BootstrapResult, url: string): string[] {
+  return [
+    'First start: created a merchant and a sandbox API key. They are shown only this once:',
+    `  merchant:          ${bootstrap.merchantId}`,
+    `  test API key:      ${bootstrap.testKey}`,
+    `  webhook secret:    ${bootstrap.sandboxWebhookSecret}  (signs sandbox session webhookUrls)`,
+    '',
+    `  curl -H "Authorization: Bearer ${bootstrap.testKey}" ${url}/api/v1/health`,
+  ];
+}
 
 /** `svc start`: the daemon in the foreground, printing a ready line (and the first start's credentials). */
 export const start: Command = {
@@ -20,21 +33,20 @@ export const start: Command = {
     // Listen for SIGINT/SIGTERM before starting anything: a signal during start-up (or in the
     // instant after the ready line) then shuts down cleanly instead of killing the process.
     const stopRequested = io.stopSignal ?? waitForSignal();
-    const daemon = await startDaemon({ config, logger, roles });
+    let created: BootstrapResult | undefined;
+    let daemon: Awaited<ReturnType<typeof startDaemon>>;
+    try {
+      daemon = await startDaemon({ config, logger, roles, onBootstrap: (bootstrap) => (created = bootstrap) });
+    } catch (error) {
+      // The first start made the merchant and its key, then failed (a port in use, say): show them
+      // now, or they would never be shown (the next start finds a merchant and creates none).
+      if (created) emit(io, json, { status: 'failed', bootstrap: created }, credentialLines(created, config.publicUrl).join('\n'));
+      throw error;
+    }
     const ready = { status: 'running', roles, url: daemon.url ?? null, publicUrl: config.publicUrl, bootstrap: daemon.bootstrap ?? null };
     const lines = [`svc gateway is running (roles: ${roles.join(', ')})`];
     if (daemon.url) lines.push(`  API:    ${daemon.url}/api/v1  (health: ${daemon.url}/api/v1/health)`);
-    if (daemon.bootstrap) {
-      lines.push(
-        '',
-        'First start: created a merchant and a sandbox API key. They are shown only this once:',
-        `  merchant:          ${daemon.bootstrap.merchantId}`,
-        `  test API key:      ${daemon.bootstrap.testKey}`,
-        `  webhook secret:    ${daemon.bootstrap.sandboxWebhookSecret}  (signs sandbox session webhookUrls)`,
-        '',
-        `  curl -H "Authorization: Bearer ${daemon.bootstrap.testKey}" ${daemon.url ?? config.publicUrl}/api/v1/health`,
-      );
-    }
+    if (daemon.bootstrap) lines.push('', ...credentialLines(daemon.bootstrap, daemon.url ?? config.publicUrl));
     emit(io, json, ready, lines.join('\n'));
     const reason = await stopRequested;
     logger.info({ msg: 'Shutting down', reason });
