@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 import { createStore, type Store } from '../../src/store/index.ts';
 import { dueLockKeys } from '../../src/payments/dueAmounts.ts';
 import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
@@ -141,11 +142,11 @@ describe('Idempotency-Key', () => {
     await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [lockKey]);
     const first = post(urlA, '/api/v1/payments', m.test, 'slow', payment());
     // Wait until the first request waits for that lock: it has claimed the key in its transaction.
-    for (let i = 0; i < 100; i++) {
-      const waiting = await db.store.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
-      if (waiting.rowCount) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(
+      async () => (await db.store.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rowCount === 1,
+      'the first request waiting for the due-amount lock',
+      5_000,
+    );
     // The claim is not committed yet: nothing shows outside its transaction.
     expect((await db.store.query(`SELECT 1 FROM idempotency_keys WHERE idempotency_key = 'slow'`)).rowCount).toBe(0);
     const retry = await post(urlB, '/api/v1/payments', m.test, 'slow', payment());

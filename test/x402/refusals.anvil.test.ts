@@ -7,6 +7,7 @@ import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { installEip3009Token } from '../helpers/eip3009Token.ts';
 import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createApi } from '../../src/api/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
@@ -147,6 +148,18 @@ async function useNonceOnChain(nonce: Hex): Promise<void> {
 
 const count = async (sql: string) => Number((await db.store.query(sql)).rows[0]!.n);
 const settlementRowsOf = (sessionId: string) => count(`SELECT count(*)::int AS n FROM x402_settlements WHERE session_id = '${sessionId}'`);
+/**
+ * Whether the session's relayer transaction is recorded as submitted and already in anvil's pool
+ * (it is recorded before it is broadcast: a test that races it must wait for both).
+ */
+async function relayerTransactionPending(sessionId: string): Promise<boolean> {
+  const { rows } = await db.store.query<{ tx_hash: Hex }>(`SELECT tx_hash FROM x402_settlements WHERE session_id = $1 AND status = 'submitted'`, [sessionId]);
+  if (!rows[0]) return false;
+  return anvil.client.getTransaction({ hash: rows[0].tx_hash }).then(
+    () => true,
+    () => false,
+  );
+}
 const settlementRows = () => count('SELECT count(*)::int AS n FROM x402_settlements');
 
 describe('x402 refusals: a reason each, nothing written', () => {
@@ -351,12 +364,7 @@ describe('x402 when someone else submits the same authorization first', () => {
       const session = await createSession('0.04');
       const signed = await paymentHeader(session, { authorization: { from: honest.address }, signer: honest });
       const answer = fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'payment-signature': signed['payment-signature'] } });
-      for (
-        let wait = 0;
-        wait < 100 && (await count(`SELECT count(*)::int AS n FROM x402_settlements WHERE session_id = '${session.id}' AND status = 'submitted'`)) === 0;
-        wait++
-      )
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      await waitFor(() => relayerTransactionPending(session.id), "the relayer transaction in the node's pool", 10_000);
       // A mempool watcher sends the very same signed authorization with a higher tip.
       const a = signed.authorization;
       const { v, r, s } = parseSignature(signed.signature);
@@ -402,12 +410,7 @@ describe('x402 gas griefing: a payer that keeps spending its authorizations firs
         const signed = await paymentHeader(session, { authorization: { from: griefer.address }, signer: griefer });
         const answer = fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'payment-signature': signed['payment-signature'] } });
         // The relayer's transaction is signed, recorded and broadcast (pending: no automine).
-        for (
-          let wait = 0;
-          wait < 100 && (await count(`SELECT count(*)::int AS n FROM x402_settlements WHERE session_id = '${session.id}' AND status = 'submitted'`)) === 0;
-          wait++
-        )
-          await new Promise((resolve) => setTimeout(resolve, 100));
+        await waitFor(() => relayerTransactionPending(session.id), "the relayer transaction in the node's pool", 10_000);
         // The payer spends the same nonce first (1 base unit to someone else), with a higher tip.
         const spend: Authorization = {
           from: griefer.address,
@@ -450,8 +453,7 @@ describe('x402 gas griefing: a payer that keeps spending its authorizations firs
       // Another payer is not affected.
       const other = await paymentHeader(session);
       const paying = fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'payment-signature': other['payment-signature'] } });
-      for (let wait = 0; wait < 100 && (await settlementRowsOf(session.id)) === 0; wait++) await new Promise((resolve) => setTimeout(resolve, 100));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitFor(() => relayerTransactionPending(session.id), "the other payer's relayer transaction in the node's pool", 10_000);
       await anvil.client.mine({ blocks: 1 });
       expect((await paying).status).toBe(200);
     } finally {
