@@ -8,14 +8,12 @@ import { box, GENEROUS_LIMITS } from '../helpers/api.ts';
 import { insertTransfer } from '../helpers/engine.ts';
 import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { launchChromium, waitText } from '../helpers/browser.ts';
+import { startSandboxEngine } from '../helpers/livePipeline.ts';
 import { newMerchantWithOwner, saveDashboardScreenshots, signInInBrowser } from '../helpers/dashboard.ts';
 import { createApi } from '../../src/api/index.ts';
-import { createEngine } from '../../src/engine/index.ts';
-import { loadChains } from '../../src/internal/chains.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { createSandbox } from '../../src/sandbox/index.ts';
 
 /**
  * The payments pages in Chromium, with the real engine and sandbox running: an owner creates a
@@ -26,8 +24,7 @@ import { createSandbox } from '../../src/sandbox/index.ts';
  */
 const db = useTestDatabase('dashboard_payments_browser');
 const logger = createLogger({ level: 'silent' });
-const controller = new AbortController();
-const loops: Promise<void>[] = [];
+let simulated: ReturnType<typeof startSandboxEngine>;
 let browser: Browser;
 let app: FastifyInstance;
 let url: string;
@@ -36,23 +33,15 @@ beforeAll(async () => {
   const port = await freePort();
   const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '20' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
-  const engine = createEngine({ store: db.store, logger, metrics, config, intervalMs: 200 });
-  const sandbox = createSandbox({
-    store: db.store,
-    logger,
-    chains: loadChains(),
-    blockMs: 20,
-    reconcile: async (change) => void (await engine.reconcile(change)),
-  });
-  loops.push(sandbox.run(controller.signal), engine.run(controller.signal));
+  simulated = startSandboxEngine({ store: db.store, logger, metrics, config, blockMs: 20, intervalMs: 200 });
+  const { sandbox } = simulated;
   app = createApi({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
   await app.listen({ port, host: '127.0.0.1' });
   url = config.publicUrl;
   browser = await launchChromium();
 });
 afterAll(async () => {
-  controller.abort();
-  await Promise.all(loops);
+  await simulated?.close();
   await browser?.close();
   await app?.close();
 });

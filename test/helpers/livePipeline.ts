@@ -4,12 +4,46 @@ import { createDelivery } from '../../src/delivery/index.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
 import { createIngest, type Ingest } from '../../src/ingest/index.ts';
 import type { ChainName, Config } from '../../src/internal/config.ts';
+import { loadChains } from '../../src/internal/chains.ts';
+import { createSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+import type { Registry } from 'prom-client';
 import { createLogger, type Logger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { verifyWebhook } from '../../src/receiver/verify.ts';
 import type { Store } from '../../src/store/index.ts';
 import { box } from './api.ts';
 import { waitFor } from './waitFor.ts';
+
+/**
+ * The engine's loop and the sandbox's simulated chains feeding it, as the daemon wires them:
+ * sandbox payments reach the real engine, no chain needed. `close` stops both loops.
+ */
+export function startSandboxEngine(params: { store: Store; logger: Logger; metrics: Registry; config?: Config; blockMs: number; intervalMs: number }) {
+  const stop = new AbortController();
+  const engine: Engine = createEngine({
+    store: params.store,
+    logger: params.logger,
+    metrics: params.metrics,
+    config: params.config,
+    intervalMs: params.intervalMs,
+  });
+  const sandbox: Sandbox = createSandbox({
+    store: params.store,
+    logger: params.logger,
+    chains: loadChains(),
+    blockMs: params.blockMs,
+    reconcile: async (change) => void (await engine.reconcile(change)),
+  });
+  const loops = [engine.run(stop.signal), sandbox.run(stop.signal)];
+  return {
+    engine,
+    sandbox,
+    async close(): Promise<void> {
+      stop.abort();
+      await Promise.all(loops);
+    },
+  };
+}
 
 /** One verified delivery as the merchant's receiver saw it. */
 export interface VerifiedHook {

@@ -5,15 +5,13 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/anvil.ts';
 import { launchChromium, saveScreenshot, waitText } from '../helpers/browser.ts';
 import { box, GENEROUS_LIMITS } from '../helpers/api.ts';
+import { startSandboxEngine } from '../helpers/livePipeline.ts';
 import { createApi } from '../../src/api/index.ts';
 import { createApiKey, createMerchant } from '../../src/accounts/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { loadChains } from '../../src/internal/chains.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { createEngine } from '../../src/engine/index.ts';
 import { createDelivery } from '../../src/delivery/index.ts';
-import { createSandbox } from '../../src/sandbox/index.ts';
 import { main } from '../../src/cli/main.ts';
 
 /**
@@ -23,37 +21,28 @@ import { main } from '../../src/cli/main.ts';
  */
 const db = useTestDatabase('sandbox_quickstart');
 const logger = createLogger({ level: 'silent' });
-const controller = new AbortController();
+let simulated: ReturnType<typeof startSandboxEngine>;
 let browser: Browser;
 let app: FastifyInstance;
 let url: string;
 let delivery: ReturnType<typeof createDelivery>;
-const loops: Promise<void>[] = [];
 
 beforeAll(async () => {
   const port = await freePort();
   // The default webhook policy (SVC_WEBHOOK_ALLOW_PRIVATE unset = sandbox): a loopback receiver works for test keys.
   const config = loadConfig({ PORT: String(port), LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '20' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
-  const engine = createEngine({ store: db.store, logger, metrics, config, intervalMs: 200 });
-  const sandbox = createSandbox({
-    store: db.store,
-    logger,
-    chains: loadChains(),
-    blockMs: 20,
-    reconcile: async (change) => void (await engine.reconcile(change)),
-  });
+  simulated = startSandboxEngine({ store: db.store, logger, metrics, config, blockMs: 20, intervalMs: 200 });
+  const { sandbox } = simulated;
   delivery = createDelivery({ store: db.store, logger, metrics, config, box, pollIntervalMs: 50 });
   await delivery.start();
-  loops.push(sandbox.run(controller.signal), engine.run(controller.signal));
   app = createApi({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
   await app.listen({ port, host: '127.0.0.1' });
   url = config.publicUrl;
   browser = await launchChromium();
 });
 afterAll(async () => {
-  controller.abort();
-  await Promise.all(loops);
+  await simulated?.close();
   await delivery?.stop();
   await browser?.close();
   await app?.close();

@@ -3,12 +3,11 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { useTestDatabase } from '../helpers/db.ts';
+import { startSandboxEngine } from '../helpers/livePipeline.ts';
+import { loadChains } from '../../src/internal/chains.ts';
 import { box, EVERY_CHAIN_LIVE, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { eventsOf } from '../helpers/engine.ts';
 import { createApi } from '../../src/api/index.ts';
-import { createEngine } from '../../src/engine/index.ts';
-import { createSandbox } from '../../src/sandbox/index.ts';
-import { loadChains } from '../../src/internal/chains.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -26,8 +25,7 @@ import { waitFor } from '../helpers/waitFor.ts';
  */
 const db = useTestDatabase('x402_sandbox');
 const payer = privateKeyToAccount(generatePrivateKey());
-const stop = new AbortController();
-const loops: Promise<void>[] = [];
+let simulated: ReturnType<typeof startSandboxEngine>;
 let app: ReturnType<typeof createApi>;
 let baseUrl: string;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
@@ -36,15 +34,8 @@ beforeAll(async () => {
   const logger = createLogger({ level: 'silent' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
   const config = loadConfig({ ...EVERY_CHAIN_LIVE, SVC_PUBLIC_URL: 'http://127.0.0.1:1', LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '10' });
-  const engine = createEngine({ store: db.store, logger, metrics, intervalMs: 100 });
-  const sandbox = createSandbox({
-    store: db.store,
-    logger,
-    chains: loadChains(),
-    blockMs: 10,
-    reconcile: async (change) => void (await engine.reconcile(change)),
-  });
-  loops.push(engine.run(stop.signal), sandbox.run(stop.signal));
+  simulated = startSandboxEngine({ store: db.store, logger, metrics, blockMs: 10, intervalMs: 100 });
+  const { sandbox } = simulated;
   // No relayer key: live x402 is off, the sandbox's works.
   const x402 = createX402({ store: db.store, logger, metrics, config, sandbox, pollMs: 50 });
   app = createApi({ store: db.store, logger, metrics, config, box, sandbox, x402, rateLimits: GENEROUS_LIMITS });
@@ -54,8 +45,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  stop.abort();
-  await Promise.all(loops);
+  await simulated?.close();
   await app?.close();
 });
 
