@@ -1,9 +1,8 @@
-import { createPublicKey, verify as verifySignature } from 'node:crypto';
-import { verifyMessage } from 'viem';
 import type { Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { newId, randomBase62 } from '../internal/crypto.ts';
-import { base58Bytes, canonicalAddress, solanaAddressBytes, unreceivableReason } from '../internal/addresses.ts';
+import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
+import { verifyWalletSignature } from '../internal/signatures.ts';
 import { loadChains } from '../internal/chains.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 
@@ -189,7 +188,9 @@ export async function verifyWalletChallenge(
   if (!challenge) throw notFound(`wallet challenge ${params.challengeId} not found`);
   if (challenge.used_at) throw badRequest('this wallet challenge was already used; request a new one');
   if (challenge.expires_at.getTime() < (params.now ?? new Date()).getTime()) throw badRequest('this wallet challenge has expired; request a new one');
-  const valid = await checkSignature(challenge.chain, challenge.address, challenge.message, params.signature);
+  // Key signatures only: a wallet proven here receives live money, and an ERC-1271 answer depends on
+  // contract code that could change what it accepts.
+  const valid = await verifyWalletSignature({ chain: challenge.chain, address: challenge.address, message: challenge.message, signature: params.signature });
   if (!valid) throw badRequest(`signature does not verify for ${challenge.address} over the challenge message`);
   const consumed = await sql.query('UPDATE wallet_challenges SET used_at = now() WHERE id = $1 AND used_at IS NULL', [params.challengeId]);
   if (consumed.rowCount !== 1) throw badRequest('this wallet challenge was already used; request a new one');
@@ -200,34 +201,4 @@ export async function verifyWalletChallenge(
     verifiedBy: challenge.chain === 'solana' ? 'ed25519' : 'eip191',
     makeDefault: params.makeDefault ?? false,
   });
-}
-
-/**
- * EIP-191 on EVM chains (what `personal_sign` and viem's `signMessage` produce; smart-contract
- * wallets are not supported); on solana an ed25519 signature of the UTF-8 message, base58 or
- * base64 (wallet adapters' `signMessage` bytes, encoded).
- */
-async function checkSignature(chain: ChainName, address: string, message: string, signature: string): Promise<boolean> {
-  if (chain !== 'solana') {
-    if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return false;
-    return verifyMessage({ address: address as `0x${string}`, message, signature: signature as `0x${string}` }).catch(() => false);
-  }
-  const bytes = decodeSolanaSignature(signature);
-  if (!bytes) return false;
-  const publicKey = createPublicKey({
-    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(solanaAddressBytes(address)).toString('base64url') },
-    format: 'jwk',
-  });
-  return verifySignature(null, Buffer.from(message, 'utf8'), publicKey, bytes);
-}
-
-function decodeSolanaSignature(signature: string): Buffer | undefined {
-  try {
-    const base58 = Buffer.from(base58Bytes(signature));
-    if (base58.length === 64) return base58;
-  } catch {
-    // not base58; try base64 below
-  }
-  const base64 = Buffer.from(signature, 'base64');
-  return base64.length === 64 ? base64 : undefined;
 }

@@ -289,18 +289,23 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
         tags: ['checkout'],
         summary: 'The payer proves a payment by its transaction hash',
         description:
-          "No API key: the session id is the capability. For a payer (an agent) that sent the transfer itself: the gateway looks the transaction up on the session's chain at once and binds its transfers into the session's wallet, in one of the session's tokens, to this session, whatever their amount (match method `claim`): the session then confirms as usual. 200 when the transfers count now, 202 when the chain watcher has not stored them yet (they count as soon as it does, normally within seconds). A transaction is bound to one session only; proving it again for the same session answers the same. Refused, changing nothing: a hash that cannot be one on the session's chain, a transaction not mined yet (404: retry), a failed one, one that pays another wallet or token or was made before the session, and one that pays or was claimed by another session (409). Sandbox sessions are paid with POST /api/v1/sandbox/sessions/{sessionId}/pay instead (400). Rate-limited per IP like payment creation.",
+          "No API key: the session id is the capability, and the payer's signature is the proof. For a payer (a customer's wallet, an agent) that sent the transfer itself: the gateway looks the transaction up on the session's chain at once, checks that `signature` is the transfer's sender's signature of the session's `proofMessage` for this transaction, and binds its transfers into the session's wallet, in one of the session's tokens, to this session (match method `claim`) under the engine's rules: never a transfer that is exactly another open session's due amount, never more than this session still owes plus the merchant's tolerance (those are refused with 409). The session then confirms as usual. 200 when the transfers count now, 202 when the chain watcher has not stored them yet (they count as soon as it does, normally within seconds). A transaction is bound to one session only; proving it again for the same session answers the same. Refused, changing nothing: a hash that cannot be one on the session's chain, a transaction not mined yet (404: retry), a failed one, one that pays another wallet or token or was made before the session, and one that pays or was claimed by another session (409). Sandbox sessions are paid with POST /api/v1/sandbox/sessions/{sessionId}/pay instead (400). Rate-limited per IP like payment creation.",
         params: SessionParams,
         body: TransactionProofBody,
         response: {
           200: { ...TransactionProofResponse, description: "Bound: the transaction's transfers count for this session." },
           202: { ...TransactionProofResponse, description: 'Claimed: the transfers count as soon as the chain watcher stores them.' },
-          400: { ...CheckoutErrorSchema, description: "A hash that cannot be a transaction on the session's chain, or a sandbox session." },
+          400: {
+            ...CheckoutErrorSchema,
+            description:
+              "A hash that cannot be a transaction on the session's chain, a missing signature (the error quotes the message to sign), or a sandbox session.",
+          },
+          403: { ...CheckoutErrorSchema, description: "The signature is not the transfer's sender's over this session's proof message for this transaction." },
           404: { ...CheckoutErrorSchema, description: 'No such session, or the transaction is not on the chain (not mined yet: retry in a few seconds).' },
           409: {
             ...CheckoutErrorSchema,
             description:
-              'The transaction failed, does not pay this session (another wallet or token, nothing watched, made before the session), or pays or is claimed by another session.',
+              "The transaction failed, does not pay this session (another wallet or token, nothing watched, made before the session), pays or is claimed by another session, is exactly another open session's due amount, or moves more than this session still owes.",
           },
           429: { ...CheckoutErrorSchema, description: 'Too many proofs from this IP address.' },
           503: { ...CheckoutErrorSchema, description: "The chain's RPC did not answer, or this gateway has none for the chain: retry later." },
@@ -310,7 +315,12 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
     async (request, reply) => {
       setCommonHeaders(reply, { https });
       reply.header('Access-Control-Allow-Origin', '*');
-      const outcome = await proveTransaction(deps.store, deps.lookups, { sessionId: request.params.sessionId, txHash: request.body.txHash });
+      const outcome = await proveTransaction(deps.store, deps.lookups, {
+        sessionId: request.params.sessionId,
+        txHash: request.body.txHash,
+        signature: request.body.signature,
+        gateway: deps.config.publicUrl,
+      });
       request.log.info({ msg: 'Transaction proved for a session', session_id: outcome.session.id, tx_hash: outcome.txHash, bound: outcome.bound });
       return reply.status(outcome.bound ? 200 : 202).send({
         object: 'transaction_proof',

@@ -6,6 +6,7 @@ import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutVie
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
 import { payerReference } from '../payments/session.ts';
 import { sessionX402Url } from '../x402/requirements.ts';
+import { proofMessageTemplate } from './proofMessage.ts';
 
 /** Names people know the chains by, for the page and the instructions. */
 export const CHAIN_DISPLAY_NAMES: Record<ChainName, string> = {
@@ -131,6 +132,7 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     eventsUrl: urls.eventsUrl,
     // Sandbox sessions have no chain to prove a transaction on (POST /sandbox/sessions/{id}/pay pays them).
     proofUrl: session.livemode ? urls.proofUrl : null,
+    proofMessage: session.livemode ? proofMessageTemplate({ gateway: params.publicUrl, sessionId: session.id, chain: session.chain }) : null,
     refundUrl: refundable(session) ? urls.refundUrl : null,
     x402Url: sessionX402Url(params.publicUrl, session, chain),
   };

@@ -95,7 +95,11 @@ export const PaymentInstructionsSchema = Type.Object(
     ),
     proofUrl: Nullable(
       Type.String({ format: 'uri' }),
-      'POST `{ "txHash": "…" }` here after paying from your own wallet: the gateway looks the transaction up at once and binds it to this session (see POST /checkout/{sessionId}/transactions). Null for sandbox sessions.',
+      'POST `{ "txHash": "…", "signature": "…" }` here after paying from your own wallet, signed by the wallet that sent the transfer over `proofMessage` with the hash filled in: the gateway looks the transaction up at once and binds it to this session (see POST /checkout/{sessionId}/transactions). Null for sandbox sessions.',
+    ),
+    proofMessage: Nullable(
+      Type.String(),
+      'The exact text the sending wallet signs to prove a payment, with `{txHash}` standing for the transaction as the gateway stores it (lowercase hex on EVM chains). Null for sandbox sessions.',
     ),
   },
   {
@@ -148,6 +152,14 @@ export const TransactionProofBody = Type.Object(
       maxLength: 100,
       description: "The payment's transaction: `0x` and 64 hex digits on EVM chains, the base58 transaction signature on solana.",
     }),
+    signature: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4200,
+        description:
+          "The transfer's sender's signature of the proof message (docs/checkout.md, \"Proving a payment\"): EIP-191 `personal_sign` on EVM chains (an ERC-1271 contract wallet's signature is checked on chain), ed25519 `signMessage` bytes in base58 or base64 on solana. Required: without it the answer is a 400 that quotes the exact message to sign.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

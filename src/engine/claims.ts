@@ -48,6 +48,11 @@ interface StoredTransfer extends TransferToMatch {
   undecided: boolean;
 }
 
+/** Puts transfers matching left unmatched back in its queue (migration 026). $1 transfer ids. */
+const REQUEUE = `INSERT INTO transfers_undecided (transfer_id, livemode, chain, block_number, log_index)
+  SELECT id, livemode, chain, block_number, log_index FROM transfers WHERE id = ANY($1::bigint[])
+  ON CONFLICT (transfer_id) DO NOTHING`;
+
 /** The merchants that verified a receiving address on a chain. $1 chain, $2 address. */
 const SELECT_VERIFIERS = 'SELECT merchant_id FROM wallets WHERE chain = $1 AND address = $2 AND verified_at IS NOT NULL';
 
@@ -59,10 +64,12 @@ const SELECT_VERIFIERS = 'SELECT merchant_id FROM wallets WHERE chain = $1 AND a
  * - claimed by another session before: refused (conflict), nothing written;
  * - the transaction's transfers already stored: those that fit the session (its wallet, one of
  *   its tokens, paid within its window; `claimMisfit`) are attributed to it now (match method
- *   `claim`) and the session is evaluated at once; a transaction whose stored transfers fit none,
+ *   `claim`) by the matcher, with the claim in place (those it had left unmatched are queued
+ *   again), and the session is evaluated at once; a transaction whose stored transfers fit none,
  *   or whose fitting transfer is already attributed to another session, is refused (conflict),
  *   nothing written. A payer's proof (`proof`) also yields to a reference or exact due amount
- *   naming another session (the matcher's rules, docs/payment-lifecycle.md);
+ *   naming another session, and binds no more than the session owes plus its tolerance
+ *   (claimDecision.ts, docs/payment-lifecycle.md);
  * - nothing stored yet: the claim is written and waits; the matcher honours it before reference
  *   and amount matching when the ingester stores the transfers.
  * Claiming again for the same session is idempotent.
@@ -127,20 +134,20 @@ export async function claimTransaction(
       params.source,
     ]);
   }
+  // Transfers matching already left unmatched go back to its queue, so that every fitting transfer
+  // is decided by the matcher now, with the claim in place: a proof made before or after the
+  // ingester stored the transaction, before or after matching looked at it, meets the same rules
+  // under the same lock (claimDecision.ts), and no ordering of ingest, matching and proof lets it
+  // win what matching would give another session.
+  const unmatched = fitting.filter((transfer) => !transfer.undecided && transfer.session_id === null).map((transfer) => transfer.id);
+  if (unmatched.length > 0) await sql.query(REQUEUE, [unmatched]);
   let bound = false;
-  // Transfers matching has not looked at yet: the matcher decides them now, with the claim in place.
-  if (fitting.some((transfer) => transfer.undecided)) {
+  if (unmatched.length > 0 || fitting.some((transfer) => transfer.undecided)) {
     const match = await matchTransfers(sql, { livemode, chain, limit: stored.length, txHash });
     const fittingIds = new Set(fitting.map((transfer) => transfer.id));
     const refused = match.refusedClaims.find((refusal) => fittingIds.has(refusal.transferId));
     if (refused) throw conflict(`transaction ${txHash} cannot be claimed for this session: ${refused.publicReason}`);
     bound = match.matched > 0;
-  }
-  // Transfers matching already left unmatched: nothing named a session, so the claim takes them.
-  const unmatched = fitting.filter((transfer) => !transfer.undecided && transfer.session_id === null).map((transfer) => transfer.id);
-  if (unmatched.length > 0) {
-    await sql.query(`UPDATE transfers SET session_id = $2, match_method = 'claim', matched_at = now() WHERE id = ANY($1::bigint[])`, [unmatched, session.id]);
-    bound = true;
   }
 
   const changes = bound ? await evaluateSessions(sql, { livemode, chain: (params.chains ?? loadChains())[chain], sessionIds: [session.id] }) : [];

@@ -1,4 +1,4 @@
-import { getAddress, type Hex } from 'viem';
+import { decodeFunctionResult, encodeFunctionData, getAddress, type Hex } from 'viem';
 import type { Registry } from 'prom-client';
 import { signature as toSignature } from '@solana/kit';
 import type { ChainName, Config } from '../internal/config.ts';
@@ -6,7 +6,7 @@ import { loadChains, type ChainConfig } from '../internal/chains.ts';
 import type { Logger } from '../internal/logger.ts';
 import { UnavailableError } from '../internal/errors.ts';
 import { createIngestMetrics } from './metrics.ts';
-import { createRpc, type Rpc } from './evm/rpc.ts';
+import { createRpc, RpcRequestRejected, type Rpc } from './evm/rpc.ts';
 import { parseTransfers, type ObservedTransfer, type RpcLog } from './evm/transfers.ts';
 import { upsertTransfers } from './evm/persist.ts';
 import type { Sql } from '../store/index.ts';
@@ -54,8 +54,29 @@ export interface TransactionLookups {
    * @throws {UnavailableError} no RPC URL for the chain, or every URL failed.
    */
   lookup(chain: ChainName, txHash: string): Promise<LookedUpTransaction>;
+  /**
+   * Whether the contract at `address` accepts `signature` over `hash` (ERC-1271), at the latest
+   * block; false for an address without code or a call that reverts.
+   * @throws {UnavailableError} no RPC URL for the chain, or every URL failed.
+   */
+  isValidContractSignature(params: { chain: ChainName; address: string; hash: Hex; signature: Hex }): Promise<boolean>;
   close(): Promise<void>;
 }
+
+/** ERC-1271's one function and its magic answer. */
+const ERC1271_ABI = [
+  {
+    type: 'function',
+    name: 'isValidSignature',
+    stateMutability: 'view',
+    inputs: [
+      { name: 'hash', type: 'bytes32' },
+      { name: 'signature', type: 'bytes' },
+    ],
+    outputs: [{ name: 'magicValue', type: 'bytes4' }],
+  },
+] as const;
+const ERC1271_MAGIC = '0x1626ba7e';
 
 interface EvmReceipt {
   status: Hex;
@@ -88,12 +109,17 @@ export function createTransactionLookups(params: {
     return rpc.http.length > 0 ? rpc.http : chain === 'solana' ? [] : rpc.ws;
   };
 
-  async function lookupEvm(chain: ChainConfig, txHash: string): Promise<LookedUpTransaction> {
-    let rpc = evm.get(chain.name);
+  function evmRpc(chain: ChainName): Rpc {
+    let rpc = evm.get(chain);
     if (!rpc) {
-      rpc = createRpc({ chain: chain.name, urls: urlsOf(chain.name), logger, metrics: createIngestMetrics(params.metrics), timeoutMs });
-      evm.set(chain.name, rpc);
+      rpc = createRpc({ chain, urls: urlsOf(chain), logger, metrics: createIngestMetrics(params.metrics), timeoutMs });
+      evm.set(chain, rpc);
     }
+    return rpc;
+  }
+
+  async function lookupEvm(chain: ChainConfig, txHash: string): Promise<LookedUpTransaction> {
+    const rpc = evmRpc(chain.name);
     const receipt = await rpc.request<EvmReceipt | null>('eth_getTransactionReceipt', [txHash]);
     if (!receipt) return { found: false };
     const block = await rpc.request<{ hash: string; timestamp: Hex } | null>('eth_getBlockByNumber', [receipt.blockNumber, false]);
@@ -152,6 +178,27 @@ export function createTransactionLookups(params: {
         if (error instanceof UnavailableError) throw error;
         logger.warn({ msg: 'Transaction lookup failed', chain: name, tx_hash: txHash, err: error });
         throw new UnavailableError(`${name}: the chain's RPC did not answer; retry in a few seconds`, { cause: error });
+      }
+    },
+    async isValidContractSignature({ chain, address, hash, signature }) {
+      if (chain === 'solana' || !chains[chain] || urlsOf(chain).length === 0) {
+        throw new UnavailableError(`this gateway has no RPC URL for ${chain}, so it cannot ask a contract wallet there`);
+      }
+      const data = encodeFunctionData({ abi: ERC1271_ABI, functionName: 'isValidSignature', args: [hash, signature] });
+      let answer: Hex;
+      try {
+        answer = await evmRpc(chain).request<Hex>('eth_call', [{ to: address, data }, 'latest']);
+      } catch (error) {
+        // The node refusing the call itself (a revert: the contract's "no", or no such function) is a
+        // "no"; anything else is the RPC's failure.
+        if (error instanceof RpcRequestRejected) return false;
+        throw new UnavailableError(`${chain}: the chain's RPC did not answer; retry in a few seconds`, { cause: error });
+      }
+      if (!answer || answer === '0x') return false;
+      try {
+        return decodeFunctionResult({ abi: ERC1271_ABI, functionName: 'isValidSignature', data: answer }).toLowerCase() === ERC1271_MAGIC;
+      } catch {
+        return false;
       }
     },
     async close() {

@@ -270,7 +270,11 @@ async function paidByAnother(ctx: SettleContext, row: Settlement, relayer: Relay
       transfer.from.toLowerCase() === row.payer.toLowerCase() && transfer.to.toLowerCase() === row.payTo.toLowerCase() && transfer.value === row.amount,
   );
   if (!used || !paying) return undefined;
-  await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: used.hash });
+  // Refused (its amount is another open session's due amount, or it is claimed by another
+  // session): not this session's payment, so the settlement fails like any other revert.
+  if (!(await bindSettlementTransaction(ctx.store, ctx.logger, { sessionId: row.sessionId, chain: row.chain, txHash: used.hash, submittedBy: 'another' }))) {
+    return undefined;
+  }
   if (!(await markFinal(ctx.store, row.id, { status: 'settled', txHash: used.hash }, ['submitted']))) return undefined;
   ctx.logger.info({ msg: 'x402 authorization was submitted by another sender first; settled with its transaction', settlement: row.id, tx_hash: used.hash });
   return { ok: true, settlement: (await getSettlement(ctx.store, row.id))!, replayed: false };

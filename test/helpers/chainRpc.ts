@@ -97,6 +97,7 @@ export function useScriptedChainRpc() {
     lookups: {
       available: (chain) => lookups!.available(chain),
       lookup: (chain, hash) => lookups!.lookup(chain, hash),
+      isValidContractSignature: (check) => lookups!.isValidContractSignature(check),
       close: async () => {},
     } satisfies TransactionLookups,
   };
