@@ -138,7 +138,8 @@ export async function proveTransaction(
   const claim = await store.transaction(async (sql) => {
     // In a final block the transfers are stored now (as the ingester would), so they count at once.
     if (looked) await storeIfFinal(sql, looked, { wallet: session.payTo });
-    return claimTransaction(sql, { sessionId: session.id, chain: session.chain, txHash, source: 'proof' });
+    const lookedUp = looked?.found ? looked.movements.map((movement) => ({ ...movement, paidAt: looked.blockTime ?? session.now })) : undefined;
+    return claimTransaction(sql, { sessionId: session.id, chain: session.chain, txHash, source: 'proof', lookedUp });
   });
   const after = (await loadCheckoutSession(store, session.id))!;
   const bound = claim.transferIds.length > 0;

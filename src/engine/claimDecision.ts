@@ -144,3 +144,8 @@ export function decideTransfer(transfer: TransferToMatch, candidates: BatchCandi
   }
   return { found: { sessionId: claim.session.id, method: 'claim' } };
 }
+
+/** A claim's refusal in the claimant's words: names no other session (a session id is its checkout's capability). */
+export function publicReasonOf(refusal: ClaimRefusal): string {
+  return refusal.kind === 'outranked' ? `its ${refusal.method} pays another payment session` : refusal.misfit;
+}

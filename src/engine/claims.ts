@@ -6,7 +6,9 @@ import { getSessionById } from '../payments/sessions.ts';
 import { evaluateSessions, type Change } from './evaluate.ts';
 import { lockChain } from './lock.ts';
 import { claimMisfit, matchTransfers, TRANSFER_TO_MATCH_COLUMNS, type TransferToMatch } from './match.ts';
-import { amountMatchable } from './matchRules.ts';
+import { amountMatchable, type Candidate } from './matchRules.ts';
+import { readCandidates } from './batchCandidates.ts';
+import { decideTransfer, publicReasonOf } from './claimDecision.ts';
 import type { PaymentStatus } from '../payments/stateMachine.ts';
 
 /** Who claims a transaction for a session: a payer proving it by hash, or the gateway's own x402 settlement. */
@@ -48,6 +50,53 @@ interface StoredTransfer extends TransferToMatch {
   undecided: boolean;
 }
 
+/** A token movement of a looked-up transaction (EVM: log index; solana: credited account index). */
+export interface LookedUpMovement {
+  index: number;
+  token: string;
+  to: string;
+  amount: bigint;
+  paidAt: Date;
+}
+
+/**
+ * How the matcher would decide the claim just written for a transaction not stored yet, from its
+ * looked-up movements into the session (a reference key is not known here: the matcher still
+ * applies that rule when the transfers are stored). The public reason of a refusal, or undefined.
+ */
+async function previewRefusal(
+  sql: Sql,
+  params: {
+    session: Pick<Candidate, 'id' | 'livemode' | 'chain' | 'payTo' | 'tokenAddresses' | 'createdAt' | 'monitorUntil'>;
+    txHash: string;
+    movements: LookedUpMovement[];
+  },
+): Promise<string | undefined> {
+  const { session } = params;
+  const transfers: TransferToMatch[] = params.movements
+    .map((movement) => ({
+      id: BigInt(-1 - movement.index),
+      tx_hash: params.txHash,
+      livemode: session.livemode,
+      chain: session.chain,
+      token_address: movement.token,
+      to_address: movement.to,
+      amount: String(movement.amount),
+      reference_keys: [],
+      paid_at: movement.paidAt,
+    }))
+    .filter((transfer) => !claimMisfit(session, transfer));
+  if (transfers.length === 0) return undefined;
+  const candidates = await readCandidates(sql, transfers);
+  const pending = new Map<string, bigint>();
+  for (const transfer of transfers) {
+    const { found, refusedClaim } = decideTransfer(transfer, candidates, pending);
+    if (refusedClaim) return publicReasonOf(refusedClaim);
+    if (found) pending.set(found.sessionId, (pending.get(found.sessionId) ?? 0n) + BigInt(transfer.amount));
+  }
+  return undefined;
+}
+
 /** Puts transfers matching left unmatched back in its queue (migration 026). $1 transfer ids. */
 const REQUEUE = `INSERT INTO transfers_undecided (transfer_id, livemode, chain, block_number, log_index)
   SELECT id, livemode, chain, block_number, log_index FROM transfers WHERE id = ANY($1::bigint[])
@@ -77,7 +126,15 @@ const SELECT_VERIFIERS = 'SELECT merchant_id FROM wallets WHERE chain = $1 AND a
  */
 export async function claimTransaction(
   sql: Sql,
-  params: { sessionId: string; chain: ChainName; txHash: string; source: ClaimSource; chains?: Record<ChainName, ChainConfig> },
+  params: {
+    sessionId: string;
+    chain: ChainName;
+    txHash: string;
+    source: ClaimSource;
+    chains?: Record<ChainName, ChainConfig>;
+    /** The transaction's token movements as the chain showed them, when the caller looked it up (a payer's proof). */
+    lookedUp?: LookedUpMovement[];
+  },
 ): Promise<ClaimResult> {
   const txHash = normalizeTxHash(params.chain, params.txHash);
   if (!txHash)
@@ -141,6 +198,12 @@ export async function claimTransaction(
   // win what matching would give another session.
   const unmatched = fitting.filter((transfer) => !transfer.undecided && transfer.session_id === null).map((transfer) => transfer.id);
   if (unmatched.length > 0) await sql.query(REQUEUE, [unmatched]);
+  // Not stored yet, but looked up: decided now as the matcher will decide it when the ingester
+  // stores it, so a proof the matcher would refuse is refused at once rather than answered 202.
+  if (stored.length === 0 && params.lookedUp && params.source === 'proof') {
+    const refusal = await previewRefusal(sql, { session, txHash, movements: params.lookedUp });
+    if (refusal) throw conflict(`transaction ${txHash} cannot be claimed for this session: ${refusal}`);
+  }
   let bound = false;
   if (unmatched.length > 0 || fitting.some((transfer) => transfer.undecided)) {
     const match = await matchTransfers(sql, { livemode, chain, limit: stored.length, txHash });

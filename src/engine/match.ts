@@ -2,7 +2,7 @@ import { prepared, type Sql } from '../store/index.ts';
 import type { TransferToMatch } from './matchRules.ts';
 import { attributeOnWallet } from './walletCandidates.ts';
 import { readCandidates } from './batchCandidates.ts';
-import { decideTransfer } from './claimDecision.ts';
+import { decideTransfer, publicReasonOf } from './claimDecision.ts';
 
 export { claimMisfit, proofExcess } from './claimDecision.ts';
 export { CLOCK_SKEW_SECONDS, chooseSession, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
@@ -154,7 +154,7 @@ export async function matchTransfers(
         txHash: transfer.tx_hash,
         sessionId: candidates.claims.get(transfer.tx_hash)!.session.id,
         reason: `transfer trf_${transfer.id}: ${outranked ? `its ${refusedClaim.method} names session ${refusedClaim.sessionId}` : refusedClaim.misfit}`,
-        publicReason: outranked ? `its ${refusedClaim.method} pays another payment session` : refusedClaim.misfit,
+        publicReason: publicReasonOf(refusedClaim),
       });
     }
     return { id: transfer.id, found };

@@ -1,141 +1,15 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { Address } from 'viem';
-import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
-import { startReceiver } from '../helpers/webhookReceiver.ts';
-import { logger } from '../helpers/delivery.ts';
+import { describe, expect, test } from 'vitest';
+import { useProofDaemon } from '../helpers/proofDaemon.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
-import { startDaemon, type Daemon } from '../../src/daemon.ts';
-import { createApiKey } from '../../src/accounts/index.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { verifyWebhook } from '../../src/index.ts';
 
 /**
- * Payers prove payments by transaction hash (POST /checkout/{id}/transactions) against a real
- * chain (anvil as polygon, the real USDC address) and the daemon as it is deployed: an api +
- * worker process that runs no ingester (it looks transactions up with the configured RPC URL),
- * and, from the first test on, an ingest process on the same database. Webhooks go to a real
- * receiver and are verified.
+ * Payers prove payments by transaction hash and their signature (POST /checkout/{id}/transactions)
+ * against a real chain (anvil as polygon, the real USDC address) and the daemon as it is deployed
+ * (test/helpers/proofDaemon.ts). The attacks of issue 24 are in proofAttacks.anvil.test.ts.
  */
-const db = useTestDatabase('checkout_proof_anvil');
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-proof-'));
-const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
-
-let anvil: Anvil;
-let api: Daemon;
-let ingest: Daemon | undefined;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-let liveKey: string;
-let testKey: string;
-let secret: string;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  anvil = await startAnvil({ chain: 'polygon' });
-  await anvil.installChainTokens();
-  receiver = await startReceiver();
-  env = {
-    DATABASE_URL: db.connectionString,
-    PORT: '0',
-    SVC_DATA_DIR: dataDir,
-    SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
-    SVC_POLYGON_RPC_URL: anvil.rpcUrl,
-    // Each proof below comes from its own address (X-Forwarded-For), so only the rate-limit test meets the per-IP budget.
-    SVC_TRUST_PROXY: 'true',
-    LOG_LEVEL: 'silent',
-  };
-  api = await startDaemon({ config: loadConfig(env), logger, roles: ['api', 'worker'] });
-  testKey = api.bootstrap!.testKey;
-  liveKey = (await createApiKey(db.store, { merchantId: api.bootstrap!.merchantId, livemode: true })).secret;
-  // 1% tolerance: 9.99 pays any 10 USDC session, so with two open the amount cannot tell which.
-  await db.store.query('UPDATE merchants SET payment_tolerance_bps = 100 WHERE id = $1', [api.bootstrap!.merchantId]);
-  const registered = await http('POST', '/api/v1/webhooks', { key: liveKey, body: { url: `${receiver.url}/hooks` } });
-  expect(registered.status).toBe(201);
-  secret = registered.body.secret;
-}, 60_000);
-
-afterAll(async () => {
-  await ingest?.shutdown.kill('test done');
-  await api?.shutdown.kill('test done');
-  await receiver?.close();
-  await anvil?.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function http(method: 'GET' | 'POST', url: string, options: { key?: string; body?: unknown; ip?: string } = {}) {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (options.ip) headers['x-forwarded-for'] = options.ip;
-  if (options.key) headers.authorization = `Bearer ${options.key}`;
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${api.url}${url}`, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-let proofs = 0;
-const prove = (sessionId: string, txHash: string, ip = `10.0.${Math.floor(++proofs / 250)}.${proofs % 250}`) =>
-  http('POST', `/checkout/${sessionId}/transactions`, { body: { txHash }, ip });
-
-async function newSession(wallet: string, amount = '10', mode: 'live' | 'test' = 'live'): Promise<{ id: string; amountDueBaseUnits: string }> {
-  // A key per session: this file creates more sessions than one key may in a minute.
-  const key = mode === 'test' ? testKey : (await createApiKey(db.store, { merchantId: api.bootstrap!.merchantId, livemode: true })).secret;
-  const answer = await http('POST', '/api/v1/sessions', { key, body: { amount, currency: 'USDC', chain: 'polygon', merchantWallet: wallet } });
-  expect(answer.status).toBe(201);
-  return answer.body;
-}
-
-/** Two 10 USDC sessions on one fresh wallet. */
-async function lookAlikes() {
-  const wallet = newEvmWallet();
-  return { wallet, first: await newSession(wallet), second: await newSession(wallet) };
-}
-
-async function pay(to: string, amount: bigint): Promise<`0x${string}`> {
-  const hash = await anvil.pay(USDC, to as Address, amount);
-  await anvil.waitMined(hash);
-  return hash;
-}
-
-async function statusOf(id: string): Promise<string> {
-  return (await http('GET', `/api/v1/sessions/${id}`, { key: liveKey })).body.status;
-}
-
-async function until<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-async function startIngest(): Promise<void> {
-  ingest ??= await startDaemon({ config: loadConfig({ ...env, PORT: '0' }), logger, roles: ['ingest'] });
-}
-
-/** Waits until the ingester stored the transaction and matching looked at it. */
-const checked = (hash: string) =>
-  until(
-    async () =>
-      (
-        await db.store.query(
-          'SELECT session_id, match_method FROM transfers t WHERE tx_hash = $1 AND NOT EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id)',
-          [hash.toLowerCase()],
-        )
-      ).rows[0],
-    `${hash} stored and matched`,
-  );
-
-/** Webhook events the receiver got for a session, verified with the endpoint's secret. */
-async function webhooksOf(sessionId: string): Promise<string[]> {
-  const events = await Promise.all(receiver.received.map((request) => verifyWebhook(request.rawBody, request.headers, secret)));
-  return events.filter((event) => (event.data as { id?: string }).id === sessionId).map((event) => event.event);
-}
+const harness = useProofDaemon('checkout_proof_anvil');
+const { db, http, prove, pay, newSession, lookAlikes, statusOf, startIngest, checked, until, webhooksOf } = harness;
 
 describe('POST /checkout/{id}/transactions', () => {
   test('a payment no amount could attribute, proved before any ingester stored it: 202, then bound by the claim and confirmed with webhooks', async () => {
@@ -152,7 +26,7 @@ describe('POST /checkout/{id}/transactions', () => {
     await startIngest();
     expect(await checked(hash)).toEqual({ session_id: second.id, match_method: 'claim' });
     await until(async () => (await statusOf(second.id)) === 'confirming', 'confirming');
-    await anvil.mine(32);
+    await harness.anvil.mine(32);
     await until(async () => (await statusOf(second.id)) === 'confirmed', 'confirmed');
     await until(async () => (await webhooksOf(second.id)).length >= 2, 'webhooks');
     expect(await webhooksOf(second.id)).toEqual(['payment.confirming', 'payment.confirmed']);
@@ -223,18 +97,63 @@ describe('POST /checkout/{id}/transactions', () => {
 
   test('proofs are rate-limited per IP address with the public creation budget (10 a minute)', async () => {
     const { second } = await lookAlikes();
-    for (let i = 0; i < 10; i++) expect((await prove(second.id, '0x12', '192.0.2.7')).status).toBe(400);
-    const refused = await prove(second.id, '0x12', '192.0.2.7');
+    for (let i = 0; i < 10; i++) expect((await prove(second.id, '0x12', { ip: '192.0.2.7' })).status).toBe(400);
+    const refused = await prove(second.id, '0x12', { ip: '192.0.2.7' });
     expect(refused.status).toBe(429);
     expect(refused.body.error).toMatch(/10 transaction proofs from one IP address per minute/);
-    expect((await prove(second.id, '0x12', '192.0.2.8')).status).toBe(400);
+    expect((await prove(second.id, '0x12', { ip: '192.0.2.8' })).status).toBe(400);
   });
 
   test("the checkout's JSON instructions name the proof URL (live sessions only)", async () => {
     const live = await newSession(newEvmWallet());
     const instructions = (await http('GET', `/checkout/${live.id}`)).body;
-    expect(instructions.proofUrl).toBe(`${api.url}/checkout/${live.id}/transactions`);
+    expect(instructions.proofUrl).toBe(`${harness.api.url}/checkout/${live.id}/transactions`);
+    expect(instructions.proofMessage).toBe(
+      ['svc gateway: I sent this payment', `Gateway: ${harness.api.url}`, `Session: ${live.id}`, 'Chain: polygon', 'Transaction: {txHash}'].join('\n'),
+    );
     const sandbox = await newSession(newEvmWallet(), '5', 'test');
-    expect((await http('GET', `/checkout/${sandbox.id}`)).body.proofUrl).toBeNull();
+    expect((await http('GET', `/checkout/${sandbox.id}`)).body).toMatchObject({ proofUrl: null, proofMessage: null });
+  });
+});
+
+describe('the sender’s signature is the proof', () => {
+  test('without a signature: 400 quoting the exact message to sign and the sender; nothing written', async () => {
+    await startIngest();
+    const { wallet, second } = await lookAlikes();
+    const hash = await pay(wallet, 9_990_000n);
+    const sender = harness.payerOf(hash)!.address;
+    const answer = await prove(second.id, hash, { signer: null });
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toContain(`signature is required: an EIP-191 personal_sign signature by the transfer's sender ${sender} of exactly this message`);
+    expect(answer.body.error).toContain(JSON.stringify(await harness.proofMessageOf(second.id, hash)));
+    expect((await db.store.query('SELECT 1 FROM transaction_claims WHERE tx_hash = $1', [hash.toLowerCase()])).rowCount).toBe(0);
+  });
+
+  test('refused with 403, nothing written: another signer, a signature for another session, for another transaction, replayed from another proof', async () => {
+    await startIngest();
+    const { wallet, first, second } = await lookAlikes();
+    const hash = await pay(wallet, 9_990_000n);
+    const payer = harness.payerOf(hash)!;
+    const claims = async () => (await db.store.query('SELECT 1 FROM transaction_claims WHERE tx_hash = $1', [hash.toLowerCase()])).rowCount;
+    const expectRefused = async (answer: { status: number; body: { error: string } }) => {
+      expect(answer.status).toBe(403);
+      expect(answer.body.error).toMatch(new RegExp(`is not an EIP-191 personal_sign signature by the transfer's sender ${payer.address}`));
+    };
+
+    await expectRefused(await prove(second.id, hash, { signer: await harness.fundedPayer(1n) }));
+    await expectRefused(await prove(second.id, hash, { message: await harness.proofMessageOf(first.id, hash) }));
+    const otherHash = await pay(wallet, 1_000_000n, payer);
+    await expectRefused(await prove(second.id, hash, { message: await harness.proofMessageOf(second.id, otherHash) }));
+    await expectRefused(
+      await prove(second.id, hash, { message: (await harness.proofMessageOf(second.id, hash)).replace(harness.api.url!, 'https://pay.example') }),
+    );
+    // A signature that proved a transaction for one session says nothing for another.
+    const signature = await payer.signMessage({ message: await harness.proofMessageOf(first.id, hash) });
+    expect([200, 202]).toContain((await http('POST', `/checkout/${first.id}/transactions`, { body: { txHash: hash, signature } })).status);
+    await expectRefused(await http('POST', `/checkout/${second.id}/transactions`, { body: { txHash: hash, signature } }));
+    const garbage = await http('POST', `/checkout/${second.id}/transactions`, { body: { txHash: hash, signature: '0xzz' } });
+    expect(garbage.status).toBe(403);
+    expect(await claims()).toBe(1);
+    expect(await statusOf(second.id)).toBe('created');
   });
 });

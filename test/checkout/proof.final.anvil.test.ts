@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { buildApi, createClient } from '../helpers/api.ts';
@@ -44,9 +45,19 @@ async function lookAlikes() {
   };
 }
 
+const payer = privateKeyToAccount(generatePrivateKey());
+
+/** The keyed payer sends `amount` to `to` (so it can sign its proofs); the mined receipt. */
 async function pay(to: string, amount: bigint) {
-  const hash = await anvil.pay(USDC, to as Address, amount);
-  return anvil.waitMined(hash);
+  await anvil.waitMined(await anvil.mint(USDC, payer.address, amount));
+  return anvil.waitMined(await anvil.transfer(USDC, payer.address, to as Address, amount));
+}
+
+/** The payer's proof of `txHash` for a session, signed over the session's proof message. */
+async function prove(sessionId: string, txHash: string) {
+  const template = (await call('GET', `/checkout/${sessionId}`, { headers: { accept: 'application/json' } })).body.proofMessage as string;
+  const signature = await payer.signMessage({ message: template.replace('{txHash}', txHash.toLowerCase()) });
+  return call('POST', `/checkout/${sessionId}/transactions`, { body: { txHash, signature } });
 }
 
 const rowsOf = async (hash: string) =>
@@ -57,7 +68,7 @@ test('a transaction in a finalized block is stored as the ingester would store i
   const receipt = await pay(wallet, 9_990_000n);
   await setHead(db.store, { head: receipt.blockNumber + 10n, finalized: receipt.blockNumber });
 
-  const answer = await call('POST', `/checkout/${second.id}/transactions`, { body: { txHash: receipt.transactionHash } });
+  const answer = await prove(second.id, receipt.transactionHash);
   expect(answer.status).toBe(200);
   expect(answer.body).toMatchObject({ bound: true, payment: { status: 'settled', amountReceived: '9.99' } });
   const transferLog = receipt.logs.find((log) => log.address.toLowerCase() === USDC.toLowerCase())!;
@@ -82,7 +93,7 @@ test('a transaction above the finalized block is claimed (202) and nothing is st
   const { wallet, second } = await lookAlikes();
   const receipt = await pay(wallet, 9_990_000n);
   await setHead(db.store, { head: receipt.blockNumber, finalized: receipt.blockNumber - 1n });
-  const answer = await call('POST', `/checkout/${second.id}/transactions`, { body: { txHash: receipt.transactionHash } });
+  const answer = await prove(second.id, receipt.transactionHash);
   expect(answer.status).toBe(202);
   expect(await rowsOf(receipt.transactionHash)).toEqual([]);
 });

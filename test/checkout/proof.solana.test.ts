@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { getBase58Decoder, type KeyPairSigner } from '@solana/kit';
+import { getBase58Decoder, signBytes, type KeyPairSigner } from '@solana/kit';
 import { randomBytes } from 'node:crypto';
 import { useTestDatabase } from '../helpers/db.ts';
 import { buildApi, createClient } from '../helpers/api.ts';
@@ -42,7 +42,16 @@ afterAll(async () => {
 const newSession = (amount: string) =>
   db.store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }));
 const statusOf = async (id: string) => (await db.store.query<{ status: string }>('SELECT status FROM payment_sessions WHERE id = $1', [id])).rows[0]!.status;
-const prove = (sessionId: string, txHash: string) => call('POST', `/checkout/${sessionId}/transactions`, { body: { txHash } });
+/** Proves `txHash` for a session with `signer`'s ed25519 signature (base58) of the session's proof message (default: the payer's). */
+async function prove(sessionId: string, txHash: string, signer: KeyPairSigner = payer) {
+  const template = (await call('GET', `/checkout/${sessionId}`, { headers: { accept: 'application/json' } })).body?.proofMessage as string | undefined;
+  const body: Record<string, string> = { txHash };
+  if (template) {
+    const signature = await signBytes(signer.keyPair.privateKey, new TextEncoder().encode(template.replace('{txHash}', txHash)));
+    body.signature = getBase58Decoder().decode(signature);
+  }
+  return call('POST', `/checkout/${sessionId}/transactions`, { body });
+}
 
 test('a credit no amount could attribute, proved by its signature before the ingester ran: 202, then the ingester binds it to the claiming session', async () => {
   const first = await newSession('5');
@@ -66,6 +75,19 @@ test('a credit no amount could attribute, proved by its signature before the ing
   // Stored now: proving it again answers 200 at once; for the other session 409.
   expect((await prove(second.id, paid.signature)).body).toMatchObject({ bound: true, payment: { view: 'detected' } });
   expect((await prove(first.id, paid.signature)).status).toBe(409);
+});
+
+test("only the credit's source owner can prove it: another key's signature is refused (403), nothing written", async () => {
+  const session = await newSession('6');
+  await newSession('6');
+  const paid = await rpc.pay({ from: payer, to: merchant.address, currency: 'USDC', amount: 5_990_000n });
+  const stranger = await rpc.wallet();
+  const refused = await prove(session.id, paid.signature, stranger);
+  expect(refused.status).toBe(403);
+  expect(refused.body.error).toMatch(new RegExp(`is not an ed25519 signature \\(signMessage\\), base58 or base64 by the transfer's sender ${payer.address}`));
+  const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM transaction_claims WHERE session_id = $1', [session.id]);
+  expect(rows[0]!.n).toBe(0);
+  expect([200, 202]).toContain((await prove(session.id, paid.signature)).status);
 });
 
 test('refusals: a credit to another wallet (409), an unknown signature (404), an unreadable one (400); nothing is written', async () => {
