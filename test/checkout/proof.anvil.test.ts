@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { useProofDaemon } from '../helpers/proofDaemon.ts';
+import { pad } from 'viem';
+import { USDC, useProofDaemon } from '../helpers/proofDaemon.ts';
+import { testContractRuntime } from '../helpers/solidity.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
 
 /**
@@ -156,4 +158,23 @@ describe('the sender’s signature is the proof', () => {
     expect(await claims()).toBe(1);
     expect(await statusOf(second.id)).toBe('created');
   });
+});
+
+test('a smart-contract wallet proves its transfer with ERC-1271 (its owner signs); another key is refused', async () => {
+  const { anvil } = harness;
+  const owner = await harness.fundedPayer(1n);
+  const contractWallet = newEvmWallet() as `0x${string}`;
+  await anvil.client.setCode({ address: contractWallet, bytecode: testContractRuntime('ContractWallet.sol', 'ContractWallet') });
+  await anvil.client.setStorageAt({ address: contractWallet, index: 0, value: pad(owner.address) });
+  const { wallet, second } = await lookAlikes();
+  await anvil.waitMined(await anvil.mint(USDC, contractWallet, 9_990_000n));
+  const hash = await anvil.transfer(USDC, contractWallet, wallet as `0x${string}`, 9_990_000n);
+  await anvil.waitMined(hash);
+
+  const stranger = await prove(second.id, hash, { signer: await harness.fundedPayer(1n) });
+  expect(stranger.status).toBe(403);
+  expect(stranger.body.error).toContain(`by the transfer's sender ${contractWallet}`);
+  const answer = await prove(second.id, hash, { signer: owner });
+  expect([200, 202]).toContain(answer.status);
+  expect(answer.body).toMatchObject({ sessionId: second.id, txHash: hash.toLowerCase() });
 });
