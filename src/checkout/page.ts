@@ -6,13 +6,14 @@ import type { CheckoutView } from './view.ts';
 
 const STYLE = fs.readFileSync(new URL('./assets/checkout.css', import.meta.url), 'utf8');
 const SCRIPT = fs.readFileSync(new URL('./assets/checkout.js', import.meta.url), 'utf8');
+const PROOF_SCRIPT = fs.readFileSync(new URL('./assets/proof.js', import.meta.url), 'utf8');
 
 /**
  * The page's CSP: its one inline script and one inline style, pinned by hash; `frameAncestors`
  * are the origins that may frame it (none by default).
  */
 export function pageCsp(frameAncestors: readonly string[] = []): string {
-  return checkoutCsp({ scriptHashes: [cspHash(SCRIPT)], styleHashes: [cspHash(STYLE)], frameAncestors });
+  return checkoutCsp({ scriptHashes: [cspHash(SCRIPT), cspHash(PROOF_SCRIPT)], styleHashes: [cspHash(STYLE)], frameAncestors });
 }
 
 /**
@@ -68,7 +69,14 @@ export function renderCheckoutPage(i: PaymentInstructions, params: { qrUrl: stri
   // The script talks to the origin it was loaded from (relative paths), so a page reached under
   // another host name than SVC_PUBLIC_URL still works within its CSP's connect-src 'self'.
   const base = `/checkout/${encodeURIComponent(i.id)}`;
-  const state = { ...i, qrBase: params.qrUrl, statusPath: `${base}/status`, eventsPath: `${base}/events`, refundPath: `${base}/refund` };
+  const state = {
+    ...i,
+    qrBase: params.qrUrl,
+    statusPath: `${base}/status`,
+    eventsPath: `${base}/events`,
+    refundPath: `${base}/refund`,
+    proofPath: `${base}/transactions`,
+  };
   const token = i.token;
   const chainLabel = `${i.chainName} (${i.chainKind === 'evm' ? `chain id ${i.chainId}` : String(i.chainId)})`;
   const title = `Pay ${i.amountDue} ${i.currency} to ${i.merchant.name}`;
@@ -158,6 +166,23 @@ ${i.reference ? `<div><dt>Reference (Solana Pay)</dt><dd><code id="reference">${
 <p id="refund-result" tabindex="-1" role="status" hidden></p>
 </section>
 
+${
+  i.proofMessage
+    ? `<section id="prove" aria-label="Prove a payment"${i.payable ? '' : ' hidden'}>
+<details id="prove-details">
+<summary>Paid from your own wallet and not detected? Prove it</summary>
+<form id="prove-form" class="refund" novalidate>
+<p class="hint">Paste your payment's transaction, then sign a message with the wallet that sent it. Signing is free and moves no funds; only the sender can prove a payment.</p>
+<label for="prove-tx">Transaction ${i.chainKind === 'evm' ? 'hash' : 'signature'}</label>
+<input id="prove-tx" name="txHash" autocomplete="off" spellcheck="false" required aria-describedby="prove-error">
+<p id="prove-error" class="error" role="alert"></p>
+<button type="submit">Sign with my wallet and prove</button>
+</form>
+</details>
+<p id="prove-result" tabindex="-1" role="status" hidden></p>
+</section>`
+    : ''
+}
 ${i.livemode ? '' : `<section id="sandbox-tools" aria-label="Sandbox tools" data-sandbox-session="${escapeHtml(i.id)}">${params.sandboxPanel?.(i) ?? ''}</section>`}
 <noscript><p>Reload this page to see the payment status.</p></noscript>
 </div>
@@ -165,6 +190,7 @@ ${i.livemode ? '' : `<section id="sandbox-tools" aria-label="Sandbox tools" data
 </main>
 <script type="application/json" id="checkout-data">${jsonForScript(state)}</script>
 <script>${SCRIPT}</script>
+${i.proofMessage ? `<script>${PROOF_SCRIPT}</script>` : ''}
 </body>
 </html>`;
 }

@@ -89,6 +89,8 @@
     }
     var refund = byId('refund');
     if (refund) refund.hidden = !s.refundUrl;
+    var prove = byId('prove');
+    if (prove && s.payable !== undefined) prove.hidden = !s.payable;
     // Only a payment confirmed while the payer watches sends them on (as Stripe and BTCPay do); a
     // payer who comes back to a paid page (e.g. to ask for a refund) stays, with a link back.
     if (s.view === 'paid' && viewChanged) startRedirect();
