@@ -390,7 +390,8 @@ describe('x402 when someone else submits the same authorization first', () => {
         copied.toLowerCase(),
         session.id,
       ]);
-      expect(claims).toEqual([{ source: 'x402' }]);
+      // Bound by a payer's proof's rules: nothing in their transaction names this session (src/x402/bind.ts).
+      expect(claims).toEqual([{ source: 'proof' }]);
     } finally {
       await anvil.client.setAutomine(true);
     }
