@@ -13,10 +13,14 @@ export const IP_ATTEMPTS = 30;
 /** The window: counts reset this long after the first failure in it. */
 export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
 
-const buckets = (params: { email: string; ip: string }) => [
-  { bucket: `account:${params.email.trim().toLowerCase()}`, limit: ACCOUNT_ATTEMPTS },
-  { bucket: `ip:${params.ip}`, limit: IP_ATTEMPTS },
-];
+/**
+ * The two buckets of an attempt, as SQL over `$1` (the email as typed, trimmed) and `$2` (the IP). The
+ * account's key folds case with Postgres `lower`, the function the sign-in lookup and the unique
+ * index use, so every spelling that finds an account counts against that account. JavaScript's
+ * toLowerCase folds differently (`İ` becomes `i̇`, where Postgres gives `i`), which gave
+ * `vİewer@…` a fresh allowance for `viewer@…`.
+ */
+const BUCKETS_SQL = `ARRAY['account:' || lower($1::text), 'ip:' || $2::text]`;
 
 /**
  * Counts one password (or TOTP) attempt for the account and the IP before it is checked, and
@@ -25,18 +29,17 @@ const buckets = (params: { email: string; ip: string }) => [
  * limit holds across every process of the api role.
  */
 export async function takeSignInAttempt(sql: Sql, params: { email: string; ip: string }): Promise<void> {
-  const wanted = buckets(params);
   const { rows } = await sql.query<{ bucket: string; failures: number; retry_after: number }>(
     `INSERT INTO dashboard_sign_in_failures AS f (bucket, failures, window_started_at)
-     SELECT b, 1, now() FROM unnest($1::text[]) AS b
+     SELECT b, 1, now() FROM unnest(${BUCKETS_SQL}) AS b
      ON CONFLICT (bucket) DO UPDATE SET
-       failures = CASE WHEN f.window_started_at < now() - make_interval(secs => $2) THEN 1 ELSE f.failures + 1 END,
-       window_started_at = CASE WHEN f.window_started_at < now() - make_interval(secs => $2) THEN now() ELSE f.window_started_at END
-     RETURNING bucket, failures, ceil(extract(epoch FROM f.window_started_at + make_interval(secs => $2) - now()))::int AS retry_after`,
-    [wanted.map((entry) => entry.bucket), SIGN_IN_WINDOW_SECONDS],
+       failures = CASE WHEN f.window_started_at < now() - make_interval(secs => $3) THEN 1 ELSE f.failures + 1 END,
+       window_started_at = CASE WHEN f.window_started_at < now() - make_interval(secs => $3) THEN now() ELSE f.window_started_at END
+     RETURNING bucket, failures, ceil(extract(epoch FROM f.window_started_at + make_interval(secs => $3) - now()))::int AS retry_after`,
+    [params.email.trim(), params.ip, SIGN_IN_WINDOW_SECONDS],
   );
   for (const row of rows) {
-    const limit = wanted.find((entry) => entry.bucket === row.bucket)!.limit;
+    const limit = row.bucket.startsWith('account:') ? ACCOUNT_ATTEMPTS : IP_ATTEMPTS;
     if (row.failures > limit) {
       throw new RateLimitedError(`too many sign-in attempts; try again in ${Math.ceil(Math.max(row.retry_after, 1) / 60)} minutes`, {
         retryAfterSeconds: Math.max(row.retry_after, 1),
@@ -52,11 +55,12 @@ export async function takeSignInAttempt(sql: Sql, params: { email: string; ip: s
  * it between code guesses.
  */
 export async function forgiveSignInAttempt(sql: Sql, params: { email: string; ip: string }, options: { undoOnly?: boolean } = {}): Promise<void> {
-  const [account, ip] = buckets(params);
+  // Trimmed as findDashboardUserForSignIn trims before its lower().
+  const values = [params.email.trim(), params.ip];
   if (options.undoOnly) {
-    await sql.query('UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = ANY($1)', [[account!.bucket, ip!.bucket]]);
+    await sql.query(`UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = ANY(${BUCKETS_SQL})`, values);
     return;
   }
-  await sql.query('DELETE FROM dashboard_sign_in_failures WHERE bucket = $1', [account!.bucket]);
-  await sql.query('UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = $1', [ip!.bucket]);
+  await sql.query(`DELETE FROM dashboard_sign_in_failures WHERE bucket = (${BUCKETS_SQL})[1]`, values);
+  await sql.query(`UPDATE dashboard_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE bucket = (${BUCKETS_SQL})[2]`, values);
 }
