@@ -48,7 +48,7 @@ test('svc users create prints a single-use link (30 min), list shows the user, d
     '--json',
   ]);
   expect(duplicate.code).toBe(1);
-  expect(JSON.parse(duplicate.err)).toEqual({ error: 'a dashboard user with the email grace@example.test already exists' });
+  expect(JSON.parse(duplicate.err)).toEqual({ error: 'grace@example.test is already a dashboard user of this merchant' });
   expect((await runSvc(db.connectionString, ['users', 'create', '--merchant', merchant.id, '--email', 'x@example.test', '--role', 'admin'])).code).toBe(2);
   expect((await runSvc(db.connectionString, ['users', 'create', '--merchant', 'mer_nope', '--email', 'x@example.test', '--role', 'owner'])).code).toBe(2);
 

@@ -7,7 +7,7 @@ export const usersCreate: Command = {
   usage: 'svc users create --merchant ID --email EMAIL --role owner|developer|viewer [--json]',
   options: {
     merchant: { type: 'string', description: 'merchant id (mer_…)' },
-    email: { type: 'string', description: 'the person’s email (their sign-in name; unique across the gateway)' },
+    email: { type: 'string', description: 'the person’s email (their sign-in name; unique per merchant)' },
     role: { type: 'string', description: `${ROLES.join(', ')}: owner manages everything incl. users, wallets and live keys` },
     ...jsonOption,
   },

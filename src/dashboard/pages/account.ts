@@ -117,10 +117,10 @@ export const accountPage: DashboardPageModule = (routes, deps) => {
 
   routes.post('/account/password', options, async (ctx, request) => {
     const result = await tryForm(async () => {
-      await takeSignInAttempt(ctx.store, { email: ctx.user.email, ip: ctx.ip });
+      await takeSignInAttempt(ctx.store, { email: ctx.user.email, ip: ctx.ip, userIds: [ctx.user.id] });
       const secrets = await getDashboardUserSecrets(ctx.store, ctx.user.id);
       if (!(await verifyPassword(request.body.current ?? '', secrets?.passwordHash))) throw badRequest('the current password is not right');
-      await forgiveSignInAttempt(ctx.store, { email: ctx.user.email, ip: ctx.ip });
+      await forgiveSignInAttempt(ctx.store, { ip: ctx.ip, userId: ctx.user.id });
       await changeDashboardPassword(ctx.store, {
         user: ctx.user,
         password: request.body.password ?? '',
