@@ -103,8 +103,10 @@ export function signInLinkUrl(publicUrl: string, token: string): string {
 
 /**
  * Adds a user to a merchant and makes the first sign-in link (what `svc users create` and the
- * Team page's invitation both do), with its audit entry, in one transaction. An email already in
- * use (by any merchant: sign-in is by email) is a 409.
+ * Team page's invitation both do), with its audit entry, in one transaction. Emails are unique
+ * per merchant (case-insensitively): an email already a user of this merchant is a 409, and a
+ * user of another merchant changes nothing, so an invitation never tells whether an address
+ * works for anyone else (sign-in tells the users of one email apart by their passwords).
  */
 export async function inviteDashboardUser(
   store: Store,
@@ -123,7 +125,7 @@ export async function inviteDashboardUser(
       );
       row = rows[0]!;
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`a dashboard user with the email ${email} already exists`);
+      if (isUniqueViolation(error)) throw conflict(`${email} is already a dashboard user of this merchant`);
       throw error;
     }
     const link = await createSignInLink(sql, row.id);
@@ -217,10 +219,26 @@ export async function getDashboardUser(sql: Sql, merchantId: string, userId: str
   return rows[0] && toDashboardUser(rows[0]);
 }
 
-/** A user by email (case-insensitive), with what sign-in checks; for sign-in only. */
-export async function findDashboardUserForSignIn(sql: Sql, email: string): Promise<{ user: DashboardUser; secrets: DashboardUserSecrets } | undefined> {
-  const { rows } = await sql.query<UserRow>(`SELECT ${USER_COLUMNS} FROM dashboard_users WHERE lower(email) = lower($1)`, [email.trim()]);
-  return rows[0] && { user: toDashboardUser(rows[0]), secrets: toSecrets(rows[0]) };
+/** A user sign-in may start a session for, with what it checks and the merchant's name (to choose between merchants). */
+export interface SignInCandidate {
+  user: DashboardUser;
+  secrets: DashboardUserSecrets;
+  merchantName: string;
+}
+
+/**
+ * The users with this email (case-insensitive, Postgres `lower` as the unique index), one per
+ * merchant at most, oldest first; for sign-in only, which tells them apart by their passwords.
+ */
+export async function findDashboardUsersForSignIn(sql: Sql, email: string): Promise<SignInCandidate[]> {
+  const { rows } = await sql.query<UserRow & { merchant_name: string }>(
+    `SELECT ${USER_COLUMNS.split(', ')
+      .map((column) => `u.${column}`)
+      .join(', ')}, m.name AS merchant_name
+       FROM dashboard_users u JOIN merchants m ON m.id = u.merchant_id WHERE lower(u.email) = lower($1) ORDER BY u.created_at, u.id`,
+    [email.trim()],
+  );
+  return rows.map((row) => ({ user: toDashboardUser(row), secrets: toSecrets(row), merchantName: row.merchant_name }));
 }
 
 /** The secrets of one user by id (re-authentication, TOTP). */

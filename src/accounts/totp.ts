@@ -3,7 +3,7 @@ import type { Sql, Store } from '../store/index.ts';
 import type { SecretBox } from '../internal/crypto.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { recordAudit, type Actor } from './audit.ts';
-import type { DashboardUser } from './dashboardUsers.ts';
+import { toDashboardUser, USER_COLUMNS, type DashboardUser, type DashboardUserRow } from './dashboardUsers.ts';
 
 /** RFC 6238 defaults every authenticator app uses: 30-second steps, 6 digits, SHA-1. */
 const PERIOD_SECONDS = 30;
@@ -34,18 +34,6 @@ export async function beginTotp(sql: Sql, box: SecretBox, user: DashboardUser): 
   if (user.totpEnabled) throw conflict('two-factor sign-in is already on; turn it off first to set up a new device');
   const secret = generateSecret();
   await sql.query('UPDATE dashboard_users SET totp_secret_sealed = $2 WHERE id = $1 AND totp_enabled_at IS NULL', [user.id, box.seal(secret)]);
-  return { secret, uri: generateURI({ issuer: TOTP_ISSUER, label: user.email, secret }) };
-}
-
-/** The secret from {@link beginTotp} not yet confirmed (to show it again after a wrong code), or undefined. */
-export async function pendingTotp(sql: Sql, box: SecretBox, user: DashboardUser): Promise<{ secret: string; uri: string } | undefined> {
-  const { rows } = await sql.query<{ totp_secret_sealed: string | null }>(
-    'SELECT totp_secret_sealed FROM dashboard_users WHERE id = $1 AND totp_enabled_at IS NULL',
-    [user.id],
-  );
-  const sealed = rows[0]?.totp_secret_sealed;
-  if (!sealed) return undefined;
-  const secret = box.open(sealed);
   return { secret, uri: generateURI({ issuer: TOTP_ISSUER, label: user.email, secret }) };
 }
 
@@ -97,26 +85,31 @@ export async function disableTotp(store: Store, params: { user: DashboardUser; a
 }
 
 /**
- * An owner turns another user's TOTP off (a lost device): the explicit, audited way back in,
- * since a sign-in link does not skip a user's second factor (docs/security.md). The user then
- * signs in with a new link or the password alone and sets up a new device. Another merchant's
- * or an unknown user is a 404.
+ * Turns another user's TOTP off (a lost device, or an authenticator someone else enrolled): the
+ * explicit, audited way back in, since a sign-in link does not skip a user's second factor
+ * (docs/security.md). An owner does it from Team (`merchantId` scopes the id: another merchant's
+ * or an unknown user is a 404); the operator with `svc users reset-two-factor` (no `merchantId`),
+ * which also ends the user's sessions, since it is the way out when no owner can act. The user
+ * then signs in with the password (or a new link) and sets up a new device.
  */
-export async function resetTotp(store: Store, params: { merchantId: string; userId: string; actor: Actor }): Promise<void> {
-  await store.transaction(async (sql) => {
-    const { rows } = await sql.query<{ email: string }>(
+export async function resetTotp(store: Store, params: { merchantId?: string; userId: string; actor: Actor; endSessions?: boolean }): Promise<DashboardUser> {
+  return store.transaction(async (sql) => {
+    const { rows } = await sql.query<DashboardUserRow>(
       `UPDATE dashboard_users SET totp_secret_sealed = NULL, totp_enabled_at = NULL, totp_last_step = NULL
-        WHERE id = $1 AND merchant_id = $2 RETURNING email`,
-      [params.userId, params.merchantId],
+        WHERE id = $1 AND ($2::text IS NULL OR merchant_id = $2) RETURNING ${USER_COLUMNS}`,
+      [params.userId, params.merchantId ?? null],
     );
     if (!rows[0]) throw notFound(`no dashboard user ${params.userId}`);
+    const user = toDashboardUser(rows[0]);
+    if (params.endSessions) await sql.query('UPDATE dashboard_sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL', [user.id]);
     await recordAudit(sql, {
-      merchantId: params.merchantId,
+      merchantId: user.merchantId,
       actor: params.actor,
       action: 'user.totp_disabled',
-      target: params.userId,
-      details: { email: rows[0].email, resetByOwner: true },
+      target: user.id,
+      details: { email: user.email, ...(params.actor.userId === null ? { resetByOperator: true } : { resetByOwner: true }) },
     });
+    return user;
   });
 }
 

@@ -1,6 +1,8 @@
 import { prepared, type Sql } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
-import { conflict, notFound } from '../internal/errors.ts';
+import { conflict, forbidden, notFound } from '../internal/errors.ts';
+import type { Role } from './dashboardUsers.ts';
+import { roleCan } from './permissions.ts';
 import { addWallet, getWallet, type Wallet } from './wallets.ts';
 
 /**
@@ -110,5 +112,31 @@ async function forgetUnusedUnverified(sql: Sql, merchantId: string): Promise<voi
         AND NOT EXISTS (SELECT 1 FROM payment_sessions s WHERE s.livemode AND s.chain = w.chain AND s.pay_to = w.address AND s.merchant_id = w.merchant_id AND s.monitor_until > now())
         AND NOT EXISTS (SELECT 1 FROM payment_links l WHERE l.merchant_id = w.merchant_id AND l.livemode AND l.active AND l.chain = w.chain AND l.merchant_wallet = w.address)`,
     [rows.map((row) => row.id)],
+  );
+}
+
+/**
+ * The dashboard's rule for live money a person routes (issue 24): a live payment link (or
+ * session) created in the dashboard names only a verified receiving wallet of the merchant on its
+ * chain, or none (the chain's default, verified by construction), unless the user's role has
+ * `wallets.manage` (owners, who may add any wallet anyway). Test mode moves no money, so any
+ * address passes there. `address` is the canonical form the link stores; run it in the
+ * transaction that creates the link, so a refusal writes nothing.
+ * @throws {ForbiddenError} a developer naming an address that is not a verified wallet.
+ */
+export async function checkDashboardWalletChoice(
+  sql: Sql,
+  params: { role: Role; livemode: boolean; merchantId: string; chain: ChainName; address: string | null; what?: string },
+): Promise<void> {
+  if (!params.livemode || params.address === null || roleCan(params.role, 'wallets.manage')) return;
+  const { rowCount } = await sql.query('SELECT 1 FROM wallets WHERE merchant_id = $1 AND chain = $2 AND address = $3 AND verified_at IS NOT NULL', [
+    params.merchantId,
+    params.chain,
+    params.address,
+  ]);
+  if (rowCount) return;
+  throw forbidden(
+    `a live ${params.what ?? 'payment link'} may name only a verified receiving wallet of this merchant on ${params.chain} (${params.address} is not one); ` +
+      "leave the wallet empty for the chain's default, or ask an owner to add and verify the wallet under Settings",
   );
 }

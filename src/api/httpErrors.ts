@@ -77,6 +77,18 @@ function fastifyAnswer(error: unknown, bodyLimitBytes: number): ErrorAnswer | un
 }
 
 /**
+ * The 4xx status of an error fastify raised itself while reading a request (413 an oversized
+ * body, 415 a content type with no parser, 400 a malformed one), or `undefined`. For the
+ * dashboard, whose pages answer with fastify's own statuses; the API's answers are
+ * {@link errorAnswer}'s (400 for the first two, as the issue asks).
+ */
+export function requestReadingStatus(error: unknown): number | undefined {
+  const { code, statusCode } = (error ?? {}) as { code?: string; statusCode?: number };
+  if (typeof code !== 'string' || !code.startsWith('FST_')) return undefined;
+  return statusCode && statusCode >= 400 && statusCode < 500 ? statusCode : undefined;
+}
+
+/**
  * The answer to any error that reaches the HTTP layer (the fastify error handler's whole logic):
  * a refusal gets its class's status; an error fastify raised for the request its 4xx; a commit
  * whose outcome is unknown a 500 that says so (not a 503: a retry without an Idempotency-Key

@@ -6,7 +6,7 @@ import { migrate } from './commands/migrate.ts';
 import { merchantsCreate, merchantsList, merchantsUpdate } from './commands/merchants.ts';
 import { walletsAdd, walletsDefault, walletsRemove } from './commands/wallets.ts';
 import { keysCreate, keysList, keysRevoke } from './commands/keys.ts';
-import { usersCreate, usersDisable, usersList } from './commands/users.ts';
+import { usersCreate, usersDisable, usersList, usersResetTwoFactor } from './commands/users.ts';
 import { webhooksListen, webhooksRedeliver, webhooksRotateSecret } from './commands/webhooks.ts';
 import { ingestRescan, ingestStatus } from './commands/ingest.ts';
 import { config } from './commands/config.ts';
@@ -30,6 +30,7 @@ const commands: Record<string, Command> = {
   'users create': usersCreate,
   'users list': usersList,
   'users disable': usersDisable,
+  'users reset-two-factor': usersResetTwoFactor,
   'webhooks listen': webhooksListen,
   'webhooks rotate-secret': webhooksRotateSecret,
   'ingest status': ingestStatus,

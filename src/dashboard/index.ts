@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { refusalAnswer } from '../api/httpErrors.ts';
+import { refusalAnswer, requestReadingStatus } from '../api/httpErrors.ts';
 import { registerAssets } from './assets.ts';
 import { errorBox } from './forms.ts';
 import { html } from './html.ts';
@@ -37,13 +37,23 @@ export function registerDashboard(parent: FastifyInstance, deps: DashboardDeps):
         for (const [name, value] of new URLSearchParams(body as string)) fields[name] = value;
         done(null, fields);
       });
-      // Dashboard errors are pages, not the API's JSON: a refusal shows its message, anything else a generic page (logged).
+      // Dashboard errors are pages, not the API's JSON: a refusal shows its message, a request
+      // fastify could not read (a form over the limit: 413) its status and what to do, anything
+      // else a generic page (logged: a 500 is a bug).
       app.setErrorHandler((error, request, reply) => {
         const refusal = refusalAnswer(error);
-        if (!refusal) request.log.error({ msg: 'Unhandled error in dashboard request', err: error, method: request.method, url: loggablePath(request.url) });
+        const unreadable = refusal ? undefined : requestReadingStatus(error);
+        if (!refusal && !unreadable)
+          request.log.error({ msg: 'Unhandled error in dashboard request', err: error, method: request.method, url: loggablePath(request.url) });
         setPageHeaders(reply, { https });
-        const status = refusal?.status ?? 500;
-        const message = refusal?.body.error ?? 'something went wrong on our side; try again, and tell the operator if it keeps happening';
+        const status = refusal?.status ?? unreadable ?? 500;
+        const message =
+          refusal?.body.error ??
+          (unreadable === 413
+            ? `this form is larger than the dashboard accepts (${FORM_BODY_LIMIT / 1024} KiB); shorten what you entered and send it again`
+            : unreadable
+              ? 'this form could not be read; reload the page and send it again'
+              : 'something went wrong on our side; try again, and tell the operator if it keeps happening');
         return reply
           .status(status)
           .type('text/html; charset=utf-8')

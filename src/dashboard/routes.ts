@@ -242,14 +242,14 @@ export function createDashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
     const password = ((request.body ?? {}) as Record<string, unknown>)._reauth_password;
     if (typeof password !== 'string') return undefined;
     try {
-      await takeSignInAttempt(deps.store, { email: ctx.user.email, ip: request.ip });
+      await takeSignInAttempt(deps.store, { email: ctx.user.email, ip: request.ip, userIds: [ctx.user.id] });
     } catch (error) {
       if (error instanceof RateLimitedError) return reauthPrompt(ctx, request, error.shortMessage);
       throw error;
     }
     const secrets = await getDashboardUserSecrets(deps.store, ctx.user.id);
     if (!(await verifyPassword(password, secrets?.passwordHash))) return reauthPrompt(ctx, request, 'that is not your password');
-    await forgiveSignInAttempt(deps.store, { email: ctx.user.email, ip: request.ip });
+    await forgiveSignInAttempt(deps.store, { ip: request.ip, userId: ctx.user.id });
     await markPasswordEntered(deps.store, ctx.session.id);
     ctx.session.reauthAt = new Date();
     return undefined;

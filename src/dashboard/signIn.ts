@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   checkTotpCode,
+  countSignInAttempt,
   createDashboardSession,
   findDashboardSession,
-  findDashboardUserForSignIn,
+  findDashboardUsersForSignIn,
   findSignInLink,
   forgiveSignInAttempt,
   recordAudit,
@@ -13,6 +14,7 @@ import {
   checkNewPassword,
   MIN_PASSWORD_LENGTH,
   type DashboardUser,
+  type SignInCandidate,
 } from '../accounts/index.ts';
 import { randomBase62 } from '../internal/crypto.ts';
 import { refusalAnswer } from '../api/httpErrors.ts';
@@ -83,14 +85,36 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void 
     return reply.redirect(safeNext(next), 303);
   }
 
-  function signInForm(params: { csrf: string; email?: string; next: string; error?: string; notice?: string; askCode?: boolean }): Html {
+  interface SignInFormParams {
+    csrf: string;
+    email?: string;
+    next: string;
+    error?: string;
+    notice?: string;
+    askCode?: boolean;
+    /** The merchant chosen (kept while the code is asked for). */
+    merchant?: string;
+    /** One password opened several merchants: which one to sign in to. */
+    choices?: SignInCandidate[];
+  }
+
+  function signInForm(params: SignInFormParams): Html {
     return html`<form method="post" action="/dashboard/sign-in" class="stack" novalidate>
   ${params.notice ? noticeBox(params.notice) : ''}
   ${params.error ? errorBox(params.error) : ''}
   <input type="hidden" name="_csrf" value="${params.csrf}">
   <input type="hidden" name="next" value="${params.next}">
+  ${params.merchant && !params.choices ? html`<input type="hidden" name="merchant" value="${params.merchant}">` : ''}
   <label for="email">Email</label>
-  <input id="email" name="email" type="email" autocomplete="username" required value="${params.email ?? ''}"${params.askCode ? '' : html` autofocus`}>
+  <input id="email" name="email" type="email" autocomplete="username" required value="${params.email ?? ''}"${params.askCode || params.choices ? '' : html` autofocus`}>
+  ${
+    params.choices
+      ? html`<label for="merchant">Merchant</label>
+  <select id="merchant" name="merchant" required autofocus>${params.choices.map(
+    (choice) => html`<option value="${choice.user.merchantId}">${choice.merchantName} (${choice.user.merchantId})</option>`,
+  )}</select>`
+      : ''
+  }
   <label for="password">Password</label>
   <input id="password" name="password" type="password" autocomplete="current-password" required>
   ${
@@ -102,6 +126,27 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void 
   }
   <button type="submit">Sign in</button>
 </form>`;
+  }
+
+  /**
+   * The users the email and password open. The attempt is counted against every user of the
+   * email (or of the chosen merchant), then each one not over its limit is checked, one scrypt
+   * each (one when there is none, so an unknown email costs the same). Disabled users never
+   * match. Nothing opened while some user was locked is a 429, as for one user.
+   */
+  async function usersOpenedBy(params: { email: string; password: string; merchant: string; ip: string }): Promise<SignInCandidate[]> {
+    const found = await findDashboardUsersForSignIn(deps.store, params.email);
+    const candidates = params.merchant ? found.filter((candidate) => candidate.user.merchantId === params.merchant) : found;
+    const count = await countSignInAttempt(deps.store, { email: params.email, ip: params.ip, userIds: candidates.map((candidate) => candidate.user.id) });
+    if (count.refusal) throw count.refusal;
+    const open = candidates.filter((candidate) => !count.locked.includes(candidate.user.id));
+    if (open.length === 0) await verifyPassword(params.password, undefined);
+    const opened: SignInCandidate[] = [];
+    for (const candidate of open) {
+      if ((await verifyPassword(params.password, candidate.secrets.passwordHash)) && !candidate.user.disabledAt) opened.push(candidate);
+    }
+    if (opened.length === 0 && count.lockedRefusal) throw count.lockedRefusal;
+    return opened;
   }
 
   app.get<{ Querystring: Record<string, string | undefined> }>('/sign-in', routeConfig, async (request, reply) => {
@@ -124,29 +169,37 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void 
     if (foreign) return again(foreign, 403);
     const password = request.body?.password ?? '';
     const code = field(request.body, 'code');
+    const merchant = field(request.body, 'merchant');
     if (!email || !password) return again('enter your email and password', 400);
+    let opened: SignInCandidate[];
     try {
-      await takeSignInAttempt(deps.store, { email, ip: request.ip });
+      opened = await usersOpenedBy({ email, password, merchant, ip: request.ip });
     } catch (error) {
       const refusal = refusalAnswer(error);
       if (!refusal) throw error;
       for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);
       return again(refusal.body.error, refusal.status);
     }
-    const found = await findDashboardUserForSignIn(deps.store, email);
-    const passwordOk = await verifyPassword(password, found?.secrets.passwordHash);
-    if (!found || !passwordOk || found.user.disabledAt) return again(GENERIC_REFUSAL, 401);
-    if (found.user.totpEnabled) {
+    if (opened.length === 0) return again(GENERIC_REFUSAL, 401);
+    if (opened.length > 1) {
+      // One email and password open users of several merchants: the person picks one.
+      for (const candidate of opened) await forgiveSignInAttempt(deps.store, { ip: request.ip, userId: candidate.user.id }, { undoOnly: true });
+      const error = 'this email and password open more than one merchant: choose one and enter the password again';
+      return bare(reply, 'Sign in', signInForm({ csrf, email, next, error, choices: opened }), 401);
+    }
+    const { user } = opened[0]!;
+    const attempt = { ip: request.ip, userId: user.id };
+    if (user.totpEnabled) {
+      const askCode = (error: string) => bare(reply, 'Sign in', signInForm({ csrf, email, next, error, askCode: true, merchant: user.merchantId }), 401);
       // The password was right: ask for the code without counting a failure for its absence.
       if (!code) {
-        await forgiveSignInAttempt(deps.store, { email, ip: request.ip }, { undoOnly: true });
-        return again('enter the code from your authenticator app', 401, true);
+        await forgiveSignInAttempt(deps.store, attempt, { undoOnly: true });
+        return askCode('enter the code from your authenticator app');
       }
-      if (!(await checkTotpCode(deps.store, deps.box, { userId: found.user.id, code })))
-        return again('that two-factor code is not right (or was already used)', 401, true);
+      if (!(await checkTotpCode(deps.store, deps.box, { userId: user.id, code }))) return askCode('that two-factor code is not right (or was already used)');
     }
-    await forgiveSignInAttempt(deps.store, { email, ip: request.ip });
-    return startSession(request, reply, found.user, next);
+    await forgiveSignInAttempt(deps.store, attempt);
+    return startSession(request, reply, user, next);
   });
 
   function setPasswordForm(params: { token: string; csrf: string; user: DashboardUser; error?: string }): Html {
@@ -201,10 +254,10 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps): void 
         const code = field(request.body, 'code');
         const askAgain = (error: string) => bare(reply, 'Set your password', setPasswordForm({ token, csrf, user: linked, error }), 401);
         if (!code) return askAgain('enter the code from your authenticator app');
-        await takeSignInAttempt(deps.store, { email: linked.email, ip: request.ip });
+        await takeSignInAttempt(deps.store, { email: linked.email, ip: request.ip, userIds: [linked.id] });
         if (!(await checkTotpCode(deps.store, deps.box, { userId: linked.id, code })))
           return askAgain('that two-factor code is not right (or was already used)');
-        await forgiveSignInAttempt(deps.store, { email: linked.email, ip: request.ip });
+        await forgiveSignInAttempt(deps.store, { ip: request.ip, userId: linked.id });
       }
       const user = await useSignInLink(deps.store, {
         token,

@@ -1,9 +1,10 @@
 import { expect, test } from 'vitest';
-import { createMerchant, findDashboardSession, useSignInLink } from '../../src/accounts/index.ts';
+import { generate } from 'otplib';
+import { beginTotp, confirmTotp, createMerchant, findDashboardSession, OPERATOR, useSignInLink } from '../../src/accounts/index.ts';
 import { createDashboardSession } from '../../src/accounts/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box } from '../helpers/api.ts';
-import { runSvc, TEST_PASSWORD } from '../helpers/dashboard.ts';
+import { addUserWithPassword, runSvc, TEST_PASSWORD } from '../helpers/dashboard.ts';
 
 const db = useTestDatabase('dashboard_users_cli');
 
@@ -47,7 +48,7 @@ test('svc users create prints a single-use link (30 min), list shows the user, d
     '--json',
   ]);
   expect(duplicate.code).toBe(1);
-  expect(JSON.parse(duplicate.err)).toEqual({ error: 'a dashboard user with the email grace@example.test already exists' });
+  expect(JSON.parse(duplicate.err)).toEqual({ error: 'grace@example.test is already a dashboard user of this merchant' });
   expect((await runSvc(db.connectionString, ['users', 'create', '--merchant', merchant.id, '--email', 'x@example.test', '--role', 'admin'])).code).toBe(2);
   expect((await runSvc(db.connectionString, ['users', 'create', '--merchant', 'mer_nope', '--email', 'x@example.test', '--role', 'owner'])).code).toBe(2);
 
@@ -70,4 +71,30 @@ test('svc users create prints a single-use link (30 min), list shows the user, d
   expect(await findDashboardSession(db.store, session.token)).toBeUndefined();
   expect((await runSvc(db.connectionString, ['users', 'list', '--merchant', merchant.id])).out).toContain('disabled');
   expect((await runSvc(db.connectionString, ['users', 'disable', 'usr_unknown'])).code).toBe(1);
+});
+
+test('svc users reset-two-factor turns a user’s TOTP off and ends its sessions, audited as the operator (the way out when no owner can)', async () => {
+  const { merchant } = await createMerchant(db.store, box, { name: 'Locked Out Shop' });
+  const owner = await addUserWithPassword(db.store, { merchantId: merchant.id, role: 'owner' });
+  // An authenticator the owner does not have (enrolled with a stolen session, or a lost phone).
+  const { secret } = await beginTotp(db.store, box, owner);
+  await confirmTotp(db.store, box, { user: owner, code: await generate({ secret }), actor: OPERATOR });
+  const session = await createDashboardSession(db.store, { userId: owner.id });
+
+  const reset = await runSvc(db.connectionString, ['users', 'reset-two-factor', owner.id, '--json']);
+  expect(reset.code, reset.err).toBe(0);
+  expect(reset.json()).toMatchObject({ id: owner.id, email: owner.email, totpEnabled: false });
+  const { rows } = await db.store.query('SELECT totp_secret_sealed, totp_enabled_at, totp_last_step FROM dashboard_users WHERE id = $1', [owner.id]);
+  expect(rows[0]).toEqual({ totp_secret_sealed: null, totp_enabled_at: null, totp_last_step: null });
+  expect(await findDashboardSession(db.store, session.token)).toBeUndefined();
+  const { rows: audit } = await db.store.query(
+    `SELECT user_id, actor, target, details FROM audit_log WHERE merchant_id = $1 AND action = 'user.totp_disabled'`,
+    [merchant.id],
+  );
+  expect(audit).toEqual([{ user_id: null, actor: 'operator (CLI)', target: owner.id, details: { email: owner.email, resetByOperator: true } }]);
+
+  const human = await runSvc(db.connectionString, ['users', 'reset-two-factor', owner.id]);
+  expect(human.out).toContain(`Reset two-factor sign-in of ${owner.id} (${owner.email})`);
+  expect((await runSvc(db.connectionString, ['users', 'reset-two-factor', 'usr_unknown'])).code).toBe(1);
+  expect((await runSvc(db.connectionString, ['users', 'reset-two-factor'])).code).toBe(2);
 });

@@ -1,4 +1,4 @@
-import { disableDashboardUser, inviteDashboardUser, listDashboardUsers, OPERATOR, ROLES, signInLinkUrl, getMerchant } from '../../accounts/index.ts';
+import { disableDashboardUser, getMerchant, inviteDashboardUser, listDashboardUsers, OPERATOR, resetTotp, ROLES, signInLinkUrl } from '../../accounts/index.ts';
 import { emit, jsonOption, requireString, UsageError, withStore, type Command } from '../command.ts';
 
 /** `svc users create`: a dashboard user and its single-use sign-in link (the gateway sends no email). */
@@ -7,7 +7,7 @@ export const usersCreate: Command = {
   usage: 'svc users create --merchant ID --email EMAIL --role owner|developer|viewer [--json]',
   options: {
     merchant: { type: 'string', description: 'merchant id (mer_…)' },
-    email: { type: 'string', description: 'the person’s email (their sign-in name; unique across the gateway)' },
+    email: { type: 'string', description: 'the person’s email (their sign-in name; unique per merchant)' },
     role: { type: 'string', description: `${ROLES.join(', ')}: owner manages everything incl. users, wallets and live keys` },
     ...jsonOption,
   },
@@ -74,6 +74,31 @@ export const usersDisable: Command = {
     return withStore(io, async (store) => {
       const user = await disableDashboardUser(store, { userId: id, actor: OPERATOR });
       emit(io, json, user, `Disabled ${user.id} (${user.email}) at ${user.disabledAt!.toISOString()}`);
+      return 0;
+    });
+  },
+};
+
+/**
+ * `svc users reset-two-factor USER_ID`: turns the user's two-factor sign-in off and ends its
+ * sessions (audited as the operator). The way out when a device is lost, or someone enrolled
+ * theirs with a stolen session, and no owner of the merchant can reset it from Team.
+ */
+export const usersResetTwoFactor: Command = {
+  summary: 'turn a dashboard user’s two-factor sign-in off and end its sessions (a lost or foreign device)',
+  usage: 'svc users reset-two-factor USER_ID [--json]',
+  options: { ...jsonOption },
+  async run({ positionals, io, json }) {
+    const id = positionals[0];
+    if (!id) throw new UsageError('give the user id (usr_…) whose two-factor sign-in to reset');
+    return withStore(io, async (store) => {
+      const user = await resetTotp(store, { userId: id, actor: OPERATOR, endSessions: true });
+      emit(
+        io,
+        json,
+        user,
+        `Reset two-factor sign-in of ${user.id} (${user.email}); its sessions ended. It signs in with its password (or a new link) and sets up a device again`,
+      );
       return 0;
     });
   },

@@ -7,7 +7,6 @@ import {
   forgiveSignInAttempt,
   getDashboardUserSecrets,
   markPasswordEntered,
-  pendingTotp,
   MIN_PASSWORD_LENGTH,
   takeSignInAttempt,
   verifyPassword,
@@ -66,22 +65,40 @@ ${
 </form>`;
 }
 
-async function totpSetupForm(ctx: DashboardContext, deps: DashboardDeps, error?: string): Promise<Html> {
-  // A wrong code shows the same secret again (the person scanned it already); a start makes a new one.
-  const pending = error ? await pendingTotp(ctx.store, deps.box, ctx.user) : undefined;
-  const { secret, uri } = pending ?? (await beginTotp(ctx.store, deps.box, ctx.user));
-  const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 4, width: 240 });
-  return html`<section class="panel">
-<p>Scan this code with your authenticator app, or type the key, then enter the 6-digit code it shows.</p>
-<img class="qr" src="${qr}" alt="QR code for your authenticator app" width="240" height="240">
-<p>Key: <code id="totp-secret">${secret}</code> <button type="button" class="secondary" data-copy="totp-secret">Copy key</button></p>
-<form method="post" action="/dashboard/account/two-factor/confirm" class="stack">
+/** The code form that turns two-factor sign-in on; `error` is a refused code's message. */
+function totpConfirmForm(ctx: DashboardContext, error?: string): Html {
+  return html`<form method="post" action="/dashboard/account/two-factor/confirm" class="stack">
   ${error ? errorBox(error) : ''}
   ${ctx.csrfField()}
   <label for="totp-code">Code from the app</label>
   <input id="totp-code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" required>
   <button type="submit">Turn on two-factor sign-in</button>
-</form></section>`;
+</form>`;
+}
+
+/** A new secret (replacing one left pending) shown once as a QR code and key, with the code form. */
+async function totpSetupForm(ctx: DashboardContext, deps: DashboardDeps): Promise<Html> {
+  const { secret, uri } = await beginTotp(ctx.store, deps.box, ctx.user);
+  const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 4, width: 240 });
+  return html`<section class="panel">
+<p>Scan this code with your authenticator app, or type the key, then enter the 6-digit code it shows.</p>
+<img class="qr" src="${qr}" alt="QR code for your authenticator app" width="240" height="240">
+<p>Key: <code id="totp-secret">${secret}</code> <button type="button" class="secondary" data-copy="totp-secret">Copy key</button></p>
+${totpConfirmForm(ctx)}</section>`;
+}
+
+/**
+ * After a refused code: the code form again, never the secret. Showing the pending secret (or
+ * making one) here let a stolen cookie enroll its own authenticator; whoever lost the key starts
+ * again, which makes a new one.
+ */
+function totpRetryForm(ctx: DashboardContext, error: string): Html {
+  return html`<section class="panel">
+<p>Enter the current code of the app you set up.</p>
+${totpConfirmForm(ctx, error)}
+<form method="post" action="/dashboard/account/two-factor/start" class="stack">${ctx.csrfField()}
+  <p class="help">Did not add the key to your app? Start again with a new key.</p>
+  <button type="submit" class="secondary">Start again</button></form></section>`;
 }
 
 /**
@@ -100,10 +117,10 @@ export const accountPage: DashboardPageModule = (routes, deps) => {
 
   routes.post('/account/password', options, async (ctx, request) => {
     const result = await tryForm(async () => {
-      await takeSignInAttempt(ctx.store, { email: ctx.user.email, ip: ctx.ip });
+      await takeSignInAttempt(ctx.store, { email: ctx.user.email, ip: ctx.ip, userIds: [ctx.user.id] });
       const secrets = await getDashboardUserSecrets(ctx.store, ctx.user.id);
       if (!(await verifyPassword(request.body.current ?? '', secrets?.passwordHash))) throw badRequest('the current password is not right');
-      await forgiveSignInAttempt(ctx.store, { email: ctx.user.email, ip: ctx.ip });
+      await forgiveSignInAttempt(ctx.store, { ip: ctx.ip, userId: ctx.user.id });
       await changeDashboardPassword(ctx.store, {
         user: ctx.user,
         password: request.body.password ?? '',
@@ -121,11 +138,13 @@ export const accountPage: DashboardPageModule = (routes, deps) => {
     page('Your account', accountBody(ctx, { totpSetup: await totpSetupForm(ctx, deps), setupRequired: mustSetUp(ctx) })),
   );
 
-  routes.post('/account/two-factor/confirm', options, async (ctx, request) => {
+  // Turning it on wants the recent password too: the start alone left a way round it (a stolen
+  // cookie confirming a secret the owner left pending).
+  routes.post('/account/two-factor/confirm', { ...options, recentPassword: true }, async (ctx, request) => {
     const result = await tryForm(() => confirmTotp(ctx.store, deps.box, { user: ctx.user, code: field(request.body, 'code'), actor: ctx.actor }));
     if (!result.ok) {
-      return page('Your account', accountBody(ctx, { totpSetup: await totpSetupForm(ctx, deps, result.error), setupRequired: mustSetUp(ctx) }), {
-        status: 400,
+      return page('Your account', accountBody(ctx, { totpSetup: totpRetryForm(ctx, result.error), setupRequired: mustSetUp(ctx) }), {
+        status: result.status,
       });
     }
     return redirect('/dashboard/account?done=two-factor-on');

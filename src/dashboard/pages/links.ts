@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import { checkDashboardWalletChoice } from '../../accounts/index.ts';
 import { CreatePaymentLinkBody, createPaymentLinkFromBody, paymentLinkUrl } from '../../api/routes/paymentLinks.ts';
 import { checkBody } from '../../api/validation.ts';
 import { qrSvg } from '../../checkout/qr.ts';
@@ -102,7 +103,7 @@ async function renderLinks(
   ctx: DashboardContext,
   deps: DashboardDeps,
   query: Record<string, string | undefined>,
-  form?: { values: Partial<LinkForm>; error: string },
+  form?: { values: Partial<LinkForm>; error: string; status: number },
 ) {
   const after =
     query.after && (await getPaymentLink(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, id: query.after })) ? query.after : undefined;
@@ -124,7 +125,7 @@ ${after ? html`<a href="/dashboard/links">First page</a>` : ''}
 ${rows.length > PAGE_SIZE ? html`<a href="/dashboard/links?after=${links[links.length - 1]!.id}">Next page</a>` : ''}
 </nav></section>
 </div>`,
-    { status: form ? 400 : 200 },
+    { status: form?.status ?? 200 },
   );
 }
 
@@ -140,15 +141,30 @@ export const linksPage: DashboardPageModule = (routes, deps) => {
     const result = await tryForm(async () => {
       const body = checkBody<Static<typeof CreatePaymentLinkBody>>(CreatePaymentLinkBody, linkBodyOf(values));
       return createPaymentLinkFromBody(deps, { merchantId: ctx.merchant.id, livemode: ctx.livemode, body }, async (sql, link) => {
+        // After the create, so the address is the canonical one the link stores; a refusal rolls it back.
+        await checkDashboardWalletChoice(sql, {
+          role: ctx.user.role,
+          livemode: link.livemode,
+          merchantId: ctx.merchant.id,
+          chain: link.chain,
+          address: link.merchantWallet,
+        });
         await ctx.audit('payment_link.created', {
           target: link.id,
           sql,
-          details: { amount: formatAmount(link.amount, link.decimals), currency: link.currency, chain: link.chain },
+          details: {
+            amount: formatAmount(link.amount, link.decimals),
+            currency: link.currency,
+            chain: link.chain,
+            // Where its money goes (null: the chain's default wallet at each visit) and who hears of it.
+            merchantWallet: link.merchantWallet,
+            webhookUrl: link.webhookUrl,
+          },
         });
         return link;
       });
     });
-    if (!result.ok) return renderLinks(ctx, deps, {}, { values, error: result.error });
+    if (!result.ok) return renderLinks(ctx, deps, {}, { values, error: result.error, status: result.status });
     return redirect(`/dashboard/links?created=${result.value.id}#${result.value.id}`);
   });
 
