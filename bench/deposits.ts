@@ -58,7 +58,7 @@ const SECTIONS: Section[] = [
         const rows: Row[] = [];
         let n = 0;
         for (const size of batches) {
-          const deposits = [];
+          const deposits: { destination: Address; salt: Hex; tokens: Address[]; address: Address }[] = [];
           for (let i = 0; i < size; i++) {
             const sessionId = `ses_bench_${++n}`;
             const destination = getAddress(toHex(0xbe000000 + n, { size: 20 }));
