@@ -22,7 +22,7 @@ import {
   READ_ERRORS,
   UrlSchema,
   WRITE_ERRORS,
-  WalletAddressSchema,
+  PayToWalletSchema,
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
@@ -57,7 +57,7 @@ export const CreatePaymentLinkBody = Type.Object(
     amount: AmountSchema,
     currency: CurrencySchema,
     chain: ChainSchema,
-    merchantWallet: Type.Optional(WalletAddressSchema),
+    merchantWallet: Type.Optional(PayToWalletSchema),
     metadata: Type.Optional(MetadataSchema),
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),
