@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
+import { auditApiChange } from '../audit.ts';
 import { createWalletChallenge, listWallets, removeWallet, setDefaultWallet, verifyWalletChallenge, type Wallet } from '../../accounts/index.ts';
 import { forbidden } from '../../internal/errors.ts';
 import { ChainSchema, IdParam, READ_ERRORS, WRITE_ERRORS, WalletAddressSchema, errorResponses } from '../schemas.ts';
@@ -136,14 +137,17 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const auth = authOf(request);
       const answer = await deps.store.transaction(async (sql) => {
-        const wallet = view(
-          await verifyWalletChallenge(sql, {
-            merchantId: auth.merchantId,
-            challengeId: request.body.challengeId,
-            signature: request.body.signature,
-            makeDefault: request.body.default ?? false,
-          }),
-        );
+        const added = await verifyWalletChallenge(sql, {
+          merchantId: auth.merchantId,
+          challengeId: request.body.challengeId,
+          signature: request.body.signature,
+          makeDefault: request.body.default ?? false,
+        });
+        const wallet = view(added);
+        // Wallets have no mode (they receive live money): livemode null, as the dashboard records them.
+        const details = { chain: added.chain, address: added.address, method: added.verificationMethod };
+        await auditApiChange(sql, request, 'wallet.added', { target: added.id, livemode: null, details });
+        if (added.isDefault) await auditApiChange(sql, request, 'wallet.default_set', { target: added.id, livemode: null, details });
         await saveIdempotentResponse(sql, request, 201, wallet);
         return wallet;
       });
@@ -167,7 +171,13 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const auth = authOf(request);
       return deps.store.transaction(async (sql) => {
-        const wallet = view(await setDefaultWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! }));
+        const chosen = await setDefaultWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! });
+        const wallet = view(chosen);
+        await auditApiChange(sql, request, 'wallet.default_set', {
+          target: chosen.id,
+          livemode: null,
+          details: { chain: chosen.chain, address: chosen.address },
+        });
         await saveIdempotentResponse(sql, request, 200, wallet);
         return wallet;
       });
@@ -193,7 +203,15 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const removed = await deps.store.transaction((sql) => removeWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! }));
+      const removed = await deps.store.transaction(async (sql) => {
+        const wallet = await removeWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! });
+        await auditApiChange(sql, request, 'wallet.removed', {
+          target: wallet.id,
+          livemode: null,
+          details: { chain: wallet.chain, address: wallet.address, wasDefault: wallet.isDefault },
+        });
+        return wallet;
+      });
       return { id: removed.id, deleted: true };
     },
   );

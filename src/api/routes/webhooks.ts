@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
+import { auditApiChange } from '../audit.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { RotateBodySchema, webhookSecretRoutes } from './webhookSecrets.ts';
 import {
@@ -107,8 +108,14 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         deps.config,
         auth,
         { url: request.body.url, description: request.body.description ?? null, enabledEvents: request.body.enabledEvents },
-        // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
-        (sql, created) => saveIdempotentResponse(sql, request, 201, endpointView(created)),
+        async (sql, created) => {
+          await auditApiChange(sql, request, 'webhook.endpoint_created', {
+            target: created.id,
+            details: { url: created.url, enabledEvents: created.enabledEvents },
+          });
+          // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
+          await saveIdempotentResponse(sql, request, 201, endpointView(created));
+        },
       );
       return reply.status(201).send({ ...endpointView(endpoint), secret });
     },
@@ -169,12 +176,29 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const body = request.body;
-      const endpoint = await changeEndpoint(deps.store, deps.config, authOf(request), request.params.id, {
-        url: body.url,
-        enabledEvents: body.enabledEvents,
-        status: body.status,
-        ...('description' in body ? { description: (body.description as string | null | undefined) ?? null } : {}),
-      });
+      const auth = authOf(request);
+      const before = await getEndpoint(deps.store, auth, request.params.id);
+      const endpoint = await changeEndpoint(
+        deps.store,
+        deps.config,
+        auth,
+        request.params.id,
+        {
+          url: body.url,
+          enabledEvents: body.enabledEvents,
+          status: body.status,
+          ...('description' in body ? { description: (body.description as string | null | undefined) ?? null } : {}),
+        },
+        (sql, changed) =>
+          auditApiChange(sql, request, body.status === 'disabled' ? 'webhook.endpoint_disabled' : 'webhook.endpoint_updated', {
+            target: changed.id,
+            details: {
+              ...(body.url !== undefined && body.url !== before?.url ? { url: changed.url, previousUrl: before?.url ?? null } : {}),
+              ...(body.enabledEvents ? { enabledEvents: changed.enabledEvents } : {}),
+              ...(body.status ? { status: body.status } : {}),
+            },
+          }),
+      );
       return endpointView(endpoint);
     },
   );
@@ -194,7 +218,12 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const deleted = await deps.store.transaction((sql) => deleteEndpoint(sql, authOf(request), request.params.id));
+      const deleted = await deps.store.transaction(async (sql) => {
+        const done = await deleteEndpoint(sql, authOf(request), request.params.id);
+        // The dashboard's action for a deletion (an endpoint deleted is disabled for good).
+        if (done) await auditApiChange(sql, request, 'webhook.endpoint_disabled', { target: request.params.id, details: { deleted: true } });
+        return done;
+      });
       if (!deleted) throw notFound(`no webhook endpoint ${request.params.id}`);
       return { id: request.params.id, deleted: true };
     },
@@ -220,6 +249,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const expiresInSeconds = request.body.expiresIn ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       const rotated = await deps.store.transaction(async (sql) => {
         const result = await rotateSigningSecret(sql, deps.box, authOf(request), request.params.id, expiresInSeconds);
+        await auditApiChange(sql, request, 'webhook.secret_rotated', { target: result.endpoint.id, details: { expiresIn: expiresInSeconds } });
         await saveIdempotentResponse(sql, request, 200, endpointView(result.endpoint));
         return result;
       });
@@ -292,7 +322,12 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const from = new Date(request.body.from);
       const to = request.body.to === undefined ? new Date() : new Date(request.body.to);
-      const replayed = await replayWindow(deps.store, authOf(request), request.params.id, { from, to });
+      const replayed = await replayWindow(deps.store, authOf(request), request.params.id, { from, to }, (sql, count) =>
+        auditApiChange(sql, request, 'webhook.redelivered', {
+          target: request.params.id,
+          details: { replay: { from: from.toISOString(), to: to.toISOString() }, deliveries: count },
+        }),
+      );
       return reply.status(202).send({ endpointId: request.params.id, replayed });
     },
   );
