@@ -53,7 +53,7 @@ export interface Actor {
 export const OPERATOR: Actor = { userId: null, label: 'operator (CLI)', ip: null };
 
 /**
- * The CLI's actor, named by the operating-system user who ran `svc` (`operator (CLI, alice)`):
+ * The CLI's actor, named by the operating-system user who ran `svc` (`operator alice (CLI)`):
  * whoever runs the CLI controls the database anyway, so this says who, not a proof of it.
  */
 export function cliOperator(osUser: string | undefined): Actor {
@@ -61,7 +61,7 @@ export function cliOperator(osUser: string | undefined): Actor {
     ?.trim()
     .replace(/[^\w.@-]/g, '')
     .slice(0, 64);
-  return name ? { userId: null, label: `operator (CLI, ${name})`, ip: null } : OPERATOR;
+  return name ? { userId: null, label: `operator ${name} (CLI)`, ip: null } : OPERATOR;
 }
 
 /** An API key as the actor: its id and hint (prefix and last four characters, never the secret), and the caller's IP. */

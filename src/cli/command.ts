@@ -66,7 +66,7 @@ export async function withStore<T>(io: Io, work: (store: Store, ctx: { config: C
 
 /**
  * The operator running this command, as the audit log names it: the person behind `sudo`
- * (SUDO_USER) when there is one, else the operating-system user (`operator (CLI, alice)`).
+ * (SUDO_USER) when there is one, else the operating-system user (`operator alice (CLI)`).
  */
 export function operatorOf(io: Pick<Io, 'env'>): Actor {
   let name = io.env.SUDO_USER;

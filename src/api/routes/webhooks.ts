@@ -10,6 +10,8 @@ import { RotateBodySchema, webhookSecretRoutes } from './webhookSecrets.ts';
 import {
   DeliverySchema,
   deliveryView,
+  EnabledEventsSchema,
+  endpointChangeDetails,
   EndpointSchema,
   EndpointWithSecretSchema,
   endpointView,
@@ -17,6 +19,7 @@ import {
   Nullable,
   RotatedEndpointSchema,
   webhookErrors,
+  WebhookUrlSchema,
 } from './webhookViews.ts';
 
 // Other modules imported these from here first.
@@ -47,20 +50,6 @@ export const WebhookIdParams = Type.Object(
   { id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).', 'x-not-found': 'webhook endpoint' }) },
   { additionalProperties: false },
 );
-
-const EnabledEventsSchema = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }), {
-  minItems: 1,
-  maxItems: SUBSCRIBABLE_EVENTS.length,
-  uniqueItems: true,
-  description: 'Event kinds to receive; `["*"]` (the default) receives every kind, including kinds added later.',
-});
-
-const WebhookUrlSchema = Type.String({
-  minLength: 1,
-  maxLength: 2048,
-  description:
-    'Absolute http(s) URL without credentials. Hosts that resolve to private, loopback or link-local addresses are refused for live endpoints unless the operator sets SVC_WEBHOOK_ALLOW_PRIVATE=true; sandbox (test-key) endpoints may use them unless it is false, so a local receiver works in development. Redirects are not followed.',
-});
 
 /**
  * The URL when it is well formed and (per the key's mode, see SVC_WEBHOOK_ALLOW_PRIVATE) not
@@ -192,11 +181,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         (sql, changed) =>
           auditApiChange(sql, request, body.status === 'disabled' ? 'webhook.endpoint_disabled' : 'webhook.endpoint_updated', {
             target: changed.id,
-            details: {
-              ...(body.url !== undefined && body.url !== before?.url ? { url: changed.url, previousUrl: before?.url ?? null } : {}),
-              ...(body.enabledEvents ? { enabledEvents: changed.enabledEvents } : {}),
-              ...(body.status ? { status: body.status } : {}),
-            },
+            details: endpointChangeDetails(before, body, changed),
           }),
       );
       return endpointView(endpoint);

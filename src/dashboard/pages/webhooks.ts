@@ -270,14 +270,10 @@ export const webhookPages: DashboardPageModule = (routes, deps: DashboardDeps) =
       description: field(request.body, 'description') || null,
       enabledEvents: eventsOf(request.body),
     };
-    // The entry commits with the change (the audit rule: one transaction where the code allows).
+    const details = (enabledEvents: string[]) => ({ ...(changes.url ? { url: changes.url, previousUrl: current.url } : {}), enabledEvents });
     const saved = await tryAction(() =>
-      changeEndpoint(ctx.store, deps.config, ownerOf(ctx), id, changes, (sql, changed) =>
-        ctx.audit('webhook.endpoint_updated', {
-          target: id,
-          sql,
-          details: { ...(changes.url ? { url: changes.url, previousUrl: current.url } : {}), enabledEvents: changed.enabledEvents },
-        }),
+      changeEndpoint(ctx.store, deps.config, ownerOf(ctx), id, changes, (sql, { enabledEvents }) =>
+        ctx.audit('webhook.endpoint_updated', { target: id, sql, details: details(enabledEvents) }),
       ),
     );
     if (!saved.ok) return endpointPage(ctx, id, {}, { error: saved.error, status: saved.status });
@@ -335,13 +331,10 @@ export const webhookPages: DashboardPageModule = (routes, deps: DashboardDeps) =
     const { id } = request.params;
     const toText = field(request.body, 'to');
     const window = { from: utcDate(field(request.body, 'from')), to: toText ? utcDate(toText) : new Date() };
+    const replay = { from: window.from.toISOString(), to: window.to.toISOString() };
     const replayed = await tryAction(() =>
       replayWindow(ctx.store, ownerOf(ctx), id, window, (sql, count) =>
-        ctx.audit('webhook.redelivered', {
-          target: id,
-          sql,
-          details: { replay: { from: window.from.toISOString(), to: window.to.toISOString() }, deliveries: count },
-        }),
+        ctx.audit('webhook.redelivered', { target: id, sql, details: { replay, deliveries: count } }),
       ),
     );
     if (!replayed.ok) {
