@@ -68,8 +68,8 @@ export interface Config {
   /** How long the HTTP server waits for slow or idle clients (SVC_HTTP_*_TIMEOUT_MS). */
   httpTimeouts: HttpTimeouts;
   /**
-   * Gas-only x402 relayer keys per EVM chain (`SVC_<CHAIN>_RELAYER_KEY`), read from the
-   * environment only: never stored, never logged (docs/security.md, "x402"). A chain without one
+   * Gas-only x402 relayer keys per EVM chain (`SVC_<CHAIN>_RELAYER_KEY`, or the file its
+   * `_FILE` variable names): never stored, never logged (docs/security.md, "x402"). A chain without one
    * offers no live x402 settlement.
    */
   relayerKeys: Partial<Record<ChainName, `0x${string}`>>;
