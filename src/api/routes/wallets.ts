@@ -18,7 +18,8 @@ const WalletSchema = Type.Object(
     verificationMethod: Type.Union([Type.Unsafe<string>({ type: 'string', enum: ['eip191', 'ed25519', 'operator'] }), Type.Null()]),
     verifiedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     default: Type.Boolean({
-      description: 'The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.',
+      description:
+        "The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly.",
     }),
     createdAt: Type.String({ format: 'date-time' }),
   },
@@ -192,7 +193,7 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'Remove a receiving wallet',
         description:
-          '409 while a live payment still watched for payment (its monitoring window open) pays this wallet, or an active live payment link names it. Removing the default wallet leaves its chain without a default: live payments there then need `merchantWallet` until another is chosen.',
+          '409 while a live payment still watched for payment (its monitoring window open) pays this wallet, or an active live payment link names it. Removing the default wallet leaves its chain without a default: live payments there then need `merchantWallet` until another is chosen, unless exactly one verified wallet is left, which they then pay.',
         params: WalletIdParam,
         response: {
           200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }, { additionalProperties: false }),
