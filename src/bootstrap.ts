@@ -1,6 +1,9 @@
 import type { Store } from './store/index.ts';
 import type { SecretBox } from './internal/crypto.ts';
-import { countMerchants, createApiKey, createMerchant } from './accounts/index.ts';
+import { countMerchants, createApiKey, createMerchant, recordAudit, type Actor } from './accounts/index.ts';
+
+/** The audit log's actor of what the first start makes. */
+const FIRST_START: Actor = { userId: null, label: 'svc start (first start)', ip: null };
 import { BOOTSTRAP_LOCK_KEY } from './store/lockKeys.ts';
 
 export interface BootstrapResult {
@@ -24,7 +27,16 @@ export async function bootstrapFirstMerchant(store: Store, box: SecretBox): Prom
     await sql.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK_KEY]);
     if ((await countMerchants(sql)) > 0) return undefined;
     const { merchant, webhookSecrets } = await createMerchant(sql, box, { name: 'Default merchant' });
-    const { secret } = await createApiKey(sql, { merchantId: merchant.id, livemode: false, description: 'created on first start' });
+    const { apiKey, secret } = await createApiKey(sql, { merchantId: merchant.id, livemode: false, description: 'created on first start' });
+    await recordAudit(sql, { merchantId: merchant.id, actor: FIRST_START, action: 'merchant.created', target: merchant.id, details: { name: merchant.name } });
+    await recordAudit(sql, {
+      merchantId: merchant.id,
+      actor: FIRST_START,
+      action: 'key.created',
+      target: apiKey.id,
+      livemode: false,
+      details: { hint: apiKey.hint, scopes: apiKey.scopes },
+    });
     return { merchantId: merchant.id, testKey: secret, sandboxWebhookSecret: webhookSecrets.sandbox };
   });
 }

@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = [
   'user.totp_disabled',
   'user.signed_in',
   'user.signed_out_everywhere',
+  'merchant.created',
   'merchant.require_totp_changed',
   'merchant.settings_changed',
   'key.created',
@@ -37,22 +38,43 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** Who did it: a dashboard user (with the email it had then) or the operator with the CLI. */
+/** Who did it: a dashboard user (with the email it had then), an API key, or the operator with the CLI. */
 export interface Actor {
-  /** null: the operator (svc CLI). */
+  /** null: the operator (svc CLI) or an API key. */
   userId: string | null;
-  /** The user's email, or `operator (CLI)`. */
+  /** The user's email, `API key key_… (svc_live_…abcd)`, or `operator (CLI…)`. */
   label: string;
   ip?: string | null;
+  /** The API key that made the change (see {@link apiKeyActor}); absent for people. */
+  apiKeyId?: string | null;
 }
 
-/** The CLI's actor. */
+/** The CLI's actor when the operator's name is unknown; prefer {@link cliOperator}. */
 export const OPERATOR: Actor = { userId: null, label: 'operator (CLI)', ip: null };
+
+/**
+ * The CLI's actor, named by the operating-system user who ran `svc` (`operator alice (CLI)`):
+ * whoever runs the CLI controls the database anyway, so this says who, not a proof of it.
+ */
+export function cliOperator(osUser: string | undefined): Actor {
+  const name = osUser
+    ?.trim()
+    .replace(/[^\w.@-]/g, '')
+    .slice(0, 64);
+  return name ? { userId: null, label: `operator ${name} (CLI)`, ip: null } : OPERATOR;
+}
+
+/** An API key as the actor: its id and hint (prefix and last four characters, never the secret), and the caller's IP. */
+export function apiKeyActor(params: { keyId: string; hint: string; ip: string | null }): Actor {
+  return { userId: null, label: `API key ${params.keyId} (${params.hint})`, ip: params.ip, apiKeyId: params.keyId };
+}
 
 export interface AuditEntry {
   id: string;
   merchantId: string;
   userId: string | null;
+  /** The API key that made the change; null for dashboard users and the CLI. */
+  apiKeyId: string | null;
   actor: string;
   action: AuditAction;
   target: string | null;
@@ -66,6 +88,7 @@ interface AuditRow {
   id: bigint;
   merchant_id: string;
   user_id: string | null;
+  api_key_id: string | null;
   actor: string;
   action: AuditAction;
   target: string | null;
@@ -79,6 +102,7 @@ const toEntry = (row: AuditRow): AuditEntry => ({
   id: String(row.id),
   merchantId: row.merchant_id,
   userId: row.user_id,
+  apiKeyId: row.api_key_id,
   actor: row.actor,
   action: row.action,
   target: row.target,
@@ -96,16 +120,20 @@ export async function recordAudit(
   sql: Sql,
   params: { merchantId: string; actor: Actor; action: AuditAction; target?: string | null; livemode?: boolean | null; details?: Record<string, unknown> },
 ): Promise<void> {
-  await sql.query('INSERT INTO audit_log (merchant_id, user_id, actor, action, target, livemode, ip, details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
-    params.merchantId,
-    params.actor.userId,
-    params.actor.label,
-    params.action,
-    params.target ?? null,
-    params.livemode ?? null,
-    params.actor.ip ?? null,
-    JSON.stringify(params.details ?? {}),
-  ]);
+  await sql.query(
+    'INSERT INTO audit_log (merchant_id, user_id, api_key_id, actor, action, target, livemode, ip, details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+    [
+      params.merchantId,
+      params.actor.userId,
+      params.actor.apiKeyId ?? null,
+      params.actor.label,
+      params.action,
+      params.target ?? null,
+      params.livemode ?? null,
+      params.actor.ip ?? null,
+      JSON.stringify(params.details ?? {}),
+    ],
+  );
 }
 
 /** Filters of {@link listAudit}; all optional. */
@@ -113,6 +141,8 @@ export interface AuditFilter {
   action?: string;
   /** Entries by this user id. */
   userId?: string;
+  /** Entries by this API key id. */
+  apiKeyId?: string;
   from?: Date;
   to?: Date;
   /** Entries older than this id (paging, newest first). */
@@ -129,11 +159,12 @@ export async function listAudit(sql: Sql, merchantId: string, filter: AuditFilte
   if (filter.beforeId !== undefined && !/^\d{1,18}$/.test(filter.beforeId)) throw badRequest('before must be an audit entry id');
   const limit = Math.min(Math.max(filter.limit ?? 100, 1), MAX_AUDIT_PAGE);
   const { rows } = await sql.query<AuditRow>(
-    `SELECT id, merchant_id, user_id, actor, action, target, livemode, ip, at, details FROM audit_log
+    `SELECT id, merchant_id, user_id, api_key_id, actor, action, target, livemode, ip, at, details FROM audit_log
      WHERE merchant_id = $1 AND ($2::text IS NULL OR action = $2) AND ($3::text IS NULL OR user_id = $3)
        AND ($4::timestamptz IS NULL OR at >= $4) AND ($5::timestamptz IS NULL OR at < $5) AND ($6::bigint IS NULL OR id < $6)
+       AND ($8::text IS NULL OR api_key_id = $8)
      ORDER BY at DESC, id DESC LIMIT $7`,
-    [merchantId, filter.action || null, filter.userId || null, filter.from ?? null, filter.to ?? null, filter.beforeId ?? null, limit],
+    [merchantId, filter.action || null, filter.userId || null, filter.from ?? null, filter.to ?? null, filter.beforeId ?? null, limit, filter.apiKeyId || null],
   );
   return rows.map(toEntry);
 }

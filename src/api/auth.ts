@@ -21,6 +21,8 @@ export interface RequestAuth {
   /** false: sandbox data only; true: production data only. Every query filters on it. */
   livemode: boolean;
   keyId: string;
+  /** The key's hint (`svc_live_…abcd`: prefix and last four characters), for the audit log. */
+  keyHint: string;
   scopes: Scope[];
 }
 
@@ -222,7 +224,7 @@ export function registerAuth(app: FastifyInstance, params: { store: Store }): vo
     if (!result.ok) throw unauthorized(result.reason === 'revoked' ? 'this API key has been revoked' : 'invalid API key');
     const { apiKey } = result;
     if (!hasScope(apiKey, needed)) throw forbidden(`this API key lacks the "${needed}" scope needed for ${request.method} requests`);
-    request.auth = { merchantId: apiKey.merchantId, livemode: apiKey.livemode, keyId: apiKey.id, scopes: apiKey.scopes };
+    request.auth = { merchantId: apiKey.merchantId, livemode: apiKey.livemode, keyId: apiKey.id, keyHint: apiKey.hint, scopes: apiKey.scopes };
   });
 }
 

@@ -64,6 +64,17 @@ export const WalletAddressSchema = Type.String({
     'Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.',
 });
 
+/**
+ * `merchantWallet` of a creation: optional in live mode when the chain has a default wallet, or
+ * exactly one verified wallet (spec §4.2; the rule is resolvePayTo's, src/payments/terms.ts).
+ */
+export const PayToWalletSchema = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description:
+    "Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.",
+});
+
 /** What each id prefix names, for the 404 of an id that names nothing. */
 const ID_NOUNS: Record<string, string> = {
   ses: 'payment session',
@@ -184,7 +195,7 @@ export const CreateSessionBody = Type.Object(
     amount: AmountSchema,
     currency: CurrencySchema,
     chain: ChainSchema,
-    merchantWallet: Type.Optional(WalletAddressSchema),
+    merchantWallet: Type.Optional(PayToWalletSchema),
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),
     metadata: Type.Optional(MetadataSchema),

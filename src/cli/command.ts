@@ -1,3 +1,5 @@
+import os from 'node:os';
+import { cliOperator, type Actor } from '../accounts/audit.ts';
 import { loadConfig, CHAIN_NAMES, type ChainName, type Config } from '../internal/config.ts';
 import { createLogger, type Logger } from '../internal/logger.ts';
 import { NonRetryableError } from '../internal/errors.ts';
@@ -60,6 +62,23 @@ export async function withStore<T>(io: Io, work: (store: Store, ctx: { config: C
   } finally {
     await database.stop();
   }
+}
+
+/**
+ * The operator running this command, as the audit log names it: the person behind `sudo`
+ * (SUDO_USER) when there is one, else the operating-system user (`operator alice (CLI)`).
+ */
+export function operatorOf(io: Pick<Io, 'env'>): Actor {
+  let name = io.env.SUDO_USER;
+  if (!name) {
+    try {
+      name = os.userInfo().username;
+    } catch {
+      // A container user without a passwd entry: the shell's variables are all there is.
+      name = io.env.USER ?? io.env.LOGNAME;
+    }
+  }
+  return cliOperator(name);
 }
 
 /** A required, non-empty string option, trimmed. */

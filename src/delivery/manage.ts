@@ -76,6 +76,7 @@ export async function registerEndpoint(
 
 /**
  * Changes an endpoint (URL checked like a new one). Disabling ends its pending deliveries.
+ * `inTransaction` runs in the changing transaction (the audit entry).
  * @throws 404 when it is not the owner's, 400 for a bad URL or event kind.
  */
 export async function changeEndpoint(
@@ -84,6 +85,7 @@ export async function changeEndpoint(
   owner: Owner,
   id: string,
   changes: { url?: string; description?: string | null; enabledEvents?: readonly string[]; status?: 'enabled' | 'disabled' },
+  inTransaction?: (sql: Sql, endpoint: WebhookEndpoint) => Promise<void>,
 ): Promise<WebhookEndpoint> {
   const enabledEvents = normaliseEvents(changes.enabledEvents);
   const url = changes.url === undefined ? undefined : await checkUrlForMode(changes.url, config, owner.livemode);
@@ -95,6 +97,7 @@ export async function changeEndpoint(
       ...('description' in changes ? { description: changes.description ?? null } : {}),
     });
     if (updated && changes.status === 'disabled') await failPendingDeliveries(sql, updated.id, 'endpoint disabled by the merchant');
+    if (updated) await inTransaction?.(sql, updated);
     return updated;
   });
   if (!endpoint) throw notFound(`no webhook endpoint ${id}`);
@@ -145,8 +148,19 @@ const DISABLED_ENDPOINT = 'the endpoint is disabled: enable it first (PATCH stat
  * target. @returns the new delivery ids.
  * @throws 404 for an event or endpoint not the owner's, 409 when it cannot be sent now.
  */
-export async function resendEvent(store: Store, owner: Owner, eventId: string, params: { endpointId?: string } = {}): Promise<string[]> {
-  const result = await store.transaction((sql) => redeliverEvent(sql, owner, eventId, params));
+export async function resendEvent(
+  store: Store,
+  owner: Owner,
+  eventId: string,
+  params: { endpointId?: string } = {},
+  inTransaction?: (sql: Sql, deliveryIds: string[]) => Promise<void>,
+): Promise<string[]> {
+  const result = await store.transaction(async (sql) => {
+    const made = await redeliverEvent(sql, owner, eventId, params);
+    // Only a redelivery that happens is recorded; the refusals below roll nothing back, as nothing was made.
+    if (Array.isArray(made) && made.length > 0) await inTransaction?.(sql, made);
+    return made;
+  });
   if (result === undefined) throw notFound(params.endpointId ? `no event ${eventId} or no webhook endpoint ${params.endpointId}` : `no event ${eventId}`);
   if (result === 'not_dispatched') throw conflict('the event has not been dispatched yet; it will be within a second');
   if (result === 'endpoint_disabled') throw conflict(DISABLED_ENDPOINT);
@@ -159,10 +173,20 @@ export async function resendEvent(store: Store, owner: Owner, eventId: string, p
  * MAX_REPLAY_EVENTS. @returns how many deliveries were made.
  * @throws 400 for an empty or too wide window, 404, 409 for a disabled endpoint.
  */
-export async function replayWindow(store: Store, owner: Owner, endpointId: string, window: { from: Date; to: Date }): Promise<number> {
+export async function replayWindow(
+  store: Store,
+  owner: Owner,
+  endpointId: string,
+  window: { from: Date; to: Date },
+  inTransaction?: (sql: Sql, count: number) => Promise<void>,
+): Promise<number> {
   if (Number.isNaN(window.from.getTime()) || Number.isNaN(window.to.getTime())) throw badRequest('from and to must be dates and times');
   if (!(window.from < window.to)) throw badRequest('from must be earlier than to');
-  const result = await store.transaction((sql) => replayEndpoint(sql, owner, endpointId, window));
+  const result = await store.transaction(async (sql) => {
+    const replayed = await replayEndpoint(sql, owner, endpointId, window);
+    if (typeof replayed === 'object') await inTransaction?.(sql, replayed.count);
+    return replayed;
+  });
   if (result === undefined) throw notFound(`no webhook endpoint ${endpointId}`);
   if (result === 'endpoint_disabled') throw conflict(DISABLED_ENDPOINT);
   if (result === 'too_many') throw badRequest(`the window holds more than ${MAX_REPLAY_EVENTS} events: replay a narrower window`);

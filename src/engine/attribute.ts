@@ -95,6 +95,7 @@ export async function listSessionTransfers(sql: Sql, params: { sessionId: string
 export async function attributeTransfer(
   store: Store,
   params: { merchantId: string; livemode: boolean; transferId: bigint; sessionId: string; chains?: Record<ChainName, ChainConfig> },
+  inTransaction?: (sql: Sql, result: { sessionStatus: string }) => Promise<void>,
 ): Promise<{ transfer: TransferRow; changes: Change[]; sessionStatus: string }> {
   const chains = params.chains ?? loadChains();
   const publicId = transferPublicId(params.transferId);
@@ -131,6 +132,8 @@ export async function attributeTransfer(
     const changes = await evaluateSessions(sql, { livemode: params.livemode, chain: chains[chain], sessionIds: [session.id] });
     const { rows: after } = await sql.query<TransferRow>(`SELECT ${TRANSFER_COLUMNS} FROM transfers t WHERE t.id = $1`, [params.transferId]);
     const { status } = (await getSessionById(sql, { id: session.id, fields: ['status'] }))!;
+    // The caller's record of it (the audit entry) commits with the attribution.
+    await inTransaction?.(sql, { sessionStatus: status });
     return { transfer: after[0]!, changes, sessionStatus: status };
   });
 }

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './errors.ts';
 import {
@@ -67,8 +68,8 @@ export interface Config {
   /** How long the HTTP server waits for slow or idle clients (SVC_HTTP_*_TIMEOUT_MS). */
   httpTimeouts: HttpTimeouts;
   /**
-   * Gas-only relayer keys per EVM chain (`SVC_<CHAIN>_RELAYER_KEY`: x402 settlements and deposit sweeps), read from the
-   * environment only: never stored, never logged (docs/security.md, "x402"). A chain without one
+   * Gas-only relayer keys per EVM chain (`SVC_<CHAIN>_RELAYER_KEY`, or the file its `_FILE` variable
+   * names: x402 settlements and deposit sweeps): never stored, never logged (docs/security.md, "x402"). A chain without one
    * offers no live x402 settlement.
    */
   relayerKeys: Partial<Record<ChainName, `0x${string}`>>;
@@ -194,6 +195,37 @@ export function relayerKeyVariableName(chain: ChainName): string {
   return `SVC_${chain.toUpperCase()}_RELAYER_KEY`;
 }
 
+/**
+ * The variable naming a file that holds a chain's relayer key (`SVC_<CHAIN>_RELAYER_KEY_FILE`):
+ * a Kubernetes or Docker secret mounted as a file, so the key is in no process environment.
+ */
+export function relayerKeyFileVariableName(chain: ChainName): string {
+  return `${relayerKeyVariableName(chain)}_FILE`;
+}
+
+/**
+ * A chain's relayer key text: from `SVC_<CHAIN>_RELAYER_KEY`, or read from the file that
+ * `SVC_<CHAIN>_RELAYER_KEY_FILE` names (its content trimmed; an empty file is no key). Both set is
+ * an error: which one wins would be a guess. Errors name the variable and the path, never the key.
+ */
+function relayerKeyText(env: Env, chain: ChainName, errors: string[]): string | undefined {
+  const name = relayerKeyVariableName(chain);
+  const fileName = relayerKeyFileVariableName(chain);
+  const direct = env[name]?.trim() || undefined;
+  const file = env[fileName]?.trim() || undefined;
+  if (direct && file) {
+    errors.push(`${name} and ${fileName} are both set: set one (the _FILE form keeps the key out of the environment)`);
+    return undefined;
+  }
+  if (!file) return direct;
+  try {
+    return fs.readFileSync(file, 'utf8').trim() || undefined;
+  } catch (error) {
+    errors.push(`${fileName}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    return undefined;
+  }
+}
+
 /** A relayer private key: 32 bytes of hex. The message never repeats the value. */
 function parseRelayerKey(raw: string): `0x${string}` {
   const text = raw.trim();
@@ -239,15 +271,17 @@ export function loadConfig(env: Env = process.env): Config {
     const name = relayerKeyVariableName(chain);
     // bsc has no EIP-3009 token (no x402 there), but its relayer key pays deposit sweeps (docs/deposit-addresses.md).
     if (chain === 'solana') {
-      if (env[name]?.trim()) errors.push(`${name}: relayer keys are for the EVM chains (polygon, base, bsc, arbitrum, optimism)`);
+      for (const variable of [name, relayerKeyFileVariableName(chain)])
+        if (env[variable]?.trim()) errors.push(`${variable}: relayer keys are for the EVM chains (polygon, base, bsc, arbitrum, optimism)`);
       continue;
     }
+    const text = relayerKeyText(env, chain, errors);
     // The error names the variable but never echoes the key (ConfigError messages are printed).
     let key: `0x${string}` | undefined;
     try {
-      key = env[name]?.trim() ? parseRelayerKey(env[name]!) : undefined;
+      key = text ? parseRelayerKey(text) : undefined;
     } catch (error) {
-      errors.push(`${name}: ${(error as Error).message}`);
+      errors.push(`${env[name]?.trim() ? name : `the file of ${relayerKeyFileVariableName(chain)}`}: ${(error as Error).message}`);
     }
     if (key) relayerKeys[chain] = key;
   }

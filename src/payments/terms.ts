@@ -8,6 +8,9 @@ import { sandboxWallet } from '../internal/sandboxIds.ts';
 
 /** The creation's two reads (prepared: they run at every creation, and their generic plans are key lookups). */
 const SELECT_DEFAULT_WALLET = prepared('SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND is_default FOR KEY SHARE');
+/** Without a default: the chain's verified wallets, two at most (one is paid, two are ambiguous). Rare, so not prepared. */
+const SELECT_VERIFIED_WALLETS =
+  'SELECT address, sole_wallet_payable FROM wallets WHERE merchant_id = $1 AND chain = $2 AND verified_at IS NOT NULL ORDER BY id LIMIT 2 FOR KEY SHARE';
 const SELECT_MERCHANT_CHECKS = prepared(
   `SELECT (SELECT accept_bridged_tokens FROM merchants WHERE id = $1) AS accept_bridged_tokens,
           $4::boolean AND EXISTS (SELECT 1 FROM wallets WHERE chain = $2 AND address = $3 AND merchant_id <> $1 AND verified_at IS NOT NULL) AS verified_elsewhere`,
@@ -90,10 +93,14 @@ export function checkReceivingWallet(chain: ChainConfig, text: string, field = '
 
 /**
  * The receiving wallet. Live: `merchantWallet` when given (already checked and canonical, see
- * {@link checkSessionTerms}), otherwise the merchant's default wallet on `chain`, chosen
- * explicitly with a live key or by the operator (never inferred: adding a wallet does not change
- * where live payments go), and a 400 when there is neither. The default's row is held (KEY SHARE)
- * until the transaction ends, so it cannot be removed under a session being created. Sandbox: always the merchant's stable, clearly fake sandbox address
+ * {@link checkSessionTerms}); otherwise the merchant's default wallet on `chain`, chosen
+ * explicitly with a live key, in the dashboard or by the operator; otherwise, when the chain has
+ * exactly one verified wallet, that one (spec §4.2: `merchantWallet` is "optional when a verified
+ * wallet is already configured"), unless it was verified before test keys were barred from adding
+ * wallets (migration 033); and a 400 that says which case it is when none of these holds (no
+ * verified wallet, or two and no default: the gateway never guesses between wallets). The row
+ * paid is held (KEY SHARE) until the transaction ends, so it cannot be removed under a session
+ * being created. Sandbox: always the merchant's stable, clearly fake sandbox address
  * (a test key alone is enough to try the whole flow, and no sandbox QR code or instruction ever
  * names a real wallet: real money sent after a test session must not reach the merchant's books);
  * a given `merchantWallet` was checked like a live one, and is not used.
@@ -105,12 +112,17 @@ async function resolvePayTo(
   if (!params.livemode) return sandboxWallet(params.chain, params.merchantId);
   if (params.merchantWallet !== undefined) return params.merchantWallet;
   const { rows } = await sql.query<{ address: string }>(SELECT_DEFAULT_WALLET, [params.merchantId, params.chain]);
-  if (!rows[0]) {
+  if (rows[0]) return rows[0].address;
+  const { rows: verified } = await sql.query<{ address: string; sole_wallet_payable: boolean }>(SELECT_VERIFIED_WALLETS, [params.merchantId, params.chain]);
+  const choose = 'pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)';
+  if (verified.length > 1)
+    throw badRequest(`merchantWallet is required: this merchant has several verified wallets on ${params.chain} and none is the default; ${choose}`);
+  if (verified.length === 1 && verified[0]!.sole_wallet_payable) return verified[0]!.address;
+  if (verified.length === 1)
     throw badRequest(
-      `merchantWallet is required: this merchant has no default wallet on ${params.chain}; pass merchantWallet, or choose a default with a live key (POST /wallets/{id}/default, or "default": true when adding the wallet)`,
+      `merchantWallet is required: this merchant has no default wallet on ${params.chain}, and its one verified wallet there was verified before test keys were barred from adding wallets, so it is paid only once chosen; ${choose}`,
     );
-  }
-  return rows[0].address;
+  throw badRequest(`merchantWallet is required: this merchant has no default wallet on ${params.chain}; ${choose}`);
 }
 
 /** What a session (or a payment link, which makes sessions) asks for, before anything is written. */

@@ -136,7 +136,7 @@ describe('what a payer needs', () => {
     expect(created.body.paymentAddress).toBe(own);
   });
 
-  test('live: without merchantWallet the default wallet of the chain is used; unverified wallets and a verified one that is not the default do not count', async () => {
+  test('live: without merchantWallet the default wallet of the chain is used, else its only verified wallet; unverified wallets do not count', async () => {
     const m = await newMerchant(db.store);
     const { merchantWallet: _omit, ...noWallet } = body();
     const refused = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
@@ -150,6 +150,9 @@ describe('what a payer needs', () => {
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
     expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).status).toBe(400);
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator' });
+    // Spec §4.2: the only verified wallet of the chain is paid (test/api/soleVerifiedWallet.test.ts).
+    expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).body.merchantWallet).toBe(WALLET);
+    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: '0x90F79bf6EB2c4f870365E785982E1f101E93b906', verifiedBy: 'operator' });
     expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).status).toBe(400);
     await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator', makeDefault: true });
     const created = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });

@@ -82,8 +82,10 @@ describe('only a live key with the write scope manages receiving wallets', () =>
     expect(live.status).toBe(400);
     expect(live.body.error).toMatch(/^merchantWallet is required: this merchant has no default wallet on polygon/);
     // A verified wallet from before the fix (a test key could add one then), older than the
-    // merchant's own, is still never used because it is the oldest: only the chosen default is.
-    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: attacker.address, verifiedBy: 'eip191' });
+    // merchant's own, is still never used because it is the oldest, nor because it is the only
+    // verified one (migration 033 marks it): only the chosen default is.
+    const legacy = await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: attacker.address, verifiedBy: 'eip191' });
+    await db.store.query('UPDATE wallets SET sole_wallet_payable = false WHERE id = $1', [legacy.id]);
     expect((await call('POST', '/api/v1/payments', { key: m.live, body: noWallet })).status).toBe(400);
     const own = await addSigned(m.live, { default: true });
     const paid = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
@@ -166,12 +168,12 @@ describe('removing a wallet', () => {
     });
     expect((await call('DELETE', `/api/v1/wallets/${removable.answer.body.id}`, { key: m.live })).status).toBe(404);
 
-    // The old session still says where it pays; no other wallet became the default.
+    // The old session still says where it pays; no other wallet became the default (the one
+    // left is paid because it is the chain's only verified wallet, spec §4.2, not as a default).
     expect((await call('GET', `/api/v1/payments/${session.body.id}`, { key: m.live })).body.merchantWallet).toBe(removable.address);
     expect(await walletRows(m.id)).toEqual([{ id: kept.answer.body.id, address: kept.address, verified: true, is_default: false }]);
     const after = await call('POST', '/api/v1/payments', { key: m.live, body: noWallet });
-    expect(after.status).toBe(400);
-    expect(after.body.error).toMatch(/no default wallet on polygon/);
+    expect(after).toMatchObject({ status: 201, body: { merchantWallet: kept.address } });
   });
 });
 

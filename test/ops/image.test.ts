@@ -193,6 +193,33 @@ describe('compose stack', () => {
     );
   });
 
+  test('Grafana needs its admin password (no default) and a sign-in; Grafana and Prometheus listen on loopback only', () => {
+    const services = compose.services as Record<string, any>;
+    expect(services.grafana.environment.GF_SECURITY_ADMIN_PASSWORD).toMatch(/^\$\{GRAFANA_ADMIN_PASSWORD:\?[^}]+\}$/);
+    expect(services.grafana.environment.GF_AUTH_ANONYMOUS_ENABLED).toBe('false');
+    expect(services.grafana.environment).not.toHaveProperty('GF_AUTH_ANONYMOUS_ORG_ROLE');
+    expect(services.grafana.ports).toEqual([expect.stringMatching(/^127\.0\.0\.1:\$\{GRAFANA_PORT:-3000\}:3000$/)]);
+    expect(services.prometheus.ports).toEqual([expect.stringMatching(/^127\.0\.0\.1:\$\{PROMETHEUS_PORT:-9090\}:9090$/)]);
+    // Every published port but the API's is bound to loopback.
+    for (const [name, service] of Object.entries(services))
+      for (const port of (service.ports ?? []) as string[]) if (name !== 'api') expect(port, name).toMatch(/^127\.0\.0\.1:/);
+    // The example .env does not carry Grafana's old default.
+    expect(fs.readFileSync(path.join(dir, '.env.example'), 'utf8')).toMatch(/^GRAFANA_ADMIN_PASSWORD=replace-with-/m);
+  });
+
+  test('docker-compose refuses to start without GRAFANA_ADMIN_PASSWORD', (context) => {
+    if (spawnSync('docker-compose', ['version']).error) {
+      skipUnlessInstalled(context, 'docker-compose is not installed (apt-get install docker-compose; .ci/run installs it)');
+      return;
+    }
+    const env = fs.readFileSync(path.join(dir, '.env.example'), 'utf8').replace(/^GRAFANA_ADMIN_PASSWORD=.*$/m, '');
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-compose-')), '.env');
+    fs.writeFileSync(file, env);
+    const result = spawnSync('docker-compose', ['--env-file', file, '-f', 'compose.yaml', 'config', '-q'], { cwd: dir, encoding: 'utf8' });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('GRAFANA_ADMIN_PASSWORD');
+  });
+
   test('Prometheus scrapes every gateway service on the metrics port as job svc-gateway, and promtool accepts its configuration and rules', (context) => {
     const config = readYamlDocuments(path.join(dir, 'prometheus.yml'))[0];
     const job = config.scrape_configs.find((entry: { job_name: string }) => entry.job_name === 'svc-gateway');

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { stringify } from 'yaml';
-import { CHAIN_NAMES, VARIABLES, relayerKeyVariableName, rpcVariableNames } from '../../src/internal/config.ts';
+import { CHAIN_NAMES, VARIABLES, relayerKeyFileVariableName, relayerKeyVariableName, rpcVariableNames } from '../../src/internal/config.ts';
 import { ALERTS_FILE, PROMETHEUS_RULE_FILE, ROOT, renderPrometheusRule } from '../../scripts/prometheus-rule.ts';
 import { readYamlDocuments, renderKustomization, type K8sObject } from '../helpers/kustomize.ts';
 import { skipUnlessInstalled } from '../helpers/toolchains.ts';
@@ -104,6 +104,7 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
       ...Object.values(VARIABLES).map((variable) => variable.name),
       ...CHAIN_NAMES.flatMap((chain) => Object.values(rpcVariableNames(chain))),
       ...CHAIN_NAMES.map(relayerKeyVariableName),
+      ...CHAIN_NAMES.map(relayerKeyFileVariableName),
     ]);
     const config = find(objects, 'ConfigMap', 'svc-gateway-config');
     expect(Object.keys(config.data).filter((name) => !known.has(name))).toEqual([]);
@@ -113,11 +114,78 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     expect(keys.filter((name) => !known.has(name))).toEqual([]);
     expect(keys).toContain('SVC_ENCRYPTION_KEY');
     for (const chain of CHAIN_NAMES) expect(keys).toContain(rpcVariableNames(chain).http);
-    for (const chain of X402_CHAINS) expect(keys).toContain(relayerKeyVariableName(chain));
+    // Relayer keys never come as environment variables (the next test: files, api pods only).
+    for (const chain of CHAIN_NAMES) expect(keys).not.toContain(relayerKeyVariableName(chain));
+    for (const role of ROLES) {
+      const env = (find(objects, 'Deployment', `svc-gateway-${role}`).spec.template.spec.containers[0].env ?? []) as { name: string }[];
+      expect(env.filter((variable) => !known.has(variable.name))).toEqual([]);
+    }
     const databaseFromCluster = find(objects, 'Deployment', 'svc-gateway-api').spec.template.spec.containers[0].env?.some(
       (variable: { name: string }) => variable.name === 'DATABASE_URL',
     );
     expect(keys.includes('DATABASE_URL') !== Boolean(databaseFromCluster), 'DATABASE_URL comes from exactly one place').toBe(true);
+  });
+
+  test('relayer keys are files from their own Secret, mounted read-only in the api pods alone (SVC_<CHAIN>_RELAYER_KEY_FILE)', () => {
+    const secret = find(objects, 'Secret', 'svc-gateway-relayer-keys');
+    expect(Object.keys(secret.stringData).sort()).toEqual([...X402_CHAINS].sort());
+    const api = find(objects, 'Deployment', 'svc-gateway-api').spec.template.spec;
+    const volume = api.volumes.find((entry: { secret?: { secretName: string } }) => entry.secret?.secretName === 'svc-gateway-relayer-keys');
+    expect(volume.secret.defaultMode).toBe(0o440);
+    // The files belong to the svc user's group (the image's user reads them, nobody writes).
+    expect(api.securityContext.fsGroup).toBe(imageUid);
+    const mount = api.containers[0].volumeMounts.find((entry: { name: string }) => entry.name === volume.name);
+    expect(mount.readOnly).toBe(true);
+    const env = new Map((api.containers[0].env as { name: string; value?: string }[]).map((variable) => [variable.name, variable.value]));
+    for (const chain of X402_CHAINS) expect(env.get(relayerKeyFileVariableName(chain))).toBe(`${mount.mountPath}/${chain}`);
+    for (const role of ['ingest', 'worker']) {
+      const pod = find(objects, 'Deployment', `svc-gateway-${role}`).spec.template.spec;
+      expect(JSON.stringify(pod)).not.toMatch(/relayer/i);
+    }
+  });
+
+  test('a NetworkPolicy per role: ingress only from what needs it, egress to DNS, Postgres and public addresses only', () => {
+    const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
+    const selects = (policy: K8sObject, labels: Record<string, string>) =>
+      Object.entries(policy.spec.podSelector.matchLabels ?? {}).every(([key, value]) => labels[key] === value);
+    const prometheusOnly = [
+      {
+        from: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }],
+        ports: [{ protocol: 'TCP', port: 'metrics' }],
+      },
+    ];
+    for (const role of ROLES) {
+      const labels = find(objects, 'Deployment', `svc-gateway-${role}`).spec.template.metadata.labels;
+      const own = find(objects, 'NetworkPolicy', `svc-gateway-${role}`);
+      expect(selects(own, labels)).toBe(true);
+      // Every policy selecting these pods allows ingress from nothing more than this one.
+      for (const policy of policies.filter((candidate) => selects(candidate, labels) && candidate !== own)) expect(policy.spec.ingress).toBeUndefined();
+      expect(own.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+      expect(own.spec.ingress).toEqual(role === 'api' ? [{ ports: [{ protocol: 'TCP', port: 'http' }] }, ...prometheusOnly] : prometheusOnly);
+      const egress = own.spec.egress as { to: any[]; ports?: { protocol: string; port: number }[] }[];
+      expect(egress).toHaveLength(3);
+      const [dns, postgres, world] = egress;
+      expect(dns!.to).toEqual([
+        { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } },
+      ]);
+      expect(dns!.ports).toEqual([
+        { protocol: 'UDP', port: 53 },
+        { protocol: 'TCP', port: 53 },
+      ]);
+      expect(postgres!.ports).toEqual([{ protocol: 'TCP', port: 5432 }]);
+      expect(world!.ports).toBeUndefined();
+      const v4 = world!.to.find((peer) => peer.ipBlock.cidr === '0.0.0.0/0').ipBlock.except;
+      for (const internal of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8'])
+        expect(v4).toContain(internal);
+      expect(world!.to.find((peer) => peer.ipBlock.cidr === '::/0').ipBlock.except).toEqual(['fc00::/7', 'fe80::/10']);
+    }
+    if (overlay === 'cloudnativepg') {
+      const database = find(objects, 'NetworkPolicy', 'svc-gateway-database');
+      const cluster = objects.find((object) => object.kind === 'Cluster')!;
+      expect(database.spec.egress).toEqual([
+        { to: [{ podSelector: { matchLabels: { 'cnpg.io/cluster': cluster.metadata.name } } }], ports: [{ protocol: 'TCP', port: 5432 }] },
+      ]);
+    }
   });
 
   test('Services select the pods, and the ServiceMonitor scrapes every role’s metrics port as job svc-gateway', () => {

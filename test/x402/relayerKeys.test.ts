@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/internal/config.ts';
@@ -54,5 +57,38 @@ describe('x402 relayer keys', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(lines[0]).not.toContain('abab');
     expect(lines[0]).not.toContain('eyJzaWduYXR1cmUi');
+  });
+});
+
+describe('x402 relayer keys from files (SVC_<CHAIN>_RELAYER_KEY_FILE)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-relayer-'));
+  const write = (name: string, text: string) => {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, text);
+    return file;
+  };
+
+  test('the file’s content, trimmed, is the key; an empty file is no key', () => {
+    const config = loadConfig({ SVC_POLYGON_RELAYER_KEY_FILE: write('polygon', `\n  ${KEY}\n`), SVC_BASE_RELAYER_KEY_FILE: write('base', '') });
+    expect(config.relayerKeys).toEqual({ polygon: KEY });
+  });
+
+  test('both the variable and the file, a missing file, a bad key in it, or a file for a chain without relayers: clear errors that never repeat the key', () => {
+    const problems = problemsOf({
+      SVC_POLYGON_RELAYER_KEY: KEY,
+      SVC_POLYGON_RELAYER_KEY_FILE: write('both', KEY),
+      SVC_BASE_RELAYER_KEY_FILE: path.join(dir, 'missing'),
+      SVC_ARBITRUM_RELAYER_KEY_FILE: write('bad', `0x${'cd'.repeat(31)}`),
+      SVC_BSC_RELAYER_KEY_FILE: write('bsc', KEY),
+    });
+    expect([...problems].sort()).toEqual(
+      [
+        'SVC_POLYGON_RELAYER_KEY and SVC_POLYGON_RELAYER_KEY_FILE are both set: set one (the _FILE form keeps the key out of the environment)',
+        `SVC_BASE_RELAYER_KEY_FILE: cannot read ${path.join(dir, 'missing')} (ENOENT)`,
+        'SVC_BSC_RELAYER_KEY_FILE: x402 relayers run on EVM chains with an EIP-3009 token (polygon, base, arbitrum, optimism) only',
+        'the file of SVC_ARBITRUM_RELAYER_KEY_FILE: must be a 32-byte private key in hex (0x and 64 hex digits)',
+      ].sort(),
+    );
+    expect(problems.join('\n')).not.toMatch(/abab|cdcd/);
   });
 });

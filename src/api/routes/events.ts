@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { auditApiChange } from '../audit.ts';
 import { authOf, type RequestAuth } from '../auth.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import {
@@ -236,7 +237,12 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request, reply) => {
-      const deliveries = await resendEvent(deps.store, authOf(request), request.params.id, { endpointId: request.body.endpointId });
+      const deliveries = await resendEvent(deps.store, authOf(request), request.params.id, { endpointId: request.body.endpointId }, (sql, made) =>
+        auditApiChange(sql, request, 'webhook.redelivered', {
+          target: request.body.endpointId ?? request.params.id,
+          details: { eventId: request.params.id, deliveries: made },
+        }),
+      );
       return reply.status(202).send({ eventId: request.params.id, deliveries });
     },
   );

@@ -3,6 +3,7 @@ import { Type, type Static } from 'typebox';
 import type { Sql } from '../../store/index.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { auditApiChange } from '../audit.ts';
 import { authOf } from '../auth.ts';
 import { safeUrl } from './webhooks.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
@@ -22,7 +23,7 @@ import {
   READ_ERRORS,
   UrlSchema,
   WRITE_ERRORS,
-  WalletAddressSchema,
+  PayToWalletSchema,
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
@@ -57,7 +58,7 @@ export const CreatePaymentLinkBody = Type.Object(
     amount: AmountSchema,
     currency: CurrencySchema,
     chain: ChainSchema,
-    merchantWallet: Type.Optional(WalletAddressSchema),
+    merchantWallet: Type.Optional(PayToWalletSchema),
     metadata: Type.Optional(MetadataSchema),
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),
@@ -139,6 +140,10 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const row = await createPaymentLinkFromBody(deps, { merchantId: auth.merchantId, livemode: auth.livemode, body: request.body }, async (sql, link) => {
         const answer = paymentLinkView(link, deps.config.publicUrl);
+        await auditApiChange(sql, request, 'payment_link.created', {
+          target: link.id,
+          details: { amount: answer.amount, currency: link.currency, chain: link.chain, merchantWallet: link.merchantWallet, webhookUrl: link.webhookUrl },
+        });
         await saveIdempotentResponse(sql, request, 201, answer);
         return answer;
       });
@@ -207,13 +212,18 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const link = await setPaymentLinkActive(deps.store, {
-        merchantId: auth.merchantId,
-        livemode: auth.livemode,
-        id: request.params.id!,
-        active: request.body.active,
+      const link = await deps.store.transaction(async (sql) => {
+        const changed = await setPaymentLinkActive(sql, {
+          merchantId: auth.merchantId,
+          livemode: auth.livemode,
+          id: request.params.id!,
+          active: request.body.active,
+        });
+        if (!changed) throw notFound(`payment link ${request.params.id} not found`);
+        // As the dashboard: deactivation is recorded (reactivation routes nothing new).
+        if (!request.body.active) await auditApiChange(sql, request, 'payment_link.deactivated', { target: changed.id });
+        return changed;
       });
-      if (!link) throw notFound(`payment link ${request.params.id} not found`);
       return paymentLinkView(link, deps.config.publicUrl);
     },
   );

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { auditApiChange } from '../audit.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import {
@@ -182,9 +183,14 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const auth = authOf(request);
       const params = { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, txHash: request.body.txHash };
-      const completed = await completeRefundVerified(deps.store, deps.lookups, params, (sql, refund) =>
-        saveIdempotentResponse(sql, request, 200, refundView(refund)),
-      );
+      const completed = await completeRefundVerified(deps.store, deps.lookups, params, async (sql, refund) => {
+        const shown = refundView(refund);
+        await auditApiChange(sql, request, 'refund.completed', {
+          target: refund.id,
+          details: { txHash: refund.txHash, amount: shown.amount, to: refund.toAddress },
+        });
+        await saveIdempotentResponse(sql, request, 200, shown);
+      });
       return refundView(completed);
     },
   );
@@ -209,6 +215,7 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
         const refund = refundView(
           await rejectRefund(sql, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id!, reason: request.body?.reason }),
         );
+        await auditApiChange(sql, request, 'refund.rejected', { target: refund.id, details: { amount: refund.amount, reason: request.body?.reason ?? null } });
         await saveIdempotentResponse(sql, request, 200, refund);
         return refund;
       });

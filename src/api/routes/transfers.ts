@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { auditApiChange } from '../audit.ts';
 import { authOf } from '../auth.ts';
 import { attributeTransfer, listUnmatchedTransfers, parseTransferId, transferPublicId, type TransferRow } from '../../engine/index.ts';
 import { loadChains } from '../../internal/chains.ts';
@@ -144,12 +145,20 @@ export function transferRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const result = await attributeTransfer(deps.store, {
-        merchantId: auth.merchantId,
-        livemode: auth.livemode,
-        transferId: transferIdOrNotFound(request.params.id!),
-        sessionId: request.body.sessionId,
-      });
+      const result = await attributeTransfer(
+        deps.store,
+        {
+          merchantId: auth.merchantId,
+          livemode: auth.livemode,
+          transferId: transferIdOrNotFound(request.params.id!),
+          sessionId: request.body.sessionId,
+        },
+        (sql, attributed) =>
+          auditApiChange(sql, request, 'transfer.attributed', {
+            target: request.params.id!,
+            details: { sessionId: request.body.sessionId, sessionStatus: attributed.sessionStatus },
+          }),
+      );
       return { transfer: transferView(result.transfer), session: { id: request.body.sessionId, status: result.sessionStatus } };
     },
   );

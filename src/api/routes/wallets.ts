@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
+import { auditApiChange } from '../audit.ts';
 import { createWalletChallenge, listWallets, removeWallet, setDefaultWallet, verifyWalletChallenge, type Wallet } from '../../accounts/index.ts';
 import { forbidden } from '../../internal/errors.ts';
 import { ChainSchema, IdParam, READ_ERRORS, WRITE_ERRORS, WalletAddressSchema, errorResponses } from '../schemas.ts';
@@ -17,7 +18,8 @@ const WalletSchema = Type.Object(
     verificationMethod: Type.Union([Type.Unsafe<string>({ type: 'string', enum: ['eip191', 'ed25519', 'operator'] }), Type.Null()]),
     verifiedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     default: Type.Boolean({
-      description: 'The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.',
+      description:
+        "The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly.",
     }),
     createdAt: Type.String({ format: 'date-time' }),
   },
@@ -136,14 +138,17 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const auth = authOf(request);
       const answer = await deps.store.transaction(async (sql) => {
-        const wallet = view(
-          await verifyWalletChallenge(sql, {
-            merchantId: auth.merchantId,
-            challengeId: request.body.challengeId,
-            signature: request.body.signature,
-            makeDefault: request.body.default ?? false,
-          }),
-        );
+        const added = await verifyWalletChallenge(sql, {
+          merchantId: auth.merchantId,
+          challengeId: request.body.challengeId,
+          signature: request.body.signature,
+          makeDefault: request.body.default ?? false,
+        });
+        const wallet = view(added);
+        // Wallets have no mode (they receive live money): livemode null, as the dashboard records them.
+        const details = { chain: added.chain, address: added.address, method: added.verificationMethod };
+        await auditApiChange(sql, request, 'wallet.added', { target: added.id, livemode: null, details });
+        if (added.isDefault) await auditApiChange(sql, request, 'wallet.default_set', { target: added.id, livemode: null, details });
         await saveIdempotentResponse(sql, request, 201, wallet);
         return wallet;
       });
@@ -167,7 +172,13 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const auth = authOf(request);
       return deps.store.transaction(async (sql) => {
-        const wallet = view(await setDefaultWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! }));
+        const chosen = await setDefaultWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! });
+        const wallet = view(chosen);
+        await auditApiChange(sql, request, 'wallet.default_set', {
+          target: chosen.id,
+          livemode: null,
+          details: { chain: chosen.chain, address: chosen.address },
+        });
         await saveIdempotentResponse(sql, request, 200, wallet);
         return wallet;
       });
@@ -182,7 +193,7 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'Remove a receiving wallet',
         description:
-          '409 while a live payment still watched for payment (its monitoring window open) pays this wallet, or an active live payment link names it. Removing the default wallet leaves its chain without a default: live payments there then need `merchantWallet` until another is chosen.',
+          '409 while a live payment still watched for payment (its monitoring window open) pays this wallet, or an active live payment link names it. Removing the default wallet leaves its chain without a default: live payments there then need `merchantWallet` until another is chosen, unless exactly one verified wallet is left, which they then pay.',
         params: WalletIdParam,
         response: {
           200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }, { additionalProperties: false }),
@@ -193,7 +204,15 @@ export function walletRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
-      const removed = await deps.store.transaction((sql) => removeWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! }));
+      const removed = await deps.store.transaction(async (sql) => {
+        const wallet = await removeWallet(sql, { merchantId: auth.merchantId, walletId: request.params.id! });
+        await auditApiChange(sql, request, 'wallet.removed', {
+          target: wallet.id,
+          livemode: null,
+          details: { chain: wallet.chain, address: wallet.address, wasDefault: wallet.isDefault },
+        });
+        return wallet;
+      });
       return { id: removed.id, deleted: true };
     },
   );

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
+import { auditApiChange } from '../audit.ts';
 import {
   DEFAULT_ROTATION_OVERLAP_SECONDS,
   getMerchantSecretInfo,
@@ -113,6 +114,11 @@ export function webhookSecretRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const expiresInSeconds = request.body.expiresIn ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       const rotated = await deps.store.transaction(async (sql) => {
         const result = await rotateSessionSecret(sql, deps.box, auth, expiresInSeconds);
+        // The target as the dashboard names it.
+        await auditApiChange(sql, request, 'webhook.secret_rotated', {
+          target: `session secret (${auth.livemode ? 'live' : 'test'})`,
+          details: { expiresIn: expiresInSeconds },
+        });
         // What an Idempotency-Key replay returns: everything but the secret (never stored in plaintext).
         await saveIdempotentResponse(sql, request, 200, secretView(result.info, auth.livemode));
         return result;

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox';
-import type { DeliveryRecord, WebhookEndpoint } from '../../delivery/index.ts';
+import { SUBSCRIBABLE_EVENTS, type DeliveryRecord, type WebhookEndpoint } from '../../delivery/index.ts';
 
 /**
  * How the webhook and event routes show endpoints and deliveries, and their schemas for the
@@ -106,5 +106,34 @@ export function deliveryView(delivery: DeliveryRecord) {
     lastAttemptAt: iso(delivery.lastAttemptAt),
     createdAt: delivery.createdAt.toISOString(),
     completedAt: iso(delivery.completedAt),
+  };
+}
+
+/** The event kinds an endpoint subscribes to (POST and PATCH /webhooks). */
+export const EnabledEventsSchema = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }), {
+  minItems: 1,
+  maxItems: SUBSCRIBABLE_EVENTS.length,
+  uniqueItems: true,
+  description: 'Event kinds to receive; `["*"]` (the default) receives every kind, including kinds added later.',
+});
+
+/** An endpoint's URL (POST and PATCH /webhooks). */
+export const WebhookUrlSchema = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'Absolute http(s) URL without credentials. Hosts that resolve to private, loopback or link-local addresses are refused for live endpoints unless the operator sets SVC_WEBHOOK_ALLOW_PRIVATE=true; sandbox (test-key) endpoints may use them unless it is false, so a local receiver works in development. Redirects are not followed.',
+});
+
+/** What an endpoint change's audit entry says: a new URL with the one it replaced, new event kinds, the status asked for. */
+export function endpointChangeDetails(
+  before: Pick<WebhookEndpoint, 'url'> | undefined,
+  body: { url?: string; enabledEvents?: string[]; status?: string },
+  changed: WebhookEndpoint,
+): Record<string, unknown> {
+  return {
+    ...(body.url !== undefined && body.url !== before?.url ? { url: changed.url, previousUrl: before?.url ?? null } : {}),
+    ...(body.enabledEvents ? { enabledEvents: changed.enabledEvents } : {}),
+    ...(body.status ? { status: body.status } : {}),
   };
 }

@@ -4,11 +4,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
+import { auditApiChange } from '../audit.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { RotateBodySchema, webhookSecretRoutes } from './webhookSecrets.ts';
 import {
   DeliverySchema,
   deliveryView,
+  EnabledEventsSchema,
+  endpointChangeDetails,
   EndpointSchema,
   EndpointWithSecretSchema,
   endpointView,
@@ -16,6 +19,7 @@ import {
   Nullable,
   RotatedEndpointSchema,
   webhookErrors,
+  WebhookUrlSchema,
 } from './webhookViews.ts';
 
 // Other modules imported these from here first.
@@ -36,7 +40,6 @@ import {
   DEFAULT_ROTATION_OVERLAP_SECONDS,
   MAX_ENDPOINTS_PER_MODE,
   MAX_ROTATION_OVERLAP_SECONDS,
-  SUBSCRIBABLE_EVENTS,
   TEST_EVENT,
 } from '../../delivery/index.ts';
 
@@ -46,20 +49,6 @@ export const WebhookIdParams = Type.Object(
   { id: Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint identifier (`we_…`).', 'x-not-found': 'webhook endpoint' }) },
   { additionalProperties: false },
 );
-
-const EnabledEventsSchema = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }), {
-  minItems: 1,
-  maxItems: SUBSCRIBABLE_EVENTS.length,
-  uniqueItems: true,
-  description: 'Event kinds to receive; `["*"]` (the default) receives every kind, including kinds added later.',
-});
-
-const WebhookUrlSchema = Type.String({
-  minLength: 1,
-  maxLength: 2048,
-  description:
-    'Absolute http(s) URL without credentials. Hosts that resolve to private, loopback or link-local addresses are refused for live endpoints unless the operator sets SVC_WEBHOOK_ALLOW_PRIVATE=true; sandbox (test-key) endpoints may use them unless it is false, so a local receiver works in development. Redirects are not followed.',
-});
 
 /**
  * The URL when it is well formed and (per the key's mode, see SVC_WEBHOOK_ALLOW_PRIVATE) not
@@ -107,8 +96,14 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         deps.config,
         auth,
         { url: request.body.url, description: request.body.description ?? null, enabledEvents: request.body.enabledEvents },
-        // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
-        (sql, created) => saveIdempotentResponse(sql, request, 201, endpointView(created)),
+        async (sql, created) => {
+          await auditApiChange(sql, request, 'webhook.endpoint_created', {
+            target: created.id,
+            details: { url: created.url, enabledEvents: created.enabledEvents },
+          });
+          // What an Idempotency-Key replay returns: the endpoint without its secret (never stored in plaintext).
+          await saveIdempotentResponse(sql, request, 201, endpointView(created));
+        },
       );
       return reply.status(201).send({ ...endpointView(endpoint), secret });
     },
@@ -169,12 +164,25 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const body = request.body;
-      const endpoint = await changeEndpoint(deps.store, deps.config, authOf(request), request.params.id, {
-        url: body.url,
-        enabledEvents: body.enabledEvents,
-        status: body.status,
-        ...('description' in body ? { description: (body.description as string | null | undefined) ?? null } : {}),
-      });
+      const auth = authOf(request);
+      const before = await getEndpoint(deps.store, auth, request.params.id);
+      const endpoint = await changeEndpoint(
+        deps.store,
+        deps.config,
+        auth,
+        request.params.id,
+        {
+          url: body.url,
+          enabledEvents: body.enabledEvents,
+          status: body.status,
+          ...('description' in body ? { description: (body.description as string | null | undefined) ?? null } : {}),
+        },
+        (sql, changed) =>
+          auditApiChange(sql, request, body.status === 'disabled' ? 'webhook.endpoint_disabled' : 'webhook.endpoint_updated', {
+            target: changed.id,
+            details: endpointChangeDetails(before, body, changed),
+          }),
+      );
       return endpointView(endpoint);
     },
   );
@@ -194,7 +202,12 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const deleted = await deps.store.transaction((sql) => deleteEndpoint(sql, authOf(request), request.params.id));
+      const deleted = await deps.store.transaction(async (sql) => {
+        const done = await deleteEndpoint(sql, authOf(request), request.params.id);
+        // The dashboard's action for a deletion (an endpoint deleted is disabled for good).
+        if (done) await auditApiChange(sql, request, 'webhook.endpoint_disabled', { target: request.params.id, details: { deleted: true } });
+        return done;
+      });
       if (!deleted) throw notFound(`no webhook endpoint ${request.params.id}`);
       return { id: request.params.id, deleted: true };
     },
@@ -220,6 +233,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const expiresInSeconds = request.body.expiresIn ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       const rotated = await deps.store.transaction(async (sql) => {
         const result = await rotateSigningSecret(sql, deps.box, authOf(request), request.params.id, expiresInSeconds);
+        await auditApiChange(sql, request, 'webhook.secret_rotated', { target: result.endpoint.id, details: { expiresIn: expiresInSeconds } });
         await saveIdempotentResponse(sql, request, 200, endpointView(result.endpoint));
         return result;
       });
@@ -292,7 +306,12 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const from = new Date(request.body.from);
       const to = request.body.to === undefined ? new Date() : new Date(request.body.to);
-      const replayed = await replayWindow(deps.store, authOf(request), request.params.id, { from, to });
+      const replayed = await replayWindow(deps.store, authOf(request), request.params.id, { from, to }, (sql, count) =>
+        auditApiChange(sql, request, 'webhook.redelivered', {
+          target: request.params.id,
+          details: { replay: { from: from.toISOString(), to: to.toISOString() }, deliveries: count },
+        }),
+      );
       return reply.status(202).send({ endpointId: request.params.id, replayed });
     },
   );

@@ -1,4 +1,4 @@
-import { CHAIN_NAMES, loadConfig, relayerKeyVariableName, rpcVariableNames, VARIABLES } from '../../internal/config.ts';
+import { CHAIN_NAMES, loadConfig, relayerKeyFileVariableName, relayerKeyVariableName, rpcVariableNames, VARIABLES } from '../../internal/config.ts';
 import { ConfigError } from '../../internal/errors.ts';
 import { emit, jsonOption, type Command } from '../command.ts';
 
@@ -42,6 +42,13 @@ function formatConfigTable(env: Record<string, string | undefined>): { rows: Con
         default: null,
         set: Boolean(env[relayer]),
         description: `${chain} x402 relayer: a gas-only private key that submits payers' EIP-3009 authorizations; unset: no live x402 on ${chain}`,
+      });
+      const file = relayerKeyFileVariableName(chain);
+      rows.push({
+        variable: file,
+        default: null,
+        set: Boolean(env[file]),
+        description: `a file holding the ${chain} relayer key instead (a mounted secret; content trimmed); not with ${relayer}`,
       });
     }
   }

@@ -1,5 +1,5 @@
-import { createApiKey, getMerchant, listApiKeys, revokeApiKey, SCOPES, type Scope } from '../../accounts/index.ts';
-import { emit, jsonOption, requireString, UsageError, withStore, type Command } from '../command.ts';
+import { createApiKey, getMerchant, listApiKeys, recordAudit, revokeApiKey, SCOPES, type Scope } from '../../accounts/index.ts';
+import { emit, jsonOption, operatorOf, requireString, UsageError, withStore, type Command } from '../command.ts';
 
 /** `svc keys create`: an API key, printed once (only its hash is stored). */
 export const keysCreate: Command = {
@@ -24,12 +24,24 @@ export const keysCreate: Command = {
     if (style !== 'plain' && style !== 'sk') throw new UsageError('--style must be plain or sk');
     return withStore(io, async (store) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
-      const { apiKey, secret } = await createApiKey(store, {
-        merchantId,
-        livemode: mode === 'live',
-        scopes: scopes as Scope[],
-        style,
-        ...(typeof values.description === 'string' ? { description: values.description } : {}),
+      const { apiKey, secret } = await store.transaction(async (sql) => {
+        const created = await createApiKey(sql, {
+          merchantId,
+          livemode: mode === 'live',
+          scopes: scopes as Scope[],
+          style,
+          ...(typeof values.description === 'string' ? { description: values.description } : {}),
+        });
+        const { apiKey } = created;
+        await recordAudit(sql, {
+          merchantId,
+          actor: operatorOf(io),
+          action: 'key.created',
+          target: apiKey.id,
+          livemode: apiKey.livemode,
+          details: { hint: apiKey.hint, scopes: apiKey.scopes },
+        });
+        return created;
       });
       emit(
         io,
@@ -84,8 +96,20 @@ export const keysRevoke: Command = {
     const id = positionals[0];
     if (!id) throw new UsageError('give the key id (key_…) to revoke');
     return withStore(io, async (store) => {
-      const key = await revokeApiKey(store, id);
-      if (!key) throw new UsageError(`API key ${id} does not exist`);
+      const key = await store.transaction(async (sql) => {
+        const revoked = await revokeApiKey(sql, id);
+        if (!revoked) throw new UsageError(`API key ${id} does not exist`);
+        const details = { hint: revoked.hint };
+        await recordAudit(sql, {
+          merchantId: revoked.merchantId,
+          actor: operatorOf(io),
+          action: 'key.revoked',
+          target: revoked.id,
+          livemode: revoked.livemode,
+          details,
+        });
+        return revoked;
+      });
       emit(io, json, key, `Revoked ${key.id} (${key.hint}) at ${key.revokedAt!.toISOString()}`);
       return 0;
     });

@@ -7,10 +7,12 @@ import {
   listMerchants,
   listWallets,
   MAX_PAYMENT_TOLERANCE_BPS,
+  recordAudit,
   setMerchantPaymentSettings,
 } from '../../accounts/index.ts';
+import { auditWallet } from './wallets.ts';
 import { setMerchantRateLimits } from '../../api/rateLimits.ts';
-import { emit, jsonOption, parseWallet, requireString, UsageError, withStore, type Command } from '../command.ts';
+import { emit, jsonOption, operatorOf, parseWallet, requireString, UsageError, withStore, type Command } from '../command.ts';
 
 /** `svc merchants create`: a merchant, its two webhook signing secrets (printed once) and any wallets, verified by the operator. */
 export const merchantsCreate: Command = {
@@ -33,8 +35,14 @@ export const merchantsCreate: Command = {
       const box = createSecretBox(loadOrCreateEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
       const created = await store.transaction(async (sql) => {
         const { merchant, webhookSecrets } = await createMerchant(sql, box, { name });
+        const actor = operatorOf(io);
+        await recordAudit(sql, { merchantId: merchant.id, actor, action: 'merchant.created', target: merchant.id, details: { name } });
         const added = [];
-        for (const wallet of wallets) added.push(await addWallet(sql, { merchantId: merchant.id, ...wallet, verifiedBy: 'operator' }));
+        for (const wallet of wallets) {
+          const made = await addWallet(sql, { merchantId: merchant.id, ...wallet, verifiedBy: 'operator' });
+          await auditWallet(sql, actor, 'wallet.added', made, { method: made.verificationMethod });
+          added.push(made);
+        }
         return { merchant, webhookSecrets, wallets: added };
       });
       emit(
@@ -129,9 +137,20 @@ export const merchantsUpdate: Command = {
             ...(limits.write !== undefined ? { write: limits.write } : {}),
           });
         }
-        await setMerchantPaymentSettings(sql, merchantId, {
+        const payment = {
           ...(bridged !== undefined ? { acceptBridgedTokens: bridged === 'true' } : {}),
           ...(tolerance !== undefined ? { paymentToleranceBps: Number(tolerance) } : {}),
+        };
+        await setMerchantPaymentSettings(sql, merchantId, payment);
+        // What was asked for (a rate limit of null: back to the default), as the dashboard records its settings.
+        const rateLimits = Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined));
+        await recordAudit(sql, {
+          merchantId,
+          actor: operatorOf(io),
+          action: 'merchant.settings_changed',
+          target: merchantId,
+          livemode: null,
+          details: { ...payment, ...(Object.keys(rateLimits).length > 0 ? { ratePerMinute: rateLimits } : {}) },
         });
         return (await getMerchantSettings(sql, merchantId))!;
       });

@@ -1,5 +1,5 @@
-import { disableDashboardUser, getMerchant, inviteDashboardUser, listDashboardUsers, OPERATOR, resetTotp, ROLES, signInLinkUrl } from '../../accounts/index.ts';
-import { emit, jsonOption, requireString, UsageError, withStore, type Command } from '../command.ts';
+import { disableDashboardUser, getMerchant, inviteDashboardUser, listDashboardUsers, resetTotp, ROLES, signInLinkUrl } from '../../accounts/index.ts';
+import { emit, jsonOption, operatorOf, requireString, UsageError, withStore, type Command } from '../command.ts';
 
 /** `svc users create`: a dashboard user and its single-use sign-in link (the gateway sends no email). */
 export const usersCreate: Command = {
@@ -18,7 +18,7 @@ export const usersCreate: Command = {
     if (!(ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
     return withStore(io, async (store, { config }) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
-      const { user, link } = await inviteDashboardUser(store, { merchantId, email, role, actor: OPERATOR });
+      const { user, link } = await inviteDashboardUser(store, { merchantId, email, role, actor: operatorOf(io) });
       const signInUrl = signInLinkUrl(config.publicUrl, link.token);
       emit(
         io,
@@ -72,7 +72,7 @@ export const usersDisable: Command = {
     const id = positionals[0];
     if (!id) throw new UsageError('give the user id (usr_…) to disable');
     return withStore(io, async (store) => {
-      const user = await disableDashboardUser(store, { userId: id, actor: OPERATOR });
+      const user = await disableDashboardUser(store, { userId: id, actor: operatorOf(io) });
       emit(io, json, user, `Disabled ${user.id} (${user.email}) at ${user.disabledAt!.toISOString()}`);
       return 0;
     });
@@ -92,7 +92,7 @@ export const usersResetTwoFactor: Command = {
     const id = positionals[0];
     if (!id) throw new UsageError('give the user id (usr_…) whose two-factor sign-in to reset');
     return withStore(io, async (store) => {
-      const user = await resetTotp(store, { userId: id, actor: OPERATOR, endSessions: true });
+      const user = await resetTotp(store, { userId: id, actor: operatorOf(io), endSessions: true });
       emit(
         io,
         json,

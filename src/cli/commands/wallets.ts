@@ -1,8 +1,31 @@
 import type { ChainName } from '../../internal/config.ts';
 import { canonicalAddress } from '../../internal/addresses.ts';
 import type { Store } from '../../store/index.ts';
-import { addWallet, getMerchant, listWallets, removeWallet, setDefaultWallet } from '../../accounts/index.ts';
-import { emit, jsonOption, parseWallet, requireString, UsageError, withStore, type Command } from '../command.ts';
+import {
+  addWallet,
+  getMerchant,
+  listWallets,
+  recordAudit,
+  removeWallet,
+  setDefaultWallet,
+  type Actor,
+  type AuditAction,
+  type Wallet,
+} from '../../accounts/index.ts';
+import type { Sql } from '../../store/index.ts';
+import { emit, jsonOption, operatorOf, parseWallet, requireString, UsageError, withStore, type Command } from '../command.ts';
+
+/** The audit entry of a wallet change (wallets have no mode: livemode null, as the dashboard and the API record them). */
+export function auditWallet(sql: Sql, actor: Actor, action: AuditAction, wallet: Wallet, extra: Record<string, unknown> = {}): Promise<void> {
+  return recordAudit(sql, {
+    merchantId: wallet.merchantId,
+    actor,
+    action,
+    target: wallet.id,
+    livemode: null,
+    details: { chain: wallet.chain, address: wallet.address, ...extra },
+  });
+}
 
 /** The merchant's wallet at CHAIN:ADDRESS (in any form the API accepts), or a usage error naming what is missing. */
 async function findWallet(store: Store, merchantId: string, given: { chain: ChainName; address: string }) {
@@ -37,7 +60,12 @@ export const walletsAdd: Command = {
     const wallet = parseWallet(requireString(values, 'wallet'));
     return withStore(io, async (store) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
-      const added = await store.transaction((sql) => addWallet(sql, { merchantId, ...wallet, verifiedBy: 'operator', makeDefault: values.default === true }));
+      const added = await store.transaction(async (sql) => {
+        const made = await addWallet(sql, { merchantId, ...wallet, verifiedBy: 'operator', makeDefault: values.default === true });
+        await auditWallet(sql, operatorOf(io), 'wallet.added', made, { method: made.verificationMethod });
+        if (made.isDefault) await auditWallet(sql, operatorOf(io), 'wallet.default_set', made);
+        return made;
+      });
       emit(io, json, added, `Wallet ${added.id}: ${added.chain}:${added.address} (verified by operator${added.isDefault ? ', default' : ''})`);
       return 0;
     });
@@ -54,7 +82,11 @@ export const walletsDefault: Command = {
     const given = parseWallet(requireString(values, 'wallet'));
     return withStore(io, async (store) => {
       const wallet = await findWallet(store, merchantId, given);
-      const updated = await store.transaction((sql) => setDefaultWallet(sql, { merchantId, walletId: wallet.id }));
+      const updated = await store.transaction(async (sql) => {
+        const chosen = await setDefaultWallet(sql, { merchantId, walletId: wallet.id });
+        await auditWallet(sql, operatorOf(io), 'wallet.default_set', chosen);
+        return chosen;
+      });
       emit(io, json, updated, `Wallet ${updated.id}: ${updated.chain}:${updated.address} is now the default on ${updated.chain}`);
       return 0;
     });
@@ -71,7 +103,11 @@ export const walletsRemove: Command = {
     const given = parseWallet(requireString(values, 'wallet'));
     return withStore(io, async (store) => {
       const wallet = await findWallet(store, merchantId, given);
-      const removed = await store.transaction((sql) => removeWallet(sql, { merchantId, walletId: wallet.id }));
+      const removed = await store.transaction(async (sql) => {
+        const gone = await removeWallet(sql, { merchantId, walletId: wallet.id });
+        await auditWallet(sql, operatorOf(io), 'wallet.removed', gone, { wasDefault: gone.isDefault });
+        return gone;
+      });
       emit(
         io,
         json,

@@ -1,10 +1,10 @@
 import { loadConfig } from '../../internal/config.ts';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../../internal/crypto.ts';
-import { getMerchant } from '../../accounts/index.ts';
+import { getMerchant, recordAudit } from '../../accounts/index.ts';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, MAX_ROTATION_OVERLAP_SECONDS, rotateEndpointSecret, rotateMerchantSecret } from '../../delivery/index.ts';
 import { MAX_REPLAY_EVENTS } from '../../delivery/replay.ts';
 import { redeliverFailed } from '../../delivery/redeliverFailed.ts';
-import { emit, jsonOption, parseTime, requireString, UsageError, waitForSignal, withStore, type Command } from '../command.ts';
+import { emit, jsonOption, operatorOf, parseTime, requireString, UsageError, waitForSignal, withStore, type Command } from '../command.ts';
 import { listenForWebhooks } from './webhooksListen.ts';
 
 /** `svc webhooks listen`: a local receiver for development (see webhooksListen.ts). */
@@ -65,12 +65,24 @@ export const webhooksRotateSecret: Command = {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
       const box = createSecretBox(loadOrCreateEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
       const rotated = await store.transaction(async (sql) => {
+        // The target as the dashboard and the API name it.
+        const audit = () =>
+          recordAudit(sql, {
+            merchantId,
+            actor: operatorOf(io),
+            action: 'webhook.secret_rotated',
+            target: endpointId ?? `session secret (${mode})`,
+            livemode: owner.livemode,
+            details: { expiresIn: expiresInSeconds },
+          });
         if (!endpointId) {
           const { info, secret } = await rotateMerchantSecret(sql, box, owner, { expiresInSeconds });
+          await audit();
           return { secret, previousSecretExpiresAt: info.previousSecretExpiresAt };
         }
         const result = await rotateEndpointSecret(sql, box, owner, endpointId, { expiresInSeconds });
         if (!result) throw new UsageError(`merchant ${merchantId} has no ${mode} webhook endpoint ${endpointId}`);
+        await audit();
         return { secret: result.secret, previousSecretExpiresAt: result.previousSecretExpiresAt };
       });
       const what = endpointId ? `endpoint ${endpointId}` : `${mode === 'live' ? 'live' : 'sandbox'} session webhookUrls of ${merchantId}`;
@@ -118,9 +130,20 @@ export const webhooksRedeliver: Command = {
     if (mode !== 'live' && mode !== 'test') throw new UsageError('--mode must be live or test');
     return withStore(io, async (store) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
-      const result = await store.transaction((sql) =>
-        redeliverFailed(sql, { merchantId, livemode: mode === 'live', since, until, dryRun: values['dry-run'] === true }),
-      );
+      const result = await store.transaction(async (sql) => {
+        const done = await redeliverFailed(sql, { merchantId, livemode: mode === 'live', since, until, dryRun: values['dry-run'] === true });
+        if (done !== 'too_many' && !done.dryRun && done.redelivered.length > 0) {
+          await recordAudit(sql, {
+            merchantId,
+            actor: operatorOf(io),
+            action: 'webhook.redelivered',
+            target: null,
+            livemode: mode === 'live',
+            details: { failedSince: since.toISOString(), until: until.toISOString(), deliveries: done.redelivered.length },
+          });
+        }
+        return done;
+      });
       if (result === 'too_many') throw new UsageError(`more than ${MAX_REPLAY_EVENTS} failed deliveries in the window: split it`);
       const sent = result.redelivered.length;
       const lines = [

@@ -1,4 +1,13 @@
-import { AUDIT_ACTIONS, auditCsv, listAudit, listDashboardUsers, MAX_AUDIT_PAGE, type AuditEntry, type AuditFilter } from '../../accounts/index.ts';
+import {
+  AUDIT_ACTIONS,
+  auditCsv,
+  listApiKeys,
+  listAudit,
+  listDashboardUsers,
+  MAX_AUDIT_PAGE,
+  type AuditEntry,
+  type AuditFilter,
+} from '../../accounts/index.ts';
 import { badRequest } from '../../internal/errors.ts';
 import { modeBadge, timeCell } from '../format.ts';
 import { html, type Html } from '../html.ts';
@@ -19,7 +28,8 @@ function dateField(name: string, value: string | undefined, endOfDay = false): D
 function filterOf(query: Record<string, string | undefined>): AuditFilter {
   return {
     ...(query.action ? { action: query.action } : {}),
-    ...(query.user ? { userId: query.user } : {}),
+    // "Who" is a dashboard user or an API key (their ids' prefixes tell them apart).
+    ...(query.user ? (query.user.startsWith('key_') ? { apiKeyId: query.user } : { userId: query.user }) : {}),
     ...(query.from ? { from: dateField('from', query.from) } : {}),
     ...(query.to ? { to: dateField('to', query.to, true) } : {}),
     ...(query.before ? { beforeId: query.before } : {}),
@@ -49,13 +59,15 @@ function entryRow(entry: AuditEntry): Html {
 async function auditBody(ctx: DashboardContext, query: Record<string, string | undefined>): Promise<Html> {
   const entries = await listAudit(ctx.store, ctx.merchant.id, { ...filterOf(query), limit: PAGE_SIZE });
   const users = await listDashboardUsers(ctx.store, ctx.merchant.id);
+  const keys = await listApiKeys(ctx.store, { merchantId: ctx.merchant.id });
   const params = filterQuery(query);
   const older = entries.length === PAGE_SIZE ? new URLSearchParams([...params, ['before', entries.at(-1)!.id]]) : undefined;
   return html`<form method="get" action="/dashboard/audit" class="inline filters">
   <div class="stack"><label for="f-action">Action</label>
   <select id="f-action" name="action"><option value="">any</option>${AUDIT_ACTIONS.map((action) => html`<option${action === query.action ? html` selected` : ''}>${action}</option>`)}</select></div>
   <div class="stack"><label for="f-user">Who</label>
-  <select id="f-user" name="user"><option value="">anyone</option>${users.map((user) => html`<option value="${user.id}"${user.id === query.user ? html` selected` : ''}>${user.email}</option>`)}</select></div>
+  <select id="f-user" name="user"><option value="">anyone</option>${users.map((user) => html`<option value="${user.id}"${user.id === query.user ? html` selected` : ''}>${user.email}</option>`)}
+  ${keys.map((key) => html`<option value="${key.id}"${key.id === query.user ? html` selected` : ''}>API key ${key.hint}</option>`)}</select></div>
   <div class="stack"><label for="f-from">From</label><input id="f-from" name="from" type="date" value="${query.from ?? ''}"></div>
   <div class="stack"><label for="f-to">To</label><input id="f-to" name="to" type="date" value="${query.to ?? ''}"></div>
   <button type="submit">Filter</button>

@@ -93,10 +93,11 @@ export const unmatchedPage: DashboardPageModule = (routes) => {
     // The API's body schema first (an empty id is its "sessionId must not be empty"), then its domain function.
     const result = await tryForm(async () => {
       const body = checkBody<{ sessionId: string }>(AttributeBody, { sessionId });
-      return attributeTransfer(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, transferId: id, sessionId: body.sessionId });
+      return attributeTransfer(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, transferId: id, sessionId: body.sessionId }, (sql, done) =>
+        ctx.audit('transfer.attributed', { target: transferId, sql, details: { sessionId, sessionStatus: done.sessionStatus } }),
+      );
     });
     if (!result.ok) return renderList(ctx, {}, { transferId, sessionId, error: result.error });
-    await ctx.audit('transfer.attributed', { target: transferId, details: { sessionId, sessionStatus: result.value.sessionStatus } });
     return redirect(`/dashboard/unmatched?${new URLSearchParams({ attributed: transferId, session: sessionId }).toString()}`);
   });
 };

@@ -58,9 +58,12 @@ export const webhookDeliveryPages: DashboardPageModule = (routes) => {
       const { id, deliveryId } = request.params;
       const delivery = await getDelivery(ctx.store, ownerOf(ctx), deliveryId, { endpointId: id });
       if (!delivery) throw notFound(`no delivery ${deliveryId} to webhook endpoint ${id}`);
-      const resent = await tryAction(() => resendEvent(ctx.store, ownerOf(ctx), delivery.eventId, { endpointId: id }));
+      const resent = await tryAction(() =>
+        resendEvent(ctx.store, ownerOf(ctx), delivery.eventId, { endpointId: id }, (sql, made) =>
+          ctx.audit('webhook.redelivered', { target: id, sql, details: { eventId: delivery.eventId, deliveries: made } }),
+        ),
+      );
       if (!resent.ok) return deliveryPage(ctx, id, deliveryId, { error: resent.error, status: resent.status });
-      await ctx.audit('webhook.redelivered', { target: id, details: { eventId: delivery.eventId, deliveries: resent.value } });
       return redirect(`/dashboard/webhooks/${id}/deliveries/${resent.value[0]}`);
     },
   );

@@ -270,20 +270,22 @@ export const webhookPages: DashboardPageModule = (routes, deps: DashboardDeps) =
       description: field(request.body, 'description') || null,
       enabledEvents: eventsOf(request.body),
     };
-    const saved = await tryAction(() => changeEndpoint(ctx.store, deps.config, ownerOf(ctx), id, changes));
+    const details = (enabledEvents: string[]) => ({ ...(changes.url ? { url: changes.url, previousUrl: current.url } : {}), enabledEvents });
+    const saved = await tryAction(() =>
+      changeEndpoint(ctx.store, deps.config, ownerOf(ctx), id, changes, (sql, { enabledEvents }) =>
+        ctx.audit('webhook.endpoint_updated', { target: id, sql, details: details(enabledEvents) }),
+      ),
+    );
     if (!saved.ok) return endpointPage(ctx, id, {}, { error: saved.error, status: saved.status });
-    await ctx.audit('webhook.endpoint_updated', {
-      target: id,
-      details: { ...(changes.url ? { url: changes.url, previousUrl: current.url } : {}), enabledEvents: saved.value.enabledEvents },
-    });
     return redirect(`/dashboard/webhooks/${id}?done=updated`);
   });
 
   routes.post<{ id: string }>('/webhooks/:id/status', MANAGE, async (ctx, request) => {
     const { id } = request.params;
     const status = field(request.body, 'status') === 'enabled' ? 'enabled' : 'disabled';
-    await changeEndpoint(ctx.store, deps.config, ownerOf(ctx), id, { status });
-    await ctx.audit(status === 'disabled' ? 'webhook.endpoint_disabled' : 'webhook.endpoint_updated', { target: id, details: { status } });
+    await changeEndpoint(ctx.store, deps.config, ownerOf(ctx), id, { status }, (sql) =>
+      ctx.audit(status === 'disabled' ? 'webhook.endpoint_disabled' : 'webhook.endpoint_updated', { target: id, details: { status }, sql }),
+    );
     return redirect(`/dashboard/webhooks/${id}?done=${status}`);
   });
 
@@ -329,15 +331,16 @@ export const webhookPages: DashboardPageModule = (routes, deps: DashboardDeps) =
     const { id } = request.params;
     const toText = field(request.body, 'to');
     const window = { from: utcDate(field(request.body, 'from')), to: toText ? utcDate(toText) : new Date() };
-    const replayed = await tryAction(() => replayWindow(ctx.store, ownerOf(ctx), id, window));
+    const replay = { from: window.from.toISOString(), to: window.to.toISOString() };
+    const replayed = await tryAction(() =>
+      replayWindow(ctx.store, ownerOf(ctx), id, window, (sql, count) =>
+        ctx.audit('webhook.redelivered', { target: id, sql, details: { replay, deliveries: count } }),
+      ),
+    );
     if (!replayed.ok) {
       if (replayed.status === 404) throw notFound(replayed.error);
       return endpointPage(ctx, id, {}, { error: replayed.error, status: replayed.status });
     }
-    await ctx.audit('webhook.redelivered', {
-      target: id,
-      details: { replay: { from: window.from.toISOString(), to: window.to.toISOString() }, deliveries: replayed.value },
-    });
     return redirect(`/dashboard/webhooks/${id}?done=replayed&count=${replayed.value}`);
   });
 
