@@ -79,13 +79,13 @@ describe('x402 relayer keys from files (SVC_<CHAIN>_RELAYER_KEY_FILE)', () => {
       SVC_POLYGON_RELAYER_KEY_FILE: write('both', KEY),
       SVC_BASE_RELAYER_KEY_FILE: path.join(dir, 'missing'),
       SVC_ARBITRUM_RELAYER_KEY_FILE: write('bad', `0x${'cd'.repeat(31)}`),
-      SVC_BSC_RELAYER_KEY_FILE: write('bsc', KEY),
+      SVC_SOLANA_RELAYER_KEY_FILE: write('solana', KEY),
     });
     expect([...problems].sort()).toEqual(
       [
         'SVC_POLYGON_RELAYER_KEY and SVC_POLYGON_RELAYER_KEY_FILE are both set: set one (the _FILE form keeps the key out of the environment)',
         `SVC_BASE_RELAYER_KEY_FILE: cannot read ${path.join(dir, 'missing')} (ENOENT)`,
-        'SVC_BSC_RELAYER_KEY_FILE: x402 relayers run on EVM chains with an EIP-3009 token (polygon, base, arbitrum, optimism) only',
+        'SVC_SOLANA_RELAYER_KEY_FILE: relayer keys are for the EVM chains (polygon, base, bsc, arbitrum, optimism)',
         'the file of SVC_ARBITRUM_RELAYER_KEY_FILE: must be a 32-byte private key in hex (0x and 64 hex digits)',
       ].sort(),
     );
