@@ -60,6 +60,21 @@ export const insertSession = () =>
      FROM due WHERE due.amount_due < $7::numeric + $8::numeric
    RETURNING ${SESSION_COLUMNS}`;
 
+/**
+ * Inserts a session in `address` mode (attribution.ts) and returns it: paid at its own deposit
+ * address, so its due amount is the plain amount and no due-amount lock or pick is needed.
+ * $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals, $7 amount, $8 fee, $9 token
+ * addresses, $10 pay-to, $11 deposit address, $12 required confirmations, $13 metadata, $14 webhook
+ * URL, $15 success URL, $16 payment link, $17 lifetime in seconds, $18 monitoring window in seconds.
+ */
+export const insertAddressSession = () =>
+  `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
+     token_addresses, pay_to, deposit_address, attribution, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
+     expires_at, monitor_until)
+   VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $7::numeric, $8::numeric, $9, $10, $11, 'address', $12, $13, $14, $15, $16,
+     now() + make_interval(secs => $17), now() + make_interval(secs => $17 + $18))
+   RETURNING ${SESSION_COLUMNS}`;
+
 /** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */
 export const selectSession = (options: { columns?: string; forUpdate?: boolean } = {}) =>
   `SELECT ${options.columns ?? SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1 AND s.merchant_id = $2 AND s.livemode = $3${options.forUpdate ? ' FOR UPDATE' : ''}`;
@@ -147,13 +162,14 @@ export const selectSessionsByReference = (columns: string) =>
   `SELECT ${columns}, s.reference AS reference FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id WHERE s.reference = ANY($1::text[])`;
 
 /**
- * Sessions on some wallets of one (livemode, chain) whose window (created_at less a clock skew
- * .. monitor_until) overlaps a span of payment times. `columns` may read `m` (merchants).
+ * Sessions in `amount` mode on some wallets of one (livemode, chain) whose window (created_at less
+ * a clock skew .. monitor_until) overlaps a span of payment times (a session in `address` mode is
+ * paid at its deposit address only: a payment of its plain amount to the shared wallet is not its). `columns` may read `m` (merchants).
  * $1 livemode, $2 chain, $3 wallets, $4 earliest payment, $5 latest payment, $6 clock skew in seconds.
  */
 export const selectSessionsOnWallets = (columns: string) =>
   `SELECT ${columns} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-    WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[])
+    WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[]) AND s.attribution = 'amount'
       AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)`;
 
 /** A merchant's fees per chain and currency over its confirmed and settled sessions. $1 merchant, $2 livemode. */

@@ -32,6 +32,7 @@ const PINNED: Record<string, string> = {
   '024_refunds_tx_hash.sql': '6ad6042ea9bd02e57256bfd89fcb6f94c9d8aa5b1ea642d813fd3898ccbd9538',
   '026_transfers_undecided.sql': 'af3eab8650ad781b20d09b595a08157e93b0c51324452515400c4975008981dd',
   '027_transfers_cheaper_inserts.sql': 'c0495eb5f8c48f0517d0bf6719b586b6a7971f74fbcde339dcd109bce7b043d6',
+  '034_deposit_addresses.sql': '33416c60645abcbcc21e076557ed5608ea009858b8a811e5ca4a2e5947f94e55',
   // As first landed (b29aaff); its correction is 012.
 };
 
