@@ -1,5 +1,6 @@
 import type { ChainName } from '../internal/config.ts';
 import { badRequest } from '../internal/errors.ts';
+import { getAddress } from 'viem';
 import { computeDepositAddress } from '../deposits/address.ts';
 
 /**
@@ -42,5 +43,6 @@ export function resolveAttribution(params: { requested?: Attribution | undefined
  * for one (merchant wallet, session id), and only ever forwarding to `payTo`. Canonical (EIP-55).
  */
 export function depositAddressFor(params: { payTo: string; sessionId: string }): string {
-  return computeDepositAddress({ merchantWallet: params.payTo, sessionId: params.sessionId });
+  // Canonical as every stored EVM address is: matching compares the ingester's recipients to it as text.
+  return getAddress(computeDepositAddress({ merchantWallet: params.payTo, sessionId: params.sessionId }));
 }
