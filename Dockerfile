@@ -46,6 +46,8 @@ WORKDIR /app
 COPY package.json ./
 COPY migrations ./migrations
 COPY chains ./chains
+# The deposit contracts' committed build: deposit addresses derive from it (src/deposits/artifacts.ts).
+COPY contracts/artifacts ./contracts/artifacts
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 RUN printf '#!/bin/sh\nexec node /app/dist/cli/entry.js "$@"\n' > /usr/local/bin/svc && chmod 0755 /usr/local/bin/svc

@@ -44,5 +44,5 @@ export function resolveAttribution(params: { requested?: Attribution | undefined
  */
 export function depositAddressFor(params: { payTo: string; sessionId: string }): string {
   // Canonical as every stored EVM address is: matching compares the ingester's recipients to it as text.
-  return getAddress(computeDepositAddress({ merchantWallet: params.payTo, sessionId: params.sessionId }));
+  return getAddress(computeDepositAddress({ merchantWallet: params.payTo as `0x${string}`, sessionId: params.sessionId }));
 }

@@ -1,0 +1,41 @@
+import type { Address, Hex } from 'viem';
+import { DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FACTORY_DEPLOY_DATA, DETERMINISTIC_DEPLOYER } from '../../src/deposits/address.ts';
+import { depositFactoryArtifact } from '../../src/deposits/artifacts.ts';
+import { PAYER, type Anvil } from './anvil.ts';
+
+/** The factory's ABI, from the committed artifact. */
+export const factoryAbi = depositFactoryArtifact.abi;
+
+/**
+ * Deploys the deposit factory on `anvil` the way production does: a transaction to the
+ * deterministic deployment proxy carrying salt ++ creation code (sent by an impersonated,
+ * funded account). Returns the address the factory's code landed at.
+ */
+export async function deployFactoryOnAnvil(anvil: Anvil, from: Address = PAYER): Promise<Address> {
+  await anvil.client.impersonateAccount({ address: from });
+  await anvil.client.setBalance({ address: from, value: 10n ** 20n });
+  try {
+    const hash = await anvil.client.sendTransaction({
+      account: from,
+      chain: anvil.client.chain,
+      to: DETERMINISTIC_DEPLOYER,
+      data: DEPOSIT_FACTORY_DEPLOY_DATA,
+    });
+    const receipt = await anvil.waitMined(hash);
+    if (receipt.status !== 'success') throw new Error('factory deployment reverted');
+  } finally {
+    await anvil.client.stopImpersonatingAccount({ address: from });
+  }
+  return DEPOSIT_FACTORY_ADDRESS;
+}
+
+/** Sends `data` to `to` from an impersonated, funded `from`; returns the hash (mined with `waitMined`). */
+export async function sendAs(anvil: Anvil, from: Address, to: Address, data: Hex, value = 0n): Promise<Hex> {
+  await anvil.client.impersonateAccount({ address: from });
+  await anvil.client.setBalance({ address: from, value: 10n ** 20n + value });
+  try {
+    return await anvil.client.sendTransaction({ account: from, chain: anvil.client.chain, to, data, value, gas: 5_000_000n });
+  } finally {
+    await anvil.client.stopImpersonatingAccount({ address: from });
+  }
+}
