@@ -13,8 +13,9 @@ import { SESSION_COLUMNS } from './session.ts';
  * $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL, $16 success URL,
  * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds.
  *
- * The due amount is `amount + k`, k in [0, bound), that no session on the same (chain,
- * currency, pay_to) holds while its monitoring window is open, in either mode (see
+ * The due amount is `amount + k`, k in [0, bound), that no `amount` mode session on the same (chain,
+ * currency, pay_to) holds while its monitoring window is open, in either mode (an `address` mode
+ * session is never matched by amount, so it holds none: selectSessionsOnWallets; see
  * dueAmounts.ts): one above the highest amount held in [amount, amount + bound), or `amount`
  * itself when none is held. Only when that would reach the bound is the range searched for its
  * first free amount. The common case is then two index lookups (`max()` read backwards from the
@@ -28,10 +29,10 @@ export const insertSession = () =>
      SELECT greatest(
        (SELECT max(s.amount_due) FROM payment_sessions s
          WHERE s.livemode = false AND s.chain = $4 AND s.pay_to = $11 AND s.currency = $5
-           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now()),
+           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now() AND s.attribution = 'amount'),
        (SELECT max(s.amount_due) FROM payment_sessions s
          WHERE s.livemode = true AND s.chain = $4 AND s.pay_to = $11 AND s.currency = $5
-           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now())) AS top
+           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now() AND s.attribution = 'amount')) AS top
    ),
    due AS MATERIALIZED (
      SELECT CASE
@@ -45,7 +46,7 @@ export const insertSession = () =>
                                     UNION ALL
                                     SELECT s.amount_due FROM payment_sessions s
                                      WHERE s.livemode IN (false, true) AND s.chain = $4 AND s.currency = $5 AND s.pay_to = $11
-                                       AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now()) c) g
+                                       AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now() AND s.attribution = 'amount') c) g
                      WHERE g.next IS NULL OR g.next > g.amount_due + 1
                      ORDER BY g.amount_due
                      LIMIT 1)
