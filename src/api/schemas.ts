@@ -61,7 +61,7 @@ export const AttributionSchema = Type.Unsafe<'amount' | 'address'>({
   type: 'string',
   enum: ['amount', 'address'],
   description:
-    'How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant\'s shared wallet. `address` (EVM chains only): the payer sends any amount to the session\'s own deposit address, which only ever forwards to the merchant\'s wallet; the due amount is the plain amount. Omitted: the merchant\'s default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.',
+    "How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.",
   'x-error': 'must be "amount" or "address"',
 });
 
@@ -131,7 +131,7 @@ const sessionFields = {
     "The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).",
   ),
   paymentAddress: Type.String({
-    description: 'Where to pay (Interface A name): the merchant wallet in `amount` mode, the session\'s own `depositAddress` in `address` mode.',
+    description: "Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.",
   }),
   merchantWallet: Type.String({ description: 'The merchant wallet, where the money ends (in `amount` mode also where to pay).' }),
   attribution: AttributionSchema,

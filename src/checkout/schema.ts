@@ -82,7 +82,7 @@ export const PaymentInstructionsSchema = Type.Object(
     }),
     attribution: Enum(
       ['amount', 'address'],
-      '`amount`: send exactly `amountDue` (its last digits identify this payment) to the shared `recipient`. `address`: `recipient` is this payment\'s own address; any amount, in one or several transfers, from any wallet or exchange, counts.',
+      "`amount`: send exactly `amountDue` (its last digits identify this payment) to the shared `recipient`. `address`: `recipient` is this payment's own address; any amount, in one or several transfers, from any wallet or exchange, counts.",
     ),
     reference: Nullable(Type.String(), 'Solana Pay reference key to include in the transfer as a read-only account (solana only).'),
     amount: Decimal('What the merchant asked for, decimal text.'),

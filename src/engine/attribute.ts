@@ -123,7 +123,9 @@ export async function attributeTransfer(
     if (!session) throw notFound(`session ${params.sessionId} not found`);
     if (session.chain !== chain) throw badRequest(`transfer ${publicId} is on ${chain} but session ${session.id} is on ${session.chain}`);
     if (session.payTo !== transfer.to_address && session.depositAddress !== transfer.to_address)
-      throw badRequest(`transfer ${publicId} went to ${transfer.to_address}, not to the session's ${session.depositAddress ? 'deposit address' : 'wallet'} ${session.depositAddress ?? session.payTo}`);
+      throw badRequest(
+        `transfer ${publicId} went to ${transfer.to_address}, not to the session's ${session.depositAddress ? 'deposit address' : 'wallet'} ${session.depositAddress ?? session.payTo}`,
+      );
     if (!session.tokenAddresses.includes(transfer.token_address)) {
       throw badRequest(`transfer ${publicId} is in token ${transfer.token_address}, which session ${session.id} does not accept`);
     }

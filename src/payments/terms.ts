@@ -182,17 +182,20 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
   const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode });
   // The merchant's flag and, for a live wallet given inline, whether another merchant verified it:
   // one statement (a round trip per check was a tenth of a creation's cost, docs/benchmarks.md).
-  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean | null; default_attribution: Attribution | null; verified_elsewhere: boolean }>(SELECT_MERCHANT_CHECKS, [
-    params.merchantId,
-    params.chain,
-    payTo,
-    params.livemode && merchantWallet !== undefined,
-  ]);
+  const { rows: merchantRows } = await sql.query<{
+    accept_bridged_tokens: boolean | null;
+    default_attribution: Attribution | null;
+    verified_elsewhere: boolean;
+  }>(SELECT_MERCHANT_CHECKS, [params.merchantId, params.chain, payTo, params.livemode && merchantWallet !== undefined]);
   if (merchantRows[0]!.verified_elsewhere)
     throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
   const includeBridged = merchantRows[0]!.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
   if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
-  const attribution = resolveAttribution({ requested: params.attribution, merchantDefault: merchantRows[0]!.default_attribution ?? 'amount', chain: params.chain });
+  const attribution = resolveAttribution({
+    requested: params.attribution,
+    merchantDefault: merchantRows[0]!.default_attribution ?? 'amount',
+    chain: params.chain,
+  });
   return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution };
 }

@@ -55,7 +55,9 @@ describe('attribution on the create routes and in both views', () => {
 
   test('address on solana is a 400 that says why; a bad value is a 400 from the schema', async () => {
     const m = await newMerchant(db.store);
-    expect(await api.call('POST', '/api/v1/sessions', { key: m.live, body: body({ chain: 'solana', merchantWallet: SOLANA_WALLET, attribution: 'address' }) })).toMatchObject({
+    expect(
+      await api.call('POST', '/api/v1/sessions', { key: m.live, body: body({ chain: 'solana', merchantWallet: SOLANA_WALLET, attribution: 'address' }) }),
+    ).toMatchObject({
       status: 400,
       body: { error: expect.stringContaining('attribution "address" is for EVM chains only; solana sessions are identified by their Solana Pay reference') },
     });
@@ -97,7 +99,10 @@ describe('payment links in address mode', () => {
     expect(link).toMatchObject({ status: 201, body: { attribution: 'address' } });
     const following = await api.call('POST', '/api/v1/payment-links', { key: m.test, body: body() });
     expect(following.body.attribution).toBeNull();
-    expect((await api.call('POST', '/api/v1/payment-links', { key: m.test, body: body({ chain: 'solana', merchantWallet: SOLANA_WALLET, attribution: 'address' }) })).status).toBe(400);
+    expect(
+      (await api.call('POST', '/api/v1/payment-links', { key: m.test, body: body({ chain: 'solana', merchantWallet: SOLANA_WALLET, attribution: 'address' }) }))
+        .status,
+    ).toBe(400);
 
     // Anonymous visits to an amount-mode link at this price and wallet hold every due amount the
     // cap allows (expired, still reserved for late payments): the amount-mode link refuses, the

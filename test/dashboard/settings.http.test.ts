@@ -158,9 +158,10 @@ describe('settings: payments', () => {
     expect((await client.post('/dashboard/settings/payment', { ...form, defaultAttribution: 'address' })).status).toBe(303);
     expect(await getMerchantSettings(db.store, merchantId)).toMatchObject({ defaultAttribution: 'address' });
     expect((await client.get('/dashboard/settings')).body).toContain('<option value="address" selected>');
-    const { rows } = await db.store.query(`SELECT details FROM audit_log WHERE merchant_id = $1 AND action = 'merchant.settings_changed' ORDER BY id DESC LIMIT 1`, [
-      merchantId,
-    ]);
+    const { rows } = await db.store.query(
+      `SELECT details FROM audit_log WHERE merchant_id = $1 AND action = 'merchant.settings_changed' ORDER BY id DESC LIMIT 1`,
+      [merchantId],
+    );
     expect(rows[0]!.details).toMatchObject({ defaultAttribution: 'address' });
   });
 });

@@ -142,10 +142,9 @@ describe('address mode on anvil: every transfer to a session’s deposit address
     await confirm();
     expect(await until(a.id, 'confirmed')).toMatchObject({ amountReceived: '40' });
     expect(await until(b.id, 'pending')).toMatchObject({ amountReceived: '39' });
-    const { rows } = await db.store.query(
-      `SELECT session_id, amount::text, block_number FROM transfers WHERE session_id = ANY($1) ORDER BY session_id`,
-      [[a.id, b.id]],
-    );
+    const { rows } = await db.store.query(`SELECT session_id, amount::text, block_number FROM transfers WHERE session_id = ANY($1) ORDER BY session_id`, [
+      [a.id, b.id],
+    ]);
     expect(rows).toHaveLength(2);
     expect(rows[0]!.block_number).toBe(rows[1]!.block_number);
   });

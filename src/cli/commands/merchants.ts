@@ -106,7 +106,8 @@ export const merchantsUpdate: Command = {
     'tolerance-bps': { type: 'string', description: 'payment tolerance in basis points of the due amount, 0 to 1000 (default 0: the full amount must arrive)' },
     attribution: {
       type: 'string',
-      description: 'default attribution of new sessions and links: amount (a unique amount on the shared wallet) or address (a deposit address per payment; EVM chains, solana keeps references)',
+      description:
+        'default attribution of new sessions and links: amount (a unique amount on the shared wallet) or address (a deposit address per payment; EVM chains, solana keeps references)',
     },
     ...jsonOption,
   },
