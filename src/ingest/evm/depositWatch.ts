@@ -53,7 +53,11 @@ const PRUNE_EVERY_MS = 60_000;
 const FIRST_READ_FLOOR = `least(now(), coalesce((SELECT updated_at FROM chain_heads WHERE livemode AND chain = $1), now())) - make_interval(secs => $2)`;
 
 /** Creates the (initially empty) deposit set of one chain; the first `refresh` reads every open one. */
-export function createWatchedDeposits(params: { chain: ChainName }): WatchedDeposits {
+export function createWatchedDeposits(params: {
+  chain: ChainName /** Tests only: {@link PRUNE_MARGIN_MS} otherwise. */;
+  pruneMarginMs?: number;
+}): WatchedDeposits {
+  const margin = params.pruneMarginMs ?? PRUNE_MARGIN_MS;
   const byLower = new Map<string, { canonical: string; until: number }>();
   let since: Date | undefined;
   let version = 0;
@@ -74,10 +78,11 @@ export function createWatchedDeposits(params: { chain: ChainName }): WatchedDepo
       const { rows } = await sql.query<{ address: string; created_at: Date; monitor_until: Date }>(
         since
           ? `SELECT deposit_address AS address, created_at, monitor_until FROM payment_sessions
-              WHERE livemode AND chain = $1 AND deposit_address IS NOT NULL AND created_at > $2`
+              WHERE livemode AND chain = $1 AND deposit_address IS NOT NULL AND created_at > $2
+                AND monitor_until > now() - make_interval(secs => $3)`
           : `SELECT deposit_address AS address, created_at, monitor_until FROM payment_sessions
               WHERE livemode AND chain = $1 AND deposit_address IS NOT NULL AND monitor_until > ${FIRST_READ_FLOOR}`,
-        since ? [params.chain, new Date(since.getTime() - REFRESH_OVERLAP_MS)] : [params.chain, PRUNE_MARGIN_MS / 1000],
+        since ? [params.chain, new Date(since.getTime() - REFRESH_OVERLAP_MS), margin / 1000] : [params.chain, margin / 1000],
       );
       let added = 0;
       for (const row of rows) {
@@ -94,7 +99,7 @@ export function createWatchedDeposits(params: { chain: ChainName }): WatchedDepo
       if (options.prune && now - prunedAt >= PRUNE_EVERY_MS) {
         prunedAt = now;
         for (const [lower, entry] of byLower) {
-          if (entry.until < now - PRUNE_MARGIN_MS) {
+          if (entry.until < now - margin) {
             byLower.delete(lower);
             removed += 1;
           }

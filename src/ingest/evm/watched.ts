@@ -39,9 +39,9 @@ const REFRESH_OVERLAP_MS = 5 * 60_000;
 const BLOOM_RECIPIENT_LIMIT = 2_000;
 
 /** Creates the (initially empty) watched set of one chain; the first `refresh` reads every wallet. */
-export function createWatchedWallets(params: { chain: ChainName }): WatchedWallets {
+export function createWatchedWallets(params: { chain: ChainName; pruneMarginMs?: number }): WatchedWallets {
   const byLower = new Map<string, string>();
-  const deposits = createWatchedDeposits({ chain: params.chain });
+  const deposits = createWatchedDeposits(params);
   let topicCache: `0x${string}`[] | undefined;
   let bloomCache: BloomBits[] | undefined;
   let since: Date | undefined;
