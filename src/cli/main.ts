@@ -10,6 +10,7 @@ import { usersCreate, usersDisable, usersList } from './commands/users.ts';
 import { webhooksListen, webhooksRedeliver, webhooksRotateSecret } from './commands/webhooks.ts';
 import { ingestRescan, ingestStatus } from './commands/ingest.ts';
 import { config } from './commands/config.ts';
+import { depositsDeployFactory, depositsSweep } from './commands/deposits.ts';
 
 /** Tests pass their own Io. */
 export type { Io } from './command.ts';
@@ -35,6 +36,8 @@ const commands: Record<string, Command> = {
   'ingest status': ingestStatus,
   'ingest rescan': ingestRescan,
   'webhooks redeliver': webhooksRedeliver,
+  'deposits deploy-factory': depositsDeployFactory,
+  'deposits sweep': depositsSweep,
   config,
 };
 

@@ -40,19 +40,19 @@ export function depositSalt(sessionId: string): Hex {
  * forwarder implementation (a 65-byte runtime: 45 bytes of proxy, then the destination).
  * Mirrors DepositFactory._initCode byte for byte.
  */
-export function forwarderInitCode(merchantWallet: Address): Hex {
+export function forwarderInitCode(merchantWallet: string): Hex {
   return concat([
     '0x3d604180600a3d3981f3',
     '0x363d3d373d3d3d363d73',
     DEPOSIT_FORWARDER_IMPLEMENTATION,
     '0x5af43d82803e903d91602b57fd5bf3',
-    getAddress(merchantWallet),
+    getAddress(merchantWallet.toLowerCase()),
   ]);
 }
 
 const initCodeHashes = new Map<string, Hex>();
 
-function initCodeHash(merchantWallet: Address): Hex {
+function initCodeHash(merchantWallet: string): Hex {
   const key = merchantWallet.toLowerCase();
   let hash = initCodeHashes.get(key);
   if (!hash) {
@@ -68,12 +68,13 @@ function initCodeHash(merchantWallet: Address): Hex {
  * A session's deposit address on every EVM chain: the CREATE2 address, from the factory, of the
  * forwarder whose only destination is `merchantWallet`, salted with the session id. It holds
  * funds before any contract exists there; the factory deploys and flushes it in one transaction.
+ * @throws viem's InvalidAddressError when `merchantWallet` is not a 20-byte hex address (any case).
  */
-export function computeDepositAddress(params: { merchantWallet: Address; sessionId: string }): Address {
-  return getContractAddress({
-    opcode: 'CREATE2',
-    from: DEPOSIT_FACTORY_ADDRESS,
-    salt: depositSalt(params.sessionId),
-    bytecodeHash: initCodeHash(params.merchantWallet),
-  });
+export function computeDepositAddress(params: { merchantWallet: string; sessionId: string }): Address {
+  return depositAddressForSalt({ merchantWallet: params.merchantWallet, salt: depositSalt(params.sessionId) });
+}
+
+/** The deposit address of (merchantWallet, salt): what the factory's `forwarderAddress` answers. */
+export function depositAddressForSalt(params: { merchantWallet: string; salt: Hex }): Address {
+  return getContractAddress({ opcode: 'CREATE2', from: DEPOSIT_FACTORY_ADDRESS, salt: params.salt, bytecodeHash: initCodeHash(params.merchantWallet) });
 }

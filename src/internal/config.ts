@@ -67,7 +67,7 @@ export interface Config {
   /** How long the HTTP server waits for slow or idle clients (SVC_HTTP_*_TIMEOUT_MS). */
   httpTimeouts: HttpTimeouts;
   /**
-   * Gas-only x402 relayer keys per EVM chain (`SVC_<CHAIN>_RELAYER_KEY`), read from the
+   * Gas-only relayer keys per EVM chain (`SVC_<CHAIN>_RELAYER_KEY`: x402 settlements and deposit sweeps), read from the
    * environment only: never stored, never logged (docs/security.md, "x402"). A chain without one
    * offers no live x402 settlement.
    */
@@ -237,8 +237,9 @@ export function loadConfig(env: Env = process.env): Config {
   const relayerKeys: Partial<Record<ChainName, `0x${string}`>> = {};
   for (const chain of CHAIN_NAMES) {
     const name = relayerKeyVariableName(chain);
-    if (chain === 'solana' || chain === 'bsc') {
-      if (env[name]?.trim()) errors.push(`${name}: x402 relayers run on EVM chains with an EIP-3009 token (polygon, base, arbitrum, optimism) only`);
+    // bsc has no EIP-3009 token (no x402 there), but its relayer key pays deposit sweeps (docs/deposit-addresses.md).
+    if (chain === 'solana') {
+      if (env[name]?.trim()) errors.push(`${name}: relayer keys are for the EVM chains (polygon, base, bsc, arbitrum, optimism)`);
       continue;
     }
     // The error names the variable but never echoes the key (ConfigError messages are printed).

@@ -44,6 +44,7 @@ export function dueAmountLockText(params: { chain: string; currency: string; pay
  * Text for `hashtextextended($1, 0)`: one chain's x402 relayer, held (session-level, on its own
  * connection) from reading the relayer's next nonce until its signed transaction is recorded and
  * broadcast, so two processes sharing one relayer key never sign two transactions with one nonce.
+ * Deposit sweeps (src/deposits) sign with the same key and hold the same lock.
  */
 export function x402RelayerLockText(chain: string): string {
   return `svc.x402-relayer:${chain}`;

@@ -3,7 +3,7 @@ import type { Sql, Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import { UnavailableError } from '../internal/errors.ts';
 import { sleep } from '../internal/shutdown.ts';
-import { x402RelayerLockText } from '../store/lockKeys.ts';
+import { withRelayerLock } from '../store/relayerLock.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { checkAuthorization, REASONS, type Refusal } from './authorization.ts';
 import type { Relayer } from './relayer.ts';
@@ -346,21 +346,6 @@ function revertReason(error: unknown): Refusal {
   if (/invalid signature/i.test(text)) return { reason: REASONS.signature, message: 'the token refused the signature' };
   if (/exceeds balance|insufficient/i.test(text)) return { reason: REASONS.balance, message: "the payer's balance no longer covers it" };
   return { reason: REASONS.transaction, message: 'the relayer could not submit the transfer; sign again later' };
-}
-
-/** Holds the chain's relayer lock on a connection of its own (session-level: a crash releases it). */
-async function withRelayerLock<T>(store: Store, chain: string, work: () => Promise<T>): Promise<T> {
-  const client = await store.pool.connect();
-  try {
-    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [x402RelayerLockText(chain)]);
-    try {
-      return await work();
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [x402RelayerLockText(chain)]);
-    }
-  } finally {
-    client.release();
-  }
 }
 
 /** Sets the relayer gas gauge (after each settlement and by the gas watch). */

@@ -1,7 +1,12 @@
 import type { Address, Hex } from 'viem';
 import { DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FACTORY_DEPLOY_DATA, DETERMINISTIC_DEPLOYER } from '../../src/deposits/address.ts';
 import { depositFactoryArtifact } from '../../src/deposits/artifacts.ts';
-import { PAYER, type Anvil } from './anvil.ts';
+import { createDepositSender, type DepositSender } from '../../src/deposits/sender.ts';
+import { createRpc } from '../../src/ingest/evm/rpc.ts';
+import { createIngestMetrics } from '../../src/ingest/metrics.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { PAYER, type Anvil, type EvmChainName } from './anvil.ts';
 
 /** The factory's ABI, from the committed artifact. */
 export const factoryAbi = depositFactoryArtifact.abi;
@@ -38,4 +43,21 @@ export async function sendAs(anvil: Anvil, from: Address, to: Address, data: Hex
   } finally {
     await anvil.client.stopImpersonatingAccount({ address: from });
   }
+}
+
+/** A deposit sender (the gateway's relayer side) on `anvil` with `key`, over the production RPC pool. */
+export function depositSenderOn(anvil: Anvil, chain: EvmChainName, key: Hex): { sender: DepositSender; close: () => Promise<void> } {
+  const rpc = createRpc({
+    chain,
+    urls: [anvil.rpcUrl],
+    logger: createLogger({ level: 'silent' }),
+    metrics: createIngestMetrics(createMetricsRegistry({ defaultMetrics: false })),
+  });
+  return { sender: createDepositSender({ chain, chainId: anvil.chainId, key, rpc }), close: () => rpc.close() };
+}
+
+/** Mines a block every `ms` until stopped: for code that waits for receipts on a no-automine anvil. */
+export function mineEvery(anvil: Anvil, ms = 100): { stop: () => void } {
+  const timer = setInterval(() => void anvil.mine(1).catch(() => {}), ms);
+  return { stop: () => clearInterval(timer) };
 }

@@ -33,6 +33,7 @@ const PINNED: Record<string, string> = {
   '026_transfers_undecided.sql': 'af3eab8650ad781b20d09b595a08157e93b0c51324452515400c4975008981dd',
   '027_transfers_cheaper_inserts.sql': 'c0495eb5f8c48f0517d0bf6719b586b6a7971f74fbcde339dcd109bce7b043d6',
   '034_deposit_addresses.sql': '33416c60645abcbcc21e076557ed5608ea009858b8a811e5ca4a2e5947f94e55',
+  '036_deposit_sweeps.sql': '3a08497ce26264b8145ba600ca38c5acfd3aa11d7059664aca6ce9399f52f76a',
   // As first landed (b29aaff); its correction is 012.
 };
 

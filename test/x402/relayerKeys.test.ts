@@ -27,11 +27,15 @@ describe('x402 relayer keys', () => {
     });
     const bad = `0x${'cd'.repeat(31)}`;
     const problems = problemsOf({ SVC_ARBITRUM_RELAYER_KEY: bad, SVC_BSC_RELAYER_KEY: KEY, SVC_SOLANA_RELAYER_KEY: KEY });
-    expect(problems).toHaveLength(3);
+    expect(problems).toHaveLength(2);
     expect(problems[0]).toContain('SVC_SOLANA_RELAYER_KEY');
     expect(problems.join('\n')).toContain('SVC_ARBITRUM_RELAYER_KEY: must be a 32-byte private key');
     expect(problems.join('\n')).not.toContain('cdcd');
     expect(problems.join('\n')).not.toContain('abab');
+  });
+
+  test('bsc takes a relayer key (it pays deposit sweeps there; bsc has no EIP-3009 token, so no x402 offer uses it)', () => {
+    expect(loadConfig({ SVC_BSC_RELAYER_KEY: KEY }).relayerKeys).toEqual({ bsc: KEY });
   });
 
   test('a relayer exists only where a key and an RPC URL are both set', () => {
