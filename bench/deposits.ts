@@ -7,9 +7,12 @@
  *   for one, `sweep` for more), then flush-only sweeps of the same, now deployed, addresses (a
  *   late second payment), and a native-coin flush.
  *
+ * - `ingest`: the EVM ingester and the engine with 100,000 watched deposit addresses
+ *   (bench/depositsIngest.ts, which also runs alone with its own flags).
+ *
  * Add a section by adding an entry to SECTIONS (name, description, run → rows).
  *
- *   npx tsx bench/deposits.ts [--only sweep-gas] [--batches 1,10,50]
+ *   npx tsx bench/deposits.ts [--only sweep-gas|ingest] [--batches 1,10,50] [--addresses 100000]
  */
 import { parseArgs } from 'node:util';
 import { encodeFunctionData, getAddress, toHex, type Address, type Hex } from 'viem';
@@ -18,8 +21,11 @@ import { deployFactoryOnAnvil, sendAs } from '../test/helpers/deposits.ts';
 import { computeDepositAddress, DEPOSIT_FACTORY_ADDRESS, depositSalt } from '../src/deposits/address.ts';
 import { DEPOSIT_FACTORY_ABI } from '../src/deposits/calldata.ts';
 import { NATIVE_TOKEN } from '../src/deposits/sweeps.ts';
+import { benchDepositsIngest } from './depositsIngest.ts';
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, batches: { type: 'string', default: '1,10,50' } } });
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, batches: { type: 'string', default: '1,10,50' }, addresses: { type: 'string', default: '100000' } },
+});
 const batches = values.batches.split(',').map(Number);
 
 type Row = Record<string, string | number | bigint>;
@@ -84,6 +90,18 @@ const SECTIONS: Section[] = [
       } finally {
         await anvil.stop();
       }
+    },
+  },
+  {
+    name: 'ingest',
+    description: 'ingest with watched deposit addresses (anvil, polygon chain id; 20,000 token transfers, 2,000 to deposit addresses)',
+    async run() {
+      const result = await benchDepositsIngest({ addresses: Number(values.addresses), transfers: 20_000, paying: 2_000, perTx: 1_000 });
+      const flat = (prefix: string, value: unknown): [string, string | number][] =>
+        value !== null && typeof value === 'object'
+          ? Object.entries(value).flatMap(([key, inner]) => flat(prefix ? `${prefix}.${key}` : key, inner))
+          : [[prefix, value as string | number]];
+      return flat('', result).map(([figure, value]) => ({ figure, value }));
     },
   },
 ];

@@ -25,6 +25,15 @@ const (
 	ChainOptimism Chain = "optimism"
 )
 
+// SessionAttribution: How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+type SessionAttribution string
+
+// The values of SessionAttribution.
+const (
+	SessionAttributionAmount  SessionAttribution = "amount"
+	SessionAttributionAddress SessionAttribution = "address"
+)
+
 // SessionStatus: Session state; `created` until a payment is seen.
 type SessionStatus string
 
@@ -240,11 +249,15 @@ type Session struct {
 	CheckoutURL string `json:"checkoutUrl"`
 	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
 	X402URL *string `json:"x402Url"`
-	// Where to pay: the merchant wallet (Interface A name).
+	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
 	PaymentAddress string `json:"paymentAddress"`
-	// Same as `paymentAddress` (Interface B name).
+	// The merchant wallet, where the money ends (in `amount` mode also where to pay).
 	MerchantWallet string `json:"merchantWallet"`
-	// The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+	Attribution SessionAttribution `json:"attribution"`
+	// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
+	DepositAddress *string `json:"depositAddress"`
+	// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
 	AmountDue string `json:"amountDue"`
 	// `amountDue` in the token base units (integer text).
 	AmountDueBaseUnits string `json:"amountDueBaseUnits"`
@@ -306,6 +319,8 @@ type SessionCreateParams struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
 	ExpiresIn *int64 `json:"expiresIn,omitempty"`
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+	Attribution *SessionAttribution `json:"attribution,omitempty"`
 }
 
 // Payment: A payment as Interface B shows it (spec §2.2): the same session as Interface A, with `created` reported as `pending`.
@@ -324,11 +339,15 @@ type Payment struct {
 	CheckoutURL string `json:"checkoutUrl"`
 	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
 	X402URL *string `json:"x402Url"`
-	// Where to pay: the merchant wallet (Interface A name).
+	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
 	PaymentAddress string `json:"paymentAddress"`
-	// Same as `paymentAddress` (Interface B name).
+	// The merchant wallet, where the money ends (in `amount` mode also where to pay).
 	MerchantWallet string `json:"merchantWallet"`
-	// The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+	Attribution SessionAttribution `json:"attribution"`
+	// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
+	DepositAddress *string `json:"depositAddress"`
+	// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
 	AmountDue string `json:"amountDue"`
 	// `amountDue` in the token base units (integer text).
 	AmountDueBaseUnits string `json:"amountDueBaseUnits"`
@@ -390,6 +409,8 @@ type PaymentCreateParams struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
 	ExpiresIn *int64 `json:"expiresIn,omitempty"`
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+	Attribution *SessionAttribution `json:"attribution,omitempty"`
 }
 
 // PaymentListParams: a JSON object of the API.
@@ -428,6 +449,8 @@ type CheckoutSessionCreateParams struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
 	ExpiresIn *int64 `json:"expiresIn,omitempty"`
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+	Attribution *SessionAttribution `json:"attribution,omitempty"`
 }
 
 // PaymentLink: A reusable payment link.
@@ -451,6 +474,8 @@ type PaymentLink struct {
 	SuccessURL *string           `json:"successUrl"`
 	// Lifetime in seconds of each session the link creates.
 	ExpiresIn int64 `json:"expiresIn"`
+	// The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
+	Attribution *SessionAttribution `json:"attribution"`
 	// How many sessions visits have created.
 	SessionsCreated int64  `json:"sessionsCreated"`
 	Livemode        bool   `json:"livemode"`
@@ -476,6 +501,8 @@ type PaymentLinkCreateParams struct {
 	SuccessURL *string `json:"successUrl,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
 	ExpiresIn *int64 `json:"expiresIn,omitempty"`
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+	Attribution *SessionAttribution `json:"attribution,omitempty"`
 }
 
 // PaymentLinkListParams: a JSON object of the API.
@@ -741,13 +768,13 @@ type Transfer struct {
 	BlockTime *string `json:"blockTime"`
 	// Sender address when known.
 	From *string `json:"from"`
-	// The receiving wallet (one of yours).
+	// The receiving wallet (one of yours), or one of your sessions' deposit addresses.
 	To string `json:"to"`
 	// `unmatched` until attributed to a session.
 	Status TransferStatus `json:"status"`
 	// The session this transfer pays, or null.
 	SessionID *string `json:"sessionId"`
-	// `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
+	// `address` (paid to the session's deposit address), `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
 	MatchMethod *string `json:"matchMethod"`
 	// When the gateway saw the transfer.
 	ObservedAt string `json:"observedAt"`

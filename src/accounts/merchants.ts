@@ -59,6 +59,8 @@ export interface MerchantSettings {
   id: string;
   acceptBridgedTokens: boolean;
   paymentToleranceBps: number;
+  /** The attribution mode of sessions and links that do not name one (`amount` on solana whatever this says). */
+  defaultAttribution: 'amount' | 'address';
   createPerMinute: number | null;
   readPerMinute: number | null;
   writePerMinute: number | null;
@@ -71,14 +73,20 @@ export const MAX_PAYMENT_TOLERANCE_BPS = 1000;
  * Sets a merchant's payment settings (the operator's `svc merchants update`, and an owner on the
  * dashboard's Settings page): whether bridged tokens (USDC.e, …) count where a chain lists them,
  * and the payment tolerance in basis points of the due amount (a whole number from 0 to
- * {@link MAX_PAYMENT_TOLERANCE_BPS}; 400 otherwise). An omitted field keeps its value. New
+ * {@link MAX_PAYMENT_TOLERANCE_BPS}; 400 otherwise), and the default attribution mode of new
+ * sessions (`amount` or `address`, issue 25: `address` gives each EVM session its own deposit
+ * address; solana keeps references). An omitted field keeps its value. New
  * sessions and matching use them at once; sessions already paid keep their state.
  */
 export async function setMerchantPaymentSettings(
   sql: Sql,
   merchantId: string,
-  settings: { acceptBridgedTokens?: boolean; paymentToleranceBps?: number },
+  settings: { acceptBridgedTokens?: boolean; paymentToleranceBps?: number; defaultAttribution?: string },
 ): Promise<void> {
+  const attribution = settings.defaultAttribution;
+  if (attribution !== undefined && attribution !== 'amount' && attribution !== 'address') {
+    throw badRequest('default attribution must be "amount" (a unique amount per payment) or "address" (a deposit address per payment, EVM chains)');
+  }
   const tolerance = settings.paymentToleranceBps;
   if (tolerance !== undefined && !(Number.isInteger(tolerance) && tolerance >= 0 && tolerance <= MAX_PAYMENT_TOLERANCE_BPS)) {
     throw badRequest(`payment tolerance must be a whole number of basis points from 0 to ${MAX_PAYMENT_TOLERANCE_BPS} (10%)`);
@@ -87,12 +95,14 @@ export async function setMerchantPaymentSettings(
     await sql.query('UPDATE merchants SET accept_bridged_tokens = $2 WHERE id = $1', [merchantId, settings.acceptBridgedTokens]);
   if (settings.paymentToleranceBps !== undefined)
     await sql.query('UPDATE merchants SET payment_tolerance_bps = $2 WHERE id = $1', [merchantId, settings.paymentToleranceBps]);
+  if (attribution !== undefined) await sql.query('UPDATE merchants SET default_attribution = $2 WHERE id = $1', [merchantId, attribution]);
 }
 
 /** A merchant's settings as `svc merchants update` prints them, or undefined when it does not exist. */
 export async function getMerchantSettings(sql: Sql, merchantId: string): Promise<MerchantSettings | undefined> {
   const { rows } = await sql.query<MerchantSettings>(
     `SELECT m.id, m.accept_bridged_tokens AS "acceptBridgedTokens", m.payment_tolerance_bps AS "paymentToleranceBps",
+            m.default_attribution AS "defaultAttribution",
             l.create_per_minute AS "createPerMinute", l.read_per_minute AS "readPerMinute", l.write_per_minute AS "writePerMinute"
        FROM merchants m LEFT JOIN merchant_rate_limits l ON l.merchant_id = m.id WHERE m.id = $1`,
     [merchantId],

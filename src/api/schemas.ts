@@ -56,6 +56,15 @@ export const ExpiresInSchema = Type.Integer({
   description: `Session lifetime in seconds, ${EXPIRES_IN.min} to ${EXPIRES_IN.max} (7 days); default ${EXPIRES_IN.default}.`,
 });
 
+/** How payments are told to be the session's (src/payments/attribution.ts). */
+export const AttributionSchema = Type.Unsafe<'amount' | 'address'>({
+  type: 'string',
+  enum: ['amount', 'address'],
+  description:
+    "How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.",
+  'x-error': 'must be "amount" or "address"',
+});
+
 /** A receiving wallet; the chain-specific check happens in checkSessionTerms (payments/terms.ts). */
 export const WalletAddressSchema = Type.String({
   minLength: 1,
@@ -132,11 +141,18 @@ const sessionFields = {
     Type.String({ format: 'uri' }),
     "The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).",
   ),
-  paymentAddress: Type.String({ description: 'Where to pay: the merchant wallet (Interface A name).' }),
-  merchantWallet: Type.String({ description: 'Same as `paymentAddress` (Interface B name).' }),
+  paymentAddress: Type.String({
+    description: "Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.",
+  }),
+  merchantWallet: Type.String({ description: 'The merchant wallet, where the money ends (in `amount` mode also where to pay).' }),
+  attribution: AttributionSchema,
+  depositAddress: Nullable(
+    Type.String(),
+    "`address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.",
+  ),
   amountDue: Type.String({
     description:
-      'The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.',
+      'The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.',
   }),
   amountDueBaseUnits: Type.String({ description: '`amountDue` in the token base units (integer text).' }),
   amountReceived: Type.String({
@@ -200,6 +216,7 @@ export const CreateSessionBody = Type.Object(
     successUrl: Type.Optional(UrlSchema),
     metadata: Type.Optional(MetadataSchema),
     expiresIn: Type.Optional(ExpiresInSchema),
+    attribution: Type.Optional(AttributionSchema),
   },
   { additionalProperties: false },
 );

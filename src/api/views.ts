@@ -1,4 +1,4 @@
-import { payerReference, type Session } from '../payments/session.ts';
+import { payerAddress, payerReference, type Session } from '../payments/session.ts';
 import { formatAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
 import { sessionX402Url } from '../x402/requirements.ts';
@@ -37,6 +37,8 @@ export type SessionViewFields = Pick<
   | 'fee'
   | 'tokenAddresses'
   | 'payTo'
+  | 'attribution'
+  | 'depositAddress'
   | 'reference'
   | 'txHash'
   | 'confirmations'
@@ -60,8 +62,10 @@ function sessionFields(row: SessionViewFields, publicUrl: string) {
     chain: row.chain,
     checkoutUrl: checkoutUrl(publicUrl, row.id),
     x402Url: sessionX402Url(publicUrl, row, loadChains()[row.chain]),
-    paymentAddress: row.payTo,
+    paymentAddress: payerAddress(row),
     merchantWallet: row.payTo,
+    attribution: row.attribution,
+    depositAddress: row.depositAddress,
     amountDue: formatAmount(row.amountDue, row.decimals),
     amountDueBaseUnits: row.amountDue.toString(),
     amountReceived: formatAmount(row.amountReceived, row.decimals),

@@ -4,7 +4,7 @@ import { formatAmount } from '../internal/money.ts';
 import { instructionChainId, sandboxToken, sessionPaymentUri } from './uris.ts';
 import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutView } from './view.ts';
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
-import { payerReference } from '../payments/session.ts';
+import { payerAddress, payerReference } from '../payments/session.ts';
 import { sessionX402Url } from '../x402/requirements.ts';
 import { proofMessageTemplate } from './proofMessage.ts';
 
@@ -51,7 +51,7 @@ function paymentUri(chain: ChainConfig, session: CheckoutSession, token: string,
     chain,
     livemode: session.livemode,
     token,
-    recipient: session.payTo,
+    recipient: payerAddress(session),
     baseUnits,
     amount: formatAmount(baseUnits, session.decimals),
     reference: payerReference(session),
@@ -104,7 +104,8 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     decimals: session.decimals,
     token: primary,
     acceptedTokens: tokens,
-    recipient: session.payTo,
+    recipient: payerAddress(session),
+    attribution: session.attribution,
     reference: payerReference(session),
     amount: decimal(session.amount),
     amountBaseUnits: session.amount.toString(),
@@ -130,9 +131,13 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
     checkoutUrl: urls.checkoutUrl,
     statusUrl: urls.statusUrl,
     eventsUrl: urls.eventsUrl,
-    // Sandbox sessions have no chain to prove a transaction on (POST /sandbox/sessions/{id}/pay pays them).
-    proofUrl: session.livemode ? urls.proofUrl : null,
-    proofMessage: session.livemode ? proofMessageTemplate({ gateway: params.publicUrl, sessionId: session.id, chain: session.chain }) : null,
+    // Sandbox sessions have no chain to prove a transaction on (POST /sandbox/sessions/{id}/pay pays
+    // them); a deposit address needs no proof: every transfer to it is the session's.
+    proofUrl: session.livemode && session.attribution === 'amount' ? urls.proofUrl : null,
+    proofMessage:
+      session.livemode && session.attribution === 'amount'
+        ? proofMessageTemplate({ gateway: params.publicUrl, sessionId: session.id, chain: session.chain })
+        : null,
     refundUrl: refundable(session) ? urls.refundUrl : null,
     x402Url: sessionX402Url(params.publicUrl, session, chain),
   };

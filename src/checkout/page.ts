@@ -137,13 +137,17 @@ ${i.successUrl ? `<p id="redirect-note" hidden>Taking you back to ${escapeHtml(i
 </div>
 <div>
 <dl class="details">
-<div><dt>Amount to send (exactly)</dt><dd>${copyable('pay-amount', i.amountRemaining, 'amount', i.currency)}</dd></div>
+<div><dt>${i.attribution === 'address' ? 'Amount to send' : 'Amount to send (exactly)'}</dt><dd>${copyable('pay-amount', i.amountRemaining, 'amount', i.currency)}</dd></div>
 <div><dt>To address</dt><dd>${copyable('pay-address', i.recipient, 'address')}</dd></div>
 <div><dt>Network</dt><dd><span id="network">${escapeHtml(chainLabel)}</span></dd></div>
 <div><dt>${i.chainKind === 'evm' ? 'Token contract' : 'Token mint'} (${escapeHtml(token.symbol)})</dt><dd><code id="token-address">${escapeHtml(token.address)}</code></dd></div>
 ${i.reference ? `<div><dt>Reference (Solana Pay)</dt><dd><code id="reference">${escapeHtml(i.reference)}</code></dd></div>` : ''}
 </dl>
-<p class="hint">Send exactly this amount of ${escapeHtml(token.symbol)} on ${escapeHtml(i.chainName)}: the amount identifies your payment. Another token or network will not be detected.</p>
+<p class="hint">${
+    i.attribution === 'address'
+      ? `Send ${escapeHtml(token.symbol)} on ${escapeHtml(i.chainName)} to this address: it is this payment's own address, so it may come from any wallet or exchange, in one transfer or several. Another token or network will not be detected.`
+      : `Send exactly this amount of ${escapeHtml(token.symbol)} on ${escapeHtml(i.chainName)}: the amount identifies your payment. Another token or network will not be detected.`
+  }</p>
 <p class="timer">Expires in <time id="countdown" role="timer" aria-live="off" datetime="${escapeHtml(i.expiresAt)}">${formatCountdown(i.secondsToExpiry)}</time></p>
 </div>
 </div>
@@ -186,7 +190,7 @@ ${
 ${i.livemode ? '' : `<section id="sandbox-tools" aria-label="Sandbox tools" data-sandbox-session="${escapeHtml(i.id)}">${params.sandboxPanel?.(i) ?? ''}</section>`}
 <noscript><p>Reload this page to see the payment status.</p></noscript>
 </div>
-<footer>Payments go straight to ${escapeHtml(i.merchant.name)}'s wallet. Session ${escapeHtml(i.id)}</footer>
+<footer>${i.attribution === 'address' ? `This address only ever forwards to ${escapeHtml(i.merchant.name)}'s wallet` : `Payments go straight to ${escapeHtml(i.merchant.name)}'s wallet`}. Session ${escapeHtml(i.id)}</footer>
 </main>
 <script type="application/json" id="checkout-data">${jsonForScript(state)}</script>
 <script>${SCRIPT}</script>

@@ -127,6 +127,9 @@ export async function proveTransaction(
   if (!session.livemode) {
     throw badRequest(`sandbox sessions are on no real chain: pay them with POST /api/v1/sandbox/sessions/${session.id}/pay (a test key)`);
   }
+  if (session.attribution === 'address') {
+    throw badRequest(`this session has its own deposit address ${session.depositAddress}: every transfer to it counts for the session without a proof`);
+  }
   const txHash = normalizeTxHash(session.chain, params.txHash.trim());
   if (!txHash) {
     const expected = session.chain === 'solana' ? 'signature (base58, 64 bytes)' : 'hash (0x and 64 hex digits)';

@@ -76,11 +76,20 @@ export const PaymentInstructionsSchema = Type.Object(
     decimals: Type.Integer({ description: 'Decimals of the amounts (6; 18 on bsc).' }),
     token: InstructionTokenSchema,
     acceptedTokens: Type.Array(InstructionTokenSchema, { description: 'Every token accepted for this session; `token` is the first. Pay in exactly one.' }),
-    recipient: Type.String({ description: "The merchant's wallet to pay (the owner wallet on solana; wallets derive the token account)." }),
+    recipient: Type.String({
+      description:
+        "Where to pay: the merchant's wallet in `amount` mode (the owner wallet on solana; wallets derive the token account), the session's own deposit address in `address` mode.",
+    }),
+    attribution: Enum(
+      ['amount', 'address'],
+      "`amount`: send exactly `amountDue` (its last digits identify this payment) to the shared `recipient`. `address`: `recipient` is this payment's own address; any amount, in one or several transfers, from any wallet or exchange, counts.",
+    ),
     reference: Nullable(Type.String(), 'Solana Pay reference key to include in the transfer as a read-only account (solana only).'),
     amount: Decimal('What the merchant asked for, decimal text.'),
     amountBaseUnits: BaseUnits('`amount` in base units.'),
-    amountDue: Decimal('The exact amount to send, decimal text: `amount` plus an offset below one cent that identifies this session. Send exactly this.'),
+    amountDue: Decimal(
+      'The amount to send, decimal text. `amount` mode: `amount` plus an offset below one cent that identifies this session; send exactly this. `address` mode: `amount` itself.',
+    ),
     amountDueBaseUnits: BaseUnits('`amountDue` in base units: the ERC-20 `transfer` value.'),
     createdAt: Type.String({ format: 'date-time', description: 'Creation time, ISO 8601 UTC.' }),
     checkoutUrl: Type.String({ format: 'uri', description: 'This page.' }),
@@ -95,11 +104,11 @@ export const PaymentInstructionsSchema = Type.Object(
     ),
     proofUrl: Nullable(
       Type.String({ format: 'uri' }),
-      'POST `{ "txHash": "…", "signature": "…" }` here after paying from your own wallet, signed by the wallet that sent the transfer over `proofMessage` with the hash filled in: the gateway looks the transaction up at once and binds it to this session (see POST /checkout/{sessionId}/transactions). Null for sandbox sessions.',
+      'POST `{ "txHash": "…", "signature": "…" }` here after paying from your own wallet, signed by the wallet that sent the transfer over `proofMessage` with the hash filled in: the gateway looks the transaction up at once and binds it to this session (see POST /checkout/{sessionId}/transactions). Null for sandbox sessions and address-mode sessions (a deposit address needs no proof).',
     ),
     proofMessage: Nullable(
       Type.String(),
-      'The exact text the sending wallet signs to prove a payment, with `{txHash}` standing for the transaction as the gateway stores it (lowercase hex on EVM chains). Null for sandbox sessions.',
+      'The exact text the sending wallet signs to prove a payment, with `{txHash}` standing for the transaction as the gateway stores it (lowercase hex on EVM chains). Null where `proofUrl` is null.',
     ),
   },
   {

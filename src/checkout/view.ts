@@ -31,6 +31,8 @@ const CHECKOUT_FIELDS = [
   'amountPending',
   'tokenAddresses',
   'payTo',
+  'attribution',
+  'depositAddress',
   'reference',
   'txHash',
   'confirmations',

@@ -21,7 +21,7 @@ export interface TransferRow {
   amount: string;
   status: 'observed' | 'removed' | 'failed';
   session_id: string | null;
-  match_method: 'reference' | 'amount' | 'manual' | 'claim' | null;
+  match_method: 'reference' | 'amount' | 'manual' | 'claim' | 'address' | 'sweep' | null;
   matched_at: Date | null;
   observed_at: Date;
 }
@@ -40,11 +40,13 @@ export function parseTransferId(text: string): bigint | undefined {
 }
 
 /**
- * A transfer is the merchant's when it went to a wallet the merchant has verified, or to one of
- * its wallets or sessions' addresses that no other merchant also claims (an unverified address
- * another merchant uses too proves nothing: either could have typed it in).
+ * A transfer is the merchant's when it went to a wallet the merchant has verified, to one of its
+ * sessions' deposit addresses (each is one session's), or to one of its wallets or sessions'
+ * addresses that no other merchant also claims (an unverified address another merchant uses too
+ * proves nothing: either could have typed it in).
  */
-const OWNED_BY = `(EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id = $1 AND w.chain = t.chain AND w.address = t.to_address AND w.verified_at IS NOT NULL)
+const OWNED_BY = `(EXISTS (SELECT 1 FROM payment_sessions s WHERE s.merchant_id = $1 AND s.chain = t.chain AND s.deposit_address = t.to_address)
+  OR EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id = $1 AND w.chain = t.chain AND w.address = t.to_address AND w.verified_at IS NOT NULL)
   OR ((EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id = $1 AND w.chain = t.chain AND w.address = t.to_address)
        OR EXISTS (SELECT 1 FROM payment_sessions s WHERE s.merchant_id = $1 AND s.livemode = t.livemode AND s.chain = t.chain AND s.pay_to = t.to_address))
       AND NOT EXISTS (SELECT 1 FROM wallets w WHERE w.merchant_id <> $1 AND w.chain = t.chain AND w.address = t.to_address)
@@ -60,7 +62,7 @@ export async function listUnmatchedTransfers(
 ): Promise<TransferRow[]> {
   const { rows } = await sql.query<TransferRow>(
     `SELECT ${TRANSFER_COLUMNS} FROM transfers t
-      WHERE t.livemode = $2 AND t.session_id IS NULL AND t.status = 'observed'
+      WHERE t.livemode = $2 AND t.session_id IS NULL AND t.status = 'observed' AND t.match_method IS DISTINCT FROM 'sweep'
         AND NOT EXISTS (SELECT 1 FROM transfers_undecided q WHERE q.transfer_id = t.id)
         AND ($3::text IS NULL OR t.chain = $3) AND ($4::int8 IS NULL OR t.id < $4) AND ${OWNED_BY}
       ORDER BY t.id DESC LIMIT $5`,
@@ -115,12 +117,16 @@ export async function attributeTransfer(
         `transfer ${publicId} is ${transfer.status === 'removed' ? 'no longer on chain (removed by a reorg)' : 'a failed transaction'} and cannot pay a session`,
       );
     if (transfer.session_id) throw conflict(`transfer ${publicId} is already attributed to session ${transfer.session_id}`);
+    if (transfer.match_method === 'sweep')
+      throw conflict(`transfer ${publicId} is a sweep of a deposit address into your wallet: the deposit it moves already paid its session`);
 
     const session = await lockSession(sql, { merchantId: params.merchantId, livemode: params.livemode, id: params.sessionId });
     if (!session) throw notFound(`session ${params.sessionId} not found`);
     if (session.chain !== chain) throw badRequest(`transfer ${publicId} is on ${chain} but session ${session.id} is on ${session.chain}`);
-    if (session.payTo !== transfer.to_address)
-      throw badRequest(`transfer ${publicId} went to ${transfer.to_address}, not to the session's wallet ${session.payTo}`);
+    if (session.payTo !== transfer.to_address && session.depositAddress !== transfer.to_address)
+      throw badRequest(
+        `transfer ${publicId} went to ${transfer.to_address}, not to the session's ${session.depositAddress ? 'deposit address' : 'wallet'} ${session.depositAddress ?? session.payTo}`,
+      );
     if (!session.tokenAddresses.includes(transfer.token_address)) {
       throw badRequest(`transfer ${publicId} is in token ${transfer.token_address}, which session ${session.id} does not accept`);
     }

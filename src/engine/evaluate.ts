@@ -192,6 +192,7 @@ async function evaluateOne(
     amountPending: received - confirmedReceived,
     fee: row.fee,
     payTo: row.payTo,
+    depositAddress: row.depositAddress,
     // The newest counted transfer: none once a reorg removed them all (spec: null until one is seen).
     txHash: newest?.tx_hash ?? null,
     confirmations,

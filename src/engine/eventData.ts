@@ -1,5 +1,5 @@
 import { formatAmount } from '../internal/money.ts';
-import type { Session } from '../payments/session.ts';
+import { payerAddress, type Session } from '../payments/session.ts';
 
 /** The session fields that payment events carry. */
 export type PaymentView = Pick<
@@ -16,6 +16,7 @@ export type PaymentView = Pick<
   | 'amountPending'
   | 'fee'
   | 'payTo'
+  | 'depositAddress'
   | 'txHash'
   | 'confirmations'
   | 'confirmedAt'
@@ -27,7 +28,8 @@ export type PaymentView = Pick<
 /**
  * The `data` of every payment event, defined once (spec §6.2: id, amount, currency, chain,
  * status, txHash, confirmedAt), plus what a merchant needs to act without a second request:
- * the exact due and received amounts, the fee, live confirmations, the session's metadata and
+ * the exact due and received amounts, the fee, where to pay (`paymentAddress`: the session's deposit
+ * address in `address` mode, with `depositAddress` and `merchantWallet` then, the merchant's wallet otherwise), live confirmations, the session's metadata and
  * livemode. `amountReceived` is confirmed money only and `amountPending` what is seen on chain
  * but not confirmed yet (docs/security.md, "Refunds count only confirmed money").
  * `amountRemaining` is present while the two together are less than the due amount (what the
@@ -48,12 +50,17 @@ export function paymentEventData(view: PaymentView): Record<string, unknown> {
     amountReceived: text(view.amountReceived),
     amountPending: text(view.amountPending),
     fee: text(view.fee),
-    paymentAddress: view.payTo,
+    paymentAddress: payerAddress(view),
     confirmations: view.confirmations,
     expiresAt: view.expiresAt.toISOString(),
     metadata: view.metadata,
     livemode: view.livemode,
   };
+  // `address` mode only, so `amount` mode events keep their exact shape.
+  if (view.depositAddress) {
+    data.depositAddress = view.depositAddress;
+    data.merchantWallet = view.payTo;
+  }
   const seen = view.amountReceived + view.amountPending;
   if (seen < view.amountDue) data.amountRemaining = text(view.amountDue - seen);
   if (view.amountReceived > view.amountDue) data.amountExcess = text(view.amountReceived - view.amountDue);

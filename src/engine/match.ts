@@ -3,6 +3,7 @@ import type { TransferToMatch } from './matchRules.ts';
 import { attributeOnWallet } from './walletCandidates.ts';
 import { readCandidates } from './batchCandidates.ts';
 import { decideTransfer, publicReasonOf } from './claimDecision.ts';
+import { decideByDeposit, readDeposits } from './depositMatch.ts';
 
 export { claimMisfit, proofExcess } from './claimDecision.ts';
 export { CLOCK_SKEW_SECONDS, chooseSession, inWindow, type Candidate, type MatchMethod, type TransferToMatch } from './matchRules.ts';
@@ -135,10 +136,12 @@ export async function matchTransfers(
   const { seen, next, rows } = params.txHash ? await undecidedOfTransaction(sql, { ...params, txHash: params.txHash }) : await nextUndecided(sql, params);
   if (rows.length === 0) return { seen, next, matched: 0, unmatched: 0, refusedClaims: [] };
   const candidates = await readCandidates(sql, rows);
+  // Rule 0, before claims and every other rule: a deposit address names its session (depositMatch.ts).
+  const deposits = await readDeposits(sql, rows);
   const pending = new Map<string, bigint>();
   const refusedClaims: RefusedClaim[] = [];
   const decided = rows.map((transfer) => {
-    const { found, refusedClaim } = decideTransfer(transfer, candidates, pending);
+    const { found, refusedClaim } = decideByDeposit(transfer, deposits) ?? decideTransfer(transfer, candidates, pending);
     if (found) {
       // Every session a transfer can go to pays its wallet (a reference or a claim to another
       // wallet does not fit), so that wallet's index is the one to tell.

@@ -55,8 +55,8 @@ export type Candidate = Pick<Session, (typeof CANDIDATE_FIELDS)[number]> & {
   toleranceBps: number;
 };
 
-/** How matching attributed a transfer (`manual` is the API's attribution). */
-export type MatchMethod = 'reference' | 'amount' | 'claim';
+/** How matching attributed a transfer (`manual` is the API's attribution; `address`: a session's deposit address, depositMatch.ts). */
+export type MatchMethod = 'reference' | 'amount' | 'claim' | 'address';
 
 /** Whether a payment at `paidAt` falls in the candidate's window (creation less the clock skew .. end of monitoring). */
 export function inWindow(candidate: Pick<Candidate, 'createdAt' | 'monitorUntil'>, paidAt: Date): boolean {

@@ -21,6 +21,8 @@ export interface IngestMetrics {
   transfers: Counter<'chain'>;
   leader: Gauge<'chain'>;
   blocks: Counter<'chain'>;
+  /** Deposit addresses of open `address` mode sessions the EVM ingester watches (issue 25). */
+  watchedDeposits: Gauge<'chain'>;
 }
 
 const cache = new WeakMap<Registry, IngestMetrics>();
@@ -72,6 +74,12 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     transfers: new Counter({ name: 'svc_ingest_transfers_total', help: 'Transfers into watched wallets stored', labelNames: ['chain'], registers }),
     leader: new Gauge({ name: 'svc_ingest_leader', help: '1 while this process holds the chain ingester lock', labelNames: ['chain'], registers }),
     blocks: new Counter({ name: 'svc_ingest_blocks_total', help: 'Blocks processed (checkpoint advances)', labelNames: ['chain'], registers }),
+    watchedDeposits: new Gauge({
+      name: 'svc_ingest_watched_deposit_addresses',
+      help: 'Deposit addresses of open address-mode sessions the EVM ingester watches',
+      labelNames: ['chain'],
+      registers,
+    }),
   };
   new Gauge({
     name: 'svc_ingest_seconds_since_head',

@@ -1,5 +1,6 @@
 import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
+import type { Attribution } from './attribution.ts';
 
 /**
  * The payment link model: one type, one column list, one mapper. A payment link is a reusable
@@ -23,6 +24,8 @@ export interface PaymentLink {
   successUrl: string | null;
   /** Lifetime in seconds of each session the link makes. */
   expiresIn: number;
+  /** The mode of each session the link makes, or null for the merchant's default at each visit. */
+  attribution: Attribution | null;
   /** False once deactivated (links are deactivated, never deleted). */
   active: boolean;
   /** How many sessions visits have made. */
@@ -45,6 +48,7 @@ const FIELD_SQL: Record<keyof PaymentLink, string> = {
   webhookUrl: 'l.webhook_url',
   successUrl: 'l.success_url',
   expiresIn: 'l.expires_in',
+  attribution: 'l.attribution',
   active: 'l.active',
   sessionsCreated: 'l.sessions_created',
   createdAt: 'l.created_at',

@@ -7,11 +7,12 @@ import { LINK_COLUMNS } from './link.ts';
 
 /**
  * A new payment link. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
- * $7 amount, $8 fixed wallet or null, $9 metadata, $10 webhook URL, $11 success URL, $12 session lifetime.
+ * $7 amount, $8 fixed wallet or null, $9 metadata, $10 webhook URL, $11 success URL, $12 session lifetime,
+ * $13 attribution mode or null (the merchant's default at each visit).
  */
 export const insertLink = () =>
-  `INSERT INTO payment_links AS l (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in)
-   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12) RETURNING ${LINK_COLUMNS}`;
+  `INSERT INTO payment_links AS l (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in, attribution)
+   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12, $13) RETURNING ${LINK_COLUMNS}`;
 
 /** One link of a merchant and mode. $1 id, $2 merchant, $3 livemode. */
 export const selectLink = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3`;
@@ -37,12 +38,13 @@ export const setLinkActive = () =>
 export const countLinkSession = () => `UPDATE payment_links SET sessions_created = sessions_created + 1 WHERE id = $1`;
 
 /**
- * How many of a link's sessions are open and not paid in full (`n`). $1 link. A session that saw
+ * How many of a link's sessions are open and not paid in full (`n`), and the seconds until the
+ * first of them expires (`seconds`). $1 link. A session that saw
  * less than its due amount still counts: otherwise a visitor could free the slot by paying dust
  * (on Solana a reference-carrying transfer of one base unit matches its session).
  */
 export const countOpenLinkSessions = () =>
-  `SELECT count(*)::int AS n FROM payment_sessions
+  `SELECT count(*)::int AS n, ceil(extract(epoch FROM min(expires_at) - now()))::int AS seconds FROM payment_sessions
     WHERE payment_link_id = $1 AND expires_at > now() AND status NOT IN ('confirmed', 'settled') AND amount_received < amount_due`;
 
 /**
@@ -56,4 +58,5 @@ export const countLinkReservations = () =>
       WHERE livemode IN (false, true) AND chain = $1 AND currency = $2 AND pay_to = $3
         AND amount_due >= $4::numeric AND amount_due < $4::numeric + $5::numeric AND monitor_until > now()
         AND payment_link_id IS NOT NULL AND status NOT IN ('confirmed', 'settled') AND amount_received < amount_due
+        AND attribution = 'amount'
       ORDER BY monitor_until LIMIT $6) held`;

@@ -4,7 +4,7 @@ import { formatAmount } from '../internal/money.ts';
 import { GoneError, notFound, RateLimitedError } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import type { Session } from './session.ts';
-import { checkSessionTerms, type SessionTerms } from './terms.ts';
+import { checkSessionTerms, type CheckedTerms, type SessionTerms } from './terms.ts';
 import { dueOffsetBound, lockDueAmounts } from './dueAmounts.ts';
 import { createSession, type CreateSessionParams } from './sessions.ts';
 import { toPaymentLink, type PaymentLink } from './link.ts';
@@ -34,6 +34,7 @@ export const MAX_LINK_RESERVATIONS_PER_PRICE = 1_000;
 
 /** What a merchant asks of a new link: a session's terms, and what each session carries. */
 export interface CreateLinkParams extends SessionTerms {
+  // `attribution` (from SessionTerms): fixed on the link when given; absent, each visit takes the merchant's default.
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
   successUrl?: string | undefined;
@@ -58,6 +59,8 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
     params.webhookUrl ?? null,
     params.successUrl ?? null,
     terms.expiresIn,
+    // Only a mode asked for is fixed; none follows the merchant's default at each visit.
+    params.attribution ?? null,
   ]);
   return toPaymentLink(rows[0]!);
 }
@@ -107,9 +110,13 @@ export async function openSessionFromLink(
     const link = rows[0] && toPaymentLink(rows[0]);
     if (!link) throw notFound(`payment link ${params.linkId} not found`);
     if (!link.active) throw new GoneError('this payment link is no longer active');
-    const { rows: open } = await sql.query<{ n: number }>(linkSql.countOpenLinkSessions(), [link.id]);
+    const { rows: open } = await sql.query<{ n: number; seconds: number | null }>(linkSql.countOpenLinkSessions(), [link.id]);
     if (open[0]!.n >= MAX_OPEN_SESSIONS_PER_LINK) {
-      throw new RateLimitedError('too many checkouts of this payment link are open and unpaid; try again in a few minutes', { retryAfterSeconds: 60 });
+      // Retry-After: when the first of them expires (a slot frees then), at most a minute, so a
+      // paid one (which frees its slot at once) is not waited for longer than that.
+      throw new RateLimitedError('too many checkouts of this payment link are open and unpaid; try again in a few minutes', {
+        retryAfterSeconds: Math.min(60, Math.max(1, open[0]!.seconds ?? 60)),
+      });
     }
     const session: CreateSessionParams = {
       merchantId: link.merchantId,
@@ -125,8 +132,12 @@ export async function openSessionFromLink(
       paymentLinkId: link.id,
       monitorWindowSeconds: params.monitorWindowSeconds,
       liveChains: params.liveChains,
+      attribution: link.attribution ?? undefined,
     };
-    await checkLinkReservations(sql, session);
+    // `address` mode reserves no due amount (each session has its own address): only the
+    // per-link bound on open sessions above applies.
+    const terms = await checkSessionTerms(sql, session);
+    if (terms.attribution === 'amount') await checkLinkReservations(sql, session, terms);
     const created = await createSession(sql, session);
     await sql.query(linkSql.countLinkSession(), [link.id]);
     return created;
@@ -140,8 +151,8 @@ export async function openSessionFromLink(
  * so concurrent visits of any link at that price cannot pass the cap together. `Retry-After`
  * says when the first of those reservations ends.
  */
-async function checkLinkReservations(sql: Sql, params: CreateSessionParams): Promise<void> {
-  const { amount, decimals, payTo } = await checkSessionTerms(sql, params);
+async function checkLinkReservations(sql: Sql, params: CreateSessionParams, terms: Pick<CheckedTerms, 'amount' | 'decimals' | 'payTo'>): Promise<void> {
+  const { amount, decimals, payTo } = terms;
   const tuple = { chain: params.chain, currency: params.currency, payTo, amount, decimals };
   await lockDueAmounts(sql, tuple);
   const { rows } = await sql.query<{ n: number; seconds: number | null }>(linkSql.countLinkReservations(), [

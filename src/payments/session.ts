@@ -1,6 +1,7 @@
 import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
 import type { PaymentStatus } from './stateMachine.ts';
+import type { Attribution } from './attribution.ts';
 
 /**
  * The payment session model: one type, one column list, one mapper. Every reader of a
@@ -38,8 +39,16 @@ export interface Session {
   fee: bigint;
   /** Token contracts (EVM) or mints (solana) that count, canonical form. */
   tokenAddresses: string[];
-  /** The merchant's receiving wallet (canonical form). */
+  /** The merchant's receiving wallet (canonical form): where the money ends, in either mode. */
   payTo: string;
+  /**
+   * How a payment is told to be this session's: `amount` (a unique due amount on the shared
+   * wallet `payTo`) or `address` (EVM only: its own {@link depositAddress}; the due amount is the
+   * plain amount). See attribution.ts.
+   */
+  attribution: Attribution;
+  /** `address` mode: the session's own deposit address (canonical form), which forwards only to `payTo`; null in `amount` mode. */
+  depositAddress: string | null;
   /** Solana Pay reference key; the sandbox also gives EVM sessions one (see {@link payerReference}). */
   reference: string | null;
   txHash: string | null;
@@ -80,6 +89,8 @@ const FIELD_SQL: Record<keyof Session, string> = {
   fee: 's.fee::text',
   tokenAddresses: 's.token_addresses',
   payTo: 's.pay_to',
+  attribution: 's.attribution',
+  depositAddress: 's.deposit_address',
   reference: 's.reference',
   txHash: 's.tx_hash',
   confirmations: 's.confirmations',
@@ -131,6 +142,14 @@ export function toSession<K extends keyof Session = keyof Session>(raw: Record<s
     if (typeof raw[field] === 'string') session[field] = BigInt(raw[field]);
   }
   return session as Pick<Session, K>;
+}
+
+/**
+ * Where the payer sends the money: the session's deposit address in `address` mode, the
+ * merchant's wallet otherwise.
+ */
+export function payerAddress(session: Pick<Session, 'payTo' | 'depositAddress'>): string {
+  return session.depositAddress ?? session.payTo;
 }
 
 /**

@@ -13,8 +13,9 @@ import { SESSION_COLUMNS } from './session.ts';
  * $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL, $16 success URL,
  * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds.
  *
- * The due amount is `amount + k`, k in [0, bound), that no session on the same (chain,
- * currency, pay_to) holds while its monitoring window is open, in either mode (see
+ * The due amount is `amount + k`, k in [0, bound), that no `amount` mode session on the same (chain,
+ * currency, pay_to) holds while its monitoring window is open, in either mode (an `address` mode
+ * session is never matched by amount, so it holds none: selectSessionsOnWallets; see
  * dueAmounts.ts): one above the highest amount held in [amount, amount + bound), or `amount`
  * itself when none is held. Only when that would reach the bound is the range searched for its
  * first free amount. The common case is then two index lookups (`max()` read backwards from the
@@ -28,10 +29,10 @@ export const insertSession = () =>
      SELECT greatest(
        (SELECT max(s.amount_due) FROM payment_sessions s
          WHERE s.livemode = false AND s.chain = $4 AND s.pay_to = $11 AND s.currency = $5
-           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now()),
+           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now() AND s.attribution = 'amount'),
        (SELECT max(s.amount_due) FROM payment_sessions s
          WHERE s.livemode = true AND s.chain = $4 AND s.pay_to = $11 AND s.currency = $5
-           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now())) AS top
+           AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now() AND s.attribution = 'amount')) AS top
    ),
    due AS MATERIALIZED (
      SELECT CASE
@@ -45,7 +46,7 @@ export const insertSession = () =>
                                     UNION ALL
                                     SELECT s.amount_due FROM payment_sessions s
                                      WHERE s.livemode IN (false, true) AND s.chain = $4 AND s.currency = $5 AND s.pay_to = $11
-                                       AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now()) c) g
+                                       AND s.amount_due >= $7::numeric AND s.amount_due < $7::numeric + $8::numeric AND s.monitor_until > now() AND s.attribution = 'amount') c) g
                      WHERE g.next IS NULL OR g.next > g.amount_due + 1
                      ORDER BY g.amount_due
                      LIMIT 1)
@@ -58,6 +59,21 @@ export const insertSession = () =>
    SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
      now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19)
      FROM due WHERE due.amount_due < $7::numeric + $8::numeric
+   RETURNING ${SESSION_COLUMNS}`;
+
+/**
+ * Inserts a session in `address` mode (attribution.ts) and returns it: paid at its own deposit
+ * address, so its due amount is the plain amount and no due-amount lock or pick is needed.
+ * $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals, $7 amount, $8 fee, $9 token
+ * addresses, $10 pay-to, $11 deposit address, $12 required confirmations, $13 metadata, $14 webhook
+ * URL, $15 success URL, $16 payment link, $17 lifetime in seconds, $18 monitoring window in seconds.
+ */
+export const insertAddressSession = () =>
+  `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
+     token_addresses, pay_to, deposit_address, attribution, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
+     expires_at, monitor_until)
+   VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $7::numeric, $8::numeric, $9, $10, $11, 'address', $12, $13, $14, $15, $16,
+     now() + make_interval(secs => $17), now() + make_interval(secs => $17 + $18))
    RETURNING ${SESSION_COLUMNS}`;
 
 /** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */
@@ -147,13 +163,14 @@ export const selectSessionsByReference = (columns: string) =>
   `SELECT ${columns}, s.reference AS reference FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id WHERE s.reference = ANY($1::text[])`;
 
 /**
- * Sessions on some wallets of one (livemode, chain) whose window (created_at less a clock skew
- * .. monitor_until) overlaps a span of payment times. `columns` may read `m` (merchants).
+ * Sessions in `amount` mode on some wallets of one (livemode, chain) whose window (created_at less
+ * a clock skew .. monitor_until) overlaps a span of payment times (a session in `address` mode is
+ * paid at its deposit address only: a payment of its plain amount to the shared wallet is not its). `columns` may read `m` (merchants).
  * $1 livemode, $2 chain, $3 wallets, $4 earliest payment, $5 latest payment, $6 clock skew in seconds.
  */
 export const selectSessionsOnWallets = (columns: string) =>
   `SELECT ${columns} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
-    WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[])
+    WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[]) AND s.attribution = 'amount'
       AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)`;
 
 /** A merchant's fees per chain and currency over its confirmed and settled sessions. $1 merchant, $2 livemode. */

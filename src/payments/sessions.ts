@@ -7,6 +7,7 @@ import { sessionColumns, toSession, type Session } from './session.ts';
 import { checkSessionTerms, feeFor, requiredConfirmations, type SessionTerms } from './terms.ts';
 import { dueOffsetBound, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts';
 import * as sessionSql from './sessionSql.ts';
+import { depositAddressFor } from './attribution.ts';
 
 /** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
 
@@ -26,6 +27,7 @@ export interface CreateSessionParams extends SessionTerms {
  * lookups: bench/apiExplain.ts).
  */
 const INSERT_SESSION = prepared(sessionSql.insertSession());
+const INSERT_ADDRESS_SESSION = prepared(sessionSql.insertAddressSession());
 const SELECT_SESSION = prepared(sessionSql.selectSession());
 
 /** A fresh Solana Pay reference: a random 32-byte public key in base58. */
@@ -42,13 +44,38 @@ function newSolanaReference(): string {
  * when no unique due amount is left.
  */
 export async function createSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
-  const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens } = await checkSessionTerms(sql, params);
+  const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
   // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
   if (params.livemode && merchantWallet !== undefined) {
     await registerInlineWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
   }
 
+  if (attribution === 'address') {
+    // Its own address tells its payments apart: the plain amount, no due-amount lock or pick.
+    const id = newId('ses');
+    const { rows } = await sql.query(INSERT_ADDRESS_SESSION, [
+      id,
+      params.merchantId,
+      params.livemode,
+      params.chain,
+      params.currency,
+      decimals,
+      amount.toString(),
+      feeFor(amount).toString(),
+      tokens,
+      payTo,
+      depositAddressFor({ payTo, sessionId: id }),
+      requiredConfirmations(chain),
+      params.metadata ?? {},
+      params.webhookUrl ?? null,
+      params.successUrl ?? null,
+      params.paymentLinkId ?? null,
+      expiresIn,
+      params.monitorWindowSeconds,
+    ]);
+    return toSession(rows[0]!);
+  }
   const tuple = { chain: params.chain, currency: params.currency, payTo };
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
   // The INSERT picks the unique due amount itself, under the locks just taken.

@@ -5,6 +5,7 @@ import { canonicalAddress, unreceivableReason } from '../internal/addresses.ts';
 import { AmountError, parseAmount } from '../internal/money.ts';
 import { badRequest, conflict } from '../internal/errors.ts';
 import { sandboxWallet } from '../internal/sandboxIds.ts';
+import { resolveAttribution, type Attribution } from './attribution.ts';
 
 /** The creation's two reads (prepared: they run at every creation, and their generic plans are key lookups). */
 const SELECT_DEFAULT_WALLET = prepared('SELECT address FROM wallets WHERE merchant_id = $1 AND chain = $2 AND is_default FOR KEY SHARE');
@@ -13,6 +14,7 @@ const SELECT_VERIFIED_WALLETS =
   'SELECT address, sole_wallet_payable FROM wallets WHERE merchant_id = $1 AND chain = $2 AND verified_at IS NOT NULL ORDER BY id LIMIT 2 FOR KEY SHARE';
 const SELECT_MERCHANT_CHECKS = prepared(
   `SELECT (SELECT accept_bridged_tokens FROM merchants WHERE id = $1) AS accept_bridged_tokens,
+          (SELECT default_attribution FROM merchants WHERE id = $1) AS default_attribution,
           $4::boolean AND EXISTS (SELECT 1 FROM wallets WHERE chain = $2 AND address = $3 AND merchant_id <> $1 AND verified_at IS NOT NULL) AS verified_elsewhere`,
 );
 
@@ -142,6 +144,8 @@ export interface SessionTerms {
    */
   liveChains?: readonly ChainName[] | undefined;
   chains?: Record<ChainName, ChainConfig> | undefined;
+  /** `amount` or `address` (attribution.ts); undefined: the merchant's default. */
+  attribution?: Attribution | undefined;
 }
 
 /** {@link SessionTerms} checked and resolved: what a session row is made of. */
@@ -157,6 +161,8 @@ export interface CheckedTerms {
   payTo: string;
   /** The token contracts or mints that count (bridged ones only for merchants who opt in). */
   tokens: string[];
+  /** The mode the session gets: the one asked for or the merchant's default (`amount` on solana). */
+  attribution: Attribution;
 }
 
 /**
@@ -164,7 +170,7 @@ export interface CheckedTerms {
  * create routes), `POST /payment-links` and each `/pay/{link}` visit refuse the same things:
  * a live session on a chain no ingester watches (409), a currency not offered on the chain,
  * an amount out of the token's decimals or limits, a bad `expiresIn`, an invalid or unusable
- * wallet, a currency only bridged on the chain for a merchant who has not opted in (400), a
+ * wallet, `attribution: "address"` on solana, a currency only bridged on the chain for a merchant who has not opted in (400), a
  * live wallet that another merchant has verified (409). Writes nothing.
  */
 export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise<CheckedTerms> {
@@ -177,6 +183,8 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
     );
   }
   const decimals = decimalsFor(chain, params.currency);
+  // Before the reads: `address` on solana is refused for what it is, whatever else is wrong.
+  if (params.attribution !== undefined) resolveAttribution({ requested: params.attribution, merchantDefault: 'amount', chain: params.chain });
   const amount = parseRequestedAmount(params.amount, decimals);
   const expiresIn = params.expiresIn ?? EXPIRES_IN.default;
   if (!Number.isInteger(expiresIn) || expiresIn < EXPIRES_IN.min || expiresIn > EXPIRES_IN.max) {
@@ -186,16 +194,20 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
   const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode });
   // The merchant's flag and, for a live wallet given inline, whether another merchant verified it:
   // one statement (a round trip per check was a tenth of a creation's cost, docs/benchmarks.md).
-  const { rows: merchantRows } = await sql.query<{ accept_bridged_tokens: boolean | null; verified_elsewhere: boolean }>(SELECT_MERCHANT_CHECKS, [
-    params.merchantId,
-    params.chain,
-    payTo,
-    params.livemode && merchantWallet !== undefined,
-  ]);
+  const { rows: merchantRows } = await sql.query<{
+    accept_bridged_tokens: boolean | null;
+    default_attribution: Attribution | null;
+    verified_elsewhere: boolean;
+  }>(SELECT_MERCHANT_CHECKS, [params.merchantId, params.chain, payTo, params.livemode && merchantWallet !== undefined]);
   if (merchantRows[0]!.verified_elsewhere)
     throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
   const includeBridged = merchantRows[0]!.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
   if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
-  return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens };
+  const attribution = resolveAttribution({
+    requested: params.attribution,
+    merchantDefault: merchantRows[0]!.default_attribution ?? 'amount',
+    chain: params.chain,
+  });
+  return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution };
 }

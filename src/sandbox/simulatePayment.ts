@@ -2,7 +2,7 @@ import type { Store, Sql } from '../store/index.ts';
 import type { ChainConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { ensureReference, expireSooner, lockSession } from '../payments/sessions.ts';
-import type { Session } from '../payments/session.ts';
+import { payerAddress, type Session } from '../payments/session.ts';
 import { badRequest, conflict, notFound } from '../internal/errors.ts';
 import { parseAmount, AmountError } from '../internal/money.ts';
 import { fakeAddress, fakeBlockHash, fakeTxHash } from '../internal/sandboxIds.ts';
@@ -45,13 +45,15 @@ async function insertTransfer(
   sql: Sql,
   chain: ChainConfig,
   blockMs: number,
-  session: Pick<Session, 'id' | 'reference' | 'tokenAddresses' | 'payTo'>,
+  session: Pick<Session, 'id' | 'reference' | 'tokenAddresses' | 'payTo' | 'depositAddress'>,
   amount: bigint,
 ): Promise<{ txHash: string; blockNumber: bigint }> {
   // The simulated payer names the session by reference, the engine's exact path: an under- or
   // overpayment then reaches its session however many sandbox sessions share the merchant's fake
-  // wallet (amount matching alone could not tell them apart, on a real chain either).
-  const reference = await ensureReference(sql, session);
+  // wallet (amount matching alone could not tell them apart, on a real chain either). In
+  // `address` mode it pays the session's deposit address, with no reference: the address is the
+  // evidence, as on a real chain.
+  const reference = session.depositAddress ? null : await ensureReference(sql, session);
   const head = simulatedHead(chain, blockMs, Date.now());
   await storeSimulatedHead(sql, chain.name, head);
   const txHash = fakeTxHash(chain.name);
@@ -66,9 +68,9 @@ async function insertTransfer(
       fakeBlockHash(chain.name, head.head),
       session.tokenAddresses[0],
       fakeAddress(chain.name),
-      session.payTo,
+      payerAddress(session),
       amount.toString(),
-      [reference],
+      reference ? [reference] : [],
     ],
   );
   return { txHash, blockNumber: head.head };

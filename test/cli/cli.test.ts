@@ -101,7 +101,7 @@ describe('svc CLI', () => {
     expect((await svc('keys', 'revoke', 'key_nope')).code).toBe(2);
   });
 
-  test('merchants update raises rate limits, accepts bridged tokens and sets the tolerance; bad values change nothing', async () => {
+  test('merchants update raises rate limits, accepts bridged tokens, sets the tolerance and the default attribution; bad values change nothing', async () => {
     const { merchant } = (await svc('merchants', 'create', '--name', 'Settings', '--json')).json();
     const bad = await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', '0', '--accept-bridged', 'true');
     expect(bad.code).toBe(2);
@@ -117,6 +117,8 @@ describe('svc CLI', () => {
       'true',
       '--tolerance-bps',
       '50',
+      '--attribution',
+      'address',
       '--json',
     );
     expect(updated.code).toBe(0);
@@ -124,12 +126,15 @@ describe('svc CLI', () => {
       id: merchant.id,
       acceptBridgedTokens: true,
       paymentToleranceBps: 50,
+      defaultAttribution: 'address',
       createPerMinute: 120,
       readPerMinute: null,
       writePerMinute: null,
     });
     const reset = (await svc('merchants', 'update', '--merchant', merchant.id, '--create-per-minute', 'default', '--json')).json();
-    expect(reset).toMatchObject({ createPerMinute: null, acceptBridgedTokens: true });
+    expect(reset).toMatchObject({ createPerMinute: null, acceptBridgedTokens: true, defaultAttribution: 'address' });
+    const badMode = await svc('merchants', 'update', '--merchant', merchant.id, '--attribution', 'wallet');
+    expect([badMode.code, badMode.err]).toEqual([2, expect.stringContaining('--attribution must be amount or address')]);
   });
 
   test('wallets: add --default chooses the default explicitly, a second add never moves it, wallets default moves it, wallets remove leaves no default', async () => {

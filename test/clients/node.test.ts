@@ -55,6 +55,14 @@ describe('authentication and requests', () => {
     expect(VERSION).toBe(JSON.parse(fs.readFileSync('clients/node/package.json', 'utf8')).version);
   });
 
+  test('attribution goes in the create body as given; depositAddress and attribution come back typed (issue 25)', async () => {
+    const server = await serve(() => ({ status: 201, json: { ...PAYMENT, attribution: 'address', depositAddress: '0xD3p0', paymentAddress: '0xD3p0' } }));
+    const created = await client(server.url).payments.create({ amount: '25', currency: 'USDC', chain: 'base', attribution: 'address' });
+    const typed: { attribution: 'amount' | 'address'; depositAddress: string | null } = created;
+    expect(typed).toMatchObject({ attribution: 'address', depositAddress: '0xD3p0' });
+    expect(JSON.parse(server.seen[0]!.body)).toEqual({ amount: '25', currency: 'USDC', chain: 'base', attribution: 'address' });
+  });
+
   test('path parameters are escaped; query values go as text, unset ones are left out; bodies are JSON', async () => {
     const server = await serve(() => ({ status: 200, json: { data: [], hasMore: false, nextCursor: null } }));
     await client(server.url).paymentLinks.list({ active: false, limit: 5, startingAfter: undefined });

@@ -147,4 +147,21 @@ describe('settings: payments', () => {
     expect(page.body).toContain('Payment settings saved.');
     expect(page.body).toContain('value="50"');
   });
+
+  test('an owner chooses the default attribution (audited); a bad value is refused and changes nothing', async () => {
+    const { merchantId, owner } = await newMerchantWithOwner(db.store);
+    const client = await signedInClient(app, owner.email);
+    const form = { paymentToleranceBps: '0', acceptBridgedTokens: 'false' };
+    const refused = await client.post('/dashboard/settings/payment', { ...form, defaultAttribution: 'wallet' });
+    expect([refused.status, refused.body.includes('default attribution must be')]).toEqual([400, true]);
+    expect(await getMerchantSettings(db.store, merchantId)).toMatchObject({ defaultAttribution: 'amount' });
+    expect((await client.post('/dashboard/settings/payment', { ...form, defaultAttribution: 'address' })).status).toBe(303);
+    expect(await getMerchantSettings(db.store, merchantId)).toMatchObject({ defaultAttribution: 'address' });
+    expect((await client.get('/dashboard/settings')).body).toContain('<option value="address" selected>');
+    const { rows } = await db.store.query(
+      `SELECT details FROM audit_log WHERE merchant_id = $1 AND action = 'merchant.settings_changed' ORDER BY id DESC LIMIT 1`,
+      [merchantId],
+    );
+    expect(rows[0]!.details).toMatchObject({ defaultAttribution: 'address' });
+  });
 });

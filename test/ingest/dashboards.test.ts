@@ -45,6 +45,7 @@ test('the ingest metrics keep their names and labels: dashboards, alert rules an
     'gauge svc_ingest_safe_block{chain}',
     'gauge svc_ingest_seconds_since_head{chain}',
     'gauge svc_ingest_solana_lag_slots{}',
+    'gauge svc_ingest_watched_deposit_addresses{chain}',
     'histogram svc_ingest_reorg_depth_blocks{chain}',
     'histogram svc_ingest_rpc_request_duration_seconds{chain,method,endpoint}',
   ]);

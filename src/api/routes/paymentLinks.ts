@@ -14,6 +14,7 @@ import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActi
 import type { PaymentLink } from '../../payments/link.ts';
 import {
   AmountSchema,
+  AttributionSchema,
   ChainSchema,
   CurrencySchema,
   ExpiresInSchema,
@@ -45,6 +46,10 @@ const PaymentLinkSchema = Type.Object(
     webhookUrl: Type.Union([Type.String(), Type.Null()]),
     successUrl: Type.Union([Type.String(), Type.Null()]),
     expiresIn: Type.Integer({ description: 'Lifetime in seconds of each session the link creates.' }),
+    attribution: Type.Union([AttributionSchema, Type.Null()], {
+      description:
+        "The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).",
+    }),
     sessionsCreated: Type.Integer({ description: 'How many sessions visits have created.' }),
     livemode: Type.Boolean(),
     createdAt: Type.String({ format: 'date-time' }),
@@ -63,6 +68,7 @@ export const CreatePaymentLinkBody = Type.Object(
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),
     expiresIn: Type.Optional(ExpiresInSchema),
+    attribution: Type.Optional(AttributionSchema),
   },
   { additionalProperties: false },
 );
@@ -110,6 +116,7 @@ export function paymentLinkView(link: PaymentLink, publicUrl: string) {
     webhookUrl: link.webhookUrl,
     successUrl: link.successUrl,
     expiresIn: link.expiresIn,
+    attribution: link.attribution,
     sessionsCreated: link.sessionsCreated,
     livemode: link.livemode,
     createdAt: link.createdAt.toISOString(),

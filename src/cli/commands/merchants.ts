@@ -102,9 +102,9 @@ function perMinuteLimit(values: Record<string, unknown>, name: string): number |
 
 /** `svc merchants update`: the settings only an operator changes (rate limits, bridged tokens, tolerance). */
 export const merchantsUpdate: Command = {
-  summary: 'change a merchant’s settings: rate limits, bridged tokens, payment tolerance',
+  summary: 'change a merchant’s settings: rate limits, bridged tokens, payment tolerance, default attribution',
   usage:
-    'svc merchants update --merchant ID [--create-per-minute N] [--read-per-minute N] [--write-per-minute N] [--accept-bridged true|false] [--tolerance-bps N] [--json]',
+    'svc merchants update --merchant ID [--create-per-minute N] [--read-per-minute N] [--write-per-minute N] [--accept-bridged true|false] [--tolerance-bps N] [--attribution amount|address] [--json]',
   options: {
     merchant: { type: 'string', description: 'merchant id (mer_…)' },
     'create-per-minute': { type: 'string', description: 'payment creations per key per minute (spec default 10); "default" resets' },
@@ -112,10 +112,17 @@ export const merchantsUpdate: Command = {
     'write-per-minute': { type: 'string', description: 'other writes per key per minute (default 30); "default" resets' },
     'accept-bridged': { type: 'string', description: 'accept bridged tokens (USDC.e, …) where a chain lists them: true or false' },
     'tolerance-bps': { type: 'string', description: 'payment tolerance in basis points of the due amount, 0 to 1000 (default 0: the full amount must arrive)' },
+    attribution: {
+      type: 'string',
+      description:
+        'default attribution of new sessions and links: amount (a unique amount on the shared wallet) or address (a deposit address per payment; EVM chains, solana keeps references)',
+    },
     ...jsonOption,
   },
   async run({ values, io, json }) {
     const merchantId = requireString(values, 'merchant');
+    const attribution = values.attribution;
+    if (attribution !== undefined && attribution !== 'amount' && attribution !== 'address') throw new UsageError('--attribution must be amount or address');
     const limits = {
       create: perMinuteLimit(values, 'create-per-minute'),
       read: perMinuteLimit(values, 'read-per-minute'),
@@ -140,6 +147,7 @@ export const merchantsUpdate: Command = {
         const payment = {
           ...(bridged !== undefined ? { acceptBridgedTokens: bridged === 'true' } : {}),
           ...(tolerance !== undefined ? { paymentToleranceBps: Number(tolerance) } : {}),
+          ...(attribution !== undefined ? { defaultAttribution: attribution } : {}),
         };
         await setMerchantPaymentSettings(sql, merchantId, payment);
         // What was asked for (a rate limit of null: back to the default), as the dashboard records its settings.
@@ -158,7 +166,7 @@ export const merchantsUpdate: Command = {
         io,
         json,
         settings,
-        `Merchant ${merchantId}: bridged tokens ${settings.acceptBridgedTokens ? 'accepted' : 'refused'}, tolerance ${String(settings.paymentToleranceBps)} bps, ` +
+        `Merchant ${merchantId}: bridged tokens ${settings.acceptBridgedTokens ? 'accepted' : 'refused'}, tolerance ${String(settings.paymentToleranceBps)} bps, attribution ${settings.defaultAttribution}, ` +
           `limits per key per minute: create ${String(settings.createPerMinute ?? 'default')}, read ${String(settings.readPerMinute ?? 'default')}, write ${String(settings.writePerMinute ?? 'default')}`,
       );
       return 0;

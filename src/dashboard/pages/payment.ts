@@ -120,6 +120,7 @@ function summary(session: Session, publicUrl: string): Html {
 <dt>Fee</dt><dd>${money(session.fee, d, session.currency)}</dd>
 <dt>Chain</dt><dd>${session.chain}</dd>
 <dt>Pays to</dt><dd><code>${session.payTo}</code></dd>
+${session.depositAddress ? html`<dt>Deposit address</dt><dd><code>${session.depositAddress}</code> <span class="help">(paid here; forwards only to the wallet above)</span></dd>` : ''}
 <dt>Created</dt><dd>${when(session.createdAt)}</dd>
 <dt>Expires</dt><dd>${when(session.expiresAt)}</dd>
 ${session.confirmedAt ? html`<dt>Confirmed</dt><dd>${when(session.confirmedAt)}</dd>` : ''}

@@ -21,7 +21,7 @@ import { page, redirect, type DashboardContext, type DashboardPageModule } from 
 /**
  * Settings: the merchant's receiving wallets per chain (list, add by signing the ownership
  * challenge with a browser wallet or by pasting a signature, make default, remove) and the
- * payment settings (tolerance, bridged tokens). Wallet actions call the domain functions of the
+ * payment settings (tolerance, bridged tokens, default attribution). Wallet actions call the domain functions of the
  * API's /wallets routes under the same rule as a live API key: owners only (`wallets.manage`),
  * the password entered in the last 10 minutes, and only while viewing live data (a wallet decides
  * where live money goes, as the API refuses a test key). Audited: wallet added, made default,
@@ -136,6 +136,12 @@ async function paymentSettingsForm(ctx: DashboardContext): Promise<Html> {
   <input id="tolerance" name="paymentToleranceBps" type="number" min="0" max="${MAX_PAYMENT_TOLERANCE_BPS}" step="1" inputmode="numeric" value="${settings.paymentToleranceBps}"${editable ? '' : html` disabled`} aria-describedby="tolerance-help">
   <p class="help" id="tolerance-help">A payment that arrives this much short still confirms: 50 = 0.5%. 0 (the default) asks for the full amount; at most ${MAX_PAYMENT_TOLERANCE_BPS} (10%).</p>
   <label class="check"><input type="checkbox" name="acceptBridgedTokens" value="true"${settings.acceptBridgedTokens ? html` checked` : ''}${editable ? '' : html` disabled`}> Accept bridged tokens (USDC.e and others) where a chain lists them</label>
+  <label for="attribution">How payments are told apart (new payments and links that do not say)</label>
+  <select id="attribution" name="defaultAttribution"${editable ? '' : html` disabled`} aria-describedby="attribution-help">
+    <option value="amount"${settings.defaultAttribution === 'amount' ? html` selected` : ''}>By amount: one shared wallet, a unique amount per payment</option>
+    <option value="address"${settings.defaultAttribution === 'address' ? html` selected` : ''}>By address: a deposit address per payment, the plain amount</option>
+  </select>
+  <p class="help" id="attribution-help">By address (EVM chains): each payment gets its own address that only ever forwards to your wallet, so customers may send any amount from any wallet or exchange. Solana payments always use Solana Pay references.</p>
   ${editable ? html`<button type="submit">Save payment settings</button>` : html`<p class="help">Only owners change these.</p>`}
 </form>`;
 }
@@ -229,9 +235,12 @@ export const settingsPages: DashboardPageModule = (routes) => {
 
   routes.post('/settings/payment', { nav: 'settings', permission: 'settings.manage' }, async (ctx, request) => {
     const toleranceText = field(request.body, 'paymentToleranceBps');
+    const attribution = field(request.body, 'defaultAttribution');
     const settings = {
       acceptBridgedTokens: field(request.body, 'acceptBridgedTokens') === 'true',
       paymentToleranceBps: /^\d{1,6}$/.test(toleranceText) ? Number(toleranceText) : Number.NaN,
+      // An older form without the field keeps the merchant's mode.
+      ...(attribution === '' ? {} : { defaultAttribution: attribution }),
     };
     const result = await tryForm(() =>
       ctx.store.transaction(async (sql) => {

@@ -226,7 +226,10 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     metrics.headBlock.set(labels, Number(head));
     metrics.safeBlock.set(labels, Number(safe));
     metrics.finalizedBlock.set(labels, Number(finalized));
-    await watched.refresh(store);
+    // Deposit addresses whose window ended leave the set only while caught up: a backfill's old
+    // blocks may still pay them (depositWatch.ts).
+    await watched.refresh(store, { prune: processed >= head - confirmedDepth });
+    metrics.watchedDeposits.set(labels, watched.deposits);
     chainReadAt = Date.now();
     return latest;
   }

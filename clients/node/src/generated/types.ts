@@ -7,6 +7,9 @@ export type Currency = 'USDT' | 'USDC';
 /** The chain to pay on. */
 export type Chain = 'polygon' | 'solana' | 'base' | 'bsc' | 'arbitrum' | 'optimism';
 
+/** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
+export type SessionAttribution = 'amount' | 'address';
+
 /** Session state; `created` until a payment is seen. */
 export type SessionStatus = 'created' | 'pending' | 'confirming' | 'confirmed' | 'settled' | 'expired' | 'failed';
 
@@ -93,11 +96,15 @@ export interface Session {
   checkoutUrl: string;
   /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana). */
   x402Url: string | null;
-  /** Where to pay: the merchant wallet (Interface A name). */
+  /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. */
   paymentAddress: string;
-  /** Same as `paymentAddress` (Interface B name). */
+  /** The merchant wallet, where the money ends (in `amount` mode also where to pay). */
   merchantWallet: string;
-  /** The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart. */
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
+  attribution: SessionAttribution;
+  /** `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode. */
+  depositAddress: string | null;
+  /** The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. */
   amountDue: string;
   /** `amountDue` in the token base units (integer text). */
   amountDueBaseUnits: string;
@@ -158,6 +165,8 @@ export interface SessionCreateParams {
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
   expiresIn?: number;
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
+  attribution?: SessionAttribution;
 }
 
 /** A payment as Interface B shows it (spec §2.2): the same session as Interface A, with `created` reported as `pending`. */
@@ -176,11 +185,15 @@ export interface Payment {
   checkoutUrl: string;
   /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana). */
   x402Url: string | null;
-  /** Where to pay: the merchant wallet (Interface A name). */
+  /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. */
   paymentAddress: string;
-  /** Same as `paymentAddress` (Interface B name). */
+  /** The merchant wallet, where the money ends (in `amount` mode also where to pay). */
   merchantWallet: string;
-  /** The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart. */
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
+  attribution: SessionAttribution;
+  /** `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode. */
+  depositAddress: string | null;
+  /** The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. */
   amountDue: string;
   /** `amountDue` in the token base units (integer text). */
   amountDueBaseUnits: string;
@@ -241,6 +254,8 @@ export interface PaymentCreateParams {
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
   expiresIn?: number;
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
+  attribution?: SessionAttribution;
 }
 
 export interface PaymentListParams {
@@ -277,6 +292,8 @@ export interface CheckoutSessionCreateParams {
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
   expiresIn?: number;
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
+  attribution?: SessionAttribution;
 }
 
 /** A reusable payment link. */
@@ -300,6 +317,8 @@ export interface PaymentLink {
   successUrl: string | null;
   /** Lifetime in seconds of each session the link creates. */
   expiresIn: number;
+  /** The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference). */
+  attribution: SessionAttribution | null;
   /** How many sessions visits have created. */
   sessionsCreated: number;
   livemode: boolean;
@@ -324,6 +343,8 @@ export interface PaymentLinkCreateParams {
   successUrl?: string;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
   expiresIn?: number;
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
+  attribution?: SessionAttribution;
 }
 
 export interface PaymentLinkListParams {
@@ -570,13 +591,13 @@ export interface Transfer {
   blockTime: string | null;
   /** Sender address when known. */
   from: string | null;
-  /** The receiving wallet (one of yours). */
+  /** The receiving wallet (one of yours), or one of your sessions' deposit addresses. */
   to: string;
   /** `unmatched` until attributed to a session. */
   status: TransferStatus;
   /** The session this transfer pays, or null. */
   sessionId: string | null;
-  /** `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`. */
+  /** `address` (paid to the session's deposit address), `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`. */
   matchMethod: string | null;
   /** When the gateway saw the transfer. */
   observedAt: string;

@@ -28,6 +28,7 @@ from .types import (
     SandboxOutcome,
     SandboxPayment,
     Session,
+    SessionAttribution,
     SessionStatus,
     Status,
     TokenVariant,
@@ -122,6 +123,7 @@ class SessionsResource(_Resource):
         success_url: Union[str, NotGiven] = NOT_GIVEN,
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
+        attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> Session:
         """Create a payment session
@@ -133,7 +135,7 @@ class SessionsResource(_Resource):
         return self._transport.request(
             "POST",
             "/sessions",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -184,6 +186,7 @@ class PaymentsResource(_Resource):
         success_url: Union[str, NotGiven] = NOT_GIVEN,
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
+        attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> Payment:
         """Create a payment
@@ -195,7 +198,7 @@ class PaymentsResource(_Resource):
         return self._transport.request(
             "POST",
             "/payments",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -256,6 +259,7 @@ class CheckoutSessionsResource(_Resource):
         success_url: Union[str, NotGiven] = NOT_GIVEN,
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
+        attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> Payment:
         """Create a checkout session
@@ -267,7 +271,7 @@ class CheckoutSessionsResource(_Resource):
         return self._transport.request(
             "POST",
             "/checkout/sessions",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -304,6 +308,7 @@ class PaymentLinksResource(_Resource):
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
+        attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> PaymentLink:
         """Create a payment link
@@ -315,7 +320,7 @@ class PaymentLinksResource(_Resource):
         return self._transport.request(
             "POST",
             "/payment-links",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "expiresIn": expires_in}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 

@@ -10,6 +10,9 @@ Currency = Literal["USDT", "USDC"]
 # The chain to pay on.
 Chain = Literal["polygon", "solana", "base", "bsc", "arbitrum", "optimism"]
 
+# How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+SessionAttribution = Literal["amount", "address"]
+
 # Session state; `created` until a payment is seen.
 SessionStatus = Literal["created", "pending", "confirming", "confirmed", "settled", "expired", "failed"]
 
@@ -111,11 +114,15 @@ _SessionRequired = TypedDict(
         "checkoutUrl": str,
         # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
         "x402Url": Optional[str],
-        # Where to pay: the merchant wallet (Interface A name).
+        # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
         "paymentAddress": str,
-        # Same as `paymentAddress` (Interface B name).
+        # The merchant wallet, where the money ends (in `amount` mode also where to pay).
         "merchantWallet": str,
-        # The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+        "attribution": SessionAttribution,
+        # `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
+        "depositAddress": Optional[str],
+        # The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
         "amountDue": str,
         # `amountDue` in the token base units (integer text).
         "amountDueBaseUnits": str,
@@ -189,6 +196,8 @@ _SessionCreateParamsOptional = TypedDict(
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
         "expiresIn": int,
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+        "attribution": SessionAttribution,
     },
     total=False,
 )
@@ -215,11 +224,15 @@ _PaymentRequired = TypedDict(
         "checkoutUrl": str,
         # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
         "x402Url": Optional[str],
-        # Where to pay: the merchant wallet (Interface A name).
+        # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
         "paymentAddress": str,
-        # Same as `paymentAddress` (Interface B name).
+        # The merchant wallet, where the money ends (in `amount` mode also where to pay).
         "merchantWallet": str,
-        # The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+        "attribution": SessionAttribution,
+        # `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
+        "depositAddress": Optional[str],
+        # The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
         "amountDue": str,
         # `amountDue` in the token base units (integer text).
         "amountDueBaseUnits": str,
@@ -293,6 +306,8 @@ _PaymentCreateParamsOptional = TypedDict(
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
         "expiresIn": int,
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+        "attribution": SessionAttribution,
     },
     total=False,
 )
@@ -357,6 +372,8 @@ _CheckoutSessionCreateParamsOptional = TypedDict(
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
         "expiresIn": int,
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+        "attribution": SessionAttribution,
     },
     total=False,
 )
@@ -388,6 +405,8 @@ _PaymentLinkRequired = TypedDict(
         "successUrl": Optional[str],
         # Lifetime in seconds of each session the link creates.
         "expiresIn": int,
+        # The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
+        "attribution": Optional[SessionAttribution],
         # How many sessions visits have created.
         "sessionsCreated": int,
         "livemode": bool,
@@ -425,6 +444,8 @@ _PaymentLinkCreateParamsOptional = TypedDict(
         "successUrl": str,
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
         "expiresIn": int,
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+        "attribution": SessionAttribution,
     },
     total=False,
 )
@@ -894,13 +915,13 @@ _TransferRequired = TypedDict(
         "blockTime": Optional[str],
         # Sender address when known.
         "from": Optional[str],
-        # The receiving wallet (one of yours).
+        # The receiving wallet (one of yours), or one of your sessions' deposit addresses.
         "to": str,
         # `unmatched` until attributed to a session.
         "status": TransferStatus,
         # The session this transfer pays, or null.
         "sessionId": Optional[str],
-        # `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
+        # `address` (paid to the session's deposit address), `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
         "matchMethod": Optional[str],
         # When the gateway saw the transfer.
         "observedAt": str,
@@ -1554,6 +1575,7 @@ class X402Supported(_X402SupportedRequired):
 __all__ = [
     "Currency",
     "Chain",
+    "SessionAttribution",
     "SessionStatus",
     "PaymentStatus",
     "TokenVariant",

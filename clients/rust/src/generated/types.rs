@@ -77,6 +77,35 @@ impl fmt::Display for Chain {
     }
 }
 
+/// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionAttribution {
+    #[serde(rename = "amount")]
+    Amount,
+    #[serde(rename = "address")]
+    Address,
+    /// A value this version of the library does not know (the gateway added it later); never sent.
+    #[serde(other, skip_serializing)]
+    Unrecognized,
+}
+
+impl SessionAttribution {
+    /// The value on the wire (`"unrecognized"` for [`SessionAttribution::Unrecognized`]).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SessionAttribution::Amount => "amount",
+            SessionAttribution::Address => "address",
+            SessionAttribution::Unrecognized => "unrecognized",
+        }
+    }
+}
+
+impl fmt::Display for SessionAttribution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Session state; `created` until a payment is seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionStatus {
@@ -680,11 +709,15 @@ pub struct Session {
     pub checkout_url: String,
     /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
     pub x402_url: Option<String>,
-    /// Where to pay: the merchant wallet (Interface A name).
+    /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
     pub payment_address: String,
-    /// Same as `paymentAddress` (Interface B name).
+    /// The merchant wallet, where the money ends (in `amount` mode also where to pay).
     pub merchant_wallet: String,
-    /// The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+    pub attribution: SessionAttribution,
+    /// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
+    pub deposit_address: Option<String>,
+    /// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
     pub amount_due: String,
     /// `amountDue` in the token base units (integer text).
     pub amount_due_base_units: String,
@@ -753,6 +786,9 @@ pub struct SessionCreateParams {
     /// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in: Option<i64>,
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<SessionAttribution>,
 }
 
 impl SessionCreateParams {
@@ -767,6 +803,7 @@ impl SessionCreateParams {
             success_url: None,
             metadata: None,
             expires_in: None,
+            attribution: None,
         }
     }
 
@@ -799,6 +836,12 @@ impl SessionCreateParams {
         self.expires_in = Some(expires_in);
         self
     }
+
+    /// Sets `attribution`.
+    pub fn attribution(mut self, attribution: SessionAttribution) -> Self {
+        self.attribution = Some(attribution);
+        self
+    }
 }
 
 /// A payment as Interface B shows it (spec §2.2): the same session as Interface A, with `created` reported as `pending`.
@@ -819,11 +862,15 @@ pub struct Payment {
     pub checkout_url: String,
     /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
     pub x402_url: Option<String>,
-    /// Where to pay: the merchant wallet (Interface A name).
+    /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
     pub payment_address: String,
-    /// Same as `paymentAddress` (Interface B name).
+    /// The merchant wallet, where the money ends (in `amount` mode also where to pay).
     pub merchant_wallet: String,
-    /// The exact amount the payer must send, decimal text: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart.
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+    pub attribution: SessionAttribution,
+    /// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
+    pub deposit_address: Option<String>,
+    /// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
     pub amount_due: String,
     /// `amountDue` in the token base units (integer text).
     pub amount_due_base_units: String,
@@ -892,6 +939,9 @@ pub struct PaymentCreateParams {
     /// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in: Option<i64>,
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<SessionAttribution>,
 }
 
 impl PaymentCreateParams {
@@ -906,6 +956,7 @@ impl PaymentCreateParams {
             success_url: None,
             metadata: None,
             expires_in: None,
+            attribution: None,
         }
     }
 
@@ -936,6 +987,12 @@ impl PaymentCreateParams {
     /// Sets `expiresIn`.
     pub fn expires_in(mut self, expires_in: i64) -> Self {
         self.expires_in = Some(expires_in);
+        self
+    }
+
+    /// Sets `attribution`.
+    pub fn attribution(mut self, attribution: SessionAttribution) -> Self {
+        self.attribution = Some(attribution);
         self
     }
 }
@@ -1041,6 +1098,9 @@ pub struct CheckoutSessionCreateParams {
     /// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in: Option<i64>,
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<SessionAttribution>,
 }
 
 impl CheckoutSessionCreateParams {
@@ -1055,6 +1115,7 @@ impl CheckoutSessionCreateParams {
             success_url: None,
             metadata: None,
             expires_in: None,
+            attribution: None,
         }
     }
 
@@ -1087,6 +1148,12 @@ impl CheckoutSessionCreateParams {
         self.expires_in = Some(expires_in);
         self
     }
+
+    /// Sets `attribution`.
+    pub fn attribution(mut self, attribution: SessionAttribution) -> Self {
+        self.attribution = Some(attribution);
+        self
+    }
 }
 
 /// A reusable payment link.
@@ -1112,6 +1179,8 @@ pub struct PaymentLink {
     pub success_url: Option<String>,
     /// Lifetime in seconds of each session the link creates.
     pub expires_in: i64,
+    /// The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
+    pub attribution: Option<SessionAttribution>,
     /// How many sessions visits have created.
     pub sessions_created: i64,
     pub livemode: bool,
@@ -1144,6 +1213,9 @@ pub struct PaymentLinkCreateParams {
     /// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in: Option<i64>,
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<SessionAttribution>,
 }
 
 impl PaymentLinkCreateParams {
@@ -1158,6 +1230,7 @@ impl PaymentLinkCreateParams {
             webhook_url: None,
             success_url: None,
             expires_in: None,
+            attribution: None,
         }
     }
 
@@ -1188,6 +1261,12 @@ impl PaymentLinkCreateParams {
     /// Sets `expiresIn`.
     pub fn expires_in(mut self, expires_in: i64) -> Self {
         self.expires_in = Some(expires_in);
+        self
+    }
+
+    /// Sets `attribution`.
+    pub fn attribution(mut self, attribution: SessionAttribution) -> Self {
+        self.attribution = Some(attribution);
         self
     }
 }
@@ -1700,13 +1779,13 @@ pub struct Transfer {
     pub block_time: Option<String>,
     /// Sender address when known.
     pub from: Option<String>,
-    /// The receiving wallet (one of yours).
+    /// The receiving wallet (one of yours), or one of your sessions' deposit addresses.
     pub to: String,
     /// `unmatched` until attributed to a session.
     pub status: TransferStatus,
     /// The session this transfer pays, or null.
     pub session_id: Option<String>,
-    /// `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
+    /// `address` (paid to the session's deposit address), `reference` (Solana Pay), `amount` (the unique due amount), `claim` (the transaction was bound to the session explicitly: a payer's proof by hash, or the gateway's own x402 settlement) or `manual`.
     pub match_method: Option<String>,
     /// When the gateway saw the transfer.
     pub observed_at: String,
