@@ -91,7 +91,9 @@ test('svc users reset-two-factor turns a user’s TOTP off and ends its sessions
     `SELECT user_id, actor, target, details FROM audit_log WHERE merchant_id = $1 AND action = 'user.totp_disabled'`,
     [merchant.id],
   );
-  expect(audit).toEqual([{ user_id: null, actor: expect.stringMatching(/^operator .*\(CLI\)$/), target: owner.id, details: { email: owner.email, resetByOperator: true } }]);
+  expect(audit).toEqual([
+    { user_id: null, actor: expect.stringMatching(/^operator .*\(CLI\)$/), target: owner.id, details: { email: owner.email, resetByOperator: true } },
+  ]);
 
   const human = await runSvc(db.connectionString, ['users', 'reset-two-factor', owner.id]);
   expect(human.out).toContain(`Reset two-factor sign-in of ${owner.id} (${owner.email})`);
