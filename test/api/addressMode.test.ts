@@ -85,9 +85,15 @@ describe('attribution on the create routes and in both views', () => {
     const page = await api.app.inject({ method: 'GET', url: `/checkout/${s.id}`, headers: { accept: 'application/json' } });
     const instructions = page.json();
     expect(instructions).toMatchObject({ recipient: s.depositAddress, attribution: 'address', amountDue: '25', proofUrl: null, proofMessage: null });
-    const proof = await api.app.inject({ method: 'POST', url: `/checkout/${s.id}/transactions`, payload: { txHash: `0x${'ab'.repeat(32)}`, signature: '0x00' } });
+    const proof = await api.app.inject({
+      method: 'POST',
+      url: `/checkout/${s.id}/transactions`,
+      payload: { txHash: `0x${'ab'.repeat(32)}`, signature: '0x00' },
+    });
     expect(proof.statusCode).toBe(400);
-    expect(proof.json().error).toBe(`this session has its own deposit address ${s.depositAddress}: every transfer to it counts for the session without a proof`);
+    expect(proof.json().error).toBe(
+      `this session has its own deposit address ${s.depositAddress}: every transfer to it counts for the session without a proof`,
+    );
     expect(instructions.paymentUri).toBe(`ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=${s.depositAddress}&uint256=25000000`);
     const html = await api.app.inject({ method: 'GET', url: `/checkout/${s.id}`, headers: { accept: 'text/html' } });
     expect(html.body).toContain(s.depositAddress);
