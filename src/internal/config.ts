@@ -21,6 +21,9 @@ export type ChainName = (typeof CHAIN_NAMES)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+const LOG_FORMATS = ['json', 'pretty'] as const;
+/** How log lines are written: one JSON object per line, or readable lines (pino-pretty). */
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** RPC endpoints of one chain; empty lists mean the chain runs sandbox-only. */
 export interface ChainRpcConfig {
@@ -46,6 +49,8 @@ export interface Config {
   /** Sandbox (test-key) webhook URLs: 'loopback' (only) by default, true with SVC_WEBHOOK_ALLOW_PRIVATE=true, false with false. */
   webhookAllowPrivateSandbox: boolean | 'loopback';
   logLevel: LogLevel;
+  /** SVC_LOG_FORMAT; undefined: pretty on a terminal, JSON otherwise (internal/logger.ts). */
+  logFormat: LogFormat | undefined;
   /** Folder for local state: the embedded Postgres cluster and the generated secret key. */
   dataDir: string;
   /** Port of the embedded Postgres; ignored when `databaseUrl` is set. */
@@ -114,6 +119,12 @@ export const VARIABLES = {
     },
   },
   logLevel: { name: 'LOG_LEVEL', doc: 'pino log level', default: 'info', parse: oneOf(LOG_LEVELS) },
+  logFormat: {
+    name: 'SVC_LOG_FORMAT',
+    doc: 'Log lines: json (one object per line) or pretty (readable lines); unset: pretty on a terminal, json otherwise',
+    default: undefined,
+    parse: oneOf(LOG_FORMATS),
+  },
   dataDir: {
     name: 'SVC_DATA_DIR',
     doc: 'Folder for local state (embedded Postgres, generated encryption key)',
@@ -267,6 +278,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: privateWebhooks === 'all',
     webhookAllowPrivateSandbox: privateWebhooks === 'sandbox' ? 'loopback' : privateWebhooks === 'all',
     logLevel: read(VARIABLES.logLevel) ?? 'info',
+    logFormat: read(VARIABLES.logFormat),
     dataDir: read(VARIABLES.dataDir) ?? path.resolve('.data'),
     embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
     encryptionKey: read(VARIABLES.encryptionKey),
