@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { privateKeyToAccount } from 'viem/accounts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import type { RateLimits } from '../../src/api/rateLimits.ts';
 import { createApiKey, createMerchant, type Scope } from '../../src/accounts/index.ts';
 import { CHAIN_NAMES, loadConfig } from '../../src/internal/config.ts';
@@ -36,7 +36,7 @@ export function buildApi(
   options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups } = {},
 ): FastifyInstance {
   const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...EVERY_CHAIN_LIVE, ...options.env });
-  return createApi({
+  return createHttp({
     store,
     logger: createLogger({ level: 'silent' }),
     metrics: createMetricsRegistry({ defaultMetrics: false }),

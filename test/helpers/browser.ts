@@ -6,7 +6,7 @@ import { chromium, type Browser, type Locator, type Page } from 'playwright-core
 import { PNG } from 'pngjs';
 import jsQR from 'jsqr';
 import type { FastifyInstance } from 'fastify';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -38,7 +38,7 @@ export function launchChromium(): Promise<Browser> {
 export async function startCheckoutServer(store: Store, env: Record<string, string> = {}): Promise<{ app: FastifyInstance; url: string }> {
   const port = await freePort();
   const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env });
-  const app = createApi({
+  const app = createHttp({
     store,
     logger: createLogger({ level: 'silent' }),
     metrics: createMetricsRegistry({ defaultMetrics: false }),
