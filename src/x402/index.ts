@@ -127,8 +127,7 @@ export function createX402(params: X402Params): X402 {
     };
   }
 
-  const stateOf = (session: CheckoutSession) =>
-    statusOf(buildInstructions(session, { publicUrl: params.config.publicUrl, x402Url: urlOf(session), chains }));
+  const stateOf = (session: CheckoutSession) => statusOf(buildInstructions(session, { publicUrl: params.config.publicUrl, x402Url: urlOf(session), chains }));
 
   async function load(sessionId: string): Promise<CheckoutSession> {
     const session = await loadCheckoutSession(params.store, sessionId);

@@ -41,7 +41,7 @@ const ChallengeSchema = Type.Object(
  * the URL itself, or when the operator changed the configuration since the session was read.
  */
 const X402_UNAVAILABLE =
-  'x402 cannot take this payment in this gateway: x402 is not enabled on the session\'s chain (the operator has not set `SVC_<CHAIN>_RELAYER_KEY` with an RPC URL), a sandbox session while the sandbox does not run in this process, or x402 does not run in this process at all; the `error` says which. Also when the database is unreachable (then with Retry-After).';
+  "x402 cannot take this payment in this gateway: x402 is not enabled on the session's chain (the operator has not set `SVC_<CHAIN>_RELAYER_KEY` with an RPC URL), a sandbox session while the sandbox does not run in this process, or x402 does not run in this process at all; the `error` says which. Also when the database is unreachable (then with Retry-After).";
 
 const ResourceResponses = {
   200: { ...PaymentStatusSchema, description: 'Paid (with `PAYMENT-RESPONSE`), or nothing is left to pay: the session state.' },
