@@ -9,7 +9,10 @@ import { liveChains } from '../internal/config.ts';
 import { sessionLinks, type SessionLinks } from './views.ts';
 
 /** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
-export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'chains' | 'paymentLinkId' | 'liveChains'>;
+export type CreateSessionBodyFields = Omit<
+  CreateSessionParams,
+  'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'feeBps' | 'chains' | 'paymentLinkId' | 'liveChains'
+>;
 
 /**
  * The one handler behind `POST /sessions` (Interface A), `POST /payments` and
@@ -33,6 +36,7 @@ export function createSessionHandler<View>(deps: ApiDeps, view: (session: Sessio
         merchantId: auth.merchantId,
         livemode: auth.livemode,
         monitorWindowSeconds: deps.config.monitorWindowSeconds,
+        feeBps: deps.config.feeBps,
         liveChains: liveChains(deps.config),
       });
       const created = view(row, sessionLinks(deps));

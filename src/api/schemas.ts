@@ -138,7 +138,10 @@ const sessionFields = {
   }),
   decimals: Type.Integer({ description: 'Decimals of the token on this chain (6; 18 on bsc).' }),
   tokens: Type.Array(TokenSchema, { description: 'Token contracts or mints accepted for this session.' }),
-  fee: Type.String({ description: 'The flat 1% fee, decimal text (rounded half up to a base unit).' }),
+  fee: Type.String({
+    description:
+      "The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.",
+  }),
   feeBaseUnits: Type.String({ description: '`fee` in base units.' }),
   reference: Nullable(Type.String(), 'Solana Pay reference key to include in the transfer (solana only; null elsewhere).'),
   txHash: Nullable(Type.String(), 'Null until a transaction is seen.'),

@@ -59,6 +59,8 @@ export interface Config {
   encryptionKey: Buffer | undefined;
   /** Seconds after a session expires during which a payment still counts (late), and its due amount stays reserved. */
   monitorWindowSeconds: number;
+  /** The operator's flat fee per payment in basis points (SVC_FEE_BPS; 100 = the spec's 1 %). */
+  feeBps: number;
   /** Block time of the sandbox's simulated chains, in milliseconds (the same for every chain). */
   sandboxBlockMs: number;
   /** Longest wait of the HTTP layer for one database statement, in milliseconds (then 503). */
@@ -148,6 +150,15 @@ export const VARIABLES = {
     doc: 'Seconds after expiry during which a late payment is still recognised (and the due amount stays reserved)',
     default: '86400',
     parse: parseSeconds,
+  },
+  feeBps: {
+    name: 'SVC_FEE_BPS',
+    doc: "The flat fee per payment, in basis points (100 = 1 %, the spec's): what GET /fees totals, the operator's own accounting; no funds move for it. Applies to sessions created from then on",
+    default: '100',
+    parse: (raw: string) => {
+      if (!/^\d+$/.test(raw.trim()) || Number(raw) > 10_000) throw new Error('must be a whole number of basis points from 0 to 10000 (100 = 1 %)');
+      return Number(raw);
+    },
   },
   metricsPort: {
     name: 'SVC_METRICS_PORT',
@@ -283,6 +294,7 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
     encryptionKey: read(VARIABLES.encryptionKey),
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
+    feeBps: read(VARIABLES.feeBps) ?? 100,
     sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
     apiDbTimeoutMs: read(VARIABLES.apiDbTimeoutMs) ?? 10_000,
     metricsPort: read(VARIABLES.metricsPort),

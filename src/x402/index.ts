@@ -65,7 +65,7 @@ export interface X402Params {
   store: Store;
   logger: Logger;
   metrics: Registry;
-  config: Pick<Config, 'publicUrl' | 'rpc' | 'relayerKeys' | 'monitorWindowSeconds'> & Partial<Config>;
+  config: Pick<Config, 'publicUrl' | 'rpc' | 'relayerKeys' | 'monitorWindowSeconds' | 'feeBps'> & Partial<Config>;
   sandbox?: Sandbox | undefined;
   chains?: Record<ChainName, ChainConfig>;
   /** Tests pass relayers on their own chains; by default one per chain with a relayer key and an RPC URL. */
@@ -209,6 +209,7 @@ export function createX402(params: X402Params): X402 {
             payment: read,
             chains,
             monitorWindowSeconds: params.config.monitorWindowSeconds,
+            feeBps: params.config.feeBps,
             liveChains: chainsLive,
           }),
       });

@@ -119,6 +119,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
         const session = await openSessionFromLink(deps.store, {
           linkId: request.params.linkId,
           monitorWindowSeconds: deps.config.monitorWindowSeconds,
+          feeBps: deps.config.feeBps,
           liveChains: liveChains(deps.config),
         });
         return send(reply, await x402.session({ sessionId: session.id }), https);
