@@ -112,8 +112,14 @@ const TokenSchema = Type.Object({
 /** Every field of a session that both views share. */
 const sessionFields = {
   id: Type.String({ description: 'Session identifier (`ses_…`); the same id works in both interfaces.' }),
-  amount: Type.String({ description: 'The amount the merchant asked for, decimal text.' }),
-  displayAmount: Type.String({ description: 'Same as `amount` (Interface B name).' }),
+  amount: Type.String({
+    description:
+      'The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.',
+  }),
+  displayAmount: Type.String({
+    description:
+      'The requested amount for people: `amount` with at least the currency\'s display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).',
+  }),
   currency: CurrencySchema,
   chain: ChainSchema,
   checkoutUrl: Type.String({ format: 'uri', description: 'Hosted checkout page for the customer.' }),

@@ -1,5 +1,5 @@
 import { payerReference, type Session } from '../payments/session.ts';
-import { formatAmount } from '../internal/money.ts';
+import { formatAmount, formatDisplayAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
 
 /**
@@ -70,7 +70,7 @@ function sessionFields(row: SessionViewFields, links: SessionLinks) {
   return {
     id: row.id,
     amount,
-    displayAmount: amount,
+    displayAmount: formatDisplayAmount(row.amount, row.decimals),
     currency: row.currency,
     chain: row.chain,
     checkoutUrl: checkoutUrl(publicUrl, row.id),
