@@ -117,8 +117,7 @@ const sessionFields = {
       'The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.',
   }),
   displayAmount: Type.String({
-    description:
-      'The requested amount for people: `amount` with at least the currency\'s display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).',
+    description: 'The requested amount for people: `amount` with at least the currency\'s display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).',
   }),
   currency: CurrencySchema,
   chain: ChainSchema,

@@ -111,3 +111,26 @@ export async function waitText(locator: Locator, expected: string | RegExp, time
 export function waitTextContains(locator: Locator, part: string, timeoutMs = 10_000): Promise<void> {
   return waitText(locator, new RegExp(part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), timeoutMs);
 }
+
+/**
+ * axe-core's `scrollable-region-focusable` rule, run in the page (axe-core is not installed here;
+ * docs/testing.md): every element that scrolls (overflow auto or scroll, content larger than its
+ * box) must be reachable by keyboard, itself focusable or holding something focusable, or a
+ * keyboard user cannot scroll it. @returns a description of each offender.
+ */
+export function unfocusableScrollRegions(page: Page): Promise<string[]> {
+  // A string: the test files are compiled without the DOM library.
+  return page.evaluate(`(() => {
+    const focusable = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])';
+    const offenders = [];
+    for (const element of document.querySelectorAll('body *')) {
+      const style = getComputedStyle(element);
+      const scrollsX = /(auto|scroll)/.test(style.overflowX) && element.scrollWidth > element.clientWidth;
+      const scrollsY = /(auto|scroll)/.test(style.overflowY) && element.scrollHeight > element.clientHeight;
+      if (!scrollsX && !scrollsY) continue;
+      if (element.tabIndex >= 0 || element.querySelector(focusable)) continue;
+      offenders.push(element.tagName.toLowerCase() + '.' + element.className + ' (' + element.scrollWidth + 'x' + element.scrollHeight + ' in ' + element.clientWidth + 'x' + element.clientHeight + ')');
+    }
+    return offenders;
+  })()`) as Promise<string[]>;
+}

@@ -102,7 +102,7 @@ async function listPage(
 <h2>Endpoints (${modeName(ctx)})</h2>
 ${
   endpoints.length
-    ? html`<div class="table-wrap"><table><thead><tr><th scope="col">URL</th><th scope="col">Status</th><th scope="col">Events</th></tr></thead><tbody>${rows}</tbody></table></div>`
+    ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table><thead><tr><th scope="col">URL</th><th scope="col">Status</th><th scope="col">Events</th></tr></thead><tbody>${rows}</tbody></table></div>`
     : html`<p>No ${modeName(ctx)} endpoints yet.</p>`
 }
 ${createForm}
@@ -162,7 +162,7 @@ ${manage ? actionButtons(ctx, endpoint) : ''}
 <h2>Deliveries</h2>
 ${
   shown.length
-    ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th></tr></thead><tbody>
+    ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table><thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th></tr></thead><tbody>
 ${shown.map(
   (delivery) => html`<tr>
   <td><a href="${base}/deliveries/${delivery.id}">${when(delivery.createdAt)}</a></td>
