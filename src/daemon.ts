@@ -9,7 +9,7 @@ import { createStore, type Store } from './store/index.ts';
 import { connectDatabase } from './store/connect.ts';
 import { migrate } from './store/migrate.ts';
 import { pruneExpiredRows } from './store/retention.ts';
-import { createApi } from './api/index.ts';
+import { createHttp } from './http.ts';
 import { createIngest } from './ingest/index.ts';
 import { createDelivery } from './delivery/index.ts';
 import { createEngine } from './engine/index.ts';
@@ -150,7 +150,7 @@ export async function startDaemon(params: {
       const x402 = createX402({ store, logger, metrics, config, sandbox });
       const x402Watch = x402.watch(shutdown.signal);
       shutdown.add('x402', () => x402Watch);
-      api = createApi({ store, logger, metrics, config, box, sandbox, x402 });
+      api = createHttp({ store, logger, metrics, config, box, sandbox, x402 });
       registerReadyRoute(api, readiness);
       url = await api.listen({ port: config.port, host: config.host });
       // With PORT=0 and no SVC_PUBLIC_URL, links must carry the port actually bound.

@@ -237,9 +237,9 @@ type Token struct {
 type Session struct {
 	// Session identifier (`ses_…`); the same id works in both interfaces.
 	ID string `json:"id"`
-	// The amount the merchant asked for, decimal text.
+	// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
 	Amount string `json:"amount"`
-	// Same as `amount` (Interface B name).
+	// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
 	DisplayAmount string `json:"displayAmount"`
 	// The stablecoin.
 	Currency Currency `json:"currency"`
@@ -247,7 +247,7 @@ type Session struct {
 	Chain Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
-	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
 	X402URL *string `json:"x402Url"`
 	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
 	PaymentAddress string `json:"paymentAddress"`
@@ -269,7 +269,7 @@ type Session struct {
 	Decimals int64 `json:"decimals"`
 	// Token contracts or mints accepted for this session.
 	Tokens []Token `json:"tokens"`
-	// The flat 1% fee, decimal text (rounded half up to a base unit).
+	// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
 	Fee string `json:"fee"`
 	// `fee` in base units.
 	FeeBaseUnits string `json:"feeBaseUnits"`
@@ -327,9 +327,9 @@ type SessionCreateParams struct {
 type Payment struct {
 	// Session identifier (`ses_…`); the same id works in both interfaces.
 	ID string `json:"id"`
-	// The amount the merchant asked for, decimal text.
+	// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
 	Amount string `json:"amount"`
-	// Same as `amount` (Interface B name).
+	// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
 	DisplayAmount string `json:"displayAmount"`
 	// The stablecoin.
 	Currency Currency `json:"currency"`
@@ -337,7 +337,7 @@ type Payment struct {
 	Chain Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
-	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
 	X402URL *string `json:"x402Url"`
 	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
 	PaymentAddress string `json:"paymentAddress"`
@@ -359,7 +359,7 @@ type Payment struct {
 	Decimals int64 `json:"decimals"`
 	// Token contracts or mints accepted for this session.
 	Tokens []Token `json:"tokens"`
-	// The flat 1% fee, decimal text (rounded half up to a base unit).
+	// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
 	Fee string `json:"fee"`
 	// `fee` in base units.
 	FeeBaseUnits string `json:"feeBaseUnits"`
@@ -614,7 +614,7 @@ type FeeLine struct {
 // FeeSummary: a JSON object of the API.
 type FeeSummary struct {
 	Object string `json:"object"`
-	// The flat fee rate (spec §1): 1%, computed per payment in base units, rounded half up.
+	// The flat fee rate new sessions get, as a decimal fraction (`0.01` = 1 %, the spec's, the default): the operator's `SVC_FEE_BPS`. Each payment's fee was computed at its creation, in base units, rounded half up.
 	Rate     string    `json:"rate"`
 	Livemode bool      `json:"livemode"`
 	Data     []FeeLine `json:"data"`

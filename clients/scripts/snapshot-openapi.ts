@@ -11,7 +11,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -26,7 +26,7 @@ export const SNAPSHOT_PATH = path.resolve(path.dirname(fileURLToPath(import.meta
 export async function fetchOpenApiDocument(): Promise<Record<string, unknown>> {
   // Nothing listens on port 1: a query would fail at once, and none is made.
   const store = createStore({ connectionString: 'postgres://openapi@127.0.0.1:1/none', max: 1 });
-  const app = createApi({
+  const app = createHttp({
     store,
     logger: createLogger({ level: 'silent' }),
     metrics: createMetricsRegistry({ defaultMetrics: false }),

@@ -6,9 +6,13 @@ import { safeUrl } from './routes/webhooks.ts';
 import { createSession, type CreateSessionParams } from '../payments/sessions.ts';
 import type { Session } from '../payments/session.ts';
 import { liveChains } from '../internal/config.ts';
+import { sessionLinks, type SessionLinks } from './views.ts';
 
 /** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
-export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'chains' | 'paymentLinkId' | 'liveChains'>;
+export type CreateSessionBodyFields = Omit<
+  CreateSessionParams,
+  'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'feeBps' | 'chains' | 'paymentLinkId' | 'liveChains'
+>;
 
 /**
  * The one handler behind `POST /sessions` (Interface A), `POST /payments` and
@@ -17,7 +21,7 @@ export type CreateSessionBodyFields = Omit<CreateSessionParams, 'merchantId' | '
  * claim the Idempotency-Key and store its answer in the same transaction, and answer 201 in the
  * interface's view. Its routes set `config.idempotency = 'in-handler'`.
  */
-export function createSessionHandler<View>(deps: ApiDeps, view: (session: Session, publicUrl: string) => View) {
+export function createSessionHandler<View>(deps: ApiDeps, view: (session: Session, links: SessionLinks) => View) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const auth = authOf(request);
     const body = request.body as CreateSessionBodyFields;
@@ -32,9 +36,10 @@ export function createSessionHandler<View>(deps: ApiDeps, view: (session: Sessio
         merchantId: auth.merchantId,
         livemode: auth.livemode,
         monitorWindowSeconds: deps.config.monitorWindowSeconds,
+        feeBps: deps.config.feeBps,
         liveChains: liveChains(deps.config),
       });
-      const created = view(row, deps.config.publicUrl);
+      const created = view(row, sessionLinks(deps));
       await saveIdempotentResponse(sql, request, 201, created);
       return { created };
     });

@@ -26,12 +26,24 @@ import { transferRoutes } from './routes/transfers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 import { x402FacilitatorRoutes, x402ResourceRoutes } from './routes/x402.ts';
-import { registerCheckout } from '../checkout/index.ts';
 import { createTransactionLookups } from '../ingest/lookup.ts';
-import { registerDashboard } from '../dashboard/index.ts';
-import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from '../sandbox/checkout.ts';
 
 export type { ApiDeps };
+
+/**
+ * A surface served beside the API on the same server (the hosted checkout, the dashboard): it
+ * registers its routes at the root with the API's dependencies. The API does not import them;
+ * the daemon wires them in (src/http.ts), so the layers only ever import downward.
+ */
+export type Surface = (app: FastifyInstance, deps: ApiDeps) => void;
+
+/** What {@link createApi} takes: the API's dependencies, with defaults for the ones it can make. */
+export type CreateApiParams = Omit<ApiDeps, 'startedAt' | 'lookups'> & {
+  startedAt?: Date;
+  lookups?: ApiDeps['lookups'];
+  /** Registered after the API's routes, in order; see src/http.ts for the daemon's. */
+  surfaces?: readonly Surface[];
+};
 
 /**
  * Many HTTP clients and SDKs send `Content-Type: application/json` on every request, body or not.
@@ -116,12 +128,13 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  * Order of checks on every request: per-IP rate limit, authentication (401/403), per-key rate
  * limit, body parsing and schema validation (400), idempotency (409/422/replay), the handler.
  */
-export function createApi(params: Omit<ApiDeps, 'startedAt' | 'lookups'> & { startedAt?: Date; lookups?: ApiDeps['lookups'] }): FastifyInstance {
+export function createApi(params: CreateApiParams): FastifyInstance {
   // Every database wait of a request is bounded, so a frozen database gives 503s, not hung
   // requests; the workers sharing this pool keep their unbounded store (see Store.bounded).
   const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
+  const { surfaces = [], ...rest } = params;
   const deps: ApiDeps = {
-    ...params,
+    ...rest,
     store,
     startedAt: params.startedAt ?? new Date(),
     // Payers' transaction proofs and refund completion look transactions up on the chains with the
@@ -191,9 +204,7 @@ export function createApi(params: Omit<ApiDeps, 'startedAt' | 'lookups'> & { sta
   }
   const lookups = deps.lookups;
   app.addHook('onClose', async () => lookups.close());
-  registerCheckout(app, { ...deps, lookups, sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined });
-  sandboxCheckoutRoutes(app, deps);
-  registerDashboard(app, deps);
+  for (const surface of surfaces) surface(app, deps);
   app.register(async (root) => {
     // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
     publicPaymentLinkRoutes(root, deps);

@@ -47,8 +47,26 @@ export function registerOpenApi(app: FastifyInstance): void {
       const operationId = (schema as { operationId?: string } | undefined)?.operationId ?? operationIdOf(method, url);
       return { schema: { ...schema, ...security, operationId, ...(hidden ? { hide: true } : {}) } as typeof schema, url };
     },
+    // @fastify/swagger marks every request body required; the actions whose body is optional
+    // (OPTIONAL_BODY, src/api/optionalBody.ts) take none, and the document must say so (Prism
+    // and generated clients hold a request to it).
+    transformObject: (documents) => {
+      const document = 'openapiObject' in documents ? documents.openapiObject : documents.swaggerObject;
+      for (const operations of Object.values((document as { paths?: Record<string, Record<string, OpenApiOperation>> }).paths ?? {})) {
+        for (const operation of Object.values(operations)) {
+          if (operation['x-body-optional'] && operation.requestBody) operation.requestBody.required = false;
+        }
+      }
+      return document;
+    },
   });
   app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { url: '/api/v1/openapi.json' } as Record<string, unknown> });
+}
+
+/** What the transform above reads of an operation. */
+interface OpenApiOperation {
+  'x-body-optional'?: boolean;
+  requestBody?: { required?: boolean };
 }
 
 /**

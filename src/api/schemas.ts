@@ -132,14 +132,19 @@ const TokenSchema = Type.Object({
 /** Every field of a session that both views share. */
 const sessionFields = {
   id: Type.String({ description: 'Session identifier (`ses_…`); the same id works in both interfaces.' }),
-  amount: Type.String({ description: 'The amount the merchant asked for, decimal text.' }),
-  displayAmount: Type.String({ description: 'Same as `amount` (Interface B name).' }),
+  amount: Type.String({
+    description:
+      'The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.',
+  }),
+  displayAmount: Type.String({
+    description: 'The requested amount for people: `amount` with at least the currency\'s display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).',
+  }),
   currency: CurrencySchema,
   chain: ChainSchema,
   checkoutUrl: Type.String({ format: 'uri', description: 'Hosted checkout page for the customer.' }),
   x402Url: Nullable(
     Type.String({ format: 'uri' }),
-    "The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).",
+    "The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.",
   ),
   paymentAddress: Type.String({
     description: "Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.",
@@ -165,7 +170,10 @@ const sessionFields = {
   }),
   decimals: Type.Integer({ description: 'Decimals of the token on this chain (6; 18 on bsc).' }),
   tokens: Type.Array(TokenSchema, { description: 'Token contracts or mints accepted for this session.' }),
-  fee: Type.String({ description: 'The flat 1% fee, decimal text (rounded half up to a base unit).' }),
+  fee: Type.String({
+    description:
+      "The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.",
+  }),
   feeBaseUnits: Type.String({ description: '`fee` in base units.' }),
   reference: Nullable(Type.String(), 'Solana Pay reference key to include in the transfer (solana only; null elsewhere).'),
   txHash: Nullable(Type.String(), 'Null until a transaction is seen.'),

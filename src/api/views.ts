@@ -1,7 +1,6 @@
 import { payerAddress, payerReference, type Session } from '../payments/session.ts';
-import { formatAmount } from '../internal/money.ts';
+import { formatAmount, formatDisplayAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
-import { sessionX402Url } from '../x402/requirements.ts';
 
 /**
  * Interface B reports the session state `created` as `pending` (spec §3: "a newly created
@@ -52,16 +51,32 @@ export type SessionViewFields = Pick<
   | 'confirmedAt'
 >;
 
-function sessionFields(row: SessionViewFields, publicUrl: string) {
+/**
+ * The links a session view carries: the public base URL (read per request: with PORT=0 it is
+ * only known once the server listens) and the session's x402 resource, which the x402 stage
+ * gives only where it can take the payment (null without x402 in this process).
+ */
+export interface SessionLinks {
+  publicUrl: string;
+  x402Url(row: SessionViewFields): string | null;
+}
+
+/** The links of `deps`' sessions: {@link SessionLinks}. */
+export function sessionLinks(deps: { config: { publicUrl: string }; x402?: { urlOf(row: SessionViewFields): string | null } | undefined }): SessionLinks {
+  return { publicUrl: deps.config.publicUrl, x402Url: (row) => deps.x402?.urlOf(row) ?? null };
+}
+
+function sessionFields(row: SessionViewFields, links: SessionLinks) {
+  const publicUrl = links.publicUrl;
   const amount = formatAmount(row.amount, row.decimals);
   return {
     id: row.id,
     amount,
-    displayAmount: amount,
+    displayAmount: formatDisplayAmount(row.amount, row.decimals),
     currency: row.currency,
     chain: row.chain,
     checkoutUrl: checkoutUrl(publicUrl, row.id),
-    x402Url: sessionX402Url(publicUrl, row, loadChains()[row.chain]),
+    x402Url: links.x402Url(row),
     paymentAddress: payerAddress(row),
     merchantWallet: row.payTo,
     attribution: row.attribution,
@@ -90,11 +105,11 @@ function sessionFields(row: SessionViewFields, publicUrl: string) {
 }
 
 /** A session as Interface A shows it (spec §2.1 plus the payer's fields). */
-export function sessionViewA(row: SessionViewFields, publicUrl: string) {
-  return { ...sessionFields(row, publicUrl), status: row.status };
+export function sessionViewA(row: SessionViewFields, links: SessionLinks) {
+  return { ...sessionFields(row, links), status: row.status };
 }
 
 /** The same session as Interface B shows it (spec §2.2 plus the same extra fields). */
-export function paymentViewB(row: SessionViewFields, publicUrl: string) {
-  return { ...sessionFields(row, publicUrl), status: statusB(row.status) };
+export function paymentViewB(row: SessionViewFields, links: SessionLinks) {
+  return { ...sessionFields(row, links), status: statusB(row.status) };
 }

@@ -37,6 +37,8 @@ export interface CheckoutDeps {
   sandboxPanel?: SandboxPanel;
   /** Looks payers' transactions up on the chains (POST /checkout/:sessionId/transactions). */
   lookups: TransactionLookups;
+  /** A session's x402 resource where it can be paid with x402 here (the x402 stage's `urlOf`); unset: none. */
+  x402UrlOf?: (session: CheckoutSession) => string | null;
 }
 
 // No pattern or size: every id reaches the handler, so a browser gets the not-found page for any of them.
@@ -107,7 +109,8 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
     if (!session) throw notFound(`no checkout session ${request.params.sessionId}`);
     return session;
   }
-  const instructionsOf = (session: CheckoutSession) => buildInstructions(session, { publicUrl: deps.config.publicUrl });
+  const instructionsOf = (session: CheckoutSession) =>
+    buildInstructions(session, { publicUrl: deps.config.publicUrl, x402Url: deps.x402UrlOf?.(session) ?? null });
 
   app.get<{ Params: { sessionId: string } }>(
     '/checkout/:sessionId',

@@ -5,7 +5,6 @@ import { instructionChainId, sandboxToken, sessionPaymentUri } from './uris.ts';
 import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutView } from './view.ts';
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
 import { payerAddress, payerReference } from '../payments/session.ts';
-import { sessionX402Url } from '../x402/requirements.ts';
 import { proofMessageTemplate } from './proofMessage.ts';
 
 /** Names people know the chains by, for the page and the instructions. */
@@ -66,7 +65,15 @@ function paymentUri(chain: ChainConfig, session: CheckoutSession, token: string,
  * text, a ready wallet URI, expiry, where to watch the status). The page renders from the same
  * object, so the two cannot disagree.
  */
-export function buildInstructions(session: CheckoutSession, params: { publicUrl: string; chains?: Record<ChainName, ChainConfig> }): PaymentInstructions {
+export function buildInstructions(
+  session: CheckoutSession,
+  params: {
+    publicUrl: string;
+    /** The session's x402 resource, or null: decided by the x402 stage (enabled on the chain?), which the daemon wires in. */
+    x402Url: string | null;
+    chains?: Record<ChainName, ChainConfig>;
+  },
+): PaymentInstructions {
   const chain = (params.chains ?? loadChains())[session.chain];
   const view = checkoutViewOf(session);
   const remaining = amountRemaining(session);
@@ -139,7 +146,7 @@ export function buildInstructions(session: CheckoutSession, params: { publicUrl:
         ? proofMessageTemplate({ gateway: params.publicUrl, sessionId: session.id, chain: session.chain })
         : null,
     refundUrl: refundable(session) ? urls.refundUrl : null,
-    x402Url: sessionX402Url(params.publicUrl, session, chain),
+    x402Url: params.x402Url,
   };
 }
 

@@ -49,7 +49,7 @@ export function emit(io: Io, json: boolean, data: unknown, human: string): void 
 export async function withStore<T>(io: Io, work: (store: Store, ctx: { config: Config; logger: Logger }) => Promise<T>): Promise<T> {
   const config = loadConfig(io.env);
   // Commands print their own results; the logger only speaks up about problems.
-  const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr });
+  const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr, format: config.logFormat });
   const database = await connectDatabase(config, logger);
   try {
     await migrate({ connectionString: database.connectionString });

@@ -1,6 +1,7 @@
+import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { NonRetryableError } from '../internal/errors.ts';
-import { UsageError, type Command, type Io } from './command.ts';
+import { emit, UsageError, type Command, type Io } from './command.ts';
 import { start } from './commands/start.ts';
 import { migrate } from './commands/migrate.ts';
 import { merchantsCreate, merchantsList, merchantsUpdate } from './commands/merchants.ts';
@@ -54,7 +55,8 @@ function globalHelp(): string {
   return [
     'svc: the svc gateway daemon and its operator commands',
     '',
-    'Usage: svc COMMAND [options]     (svc COMMAND --help for a command’s options)',
+    'Usage: svc COMMAND [options]     (svc COMMAND --help for a command’s options, svc GROUP --help for a group’s,',
+    '                                   svc --version for the version)',
     '',
     'Commands:',
     ...Object.entries(commands).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`),
@@ -62,6 +64,32 @@ function globalHelp(): string {
     'Every command reads the same environment variables as the daemon (svc config lists them)',
     'and takes --json for machine-readable output.',
   ].join('\n');
+}
+
+/** The command groups (`svc wallets`, `svc keys`, …): the first word of every two-word command. */
+function groupOf(word: string | undefined): string | undefined {
+  return Object.keys(commands).some((name) => name.startsWith(`${word} `)) ? word : undefined;
+}
+
+function groupHelp(group: string): string {
+  const names = Object.keys(commands).filter((name) => name.startsWith(`${group} `));
+  const width = Math.max(...names.map((name) => name.length));
+  return [
+    `svc ${group}: ${names.map((name) => name.slice(group.length + 1)).join(', ')}`,
+    '',
+    `Usage: svc ${group} SUBCOMMAND [options]     (svc ${group} SUBCOMMAND --help for its options)`,
+    '',
+    'Subcommands:',
+    ...names.map((name) => `  ${name.padEnd(width)}  ${commands[name]!.summary}`),
+  ].join('\n');
+}
+
+/**
+ * The package's version: package.json sits two folders above this file both in src/cli and in
+ * the compiled dist/cli (the container image copies package.json beside dist/).
+ */
+function version(): string {
+  return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 const defaultIo: Io = {
@@ -79,6 +107,21 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
       io.out(`${globalHelp()}\n`);
       return 0;
+    }
+    if (argv[0] === '--version' || argv[0] === '-V' || argv[0] === 'version') {
+      emit(io, argv.includes('--json'), { name: 'svc-gateway', version: version() }, `svc gateway ${version()}`);
+      return 0;
+    }
+    const group = groupOf(argv[0]);
+    if (group && (argv[1] === undefined || argv[1] === '--help' || argv[1] === '-h')) {
+      // `svc wallets --help` asked for the list; a bare `svc wallets` is a usage mistake that gets it too.
+      if (argv[1] === undefined) io.err(`svc: "${group}" needs a subcommand\n\n${groupHelp(group)}\n`);
+      else io.out(`${groupHelp(group)}\n`);
+      return argv[1] === undefined ? 2 : 0;
+    }
+    if (group) {
+      io.err(`svc: unknown command "${argv.slice(0, 2).join(' ')}"\n\n${groupHelp(group)}\n`);
+      return 2;
     }
     io.err(`svc: unknown command "${argv.slice(0, 2).join(' ')}"\n\n${globalHelp()}\n`);
     return 2;

@@ -9,12 +9,10 @@ import { sleep } from '../internal/shutdown.ts';
 import { claimDueDeliveries, nextDueAt } from './claim.ts';
 import { dispatchEvents } from './dispatch.ts';
 import { createDeliveryMetrics } from './metrics.ts';
-import { isSuccess, recordAttempt, type AttemptOutcome } from './record.ts';
 import { createSuccessBatch } from './successBatch.ts';
 import { createSendSlots } from './sendSlots.ts';
-import { loggedHeaders, signedHeaders } from './sign.ts';
-import { ensureMerchantSecret } from './secrets.ts';
 import { createHttpTransport, type WebhookTransport } from './transport.ts';
+import { createAttempt } from './attempt.ts';
 import { systemClock, type ClaimedDelivery, type Clock } from './types.ts';
 
 export * from './endpoints.ts';
@@ -164,85 +162,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
     wakeUp?.();
   }
 
-  async function attempt(delivery: ClaimedDelivery): Promise<void> {
-    const attemptNumber = delivery.attemptCount + 1;
-    const fields = { delivery_id: delivery.id, event_id: delivery.eventId, endpoint_id: delivery.endpointId, attempt: attemptNumber };
-    // Not a child logger: creating one per attempt costs more than the attempt's own logging.
-    const log = {
-      debug: (entry: object) => logger.debug({ ...fields, ...entry }),
-      info: (entry: object) => logger.info({ ...fields, ...entry }),
-      warn: (entry: object) => logger.warn({ ...fields, ...entry }),
-      error: (entry: object) => logger.error({ ...fields, ...entry }),
-    };
-    let secrets: string[];
-    try {
-      // A merchant from before migration 014 gets its sandbox secret on its first sandbox delivery.
-      const current = delivery.secretSealed ?? (await store.transaction((sql) => ensureMerchantSecret(sql, box, delivery)));
-      secrets = [current, delivery.previousSecretSealed].filter((sealed) => sealed !== null).map((sealed) => box.open(sealed));
-    } catch (error) {
-      // Wrong SVC_ENCRYPTION_KEY (or the database down): the lease runs out and it is tried again.
-      log.error({ msg: 'Cannot open the webhook signing secret', err: error });
-      return;
-    }
-    // The slot is held for the request only: recording the outcome is no load on the receiver.
-    const { startedAt, signed, result, durationMs } = await slots.run(delivery.endpointId ?? delivery.url, async () => {
-      const startedAt = clock.now();
-      const signed = signedHeaders({
-        secrets,
-        body: delivery.body,
-        eventId: delivery.eventId,
-        eventType: delivery.eventType,
-        deliveryId: delivery.id,
-        now: startedAt,
-      });
-      const t0 = performance.now();
-      const result = await transportFor(delivery.livemode)({ url: delivery.url, headers: signed, body: delivery.body });
-      return { startedAt, signed, result, durationMs: Math.round(performance.now() - t0) };
-    });
-    settled(); // a slot is free
-    const finishedAt = clock.now();
-    const record = {
-      delivery,
-      attemptNumber,
-      startedAt,
-      finishedAt,
-      durationMs,
-      requestHeaders: loggedHeaders(signed),
-      signaturesSent: secrets.length,
-      result,
-    };
-    try {
-      const fast =
-        isSuccess(result) &&
-        (await successes.record(record).then(
-          () => true,
-          () => false,
-        ));
-      const outcome: AttemptOutcome = fast ? { kind: 'succeeded' } : await store.transaction((sql) => recordAttempt(sql, record, { random: params.random }));
-      metrics.attempts.inc({ outcome: outcome.kind });
-      metrics.attemptDuration.observe(durationMs / 1000);
-      const status = result.ok ? result.status : undefined;
-      if (outcome.kind === 'succeeded') {
-        metrics.eventToDelivery.observe(Math.max(0, Date.now() - delivery.eventCreatedAt.getTime()) / 1000);
-        log.debug({ msg: 'Webhook delivered', status, duration_ms: durationMs });
-      } else if (outcome.kind === 'retry') {
-        log.info({
-          msg: 'Webhook attempt failed, will retry',
-          status,
-          error: result.ok ? undefined : result.error,
-          next_attempt_at: outcome.nextAttemptAt.toISOString(),
-        });
-      } else if (outcome.kind === 'failed') {
-        log.warn({ msg: 'Webhook delivery failed for good', status, reason: outcome.reason });
-      } else {
-        metrics.endpointsDisabled.inc();
-        log.error({ msg: 'Webhook endpoint disabled', reason: outcome.reason }); // no URL: it may carry the receiver's token
-      }
-    } catch (error) {
-      // The attempt is not recorded; the lease runs out and the delivery is tried again.
-      log.error({ msg: 'Could not record webhook attempt', err: error });
-    }
-  }
+  const attempt = createAttempt({ store, box, clock, logger, metrics, slots, successes, transportFor, random: params.random, onSlotFree: () => settled() });
 
   function launch(delivery: ClaimedDelivery): void {
     held += 1;

@@ -22,6 +22,9 @@ export type ChainName = (typeof CHAIN_NAMES)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+const LOG_FORMATS = ['json', 'pretty'] as const;
+/** How log lines are written: one JSON object per line, or readable lines (pino-pretty). */
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** RPC endpoints of one chain; empty lists mean the chain runs sandbox-only. */
 export interface ChainRpcConfig {
@@ -47,6 +50,8 @@ export interface Config {
   /** Sandbox (test-key) webhook URLs: 'loopback' (only) by default, true with SVC_WEBHOOK_ALLOW_PRIVATE=true, false with false. */
   webhookAllowPrivateSandbox: boolean | 'loopback';
   logLevel: LogLevel;
+  /** SVC_LOG_FORMAT; undefined: pretty on a terminal, JSON otherwise (internal/logger.ts). */
+  logFormat: LogFormat | undefined;
   /** Folder for local state: the embedded Postgres cluster and the generated secret key. */
   dataDir: string;
   /** Port of the embedded Postgres; ignored when `databaseUrl` is set. */
@@ -55,6 +60,8 @@ export interface Config {
   encryptionKey: Buffer | undefined;
   /** Seconds after a session expires during which a payment still counts (late), and its due amount stays reserved. */
   monitorWindowSeconds: number;
+  /** The operator's flat fee per payment in basis points (SVC_FEE_BPS; 100 = the spec's 1 %). */
+  feeBps: number;
   /** Block time of the sandbox's simulated chains, in milliseconds (the same for every chain). */
   sandboxBlockMs: number;
   /** Longest wait of the HTTP layer for one database statement, in milliseconds (then 503). */
@@ -115,6 +122,12 @@ export const VARIABLES = {
     },
   },
   logLevel: { name: 'LOG_LEVEL', doc: 'pino log level', default: 'info', parse: oneOf(LOG_LEVELS) },
+  logFormat: {
+    name: 'SVC_LOG_FORMAT',
+    doc: 'Log lines: json (one object per line) or pretty (readable lines); unset: pretty on a terminal, json otherwise',
+    default: undefined,
+    parse: oneOf(LOG_FORMATS),
+  },
   dataDir: {
     name: 'SVC_DATA_DIR',
     doc: 'Folder for local state (embedded Postgres, generated encryption key)',
@@ -138,6 +151,15 @@ export const VARIABLES = {
     doc: 'Seconds after expiry during which a late payment is still recognised (and the due amount stays reserved)',
     default: '86400',
     parse: parseSeconds,
+  },
+  feeBps: {
+    name: 'SVC_FEE_BPS',
+    doc: "The flat fee per payment, in basis points (100 = 1 %, the spec's): what GET /fees totals, the operator's own accounting; no funds move for it. Applies to sessions created from then on",
+    default: '100',
+    parse: (raw: string) => {
+      if (!/^\d+$/.test(raw.trim()) || Number(raw) > 10_000) throw new Error('must be a whole number of basis points from 0 to 10000 (100 = 1 %)');
+      return Number(raw);
+    },
   },
   metricsPort: {
     name: 'SVC_METRICS_PORT',
@@ -302,10 +324,12 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: privateWebhooks === 'all',
     webhookAllowPrivateSandbox: privateWebhooks === 'sandbox' ? 'loopback' : privateWebhooks === 'all',
     logLevel: read(VARIABLES.logLevel) ?? 'info',
+    logFormat: read(VARIABLES.logFormat),
     dataDir: read(VARIABLES.dataDir) ?? path.resolve('.data'),
     embeddedPostgresPort: read(VARIABLES.embeddedPostgresPort) ?? 54329,
     encryptionKey: read(VARIABLES.encryptionKey),
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
+    feeBps: read(VARIABLES.feeBps) ?? 100,
     sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
     apiDbTimeoutMs: read(VARIABLES.apiDbTimeoutMs) ?? 10_000,
     metricsPort: read(VARIABLES.metricsPort),

@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
-import type { LogLevel } from './config.ts';
+import type { LogFormat, LogLevel } from './config.ts';
 
 export type { Logger };
 
@@ -30,20 +31,67 @@ const REDACT_PATHS = [
   'headers["x-payment"]',
 ];
 
+type PrettyFactory = (options: Record<string, unknown>) => NodeJS.WritableStream;
+
 /**
- * JSON logs with snake_case fields; stages take child loggers (`logger.child({ stage: 'api' })`).
- * `destination` is for tests that read the lines back.
+ * pino-pretty, loaded only when lines are to be pretty (a terminal, or SVC_LOG_FORMAT=pretty);
+ * undefined when it is not installed (a production-only image may leave it out), in which case the
+ * lines stay JSON.
  */
-export function createLogger(params: { level: LogLevel; destination?: NodeJS.WritableStream }): Logger {
+function loadPretty(): PrettyFactory | undefined {
+  try {
+    return createRequire(import.meta.url)('pino-pretty') as PrettyFactory;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `format` unset means "pretty on a terminal, JSON otherwise": a person at `npm start` reads
+ * lines, a log collector (the container, systemd, a pipe) gets one JSON object per line.
+ */
+export function resolveLogFormat(format: LogFormat | undefined, destination: NodeJS.WritableStream | undefined): LogFormat {
+  if (format) return format;
+  const stream = (destination ?? process.stdout) as NodeJS.WritableStream & { isTTY?: boolean };
+  return stream.isTTY ? 'pretty' : 'json';
+}
+
+/**
+ * Logs with snake_case fields; stages take child loggers (`logger.child({ stage: 'api' })`).
+ * JSON lines, or readable lines through pino-pretty (see {@link resolveLogFormat}); the pretty
+ * stream is synchronous, so the last line before exit is never lost. `destination` is for tests
+ * that read the lines back, and for the CLI (stderr).
+ */
+export function createLogger(params: { level: LogLevel; destination?: NodeJS.WritableStream; format?: LogFormat }): Logger {
+  const format = resolveLogFormat(params.format, params.destination);
+  const pretty = format === 'pretty' ? loadPretty() : undefined;
+  const target = (params.destination ?? process.stdout) as NodeJS.WritableStream & { isTTY?: boolean };
+  const destination = pretty
+    ? pretty({
+        colorize: Boolean(target.isTTY),
+        sync: true,
+        destination: target,
+        messageKey: 'msg',
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: 'pid,hostname,service',
+        singleLine: true,
+      })
+    : params.destination;
+  const logger = createJsonLogger(params.level, destination);
+  if (format === 'pretty' && !pretty) logger.warn({ msg: 'SVC_LOG_FORMAT=pretty needs the pino-pretty package (npm install); logging JSON' });
+  return logger;
+}
+
+function createJsonLogger(level: LogLevel, destination: NodeJS.WritableStream | undefined): Logger {
   return pino(
     {
-      level: params.level,
+      level,
       base: { service: 'svc-gateway' },
       timestamp: pino.stdTimeFunctions.isoTime,
       messageKey: 'msg',
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       formatters: { level: (label) => ({ level: label }) },
     },
-    params.destination as pino.DestinationStream | undefined,
+    destination as pino.DestinationStream | undefined,
   );
 }

@@ -28,6 +28,20 @@ export function parseAmount(text: string, decimals: number): bigint {
   return BigInt(whole) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, '0') || '0');
 }
 
+/**
+ * Decimals a stablecoin amount is shown with at least ("19.90 USDC", "5.00 USDT"): cents, as
+ * people read dollar stablecoins. More are kept when the amount has them ("0.000001").
+ */
+export const DISPLAY_DECIMALS = 2;
+
+/** Base units as decimal text for people: {@link formatAmount}, padded to at least {@link DISPLAY_DECIMALS} decimals ("5.00", "19.90", "1.00005"). */
+export function formatDisplayAmount(units: bigint, decimals: number): string {
+  const text = formatAmount(units, decimals);
+  const places = Math.min(DISPLAY_DECIMALS, decimals);
+  const [whole, fraction = ''] = text.split('.');
+  return fraction.length >= places ? text : `${whole}.${fraction.padEnd(places, '0')}`;
+}
+
 /** Formats base units as decimal text without trailing zeros ("12.5", "100", "0.000001"). */
 export function formatAmount(units: bigint, decimals: number): string {
   const negative = units < 0n;

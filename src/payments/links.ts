@@ -103,7 +103,7 @@ export async function setPaymentLinkActive(
  */
 export async function openSessionFromLink(
   store: Store,
-  params: { linkId: string; monitorWindowSeconds: number; liveChains: readonly ChainName[] },
+  params: { linkId: string; monitorWindowSeconds: number; feeBps: number; liveChains: readonly ChainName[] },
 ): Promise<Session> {
   return store.transaction(async (sql) => {
     const { rows } = await sql.query(linkSql.lockLinkById(), [params.linkId]);
@@ -131,6 +131,7 @@ export async function openSessionFromLink(
       expiresIn: link.expiresIn,
       paymentLinkId: link.id,
       monitorWindowSeconds: params.monitorWindowSeconds,
+      feeBps: params.feeBps,
       liveChains: params.liveChains,
       attribution: link.attribution ?? undefined,
     };

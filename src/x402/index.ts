@@ -15,7 +15,9 @@ import { amountRemaining, checkoutViewOf } from '../checkout/view.ts';
 import { REASONS, type Refusal } from './authorization.ts';
 import { createX402Metrics, type X402Metrics } from './metrics.ts';
 import { createRelayer, type Relayer } from './relayer.ts';
-import { paymentRequired, requirementsFor, requirementsV1, x402Offer } from './requirements.ts';
+import { paymentRequired, requirementsFor, requirementsV1, sessionX402Url, x402Offer } from './requirements.ts';
+import { x402Unavailable } from './availability.ts';
+import type { Session } from '../payments/session.ts';
 import { LEASE_SECONDS, recordGas, resolveStale, settleOnce, verifyPayment, type SettleContext, type SettleOutcome } from './settle.ts';
 import { staleSettlements, takeOver, type Settlement } from './settlements.ts';
 import { checkPayTo, createFacilitatorSession, readFacilitatorRequest, supportedKinds, type FacilitatorRequest } from './facilitator.ts';
@@ -24,6 +26,9 @@ import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentReq
 export { sessionX402Url, x402Offer } from './requirements.ts';
 export { HEADERS, encodeHeader } from './wire.ts';
 export type { SettleResponse, PaymentRequired } from './wire.ts';
+
+/** What deciding a session's `x402Url` reads of it. */
+export type X402UrlFields = Pick<Session, 'id' | 'chain' | 'livemode' | 'tokenAddresses'>;
 
 /** What a session's x402 URL answers; the route turns it into headers and a status. */
 export type SessionAnswer =
@@ -34,6 +39,8 @@ export type SessionAnswer =
 /** The x402 stage: session resources, the facilitator, the relayers. */
 export interface X402 {
   readonly relayers: Partial<Record<ChainName, Relayer>>;
+  /** The `x402Url` a session advertises: null where it has no x402 offer or x402 is not enabled on its chain here. */
+  urlOf(session: X402UrlFields): string | null;
   /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */
   session(params: { sessionId: string; payment?: { header: string; version: 1 | 2 } | undefined }): Promise<SessionAnswer>;
   /** `POST /x402/verify`. */
@@ -58,7 +65,7 @@ export interface X402Params {
   store: Store;
   logger: Logger;
   metrics: Registry;
-  config: Pick<Config, 'publicUrl' | 'rpc' | 'relayerKeys' | 'monitorWindowSeconds'> & Partial<Config>;
+  config: Pick<Config, 'publicUrl' | 'rpc' | 'relayerKeys' | 'monitorWindowSeconds' | 'feeBps'> & Partial<Config>;
   sandbox?: Sandbox | undefined;
   chains?: Record<ChainName, ChainConfig>;
   /** Tests pass relayers on their own chains; by default one per chain with a relayer key and an RPC URL. */
@@ -89,9 +96,14 @@ export function createX402(params: X402Params): X402 {
   const chainsLive = params.config.rpc ? liveChains(params.config as Config) : [];
 
   function available(session: Pick<CheckoutSession, 'livemode' | 'chain'>): void {
-    if (session.livemode && !relayers[session.chain])
-      throw new UnavailableError(`x402 is not enabled on ${session.chain}: the operator has not set SVC_${session.chain.toUpperCase()}_RELAYER_KEY`);
-    if (!session.livemode && !params.sandbox) throw new UnavailableError('sandbox x402 payments need the sandbox, which does not run in this process');
+    const reason = x402Unavailable({ relayers, sandbox: params.sandbox }, session);
+    if (reason) throw new UnavailableError(reason);
+  }
+
+  /** The session's x402Url where this process can take its payment (its offer, and x402 enabled on its chain); else null. */
+  function urlOf(session: X402UrlFields): string | null {
+    if (x402Unavailable({ relayers, sandbox: params.sandbox }, session)) return null;
+    return sessionX402Url(params.config.publicUrl, session, chains[session.chain]);
   }
 
   function challenge(session: CheckoutSession, refusal?: Refusal): SessionAnswer {
@@ -115,7 +127,7 @@ export function createX402(params: X402Params): X402 {
     };
   }
 
-  const stateOf = (session: CheckoutSession) => statusOf(buildInstructions(session, { publicUrl: params.config.publicUrl, chains }));
+  const stateOf = (session: CheckoutSession) => statusOf(buildInstructions(session, { publicUrl: params.config.publicUrl, x402Url: urlOf(session), chains }));
 
   async function load(sessionId: string): Promise<CheckoutSession> {
     const session = await loadCheckoutSession(params.store, sessionId);
@@ -136,6 +148,7 @@ export function createX402(params: X402Params): X402 {
 
   return {
     relayers,
+    urlOf,
     async session({ sessionId, payment }) {
       const session = await load(sessionId);
       const view = checkoutViewOf(session);
@@ -196,6 +209,7 @@ export function createX402(params: X402Params): X402 {
             payment: read,
             chains,
             monitorWindowSeconds: params.config.monitorWindowSeconds,
+            feeBps: params.config.feeBps,
             liveChains: chainsLive,
           }),
       });

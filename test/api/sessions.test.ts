@@ -57,7 +57,7 @@ describe('one session, two interfaces', () => {
     const b = await call('GET', `/v1/payments/${a.id}`, { key: m.test, as: 'x-api-key' });
     expect(b.status).toBe(200);
     expect(b.body).toEqual({ ...a, status: 'pending' });
-    expect(b.body).toMatchObject({ displayAmount: '25', merchantWallet: sandboxWallet('polygon', m.id) });
+    expect(b.body).toMatchObject({ displayAmount: '25.00', merchantWallet: sandboxWallet('polygon', m.id) });
   });
 
   test('POST /v1/payments (X-API-Key) answers 201 `pending`; Interface A reads the same session as `created`', async () => {
@@ -65,6 +65,11 @@ describe('one session, two interfaces', () => {
     const created = await call('POST', '/v1/payments', { key: m.test, as: 'x-api-key', body: body({ amount: '1.000050' }) });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ status: 'pending', displayAmount: '1.00005', merchantWallet: sandboxWallet('polygon', m.id) });
+    // `amount` echoes the number canonically; `displayAmount` keeps the currency's cents.
+    const cents = await call('POST', '/v1/payments', { key: m.test, as: 'x-api-key', body: body({ amount: '19.90' }) });
+    expect(cents.body).toMatchObject({ amount: '19.9', displayAmount: '19.90' });
+    const whole = await call('POST', '/api/v1/sessions', { key: m.test, body: body({ amount: '5.00' }) });
+    expect(whole.body).toMatchObject({ amount: '5', displayAmount: '5.00' });
     // 1% of 1000050 base units is 10000.5: rounded half up.
     expect(created.body.feeBaseUnits).toBe('10001');
     const a = await call('GET', `/api/v1/sessions/${created.body.id}`, { key: m.test, as: 'x-api-key' });

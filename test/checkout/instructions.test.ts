@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, buildApi, GENEROUS_LIMITS, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET } from '../helpers/api.ts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -216,7 +216,7 @@ describe('content negotiation and headers', () => {
 
   test('SVC_CHECKOUT_FRAME_ANCESTORS lets the listed origins (only) frame the page', async () => {
     const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, SVC_CHECKOUT_FRAME_ANCESTORS: 'https://shop.example, https://www.shop.example:8443' });
-    const framable = createApi({
+    const framable = createHttp({
       store: db.store,
       logger: createLogger({ level: 'silent' }),
       metrics: createMetricsRegistry({ defaultMetrics: false }),

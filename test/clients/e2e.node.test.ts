@@ -30,17 +30,20 @@ test('the Node quick start against a real daemon: create a sandbox session, list
   expect(fs.existsSync(path.join(dir, 'node_modules/@svc/gateway/dist/index.d.ts'))).toBe(true);
   const { stdout } = await run(process.execPath, ['quickstart.mjs'], {
     cwd: dir,
-    env: { ...process.env, SVC_API_KEY: daemon.testKey, SVC_BASE_URL: daemon.baseUrl },
+    env: { ...process.env, SVC_API_KEY: daemon.testKey, SVC_WEBHOOK_SECRET: daemon.webhookSecret, SVC_BASE_URL: daemon.baseUrl },
     timeout: 40_000,
   });
   const sessionId = /^created (ses_\w+): pay 25(?:\.\d+)? USDC on base to 0x/m.exec(stdout)?.[1];
   expect(sessionId, stdout).toBeDefined();
   expect(stdout).toContain(`listed ${sessionId} status=pending`);
   expect(stdout).toMatch(/^paid 25(?:\.\d+)? in the sandbox, tx 0x[0-9a-f]{64}$/m);
-  // The deliveries carried two signatures (the rotation's overlap), and the new secret verified them.
+  // The secret the first start printed verified them.
   expect(stdout).toMatch(new RegExp(`^✓ payment\\.confirming evt_\\w+ ${sessionId} status=confirming signature verified$`, 'm'));
   expect(stdout).toMatch(new RegExp(`^✓ payment\\.confirmed evt_\\w+ ${sessionId} status=confirmed signature verified$`, 'm'));
   expect(stdout).not.toContain('✗');
+  // And it was not rotated: the README's path (that printed secret) keeps working, with no overlap running.
+  const info = await createGatewayClient({ apiKey: daemon.testKey, baseUrl: daemon.baseUrl }).webhookSecret.retrieve();
+  expect(info.previousSecretExpiresAt).toBeNull();
 });
 
 test('the daemon serves the OpenAPI document the clients were generated from', async () => {

@@ -18,6 +18,7 @@ import {
   UnprocessableEntityError,
   VERSION,
   verifyWebhook,
+  constructWebhookEvent,
   type RetryEvent,
 } from '../../clients/node/src/index.ts';
 import { buildModel } from '../../clients/scripts/model.ts';
@@ -237,6 +238,21 @@ describe('webhook verifier beyond the shared vectors', () => {
     await expect(verifyWebhook(body, headers, secret, { now: now * 1000, nonceCache })).resolves.toMatchObject({ id: 'evt_1' });
     await expect(verifyWebhook(body, headers, secret, { now: now * 1000, nonceCache })).rejects.toMatchObject({ reason: 'nonce_reused' });
     await expect(verifyWebhook(body, signed('nonce-2'), secret, { now: now * 1000, nonceCache })).resolves.toMatchObject({ id: 'evt_1' });
+  });
+
+  test('constructWebhookEvent is synchronous: it returns the event or throws, never a promise; a nonce cache must answer at once', () => {
+    const nonceCache = createMemoryNonceCache();
+    const event = constructWebhookEvent(body, signed('sync-1'), secret, { now: now * 1000, nonceCache });
+    expect(event).not.toBeInstanceOf(Promise);
+    expect(event).toMatchObject({ id: 'evt_1' });
+    expect(() => constructWebhookEvent(body, signed('sync-1'), secret, { now: now * 1000, nonceCache })).toThrow(
+      expect.objectContaining({ reason: 'nonce_reused' }),
+    );
+    expect(() => constructWebhookEvent(body, signed('sync-2'), 'whsec_forged', { now: now * 1000 })).toThrow(
+      expect.objectContaining({ reason: 'signature_mismatch' }),
+    );
+    const asyncCache = { checkAndRemember: async () => true } as unknown as { checkAndRemember: () => boolean };
+    expect(() => constructWebhookEvent(body, signed('sync-3'), secret, { now: now * 1000, nonceCache: asyncCache })).toThrow(TypeError);
   });
 
   test('a forged delivery does not take up its nonce; the tolerance is configurable', async () => {

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, test } from 'vitest';
 import { verifyWebhook as referenceVerify } from '../../src/index.ts';
-import { verifyWebhook as nodeVerify } from '../../clients/node/src/index.ts';
+import { constructWebhookEvent, verifyWebhook as nodeVerify } from '../../clients/node/src/index.ts';
 import type { WebhookVector } from '../../clients/scripts/webhook-vectors.ts';
 import { cargoEnv, cargoMissing, goEnv, goMissing } from '../helpers/toolchains.ts';
 
@@ -38,6 +38,7 @@ async function answersOf(verify: Verify): Promise<Answer[]> {
 const VERIFIERS: Record<string, { answers: () => Promise<Answer[]>; missing?: string }> = {
   'daemon reference (src, verifyWebhook)': { answers: () => answersOf(referenceVerify) },
   'node (@svc/gateway)': { answers: () => answersOf(nodeVerify) },
+  'node, synchronous (@svc/gateway constructWebhookEvent)': { answers: () => answersOf(async (...args) => constructWebhookEvent(...args)) },
   'python (svc_gateway)': {
     answers: async () =>
       JSON.parse(

@@ -10,7 +10,7 @@ import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
 import { launchChromium, waitText } from '../helpers/browser.ts';
 import { startSandboxEngine } from '../helpers/livePipeline.ts';
 import { newMerchantWithOwner, saveDashboardScreenshots, signInInBrowser } from '../helpers/dashboard.ts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -35,7 +35,7 @@ beforeAll(async () => {
   const metrics = createMetricsRegistry({ defaultMetrics: false });
   simulated = startSandboxEngine({ store: db.store, logger, metrics, config, blockMs: 20, intervalMs: 200 });
   const { sandbox } = simulated;
-  app = createApi({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
+  app = createHttp({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
   await app.listen({ port, host: '127.0.0.1' });
   url = config.publicUrl;
   browser = await launchChromium();

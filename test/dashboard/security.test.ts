@@ -5,7 +5,7 @@ import { createApiKey, listApiKeys, reissueSignInLink, takeSignInAttempt, IP_ATT
 import { DASHBOARD_CSP } from '../../src/dashboard/security.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, buildApi, GENEROUS_LIMITS, PUBLIC_URL } from '../helpers/api.ts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -270,7 +270,7 @@ describe('secrets stay out of the logs', () => {
     const lines: string[] = [];
     const destination = new PassThrough();
     destination.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
-    const logged = createApi({
+    const logged = createHttp({
       store: db.store,
       logger: createLogger({ level: 'info', destination }),
       metrics: createMetricsRegistry({ defaultMetrics: false }),

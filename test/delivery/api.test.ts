@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box, createClient, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { appendEvent } from '../../src/payments/outbox.ts';
@@ -14,7 +14,7 @@ import { startReceiver } from '../helpers/webhookReceiver.ts';
 const db = useTestDatabase('delivery_api');
 
 function api(allowPrivate: boolean): FastifyInstance {
-  return createApi({
+  return createHttp({
     store: db.store,
     logger,
     metrics: createMetricsRegistry({ defaultMetrics: false }),

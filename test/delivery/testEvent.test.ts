@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { verifyWebhook } from '../../src/index.ts';
@@ -17,7 +17,7 @@ let call: ReturnType<typeof createClient>;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
 beforeAll(async () => {
-  app = createApi({
+  app = createHttp({
     store: db.store,
     logger,
     metrics: createMetricsRegistry({ defaultMetrics: false }),

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { privateKeyToAccount } from 'viem/accounts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import type { RateLimits } from '../../src/api/rateLimits.ts';
 import { createApiKey, createMerchant, type Scope } from '../../src/accounts/index.ts';
 import { CHAIN_NAMES, loadConfig } from '../../src/internal/config.ts';
@@ -12,7 +12,7 @@ import { createSecretBox } from '../../src/internal/crypto.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { TestDatabase } from './db.ts';
 import type { TransactionLookups } from '../../src/ingest/lookup.ts';
-import { createOpenApiChecker } from './openapiCheck.ts';
+import { createOpenApiChecker, type OpenApiChecker } from './openapiCheck.ts';
 
 /** The public URL the test APIs build links with. */
 export const PUBLIC_URL = 'https://pay.example.test';
@@ -36,7 +36,7 @@ export function buildApi(
   options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups } = {},
 ): FastifyInstance {
   const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...EVERY_CHAIN_LIVE, ...options.env });
-  return createApi({
+  return createHttp({
     store,
     logger: createLogger({ level: 'silent' }),
     metrics: createMetricsRegistry({ defaultMetrics: false }),
@@ -81,7 +81,7 @@ export interface Answer {
  * Drives `app` in process (inject) and checks every answer against the OpenAPI document when a
  * checker is given. `key` goes out as Bearer unless `as: 'x-api-key'`.
  */
-export function createClient(app: FastifyInstance, checker?: { check(method: string, url: string, status: number, body: unknown): void }) {
+export function createClient(app: FastifyInstance, checker?: Pick<OpenApiChecker, 'check'>) {
   return async function call(
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     url: string,
@@ -98,13 +98,13 @@ export function createClient(app: FastifyInstance, checker?: { check(method: str
     });
     const isJson = String(response.headers['content-type'] ?? '').includes('application/json');
     const body = isJson && response.body ? response.json() : response.body;
-    checker?.check(method, url, response.statusCode, body);
+    checker?.check(method, url, response.statusCode, body, { body: options.body });
     return { status: response.statusCode, body, headers: response.headers };
   };
 }
 
 /** The same client over a real socket (fetch to a listening server), checked against the OpenAPI document too. */
-export function createSocketClient(baseUrl: string, checker?: { check(method: string, url: string, status: number, body: unknown): void }) {
+export function createSocketClient(baseUrl: string, checker?: Pick<OpenApiChecker, 'check'>) {
   return async function call(
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     url: string,
@@ -121,7 +121,7 @@ export function createSocketClient(baseUrl: string, checker?: { check(method: st
     });
     const text = await response.text();
     const body = (response.headers.get('content-type') ?? '').includes('application/json') && text ? JSON.parse(text) : text;
-    checker?.check(method, url, response.status, body);
+    checker?.check(method, url, response.status, body, { body: options.body });
     return { status: response.status, body, headers: Object.fromEntries(response.headers.entries()) };
   };
 }

@@ -6,7 +6,7 @@ import { chromium, type Browser, type Locator, type Page } from 'playwright-core
 import { PNG } from 'pngjs';
 import jsQR from 'jsqr';
 import type { FastifyInstance } from 'fastify';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -38,7 +38,7 @@ export function launchChromium(): Promise<Browser> {
 export async function startCheckoutServer(store: Store, env: Record<string, string> = {}): Promise<{ app: FastifyInstance; url: string }> {
   const port = await freePort();
   const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env });
-  const app = createApi({
+  const app = createHttp({
     store,
     logger: createLogger({ level: 'silent' }),
     metrics: createMetricsRegistry({ defaultMetrics: false }),
@@ -110,4 +110,27 @@ export async function waitText(locator: Locator, expected: string | RegExp, time
 /** Waits until the text of `locator` contains `part`. */
 export function waitTextContains(locator: Locator, part: string, timeoutMs = 10_000): Promise<void> {
   return waitText(locator, new RegExp(part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), timeoutMs);
+}
+
+/**
+ * axe-core's `scrollable-region-focusable` rule, run in the page (axe-core is not installed here;
+ * docs/testing.md): every element that scrolls (overflow auto or scroll, content larger than its
+ * box) must be reachable by keyboard, itself focusable or holding something focusable, or a
+ * keyboard user cannot scroll it. @returns a description of each offender.
+ */
+export function unfocusableScrollRegions(page: Page): Promise<string[]> {
+  // A string: the test files are compiled without the DOM library.
+  return page.evaluate(`(() => {
+    const focusable = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])';
+    const offenders = [];
+    for (const element of document.querySelectorAll('body *')) {
+      const style = getComputedStyle(element);
+      const scrollsX = /(auto|scroll)/.test(style.overflowX) && element.scrollWidth > element.clientWidth;
+      const scrollsY = /(auto|scroll)/.test(style.overflowY) && element.scrollHeight > element.clientHeight;
+      if (!scrollsX && !scrollsY) continue;
+      if (element.tabIndex >= 0 || element.querySelector(focusable)) continue;
+      offenders.push(element.tagName.toLowerCase() + '.' + element.className + ' (' + element.scrollWidth + 'x' + element.scrollHeight + ' in ' + element.clientWidth + 'x' + element.clientHeight + ')');
+    }
+    return offenders;
+  })()`) as Promise<string[]>;
 }

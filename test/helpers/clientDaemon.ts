@@ -42,6 +42,10 @@ export function useDaemon(label: string) {
     get testKey(): string {
       return daemon!.bootstrap!.testKey;
     },
+    /** The sandbox webhook secret the first start printed beside it (what the quick starts verify with). */
+    get webhookSecret(): string {
+      return daemon!.bootstrap!.sandboxWebhookSecret;
+    },
     db,
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
-import { AmountError, formatAmount, parseAmount } from '../../src/internal/money.ts';
+import { AmountError, formatAmount, formatDisplayAmount, parseAmount } from '../../src/internal/money.ts';
 
 describe('parseAmount() / formatAmount()', () => {
   test('parses decimal text into base units at the token decimals', () => {
@@ -33,5 +33,16 @@ describe('parseAmount() / formatAmount()', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('formatDisplayAmount()', () => {
+  test('keeps at least two decimals (the currency’s cents) and every significant one beyond', () => {
+    expect(formatDisplayAmount(5_000_000n, 6)).toBe('5.00');
+    expect(formatDisplayAmount(19_900_000n, 6)).toBe('19.90');
+    expect(formatDisplayAmount(1_000_050n, 6)).toBe('1.00005');
+    expect(formatDisplayAmount(1n, 6)).toBe('0.000001');
+    expect(formatDisplayAmount(123n * 10n ** 18n, 18)).toBe('123.00');
+    expect(formatDisplayAmount(0n, 6)).toBe('0.00');
   });
 });

@@ -86,12 +86,15 @@ describe('Dockerfile', () => {
       context.skip('running a process as the image’s user needs root (the CI machines run as root)');
       return;
     }
-    const user = instruction('USER')[0]!.args;
-    const uid = Number(/--uid (\d+)/.exec(instruction('RUN').find((entry) => entry.args.includes('useradd'))!.args)![1]);
-    if (spawnSync('id', ['-u', user]).status !== 0)
-      execFileSync('useradd', ['--system', '--uid', String(uid), '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', user]);
-    const ids = { uid: Number(execFileSync('id', ['-u', user], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', user], { encoding: 'utf8' })) };
-    expect(ids.uid).toBe(uid);
+    const accountsBefore = ['/etc/passwd', '/etc/group'].map((file) => fs.readFileSync(file, 'utf8'));
+    // The image's user by its numeric ids (useradd --uid, groupadd --gid): the process runs as
+    // them without an OS user of that name here, so the test adds nothing to the machine.
+    const runs = instruction('RUN').map((entry) => entry.args);
+    const ids = {
+      uid: Number(/useradd[^&]*--uid (\d+)/.exec(runs.find((args) => args.includes('useradd'))!)![1]),
+      gid: Number(/groupadd[^&]*--gid (\d+)/.exec(runs.find((args) => args.includes('groupadd'))!)![1]),
+    };
+    expect(ids).toEqual({ uid: 10001, gid: 10001 });
     // The image's dist/ is this checkout's compiled sources (npm install builds it; rebuilt when stale).
     if (!distIsCurrent(root)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
     const entrypoint = JSON.parse(instruction('ENTRYPOINT')[0]!.args) as string[];
@@ -135,6 +138,8 @@ describe('Dockerfile', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     expect(await exited, output).toBe(0);
+    // Nothing on the developer's machine changed: no OS user or group was added.
+    expect(['/etc/passwd', '/etc/group'].map((file) => fs.readFileSync(file, 'utf8'))).toEqual(accountsBefore);
   });
 });
 

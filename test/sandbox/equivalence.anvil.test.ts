@@ -6,7 +6,7 @@ import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
 import { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
 import { addWallet } from '../../src/accounts/index.ts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { createSandbox, SANDBOX_OUTCOMES } from '../../src/sandbox/index.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { loadConfig } from '../../src/internal/config.ts';
@@ -22,7 +22,7 @@ const chain = 'polygon' as const;
 const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
 let anvil: Anvil;
 let pipeline: ReturnType<typeof startLivePipeline>;
-let app: ReturnType<typeof createApi>;
+let app: ReturnType<typeof createHttp>;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
 
@@ -40,7 +40,7 @@ beforeAll(async () => {
     reconcile: async (change) => void (await engine.reconcile(change)),
   });
   pipeline.track(sandbox.run(pipeline.signal));
-  app = createApi({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
+  app = createHttp({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
   await app.ready();
   merchant = await newMerchant(db.store, 'Twin Shop');
 

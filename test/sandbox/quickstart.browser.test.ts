@@ -6,7 +6,7 @@ import { freePort } from '../helpers/anvil.ts';
 import { launchChromium, saveScreenshot, waitText } from '../helpers/browser.ts';
 import { box, GENEROUS_LIMITS } from '../helpers/api.ts';
 import { startSandboxEngine } from '../helpers/livePipeline.ts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { createApiKey, createMerchant } from '../../src/accounts/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
@@ -36,7 +36,7 @@ beforeAll(async () => {
   const { sandbox } = simulated;
   delivery = createDelivery({ store: db.store, logger, metrics, config, box, pollIntervalMs: 50 });
   await delivery.start();
-  app = createApi({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
+  app = createHttp({ store: db.store, logger, metrics, config, box, sandbox, rateLimits: GENEROUS_LIMITS });
   await app.listen({ port, host: '127.0.0.1' });
   url = config.publicUrl;
   browser = await launchChromium();

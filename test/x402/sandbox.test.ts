@@ -7,7 +7,7 @@ import { startSandboxEngine } from '../helpers/livePipeline.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import { box, EVERY_CHAIN_LIVE, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { eventsOf } from '../helpers/engine.ts';
-import { createApi } from '../../src/api/index.ts';
+import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
@@ -26,7 +26,7 @@ import { waitFor } from '../helpers/waitFor.ts';
 const db = useTestDatabase('x402_sandbox');
 const payer = privateKeyToAccount(generatePrivateKey());
 let simulated: ReturnType<typeof startSandboxEngine>;
-let app: ReturnType<typeof createApi>;
+let app: ReturnType<typeof createHttp>;
 let baseUrl: string;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
 
@@ -38,7 +38,7 @@ beforeAll(async () => {
   const { sandbox } = simulated;
   // No relayer key: live x402 is off, the sandbox's works.
   const x402 = createX402({ store: db.store, logger, metrics, config, sandbox, pollMs: 50 });
-  app = createApi({ store: db.store, logger, metrics, config, box, sandbox, x402, rateLimits: GENEROUS_LIMITS });
+  app = createHttp({ store: db.store, logger, metrics, config, box, sandbox, x402, rateLimits: GENEROUS_LIMITS });
   baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   config.publicUrl = baseUrl;
   merchant = await newMerchant(db.store, 'Sandbox Shop');
@@ -91,10 +91,17 @@ describe('x402 in the sandbox', () => {
     expect((await eventsOf(db.store, session.id)).slice(0, 2)).toEqual(['payment.confirming', 'payment.confirmed']);
   });
 
-  test('a live session on a chain without a relayer key says x402 is not enabled there (503)', async () => {
+  test('a live session on a chain without a relayer key advertises no x402Url (API and instructions); its resource says x402 is not enabled there (503)', async () => {
     const created = await api('POST', '/api/v1/sessions', merchant.live, { amount: '1', currency: 'USDC', chain: 'base', merchantWallet: payer.address });
     expect(created.status).toBe(201);
-    const answer = await fetch(created.body.x402Url);
+    expect(created.body.x402Url).toBeNull();
+    expect((await api('GET', `/api/v1/payments/${created.body.id}`, merchant.live)).body.x402Url).toBeNull();
+    const instructions = await fetch(`${baseUrl}/checkout/${created.body.id}`, { headers: { accept: 'application/json' } });
+    expect(((await instructions.json()) as { x402Url: unknown }).x402Url).toBeNull();
+    // The sandbox's x402 runs here: a test session on the same chain does advertise its URL.
+    const sandboxSession = await api('POST', '/api/v1/sessions', merchant.test, { amount: '1', currency: 'USDC', chain: 'base' });
+    expect(sandboxSession.body.x402Url).toBe(`${baseUrl}/checkout/${sandboxSession.body.id}/x402`);
+    const answer = await fetch(`${baseUrl}/checkout/${created.body.id}/x402`);
     expect(answer.status).toBe(503);
     expect(((await answer.json()) as { error: string }).error).toContain('SVC_BASE_RELAYER_KEY');
   });

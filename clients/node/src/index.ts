@@ -20,6 +20,7 @@ export {
 } from './errors.ts';
 export {
   computeSignature,
+  constructWebhookEvent,
   createMemoryNonceCache,
   DEFAULT_TOLERANCE_SECONDS,
   MAX_SIGNATURES,
@@ -33,6 +34,7 @@ export {
   type PaymentEvent,
   type PaymentEventData,
   type RefundEvent,
+  type SyncNonceCache,
   type VerifyOptions,
   type WebhookEvent,
   type WebhookVerificationReason,

@@ -100,7 +100,7 @@ export interface NonceCache {
 }
 
 /** An in-process NonceCache (entries live twice the tolerance). Several processes need shared storage (Redis SET NX EX). */
-export function createMemoryNonceCache(params: { ttlSeconds?: number } = {}): NonceCache {
+export function createMemoryNonceCache(params: { ttlSeconds?: number } = {}): NonceCache & SyncNonceCache {
   const ttl = params.ttlSeconds ?? 2 * DEFAULT_TOLERANCE_SECONDS;
   const seen = new Map<string, number>();
   return {
@@ -156,6 +156,49 @@ export function computeSignature(secret: string, timestamp: string | number, non
  * @throws {WebhookVerificationError} naming the rule that failed.
  */
 export async function verifyWebhook(rawBody: string | Uint8Array, headers: HeaderBag, secret: string, options: VerifyOptions = {}): Promise<WebhookEvent> {
+  const { event, nonce, nowSeconds } = checkDelivery(rawBody, headers, secret, options);
+  // Only a delivery that passed every other check may occupy a nonce: forged requests cannot burn real ones.
+  if (options.nonceCache && !(await options.nonceCache.checkAndRemember(nonce, nowSeconds))) {
+    throw new WebhookVerificationError('nonce_reused', 'nonce was already used');
+  }
+  return event;
+}
+
+/** A nonce cache that answers at once (createMemoryNonceCache's), for {@link constructWebhookEvent}. */
+export interface SyncNonceCache {
+  checkAndRemember(nonce: string, nowSeconds: number): boolean;
+}
+
+/**
+ * {@link verifyWebhook}, synchronous, as Stripe's `constructEvent` is: returns the event or throws
+ * {@link WebhookVerificationError}, so a handler cannot go on with a forged event because it forgot
+ * an `await` (with the async verifier that is an unhandled rejection, not a refusal). The same
+ * checks in the same order; the nonce cache, if given, must answer synchronously
+ * (createMemoryNonceCache does; a shared store such as Redis needs {@link verifyWebhook}).
+ * @throws {WebhookVerificationError} naming the rule that failed.
+ */
+export function constructWebhookEvent(
+  rawBody: string | Uint8Array,
+  headers: HeaderBag,
+  secret: string,
+  options: Omit<VerifyOptions, 'nonceCache'> & { nonceCache?: SyncNonceCache } = {},
+): WebhookEvent {
+  const { event, nonce, nowSeconds } = checkDelivery(rawBody, headers, secret, options);
+  if (options.nonceCache) {
+    const fresh: unknown = options.nonceCache.checkAndRemember(nonce, nowSeconds);
+    if (typeof fresh !== 'boolean') throw new TypeError('constructWebhookEvent needs a synchronous nonce cache; use verifyWebhook with an asynchronous one');
+    if (!fresh) throw new WebhookVerificationError('nonce_reused', 'nonce was already used');
+  }
+  return event;
+}
+
+/** Every check but the nonce's, in the documented order; the event with what the nonce check needs. */
+function checkDelivery(
+  rawBody: string | Uint8Array,
+  headers: HeaderBag,
+  secret: string,
+  options: Pick<VerifyOptions, 'toleranceSeconds' | 'now' | 'livemode'>,
+): { event: WebhookEvent; nonce: string; nowSeconds: number } {
   const signature = header(headers, WEBHOOK_HEADERS.signature);
   const timestamp = header(headers, WEBHOOK_HEADERS.timestamp);
   const nonce = header(headers, WEBHOOK_HEADERS.nonce);
@@ -196,9 +239,5 @@ export async function verifyWebhook(rawBody: string | Uint8Array, headers: Heade
     const mode = (live: unknown) => (live === true ? 'live' : live === false ? 'sandbox' : 'unknown-mode');
     throw new WebhookVerificationError('livemode_mismatch', `a ${mode(livemode)} event, but this receiver takes ${mode(options.livemode)} events only`);
   }
-  // Only a delivery that passed every other check may occupy a nonce: forged requests cannot burn real ones.
-  if (options.nonceCache && !(await options.nonceCache.checkAndRemember(nonce, nowSeconds))) {
-    throw new WebhookVerificationError('nonce_reused', 'nonce was already used');
-  }
-  return event as WebhookEvent;
+  return { event: event as WebhookEvent, nonce, nowSeconds };
 }

@@ -1,7 +1,9 @@
 """The quick start of svc_gateway (README.md): create a sandbox session, find it in the list, pay
 it on the sandbox's simulated chain, and receive and verify its webhooks.
 
-    SVC_API_KEY=svc_test_... python3 quickstart.py      # against `npm start` on 127.0.0.1:8080
+    SVC_API_KEY=svc_test_... SVC_WEBHOOK_SECRET=whsec_... python3 quickstart.py   # against `npm start` on 127.0.0.1:8080
+
+Both values are the ones the gateway's first `npm start` printed (test API key, webhook secret).
 
 test/clients/e2e.python.test.ts runs this file against a real daemon.
 """
@@ -16,9 +18,9 @@ from svc_gateway import GatewayClient, WebhookVerificationError, verify_webhook
 
 gateway = GatewayClient(os.environ["SVC_API_KEY"], base_url=os.environ.get("SVC_BASE_URL", "http://127.0.0.1:8080/api/v1"))
 
-# The secret that signs this mode's per-session webhooks. A rotation returns the new one (once);
-# the old one keeps signing beside it for a day, so receivers that hold it keep working.
-secret = gateway.webhook_secret.rotate()["secret"]
+# The sandbox webhook secret the first `npm start` printed (whsec_...). Not rotated here: every
+# receiver already holding it would stop verifying. Lost it? `svc webhooks rotate-secret --merchant mer_... --mode test`.
+secret = os.environ["SVC_WEBHOOK_SECRET"]
 
 confirmed: "queue.Queue[dict]" = queue.Queue()
 

@@ -1,7 +1,7 @@
 //! The quick start of README.md: create a sandbox session, find it in the list, pay it on the
 //! sandbox's simulated chain, and receive and verify its webhooks.
 //!
-//!     SVC_API_KEY=svc_test_... cargo run --offline --example quickstart   # against `npm start` on 127.0.0.1:8080
+//!     SVC_API_KEY=svc_test_... SVC_WEBHOOK_SECRET=whsec_... cargo run --offline --example quickstart   # against `npm start` on 127.0.0.1:8080
 //!
 //! The gateway's test/clients/e2e.rust.test.ts runs it against a real daemon. The receiver is a
 //! few lines of std::net to keep the example free of a web framework; with one, pass its raw body
@@ -30,9 +30,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let gateway = builder.build();
 
-    // The secret that signs this mode's per-session webhooks. A rotation returns the new one (once);
-    // the old one keeps signing beside it for a day, so receivers that hold it keep working.
-    let secret = gateway.webhook_secret().rotate(None)?.secret.ok_or("the rotation returned no secret")?;
+    // The sandbox webhook secret the first `npm start` printed. Not rotated here: every receiver
+    // already holding it would stop verifying. Lost it? `svc webhooks rotate-secret --merchant mer_... --mode test`.
+    let secret = std::env::var("SVC_WEBHOOK_SECRET").map_err(|_| "set SVC_WEBHOOK_SECRET to the webhook secret the first `npm start` printed (whsec_...)")?;
 
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let webhook_url = format!("http://{}/webhooks", listener.local_addr()?);

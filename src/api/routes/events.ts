@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { auditApiChange } from '../audit.ts';
+import { emptyBodyAsObject, OPTIONAL_BODY } from '../optionalBody.ts';
 import { authOf, type RequestAuth } from '../auth.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import {
@@ -223,6 +224,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
           { endpointId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Endpoint to send it to (`we_…`).' })) },
           { additionalProperties: false, description: 'Optional: a request without a body redelivers to every original target.' },
         ),
+        ...OPTIONAL_BODY,
         response: {
           202: Type.Object(
             { eventId: Type.String(), deliveries: Type.Array(Type.String(), { description: 'Ids of the new deliveries (`whd_…`).' }) },
@@ -232,9 +234,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
         },
       },
       // No body at all means "to every original target", as an empty object does.
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      preValidation: emptyBodyAsObject,
     },
     async (request, reply) => {
       const deliveries = await resendEvent(deps.store, authOf(request), request.params.id, { endpointId: request.body.endpointId }, (sql, made) =>

@@ -55,6 +55,7 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
     const session = await openSessionFromLink(deps.store, {
       linkId,
       monitorWindowSeconds: deps.config.monitorWindowSeconds,
+      feeBps: deps.config.feeBps,
       liveChains: liveChains(deps.config),
     });
     return reply.header('cache-control', 'no-store').redirect(checkoutUrl(deps.config.publicUrl, session.id), 303);

@@ -18,7 +18,7 @@ import {
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
-import { paymentViewB } from '../views.ts';
+import { paymentViewB, sessionLinks } from '../views.ts';
 
 /** Default page size of list endpoints (Stripe's 10 is small for reconciliation jobs; 20 is BTCPay's feel). */
 export const DEFAULT_PAGE_SIZE = 20;
@@ -124,7 +124,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         startingAfter: query.startingAfter,
         limit: limit + 1,
       });
-      const page = rows.slice(0, limit).map((session) => paymentViewB(session, deps.config.publicUrl));
+      const page = rows.slice(0, limit).map((session) => paymentViewB(session, sessionLinks(deps)));
       const hasMore = rows.length > limit;
       return { data: page, hasMore, nextCursor: hasMore ? page[page.length - 1]!.id : null };
     },
@@ -140,6 +140,6 @@ export function readPaymentB(deps: ApiDeps, noun: string) {
     const auth = authOf(request);
     const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
     if (!row) throw notFound(`${noun} ${request.params.id} not found`);
-    return paymentViewB(row, deps.config.publicUrl);
+    return paymentViewB(row, sessionLinks(deps));
   };
 }

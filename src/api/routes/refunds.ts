@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
 import { auditApiChange } from '../audit.ts';
+import { OPTIONAL_BODY } from '../optionalBody.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import {
@@ -206,6 +207,7 @@ export function refundRoutes(app: FastifyInstance, deps: ApiDeps): void {
         body: Type.Union([Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false }), Type.Null()], {
           description: 'Optional: {"reason": "…"}.',
         }),
+        ...OPTIONAL_BODY,
         response: { 200: RefundSchema, ...errorResponses(...WRITE_ERRORS, 404) },
       },
     },

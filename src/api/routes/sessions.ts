@@ -6,7 +6,7 @@ import { createSessionHandler } from '../createSessionHandler.ts';
 import { getSession } from '../../payments/sessions.ts';
 import { notFound } from '../../internal/errors.ts';
 import { CreateSessionBody, IdParam, READ_ERRORS, SessionASchema, WRITE_ERRORS, errorResponses } from '../schemas.ts';
-import { sessionViewA } from '../views.ts';
+import { sessionLinks, sessionViewA } from '../views.ts';
 
 /**
  * Interface A (spec §4.1): `POST /sessions` creates a payment session (201), `GET
@@ -45,7 +45,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const auth = authOf(request);
       const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.sessionId! });
       if (!row) throw notFound(`payment session ${request.params.sessionId} not found`);
-      return sessionViewA(row, deps.config.publicUrl);
+      return sessionViewA(row, sessionLinks(deps));
     },
   );
 }

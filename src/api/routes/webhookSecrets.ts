@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { emptyBodyAsObject, OPTIONAL_BODY } from '../optionalBody.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import { auditApiChange } from '../audit.ts';
@@ -103,11 +104,10 @@ export function webhookSecretRoutes(app: FastifyInstance, deps: ApiDeps): void {
         summary: "Rotate this mode's session webhook secret",
         description: `Makes a new secret for per-session webhookUrl deliveries of the API key's mode (a test key: sandbox; a live key: live), shown once in this response. The old one keeps signing beside it for \`expiresIn\` seconds (default and most ${MAX_ROTATION_OVERLAP_SECONDS}): every delivery meanwhile carries two signatures in X-Service-Signature, newest first. \`expiresIn: 0\` stops the old one at once. A secret still overlapping from an earlier rotation stops now.`,
         body: RotateBodySchema,
+        ...OPTIONAL_BODY,
         response: { 200: RotatedSecretSchema, ...webhookErrors(400, 401, 403, 409, 422, 429) },
       },
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      preValidation: emptyBodyAsObject,
     },
     async (request) => {
       const auth = authOf(request);

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { emptyBodyAsObject, OPTIONAL_BODY } from '../optionalBody.ts';
 import { authOf } from '../auth.ts';
 import { saveIdempotentResponse } from '../idempotency.ts';
 import { auditApiChange } from '../audit.ts';
@@ -222,12 +223,11 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
         description: `Makes a new secret, shown once in this response. The old one keeps signing beside it for \`expiresIn\` seconds (default and most ${MAX_ROTATION_OVERLAP_SECONDS}): every delivery meanwhile carries two signatures in X-Service-Signature, newest first, so receivers verify with either while the new one is deployed. \`expiresIn: 0\` stops the old one at once (a leaked secret). A secret still overlapping from an earlier rotation stops now.`,
         params: WebhookIdParams,
         body: RotateBodySchema,
+        ...OPTIONAL_BODY,
         response: { 200: RotatedEndpointSchema, ...webhookErrors(400, 401, 403, 404, 409, 422, 429) },
       },
       // No body at all means the default overlap, as an empty object does.
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      preValidation: emptyBodyAsObject,
     },
     async (request) => {
       const expiresInSeconds = request.body.expiresIn ?? DEFAULT_ROTATION_OVERLAP_SECONDS;

@@ -35,10 +35,19 @@ const ChallengeSchema = Type.Object(
   { additionalProperties: false, description: '402: the x402 v1 body; v2 clients read the `PAYMENT-REQUIRED` header.' },
 );
 
+/**
+ * Why an x402 resource answers 503: mostly not the database. A session advertises its `x402Url`
+ * only where x402 can be paid (src/x402/availability.ts), so a client meets these by building
+ * the URL itself, or when the operator changed the configuration since the session was read.
+ */
+const X402_UNAVAILABLE =
+  "x402 cannot take this payment in this gateway: x402 is not enabled on the session's chain (the operator has not set `SVC_<CHAIN>_RELAYER_KEY` with an RPC URL), a sandbox session while the sandbox does not run in this process, or x402 does not run in this process at all; the `error` says which. Also when the database is unreachable (then with Retry-After).";
+
 const ResourceResponses = {
   200: { ...PaymentStatusSchema, description: 'Paid (with `PAYMENT-RESPONSE`), or nothing is left to pay: the session state.' },
   402: ChallengeSchema,
-  ...errorResponses(400, 404, 410, 429, 503),
+  ...errorResponses(400, 404, 410, 429),
+  503: { ...errorResponses(503)[503], description: X402_UNAVAILABLE },
 };
 
 /** The payment header of a request and its protocol version, if it carries one. */
@@ -100,7 +109,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
         summary: 'Pay a payment link with x402',
         description: `Without a payment header: opens a fresh session from the link (as GET /pay/{linkId}) and answers its 402; the requirements' resource is that session's x402Url. With one: settles it for the session its \`resource.url\` names, which must be a session of this link (x402 v2 only). ${X402_HEADERS_DOC}`,
         params: Type.Object({ linkId: Type.String({ minLength: 1, description: 'Payment link identifier (`plink_…`).', 'x-not-found': 'payment link' }) }),
-        response: { ...ResourceResponses, ...errorResponses(400, 404, 409, 410, 429, 503) },
+        response: { ...ResourceResponses, ...errorResponses(409) },
       },
     },
     async (request, reply) => {
@@ -110,6 +119,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
         const session = await openSessionFromLink(deps.store, {
           linkId: request.params.linkId,
           monitorWindowSeconds: deps.config.monitorWindowSeconds,
+          feeBps: deps.config.feeBps,
           liveChains: liveChains(deps.config),
         });
         return send(reply, await x402.session({ sessionId: session.id }), https);

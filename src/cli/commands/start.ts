@@ -29,7 +29,7 @@ export const start: Command = {
     const unknown = roles.filter((role) => !ROLES.includes(role));
     if (unknown.length > 0 || roles.length === 0) throw new UsageError(`--role must be a comma-separated list of ${ROLES.join(', ')}`);
     const config = loadConfig(io.env);
-    const logger = createLogger({ level: config.logLevel });
+    const logger = createLogger({ level: config.logLevel, format: config.logFormat });
     // Listen for SIGINT/SIGTERM before starting anything: a signal during start-up (or in the
     // instant after the ready line) then shuts down cleanly instead of killing the process.
     const stopRequested = io.stopSignal ?? waitForSignal();
@@ -51,6 +51,9 @@ export const start: Command = {
     const reason = await stopRequested;
     logger.info({ msg: 'Shutting down', reason });
     await daemon.shutdown.kill(reason);
+    // The last line says the stop is complete (the pool, the workers and Postgres are down), so an
+    // operator at a terminal knows the prompt that follows is not an interrupted shutdown.
+    emit(io, json, { status: 'stopped', reason }, `svc gateway stopped (${reason})`);
     return 0;
   },
 };

@@ -76,7 +76,7 @@ async function auditBody(ctx: DashboardContext, query: Record<string, string | u
 ${
   entries.length === 0
     ? html`<p class="help">No entries match.</p>`
-    : html`<div class="table-wrap"><table>
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table>
 <caption class="sr-only">Audit log, newest first</caption>
 <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Mode</th><th scope="col">IP</th><th scope="col">Details</th></tr></thead>
 <tbody>${entries.map(entryRow)}</tbody></table></div>`

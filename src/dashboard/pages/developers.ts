@@ -11,7 +11,7 @@ const keyPermission = (livemode: boolean): Permission => (livemode ? 'keys.live'
 function keyRows(ctx: DashboardContext, keys: ApiKey[]): Html {
   if (keys.length === 0) return html`<p class="help">No ${ctx.livemode ? 'live' : 'test'} keys yet.</p>`;
   const canManage = ctx.can(keyPermission(ctx.livemode));
-  return html`<div class="table-wrap"><table>
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table>
 <caption class="sr-only">${ctx.livemode ? 'Live' : 'Test'} API keys</caption>
 <thead><tr><th scope="col">Key</th><th scope="col">Description</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th>${canManage ? html`<th scope="col"><span class="sr-only">Actions</span></th>` : ''}</tr></thead>
 <tbody>${keys.map(

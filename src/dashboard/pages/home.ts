@@ -47,7 +47,7 @@ function chartBlock(chart: VolumeChart): Html {
   return html`<figure class="chart" aria-labelledby="${titleId}">
 <figcaption id="${titleId}">${chart.currency} received per day (confirmed, by day of creation, UTC)</figcaption>
 <div class="volume-chart" data-volume="${JSON.stringify(chart)}" role="img" aria-label="Chart of ${chart.currency} received per day by chain; the table below has the same figures"></div>
-<details><summary>Figures as a table</summary><div class="table-wrap"><table>
+<details><summary>Figures as a table</summary><div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table>
 <thead><tr><th scope="col">Day</th>${chart.series.map((series) => html`<th scope="col">${series.chain}</th>`)}</tr></thead>
 <tbody>${chart.days
     .map((day, index) => ({ day, index }))
@@ -69,7 +69,7 @@ function statusCounts(counts: Map<string, number>): Html {
 function healthBlock(health: ListenerHealth): Html {
   return html`<p>Overall: <span class="badge health-${health.status}">${health.status}</span></p>
 ${health.reasons.length ? html`<ul class="reasons">${health.reasons.map((reason) => html`<li>${reason}</li>`)}</ul>` : ''}
-<div class="table-wrap"><table class="health">
+<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="health">
 <thead><tr><th scope="col">Chain</th><th scope="col">Listener</th><th scope="col">Head</th><th scope="col">Processed</th><th scope="col">Lag</th></tr></thead>
 <tbody>${health.chains.map(
     (chain) => html`<tr><th scope="row">${chain.chain}</th><td><span class="badge health-${chain.status}">${chain.status}</span></td>

@@ -95,7 +95,7 @@ function timeline(detail: PaymentDetail): Html {
 function transfersTable(detail: PaymentDetail): Html {
   const { session, transfers } = detail;
   if (transfers.length === 0) return html`<p class="help">No transfer has paid this payment yet.</p>`;
-  return html`<div class="table-wrap"><table>
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table>
 <caption class="sr-only">Transfers that paid this payment</caption>
 <thead><tr><th scope="col">Transfer</th><th scope="col">Amount</th><th scope="col">Transaction</th><th scope="col">Block</th><th scope="col">From</th><th scope="col">Matched by</th><th scope="col">State</th></tr></thead>
 <tbody>${transfers.map(

@@ -129,7 +129,7 @@ export function when(date: Date | null | undefined): string {
 /** The payments table (the list page and its live fragment). */
 export function paymentsTable(sessions: Session[]): Html {
   if (sessions.length === 0) return html`<p class="empty">No payments match.</p>`;
-  return html`<div class="table-wrap"><table class="payments">
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="payments">
 <caption class="sr-only">Payments, newest first</caption>
 <thead><tr><th scope="col">Payment</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Received</th><th scope="col">Chain</th><th scope="col">Created</th></tr></thead>
 <tbody>${sessions.map(

@@ -54,7 +54,7 @@ function listPage(ctx: DashboardContext, refunds: Refund[], status: RefundStatus
 </tr>`,
   );
   const table = refunds.length
-    ? html`<div class="table-wrap"><table class="stacked">
+    ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="stacked">
 <caption class="sr-only">Refunds, newest first</caption>
 <thead><tr><th scope="col">Refund</th><th scope="col">Amount</th><th scope="col">Chain</th><th scope="col">State</th><th scope="col">To</th><th scope="col">Requested</th></tr></thead>
 <tbody>${rows}</tbody></table></div>

@@ -74,7 +74,7 @@ function walletRows(ctx: DashboardContext, wallets: Wallet[]): Html {
   }</td>
 </tr>`,
   );
-  return html`<div class="table-wrap"><table class="stacked">
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="stacked">
 <caption class="sr-only">Receiving wallets</caption>
 <thead><tr><th scope="col">Chain</th><th scope="col">Address</th><th scope="col">Ownership</th><th scope="col">Default</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
 <tbody>${rows}</tbody></table></div>`;

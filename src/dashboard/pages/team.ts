@@ -80,7 +80,7 @@ ${
     : ''
 }
 <h2>Users</h2>
-<div class="table-wrap"><table>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table>
 <caption class="sr-only">Dashboard users of ${ctx.merchant.name}</caption>
 <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Two-factor</th><th scope="col">Added</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
 <tbody>${users.map((user) => userRow(ctx, user))}</tbody>

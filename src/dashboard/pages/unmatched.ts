@@ -68,7 +68,7 @@ ${refusal && !transfers.some((t) => t.id === refusal.transferId) ? errorBox(refu
 ${
   transfers.length === 0
     ? html`<p class="empty">No unmatched transfer${chain ? ` on ${chain}` : ''}.</p>`
-    : html`<div class="table-wrap"><table class="unmatched">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="unmatched">
 <caption class="sr-only">Unmatched transfers, newest first</caption>
 <thead><tr><th scope="col">Transfer</th><th scope="col">Amount</th><th scope="col">Chain</th><th scope="col">Transaction</th><th scope="col">From → to</th><th scope="col">Seen</th><th scope="col">Attribute to a payment</th></tr></thead>
 <tbody>${transfers.map(row)}</tbody></table></div>`

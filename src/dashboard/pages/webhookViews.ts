@@ -111,11 +111,11 @@ export function attemptView(
   const outcome = attempt.responseStatus !== null ? `HTTP ${attempt.responseStatus}` : (attempt.error ?? 'no answer');
   const headers = attempt.requestHeaders
     ? html`<h4>Request headers</h4>
-<div class="table-wrap"><table class="headers"><tbody>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="headers"><tbody>
 ${Object.entries(attempt.requestHeaders).map(([name, value]) => html`<tr><th scope="row">${name}</th><td><code>${value}</code></td></tr>`)}
 <tr><th scope="row">${WEBHOOK_HEADERS.signature}</th><td>${signaturesText(attempt.signaturesSent)}</td></tr>
 </tbody></table></div>
-<h4>Request body</h4><pre class="excerpt">${attempt.requestBody ?? ''}</pre>`
+<h4>Request body</h4><pre class="excerpt" tabindex="0">${attempt.requestBody ?? ''}</pre>`
     : html`<p class="help">Signatures: ${signaturesText(attempt.signaturesSent)}. Your role sees how the attempt went, not the request (like a read-only API key).</p>`;
   return html`<article class="panel attempt" aria-labelledby="attempt-${attempt.id}">
   <h3 id="attempt-${attempt.id}">Attempt ${attempt.attemptNumber}: ${attempt.succeeded ? 'delivered' : 'failed'} (${outcome})</h3>
@@ -127,7 +127,7 @@ ${Object.entries(attempt.requestHeaders).map(([name, value]) => html`<tr><th sco
   </dl>
   ${headers}
   <h4>Response body (first 2 KiB, anything shaped like a signature redacted)</h4>
-  <pre class="excerpt">${attempt.responseBodyExcerpt ?? ''}</pre>
+  <pre class="excerpt" tabindex="0">${attempt.responseBodyExcerpt ?? ''}</pre>
 </article>`;
 }
 

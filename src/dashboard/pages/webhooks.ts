@@ -5,18 +5,16 @@ import {
   getMerchantSecretInfo,
   listDeliveries,
   listEndpoints,
-  MAX_REPLAY_EVENTS,
   previousSecretSignsUntil,
   registerEndpoint,
   replayWindow,
   rotateSessionSecret,
   rotateSigningSecret,
   sendTestEvent,
-  type WebhookEndpoint,
 } from '../../delivery/index.ts';
 import { notFound } from '../../internal/errors.ts';
 import { field, noticeBox } from '../forms.ts';
-import { html, type Html } from '../html.ts';
+import { html } from '../html.ts';
 import { page, redirect, type DashboardContext, type DashboardDeps, type DashboardPageModule } from '../routes.ts';
 import {
   deliveryBadge,
@@ -31,6 +29,7 @@ import {
   tryAction,
   when,
 } from './webhookViews.ts';
+import { actionButtons, manageForms } from './webhookEndpointForms.ts';
 
 /**
  * Webhooks (issue 15): the endpoints of the mode shown, each with its settings, secret rotation,
@@ -103,7 +102,7 @@ async function listPage(
 <h2>Endpoints (${modeName(ctx)})</h2>
 ${
   endpoints.length
-    ? html`<div class="table-wrap"><table><thead><tr><th scope="col">URL</th><th scope="col">Status</th><th scope="col">Events</th></tr></thead><tbody>${rows}</tbody></table></div>`
+    ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table><thead><tr><th scope="col">URL</th><th scope="col">Status</th><th scope="col">Events</th></tr></thead><tbody>${rows}</tbody></table></div>`
     : html`<p>No ${modeName(ctx)} endpoints yet.</p>`
 }
 ${createForm}
@@ -163,7 +162,7 @@ ${manage ? actionButtons(ctx, endpoint) : ''}
 <h2>Deliveries</h2>
 ${
   shown.length
-    ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th></tr></thead><tbody>
+    ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table><thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th></tr></thead><tbody>
 ${shown.map(
   (delivery) => html`<tr>
   <td><a href="${base}/deliveries/${delivery.id}">${when(delivery.createdAt)}</a></td>
@@ -180,53 +179,6 @@ ${deliveries.length > DELIVERIES_PER_PAGE ? html`<p><a href="${base}?after=${sho
 ${manage ? manageForms(ctx, endpoint) : ''}`,
     { status: params.status },
   );
-}
-
-function actionButtons(ctx: DashboardContext, endpoint: WebhookEndpoint): Html {
-  const base = `/dashboard/webhooks/${endpoint.id}`;
-  return html`<div class="actions inline">
-  <form method="post" action="${base}/test">${ctx.csrfField()}<button type="submit"${endpoint.status === 'enabled' ? '' : html` disabled`}>Send test event</button></form>
-  <form method="post" action="${base}/status">${ctx.csrfField()}
-    <input type="hidden" name="status" value="${endpoint.status === 'enabled' ? 'disabled' : 'enabled'}">
-    <button type="submit" class="secondary">${endpoint.status === 'enabled' ? 'Disable' : 'Enable'}</button></form>
-  <form method="post" action="${base}/delete" data-confirm="Delete this endpoint? Deliveries to it stop at once.">${ctx.csrfField()}<button type="submit" class="danger">Delete</button></form>
-</div>`;
-}
-
-function manageForms(ctx: DashboardContext, endpoint: WebhookEndpoint): Html {
-  const base = `/dashboard/webhooks/${endpoint.id}`;
-  const hourAgo = new Date(Date.now() - 3_600_000).toISOString().slice(0, 16);
-  return html`<section class="panel" aria-labelledby="edit-title">
-  <h2 id="edit-title">Edit</h2>
-  <form method="post" action="${base}/edit" class="stack">
-    ${ctx.csrfField()}
-    <label for="edit-url">Endpoint URL</label>
-    <input id="edit-url" name="url" type="url" required maxlength="2048" value="${endpoint.url}">
-    <label for="edit-description">Description</label>
-    <input id="edit-description" name="description" maxlength="500" value="${endpoint.description ?? ''}">
-    ${eventCheckboxes('edit-event', endpoint.enabledEvents)}
-    <button type="submit">Save</button>
-  </form>
-</section>
-<section class="panel" aria-labelledby="rotate-title">
-  <h2 id="rotate-title">Rotate signing secret</h2>
-  <p class="help">Makes a new secret, shown once. During the overlap every delivery carries two signatures (new first), so receivers verify with either while you deploy the new one.</p>
-  <form method="post" action="${base}/rotate" class="stack">
-    ${ctx.csrfField()}
-    ${overlapSelect('rotate-overlap')}
-    <button type="submit" class="secondary">Rotate secret</button>
-  </form>
-</section>
-<section class="panel" aria-labelledby="replay-title">
-  <h2 id="replay-title">Replay a time window</h2>
-  <p class="help">Sends again every event of this mode created in the window that the endpoint subscribes to, oldest first, as new deliveries (at most ${MAX_REPLAY_EVENTS}). Receivers dedupe on the event id.</p>
-  <form method="post" action="${base}/replay" class="inline">
-    ${ctx.csrfField()}
-    <div class="stack"><label for="replay-from">From (UTC)</label><input id="replay-from" name="from" type="datetime-local" required value="${hourAgo}"></div>
-    <div class="stack"><label for="replay-to">To (UTC, empty: now)</label><input id="replay-to" name="to" type="datetime-local"></div>
-    <button type="submit" class="secondary">Replay</button>
-  </form>
-</section>`;
 }
 
 /** A `datetime-local` value (no zone) read as UTC, as the form says; anything else as the API reads it. */

@@ -4,10 +4,10 @@ import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
 import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
-import type { ChainChange, OnChainChange } from '../changes.ts';
+import { tellChange, type ChainChange, type OnChainChange } from '../changes.ts';
 import { checkChain } from './checks.ts';
 import { ChainMovedError, createRangeFetcher, type FetchedRange } from './fetch.ts';
-import { rangeForDensity } from './transfers.ts';
+import { createRangeSize, PROBE_BLOCKS } from './rangeSize.ts';
 import { createHeadSignal } from './heads.ts';
 import { LeadershipLostError } from '../leader.ts';
 import type { IngestMetrics } from '../metrics.ts';
@@ -59,16 +59,6 @@ const TAG_REFRESH_MS = 2_000;
  * commits. More would only queue behind the checkpoint, and each holds a connection.
  */
 const COMMITS_IN_FLIGHT = 2;
-/**
- * A catch-up longer than this starts with one range of this many blocks alone, whose densest block
- * sizes the next ranges ({@link rangeForDensity}; growth then stops there), once per process: on a dense chain the first
- * range at the configured size would be built in full by the node and refused (100,000 watched
- * transfers in 104 blocks: a 63 MB answer, as much node work as reading them all, before anything
- * could be committed). On a sparse chain it costs one round trip at start.
- */
-const PROBE_BLOCKS = 8n;
-/** Successful ranges after which a refused range size may be tried again. */
-const RANGE_CEILING_TTL = 100;
 /** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
 const pollInterval = (blockTimeMs: number) => Math.min(5_000, Math.max(250, blockTimeMs));
 /** Back-off after a failed cycle: 1 s doubling to 30 s (pg-boss's worker uses the same shape). */
@@ -99,13 +89,8 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   const watched = createWatchedWallets({ chain: name });
   const concurrency = params.concurrency ?? DEFAULT_CONCURRENCY;
 
-  let rangeSize = BigInt(logsConfig.initialRange);
-  /** The last range size a provider refused: ranges grow back only below it, until it expires. */
-  let rangeCeiling: bigint | undefined;
-  let rangeSuccesses = 0;
-  /** Whether a range's answer has told this process how dense the chain's logs are (see PROBE_BLOCKS). */
-  let densityKnown = false;
-  const maxRange = BigInt(logsConfig.maxRange);
+  // Grow after `concurrency` full ranges in a row: what a cycle used to be.
+  const rangeSize = createRangeSize({ initialRange: logsConfig.initialRange, maxRange: logsConfig.maxRange, growAfter: concurrency });
   let processed = -1n;
   let finalized: bigint | null = null;
   let safe: bigint | null = null;
@@ -113,27 +98,13 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   let tagsReadAt = 0;
   let lastHeadHash = '';
 
-  const emit = (kind: ChainChange['kind']) => {
-    try {
-      void Promise.resolve(params.onChainChange({ chain: name, livemode: true, kind })).catch((error) =>
-        log.error({ msg: 'onChainChange failed', kind, err: error }),
-      );
-    } catch (error) {
-      log.error({ msg: 'onChainChange failed', kind, err: error });
-    }
-  };
+  const emit = (kind: ChainChange['kind']) => tellChange(params.onChainChange, { chain: name, livemode: true, kind }, log);
 
   const fetcher = createRangeFetcher({
     chain,
     rpc,
     watched,
-    onRangeRefused(size, fits) {
-      const next = fits ?? (size / 2n > 0n ? size / 2n : 1n);
-      if (next < rangeSize) rangeSize = next;
-      // A measured fit is also where growth stops (the ceiling is the first size not to try).
-      rangeCeiling = fits !== undefined ? fits + 1n : size;
-      rangeSuccesses = 0;
-    },
+    onRangeRefused: (size, fits) => rangeSize.refused(size, fits),
   });
   const getHeader = fetcher.getHeader;
 
@@ -268,8 +239,8 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     const plan = () => {
       while (!probing && fetching.length < concurrency && planned <= head) {
         const from = planned;
-        probing = !densityKnown && head - from + 1n > PROBE_BLOCKS && rangeSize > PROBE_BLOCKS;
-        const size = probing ? PROBE_BLOCKS : rangeSize;
+        probing = rangeSize.probeFirst(head - from + 1n);
+        const size = probing ? PROBE_BLOCKS : rangeSize.current;
         const to = from + size - 1n < head ? from + size - 1n : head;
         const promise = fetcher.fetchRange(from, to, finalized as bigint);
         promise.catch(() => {});
@@ -283,7 +254,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     /** The last header handed to a commit: the next range's first header must name it as parent. */
     let lastHeader: BlockHeader | undefined;
     let expected = processed + 1n;
-    let fullInARow = 0;
+    rangeSize.startCycle();
     try {
       plan();
       while (fetching.length > 0) {
@@ -291,14 +262,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
         if (probing) {
           // The probe answered (or was skipped by the bloom filter: nothing to scale by then).
           probing = false;
-          densityKnown = true;
-          const fits = range.densestBlockLogs === undefined ? undefined : rangeForDensity(range.densestBlockLogs);
-          if (fits !== undefined && fits < rangeSize) {
-            rangeSize = fits;
-            // Growth stops below the size expected not to fit, as after a measured refusal.
-            rangeCeiling = fits + 1n;
-            rangeSuccesses = 0;
-          }
+          rangeSize.probed(range.densestBlockLogs);
         }
         const first = range.headers[0];
         if (first) {
@@ -324,19 +288,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
         committed.catch(() => {});
         committing.push(committed);
         while (committing.length > COMMITS_IN_FLIGHT || (committing.length > 0 && branch.pendingRewind)) await committing.shift();
-        if (range.to - range.from + 1n < rangeSize) fullInARow = 0;
-        else {
-          rangeSuccesses += 1;
-          fullInARow += 1;
-        }
-        // Grow after `concurrency` full ranges in a row (what a cycle used to be), never back to a
-        // refused size until 100 ranges went well at smaller ones (density changes along a chain).
-        if (rangeCeiling !== undefined && rangeSuccesses >= RANGE_CEILING_TTL) rangeCeiling = undefined;
-        const limitSize = rangeCeiling !== undefined && rangeCeiling - 1n < maxRange ? rangeCeiling - 1n : maxRange;
-        if (fullInARow >= concurrency && rangeSize < limitSize) {
-          rangeSize = rangeSize * 2n > limitSize ? limitSize : rangeSize * 2n;
-          fullInARow = 0;
-        }
+        rangeSize.fetched(range.to - range.from + 1n);
         if (Date.now() - chainReadAt >= TAG_REFRESH_MS) await readChain();
         plan();
       }

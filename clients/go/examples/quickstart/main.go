@@ -1,7 +1,9 @@
 // Command quickstart is the quick start of README.md: create a sandbox session, find it in the
 // list, pay it on the sandbox's simulated chain, and receive and verify its webhooks.
 //
-//	SVC_API_KEY=svc_test_... go run ./examples/quickstart   # against `npm start` on 127.0.0.1:8080
+//	SVC_API_KEY=svc_test_... SVC_WEBHOOK_SECRET=whsec_... go run ./examples/quickstart   # against `npm start` on 127.0.0.1:8080
+//
+// Both values are the ones the gateway's first `npm start` printed (test API key, webhook secret).
 //
 // The gateway's test/clients/e2e.go.test.ts runs it against a real daemon.
 package main
@@ -34,13 +36,12 @@ func run() error {
 	}
 	gateway := svcgateway.NewClient(os.Getenv("SVC_API_KEY"), options...)
 
-	// The secret that signs this mode's per-session webhooks. A rotation returns the new one (once);
-	// the old one keeps signing beside it for a day, so receivers that hold it keep working.
-	rotated, err := gateway.WebhookSecret.Rotate(ctx, nil)
-	if err != nil {
-		return err
+	// The sandbox webhook secret the first `npm start` printed. Not rotated here: every receiver
+	// already holding it would stop verifying. Lost it? `svc webhooks rotate-secret --merchant mer_... --mode test`.
+	secret := os.Getenv("SVC_WEBHOOK_SECRET")
+	if secret == "" {
+		return errors.New("set SVC_WEBHOOK_SECRET to the webhook secret the first `npm start` printed (whsec_...)")
 	}
-	secret := *rotated.Secret
 
 	confirmed := make(chan *svcgateway.WebhookEvent, 1)
 	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

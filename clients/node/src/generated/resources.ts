@@ -150,7 +150,7 @@ export function createResources(transport: Transport) {
       /**
        * Fees owed, per chain and currency
        *
-       * The flat 1% fee of every confirmed or settled payment, summed per chain and currency. Each payment shows its own fee as `fee`.
+       * The flat fee (the operator's `SVC_FEE_BPS`, by default the spec's 1 %) of every confirmed or settled payment, summed per chain and currency. Each payment shows its own fee as `fee`, fixed when it was created. Nothing is withheld: payments reach the merchant's wallet whole; the fee is what the operator of this gateway bills, if anything.
        *
        * `GET /fees`
        */

@@ -84,9 +84,9 @@ export interface Token {
 export interface Session {
   /** Session identifier (`ses_…`); the same id works in both interfaces. */
   id: string;
-  /** The amount the merchant asked for, decimal text. */
+  /** The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. */
   amount: string;
-  /** Same as `amount` (Interface B name). */
+  /** The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). */
   displayAmount: string;
   /** The stablecoin. */
   currency: Currency;
@@ -94,7 +94,7 @@ export interface Session {
   chain: Chain;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
-  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana). */
+  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running. */
   x402Url: string | null;
   /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. */
   paymentAddress: string;
@@ -116,7 +116,7 @@ export interface Session {
   decimals: number;
   /** Token contracts or mints accepted for this session. */
   tokens: Token[];
-  /** The flat 1% fee, decimal text (rounded half up to a base unit). */
+  /** The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. */
   fee: string;
   /** `fee` in base units. */
   feeBaseUnits: string;
@@ -173,9 +173,9 @@ export interface SessionCreateParams {
 export interface Payment {
   /** Session identifier (`ses_…`); the same id works in both interfaces. */
   id: string;
-  /** The amount the merchant asked for, decimal text. */
+  /** The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. */
   amount: string;
-  /** Same as `amount` (Interface B name). */
+  /** The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). */
   displayAmount: string;
   /** The stablecoin. */
   currency: Currency;
@@ -183,7 +183,7 @@ export interface Payment {
   chain: Chain;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
-  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana). */
+  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running. */
   x402Url: string | null;
   /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. */
   paymentAddress: string;
@@ -205,7 +205,7 @@ export interface Payment {
   decimals: number;
   /** Token contracts or mints accepted for this session. */
   tokens: Token[];
-  /** The flat 1% fee, decimal text (rounded half up to a base unit). */
+  /** The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. */
   fee: string;
   /** `fee` in base units. */
   feeBaseUnits: string;
@@ -445,7 +445,7 @@ export interface FeeLine {
 
 export interface FeeSummary {
   object: 'fee_summary';
-  /** The flat fee rate (spec §1): 1%, computed per payment in base units, rounded half up. */
+  /** The flat fee rate new sessions get, as a decimal fraction (`0.01` = 1 %, the spec's, the default): the operator's `SVC_FEE_BPS`. Each payment's fee was computed at its creation, in base units, rounded half up. */
   rate: string;
   livemode: boolean;
   data: FeeLine[];

@@ -102,9 +102,9 @@ _SessionRequired = TypedDict(
     {
         # Session identifier (`ses_…`); the same id works in both interfaces.
         "id": str,
-        # The amount the merchant asked for, decimal text.
+        # The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
         "amount": str,
-        # Same as `amount` (Interface B name).
+        # The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
         "displayAmount": str,
         # The stablecoin.
         "currency": Currency,
@@ -112,7 +112,7 @@ _SessionRequired = TypedDict(
         "chain": Chain,
         # Hosted checkout page for the customer.
         "checkoutUrl": str,
-        # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+        # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
         "x402Url": Optional[str],
         # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
         "paymentAddress": str,
@@ -134,7 +134,7 @@ _SessionRequired = TypedDict(
         "decimals": int,
         # Token contracts or mints accepted for this session.
         "tokens": List[Token],
-        # The flat 1% fee, decimal text (rounded half up to a base unit).
+        # The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
         "fee": str,
         # `fee` in base units.
         "feeBaseUnits": str,
@@ -212,9 +212,9 @@ _PaymentRequired = TypedDict(
     {
         # Session identifier (`ses_…`); the same id works in both interfaces.
         "id": str,
-        # The amount the merchant asked for, decimal text.
+        # The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
         "amount": str,
-        # Same as `amount` (Interface B name).
+        # The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
         "displayAmount": str,
         # The stablecoin.
         "currency": Currency,
@@ -222,7 +222,7 @@ _PaymentRequired = TypedDict(
         "chain": Chain,
         # Hosted checkout page for the customer.
         "checkoutUrl": str,
-        # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+        # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
         "x402Url": Optional[str],
         # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
         "paymentAddress": str,
@@ -244,7 +244,7 @@ _PaymentRequired = TypedDict(
         "decimals": int,
         # Token contracts or mints accepted for this session.
         "tokens": List[Token],
-        # The flat 1% fee, decimal text (rounded half up to a base unit).
+        # The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
         "fee": str,
         # `fee` in base units.
         "feeBaseUnits": str,
@@ -647,7 +647,7 @@ _FeeSummaryRequired = TypedDict(
     "_FeeSummaryRequired",
     {
         "object": Literal["fee_summary"],
-        # The flat fee rate (spec §1): 1%, computed per payment in base units, rounded half up.
+        # The flat fee rate new sessions get, as a decimal fraction (`0.01` = 1 %, the spec's, the default): the operator's `SVC_FEE_BPS`. Each payment's fee was computed at its creation, in base units, rounded half up.
         "rate": str,
         "livemode": bool,
         "data": List[FeeLine],

@@ -697,9 +697,9 @@ pub struct Token {
 pub struct Session {
     /// Session identifier (`ses_…`); the same id works in both interfaces.
     pub id: String,
-    /// The amount the merchant asked for, decimal text.
+    /// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
     pub amount: String,
-    /// Same as `amount` (Interface B name).
+    /// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
     pub display_amount: String,
     /// The stablecoin.
     pub currency: Currency,
@@ -707,7 +707,7 @@ pub struct Session {
     pub chain: Chain,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
-    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
     pub x402_url: Option<String>,
     /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
     pub payment_address: String,
@@ -729,7 +729,7 @@ pub struct Session {
     pub decimals: i64,
     /// Token contracts or mints accepted for this session.
     pub tokens: Vec<Token>,
-    /// The flat 1% fee, decimal text (rounded half up to a base unit).
+    /// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
     pub fee: String,
     /// `fee` in base units.
     pub fee_base_units: String,
@@ -850,9 +850,9 @@ impl SessionCreateParams {
 pub struct Payment {
     /// Session identifier (`ses_…`); the same id works in both interfaces.
     pub id: String,
-    /// The amount the merchant asked for, decimal text.
+    /// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
     pub amount: String,
-    /// Same as `amount` (Interface B name).
+    /// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
     pub display_amount: String,
     /// The stablecoin.
     pub currency: Currency,
@@ -860,7 +860,7 @@ pub struct Payment {
     pub chain: Chain,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
-    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana).
+    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization, settled by the gateway's gas-only relayer into the merchant's wallet. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
     pub x402_url: Option<String>,
     /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
     pub payment_address: String,
@@ -882,7 +882,7 @@ pub struct Payment {
     pub decimals: i64,
     /// Token contracts or mints accepted for this session.
     pub tokens: Vec<Token>,
-    /// The flat 1% fee, decimal text (rounded half up to a base unit).
+    /// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
     pub fee: String,
     /// `fee` in base units.
     pub fee_base_units: String,
@@ -1460,7 +1460,7 @@ pub struct FeeLine {
 #[serde(rename_all = "camelCase")]
 pub struct FeeSummary {
     pub object: String,
-    /// The flat fee rate (spec §1): 1%, computed per payment in base units, rounded half up.
+    /// The flat fee rate new sessions get, as a decimal fraction (`0.01` = 1 %, the spec's, the default): the operator's `SVC_FEE_BPS`. Each payment's fee was computed at its creation, in base units, rounded half up.
     pub rate: String,
     pub livemode: bool,
     pub data: Vec<FeeLine>,
