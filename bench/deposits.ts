@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { encodeFunctionData, getAddress, toHex, type Address, type Hex } from 'viem';
 import { startAnvil, type Anvil } from '../test/helpers/anvil.ts';
 import { deployFactoryOnAnvil, sendAs } from '../test/helpers/deposits.ts';
-import { computeDepositAddress, DEPOSIT_FACTORY_ADDRESS, depositSalt } from '../src/deposits/address.ts';
+import { computeDepositAddress, DEPOSIT_FACTORY_ADDRESS, depositSalt } from '../src/internal/depositAddress.ts';
 import { DEPOSIT_FACTORY_ABI } from '../src/deposits/calldata.ts';
 import { NATIVE_TOKEN } from '../src/deposits/sweeps.ts';
 import { benchDepositsIngest } from './depositsIngest.ts';

@@ -317,7 +317,7 @@ func (s *WalletsService) SetDefault(ctx context.Context, id string, opts ...Requ
 
 // Delete: Remove a receiving wallet
 //
-// 409 while a live payment still watched for payment (its monitoring window open) pays this wallet, or an active live payment link names it. Removing the default wallet leaves its chain without a default: live payments there then need `merchantWallet` until another is chosen.
+// 409 while a live payment still watched for payment (its monitoring window open) pays this wallet, or an active live payment link names it. Removing the default wallet leaves its chain without a default: live payments there then need `merchantWallet` until another is chosen, unless exactly one verified wallet is left, which they then pay.
 //
 // DELETE /wallets/{id}
 func (s *WalletsService) Delete(ctx context.Context, id string, opts ...RequestOption) (*Deleted, error) {

@@ -309,7 +309,7 @@ type SessionCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	WebhookURL *string `json:"webhookUrl,omitempty"`
@@ -399,7 +399,7 @@ type PaymentCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	WebhookURL *string `json:"webhookUrl,omitempty"`
@@ -439,7 +439,7 @@ type CheckoutSessionCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	WebhookURL *string `json:"webhookUrl,omitempty"`
@@ -491,7 +491,7 @@ type PaymentLinkCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -697,7 +697,7 @@ type Wallet struct {
 	Verified           bool                      `json:"verified"`
 	VerificationMethod *WalletVerificationMethod `json:"verificationMethod"`
 	VerifiedAt         *string                   `json:"verifiedAt"`
-	// The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.
+	// The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly.
 	Default   bool   `json:"default"`
 	CreatedAt string `json:"createdAt"`
 }

@@ -1,6 +1,6 @@
 import { encodeFunctionData, getAddress, isAddressEqual, parseEventLogs, type Address, type Hex, type Log } from 'viem';
-import { depositFactoryArtifact } from './artifacts.ts';
-import { DEPOSIT_FACTORY_ADDRESS, depositAddressForSalt } from './address.ts';
+import { depositFactoryArtifact } from '../internal/depositArtifacts.ts';
+import { DEPOSIT_FACTORY_ADDRESS, depositAddressForSalt } from '../internal/depositAddress.ts';
 import type { ItemOutcome, SweepItem } from './sweeps.ts';
 
 /** The deposit factory's ABI (contracts/DepositFactory.sol), from the committed artifact. */

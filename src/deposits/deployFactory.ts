@@ -3,8 +3,8 @@ import type { Store } from '../store/index.ts';
 import { NonRetryableError, UnavailableError } from '../internal/errors.ts';
 import { sleep } from '../internal/shutdown.ts';
 import { withRelayerLock } from '../store/relayerLock.ts';
-import { DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FACTORY_DEPLOY_DATA, DEPOSIT_FORWARDER_IMPLEMENTATION, DETERMINISTIC_DEPLOYER } from './address.ts';
-import { depositFactoryArtifact } from './artifacts.ts';
+import { DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FACTORY_DEPLOY_DATA, DEPOSIT_FORWARDER_IMPLEMENTATION, DETERMINISTIC_DEPLOYER } from '../internal/depositAddress.ts';
+import { depositFactoryArtifact } from '../internal/depositArtifacts.ts';
 import type { DepositSender } from './sender.ts';
 
 export interface FactoryDeployment {

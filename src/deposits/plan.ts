@@ -3,7 +3,7 @@ import type { Sql } from '../store/index.ts';
 import type { ChainConfig } from '../internal/chains.ts';
 import { InvalidRequestError, NotFoundError } from '../internal/errors.ts';
 import { getSessionById } from '../payments/sessions.ts';
-import { computeDepositAddress, depositSalt } from './address.ts';
+import { computeDepositAddress, depositSalt } from '../internal/depositAddress.ts';
 import type { SweepDeposit } from './calldata.ts';
 import { NATIVE_TOKEN } from './sweeps.ts';
 

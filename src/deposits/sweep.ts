@@ -5,7 +5,7 @@ import { newId } from '../internal/crypto.ts';
 import { InvalidRequestError, RetryableError, UnavailableError } from '../internal/errors.ts';
 import { sleep } from '../internal/shutdown.ts';
 import { withRelayerLock } from '../store/relayerLock.ts';
-import { DEPOSIT_FACTORY_ADDRESS } from './address.ts';
+import { DEPOSIT_FACTORY_ADDRESS } from '../internal/depositAddress.ts';
 import { itemOutcomes, sweepCalldata, sweepItems, type SweepDeposit } from './calldata.ts';
 import type { DepositSender } from './sender.ts';
 import { getSweep, insertSweep, markDropped, markMined, markUnmined, sweepsInFlight, sweepsSince, type SweepRecord } from './sweeps.ts';

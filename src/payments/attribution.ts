@@ -1,7 +1,7 @@
 import type { ChainName } from '../internal/config.ts';
 import { badRequest } from '../internal/errors.ts';
 import { getAddress } from 'viem';
-import { computeDepositAddress } from '../deposits/address.ts';
+import { computeDepositAddress } from '../internal/depositAddress.ts';
 
 /**
  * How a payment is told to be a session's (issue 25, docs/deposit-addresses.md):

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newMerchant, useApi, WALLET, SOLANA_WALLET, EVERY_CHAIN_LIVE } from '../helpers/api.ts';
 import { MAX_LINK_RESERVATIONS_PER_PRICE, MAX_OPEN_SESSIONS_PER_LINK } from '../../src/payments/links.ts';
-import { computeDepositAddress } from '../../src/deposits/address.ts';
+import { computeDepositAddress } from '../../src/internal/depositAddress.ts';
 import { setMerchantPaymentSettings } from '../../src/accounts/index.ts';
 import { createEngine } from '../../src/engine/index.ts';
 import { createSandbox } from '../../src/sandbox/index.ts';

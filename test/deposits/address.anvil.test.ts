@@ -8,11 +8,11 @@ import {
   DEPOSIT_FORWARDER_IMPLEMENTATION,
   DETERMINISTIC_DEPLOYER,
   depositSalt,
-} from '../../src/deposits/address.ts';
-import { depositFactoryArtifact, depositForwarderArtifact } from '../../src/deposits/artifacts.ts';
+} from '../../src/internal/depositAddress.ts';
+import { depositFactoryArtifact, depositForwarderArtifact } from '../../src/internal/depositArtifacts.ts';
 
 /**
- * Deposit addresses as computed offline (src/deposits/address.ts) are where the real factory,
+ * Deposit addresses as computed offline (src/internal/depositAddress.ts) are where the real factory,
  * deployed through the deterministic deployment proxy on anvil, puts the forwarders.
  */
 let anvil: Anvil;

@@ -8,7 +8,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { newMerchant, newSession, usdc } from '../helpers/engine.ts';
 import { main, type Io } from '../../src/cli/main.ts';
-import { computeDepositAddress, DEPOSIT_FACTORY_ADDRESS } from '../../src/deposits/address.ts';
+import { computeDepositAddress, DEPOSIT_FACTORY_ADDRESS } from '../../src/internal/depositAddress.ts';
 
 /**
  * `svc deposits deploy-factory` and `svc deposits sweep` against a fresh anvil chain (polygon)

@@ -4,8 +4,8 @@ import { encodeFunctionData, getAddress, parseEventLogs, toHex, type Address, ty
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { deployFactoryOnAnvil, factoryAbi, sendAs } from '../helpers/deposits.ts';
 import { HOSTILE_MODE, installHostileToken } from '../helpers/hostileToken.ts';
-import { computeDepositAddress, DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FORWARDER_IMPLEMENTATION, depositSalt } from '../../src/deposits/address.ts';
-import { depositForwarderArtifact } from '../../src/deposits/artifacts.ts';
+import { computeDepositAddress, DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FORWARDER_IMPLEMENTATION, depositSalt } from '../../src/internal/depositAddress.ts';
+import { depositForwarderArtifact } from '../../src/internal/depositArtifacts.ts';
 import { itemOutcomes, sweepItems } from '../../src/deposits/calldata.ts';
 import { NATIVE_TOKEN } from '../../src/deposits/sweeps.ts';
 

@@ -6,7 +6,7 @@ import { getAddress, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { deployFactoryOnAnvil } from '../helpers/deposits.ts';
-import { computeDepositAddress } from '../../src/deposits/address.ts';
+import { computeDepositAddress } from '../../src/internal/depositAddress.ts';
 
 /**
  * The viem script docs/deposit-addresses.md gives merchants ("Sweeping without the gateway"),

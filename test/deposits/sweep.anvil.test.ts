@@ -7,7 +7,7 @@ import { deployFactoryOnAnvil, depositSenderOn, mineEvery } from '../helpers/dep
 import { newMerchant, newSession, usdc } from '../helpers/engine.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { RetryableError } from '../../src/internal/errors.ts';
-import { computeDepositAddress, depositSalt } from '../../src/deposits/address.ts';
+import { computeDepositAddress, depositSalt } from '../../src/internal/depositAddress.ts';
 import { recordSweep, recoverSweeps, sweepDeposits, type SweepContext } from '../../src/deposits/sweep.ts';
 import { getSweep, NATIVE_TOKEN } from '../../src/deposits/sweeps.ts';
 import type { DepositSender } from '../../src/deposits/sender.ts';

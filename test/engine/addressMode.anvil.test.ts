@@ -6,7 +6,7 @@ import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { buildApi, createClient, newMerchant as newApiMerchant } from '../helpers/api.ts';
 import { deployFactoryOnAnvil, factoryAbi, sendAs } from '../helpers/deposits.ts';
 import { addWallet } from '../../src/accounts/index.ts';
-import { depositSalt } from '../../src/deposits/address.ts';
+import { depositSalt } from '../../src/internal/depositAddress.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
 import { createIngest, type Ingest } from '../../src/ingest/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
@@ -197,7 +197,7 @@ describe('address mode on anvil: every transfer to a session’s deposit address
     const sweep = await sendAs(
       anvil,
       privateKeyToAccount(generatePrivateKey()).address,
-      (await import('../../src/deposits/address.ts')).DEPOSIT_FACTORY_ADDRESS,
+      (await import('../../src/internal/depositAddress.ts')).DEPOSIT_FACTORY_ADDRESS,
       encodeFunctionData({ abi: factoryAbi, functionName: 'deployAndFlush', args: [to, depositSalt(deposit.id), [USDC]] }),
     );
     expect((await anvil.waitMined(sweep)).status).toBe('success');

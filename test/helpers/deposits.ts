@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem';
-import { DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FACTORY_DEPLOY_DATA, DETERMINISTIC_DEPLOYER } from '../../src/deposits/address.ts';
-import { depositFactoryArtifact } from '../../src/deposits/artifacts.ts';
+import { DEPOSIT_FACTORY_ADDRESS, DEPOSIT_FACTORY_DEPLOY_DATA, DETERMINISTIC_DEPLOYER } from '../../src/internal/depositAddress.ts';
+import { depositFactoryArtifact } from '../../src/internal/depositArtifacts.ts';
 import { createDepositSender, type DepositSender } from '../../src/deposits/sender.ts';
 import { createRpc } from '../../src/ingest/evm/rpc.ts';
 import { createIngestMetrics } from '../../src/ingest/metrics.ts';

@@ -1,7 +1,8 @@
 import type { ChainConfig } from '../../internal/chains.ts';
 import type { Logger } from '../../internal/logger.ts';
 import { NonRetryableError, RetryableError } from '../../internal/errors.ts';
-import { createBackoff, type BackoffRule } from '../../internal/failureBackoff.ts';
+import { createBackoff } from '../../internal/failureBackoff.ts';
+import { COMMITS_IN_FLIGHT, DEFAULT_CONCURRENCY, ERROR_BACKOFF, pollInterval, TAG_REFRESH_MS } from './tuning.ts';
 import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
 import { tellChange, type ChainChange, type OnChainChange } from '../changes.ts';
@@ -42,27 +43,6 @@ export interface EvmIngester {
   /** Runs until `signal` aborts; rejects on a start-up check failure or an unrecoverable error. */
   run(): Promise<void>;
 }
-
-/**
- * Ranges fetched at once while catching up. Four keeps a 2-core host and one provider busy
- * without tripping free-tier rate limits; the adaptive rate handles the rest.
- */
-const DEFAULT_CONCURRENCY = 4;
-/**
- * `safe` and `finalized` are read at most this often: they move in steps of seconds (L2 batches,
- * BSC vote rounds, polygon milestones), so reading them on every 250 ms arbitrum block would only
- * add requests. A stale `finalized` only keeps a few more headers stored.
- */
-const TAG_REFRESH_MS = 2_000;
-/**
- * Range commits running at once while catching up: one writing its rows while the one before it
- * commits. More would only queue behind the checkpoint, and each holds a connection.
- */
-const COMMITS_IN_FLIGHT = 2;
-/** Poll at the block time, but not faster than 4 Hz nor slower than every 5 s. */
-const pollInterval = (blockTimeMs: number) => Math.min(5_000, Math.max(250, blockTimeMs));
-/** Back-off after a failed cycle: 1 s doubling to 30 s (pg-boss's worker uses the same shape). */
-const ERROR_BACKOFF: BackoffRule = { initialMs: 1_000, maxMs: 30_000 };
 
 /**
  * One chain's ingester. Its invariant, kept across crashes because it only moves in one

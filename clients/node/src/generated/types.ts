@@ -155,7 +155,7 @@ export interface SessionCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   webhookUrl?: string;
@@ -244,7 +244,7 @@ export interface PaymentCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   webhookUrl?: string;
@@ -282,7 +282,7 @@ export interface CheckoutSessionCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   webhookUrl?: string;
@@ -333,7 +333,7 @@ export interface PaymentLinkCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
@@ -525,7 +525,7 @@ export interface Wallet {
   verified: boolean;
   verificationMethod: WalletVerificationMethod | null;
   verifiedAt: string | null;
-  /** The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly. */
+  /** The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly. */
   default: boolean;
   createdAt: string;
 }

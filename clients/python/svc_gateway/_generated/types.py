@@ -186,7 +186,7 @@ _SessionCreateParamsRequired = TypedDict(
 _SessionCreateParamsOptional = TypedDict(
     "_SessionCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
         "webhookUrl": str,
@@ -296,7 +296,7 @@ _PaymentCreateParamsRequired = TypedDict(
 _PaymentCreateParamsOptional = TypedDict(
     "_PaymentCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
         "webhookUrl": str,
@@ -362,7 +362,7 @@ _CheckoutSessionCreateParamsRequired = TypedDict(
 _CheckoutSessionCreateParamsOptional = TypedDict(
     "_CheckoutSessionCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
         "webhookUrl": str,
@@ -434,7 +434,7 @@ _PaymentLinkCreateParamsRequired = TypedDict(
 _PaymentLinkCreateParamsOptional = TypedDict(
     "_PaymentLinkCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
@@ -790,7 +790,7 @@ _WalletRequired = TypedDict(
         "verified": bool,
         "verificationMethod": Optional[WalletVerificationMethod],
         "verifiedAt": Optional[str],
-        # The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.
+        # The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly.
         "default": bool,
         "createdAt": str,
     },

@@ -771,7 +771,7 @@ pub struct SessionCreateParams {
     pub currency: Currency,
     /// The chain to pay on.
     pub chain: Chain,
-    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
     /// An absolute http(s) URL, at most 2048 characters.
@@ -924,7 +924,7 @@ pub struct PaymentCreateParams {
     pub currency: Currency,
     /// The chain to pay on.
     pub chain: Chain,
-    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
     /// An absolute http(s) URL, at most 2048 characters.
@@ -1083,7 +1083,7 @@ pub struct CheckoutSessionCreateParams {
     pub currency: Currency,
     /// The chain to pay on.
     pub chain: Chain,
-    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
     /// An absolute http(s) URL, at most 2048 characters.
@@ -1198,7 +1198,7 @@ pub struct PaymentLinkCreateParams {
     pub currency: Currency,
     /// The chain to pay on.
     pub chain: Chain,
-    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+    /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
     /// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
@@ -1654,7 +1654,7 @@ pub struct Wallet {
     pub verified: bool,
     pub verification_method: Option<WalletVerificationMethod>,
     pub verified_at: Option<String>,
-    /// The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.
+    /// The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly.
     pub default: bool,
     pub created_at: String,
 }

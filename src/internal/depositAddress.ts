@@ -1,5 +1,5 @@
 import { concat, getContractAddress, keccak256, stringToBytes, type Address, type Hex, getAddress } from 'viem';
-import { depositFactoryArtifact } from './artifacts.ts';
+import { depositFactoryArtifact } from './depositArtifacts.ts';
 
 /**
  * Deposit addresses: where each address-mode session is paid on the EVM chains. Pure: no I/O
