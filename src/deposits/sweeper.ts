@@ -69,6 +69,8 @@ export function createSweeper(params: {
   const metrics: DepositMetrics = createDepositMetrics(params.metrics);
   const closers: (() => Promise<void>)[] = [];
   const senders: Partial<Record<ChainName, DepositSender>> = params.senders ?? {};
+  /** Set by `run`: a shutdown stops a pass between two batches (the batch in flight is recorded; the next pass resolves it). */
+  let stopping: AbortSignal | undefined;
   if (!params.senders) {
     for (const [name, key] of Object.entries(config.relayerKeys) as [ChainName, Hex][]) {
       const urls = config.rpc[name].http.length > 0 ? config.rpc[name].http : config.rpc[name].ws;
@@ -88,7 +90,8 @@ export function createSweeper(params: {
       livemode: true,
       confirmations: typeof depth === 'number' ? depth : 0,
       ...(params.pollMs ? { pollMs: params.pollMs } : {}),
-      ...(params.waitMs ? { waitMs: params.waitMs } : {}),
+      // Bounded so a shutdown waits at most this long for a receipt; a sweep still unmined is resolved by the next pass.
+      waitMs: params.waitMs ?? 30_000,
     };
   }
 
@@ -100,7 +103,7 @@ export function createSweeper(params: {
 
   /** The deposits due now, grouped per session; sessions whose address does not recompute are reported, not swept. */
   async function due(chain: ChainConfig, waiting: UnsweptDeposit[], now: number): Promise<{ deposits: SweepDeposit[]; mismatched: string[] }> {
-    const oldest = waiting.reduce((min, d) => (d.oldest < min ? d.oldest : min), new Date(now));
+    const oldest = new Date(Math.min(now, ...waiting.map((d) => d.oldest.getTime())));
     const failures = await recentFailures(store, chain.name, waiting, oldest);
     const bySession = new Map<string, SweepDeposit>();
     const mismatched = new Set<string>();
@@ -141,7 +144,7 @@ export function createSweeper(params: {
     };
     for (const sweep of await recoverSweeps(ctx)) count(sweep);
     const { deposits, mismatched } = await due(chain, await unsweptDeposits(store, chain.name), Date.now());
-    for (let start = 0; start < deposits.length; start += config.sweeper.batch) {
+    for (let start = 0; start < deposits.length && !stopping?.aborted; start += config.sweeper.batch) {
       const sweep = await sweepDeposits(ctx, deposits.slice(start, start + config.sweeper.batch));
       count(sweep);
       logger.info({ msg: 'deposit sweep done', chain: chain.name, sweep: sweep.id, status: sweep.status, deposits: sweep.items.length });
@@ -183,6 +186,7 @@ export function createSweeper(params: {
       return results;
     },
     async run(signal) {
+      stopping = signal;
       if (sweeper.chains.length > 0) logger.info({ msg: 'Deposit sweeper started', chains: sweeper.chains, interval_ms: config.sweeper.intervalMs });
       try {
         while (!signal.aborted) {
