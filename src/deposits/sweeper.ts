@@ -103,7 +103,9 @@ export function createSweeper(params: {
 
   /** The deposits due now, grouped per session; sessions whose address does not recompute are reported, not swept. */
   async function due(chain: ChainConfig, waiting: UnsweptDeposit[], now: number): Promise<{ deposits: SweepDeposit[]; mismatched: string[] }> {
-    const oldest = new Date(Math.min(now, ...waiting.map((d) => d.oldest.getTime())));
+    let since = now;
+    for (const deposit of waiting) since = Math.min(since, deposit.oldest.getTime());
+    const oldest = new Date(since);
     const failures = await recentFailures(store, chain.name, waiting, oldest);
     const bySession = new Map<string, SweepDeposit>();
     const mismatched = new Set<string>();
