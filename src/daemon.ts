@@ -15,6 +15,7 @@ import { createDelivery } from './delivery/index.ts';
 import { createEngine } from './engine/index.ts';
 import { createSandbox } from './sandbox/index.ts';
 import { createX402 } from './x402/index.ts';
+import { createSweeper } from './deposits/sweeper.ts';
 import { loadChains } from './internal/chains.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
 import { createReadiness, healthResponse, readyResponse, registerReadyRoute, type Readiness } from './readiness.ts';
@@ -111,6 +112,12 @@ export async function startDaemon(params: {
       shutdown.add('delivery', () => delivery.stop());
       const engineLoop = engine.run(shutdown.signal);
       shutdown.add('engine-loop', () => engineLoop);
+      // Deposit sweeps (address mode) with the gas-only relayer keys, on chains that have one and an RPC URL.
+      if (config.sweeper.enabled) {
+        const sweeper = createSweeper({ store, logger, metrics, config });
+        const sweeperLoop = sweeper.run(shutdown.signal);
+        shutdown.add('deposit-sweeper', () => sweeperLoop);
+      }
     }
 
     let ingest: ReturnType<typeof createIngest> | undefined;

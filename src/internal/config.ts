@@ -16,6 +16,7 @@ import {
 import { readRelayerKeys } from './relayerKeys.ts';
 export { relayerKeyFileVariableName, relayerKeyVariableName } from './relayerKeys.ts';
 import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type HttpTimeouts } from './httpTimeouts.ts';
+import { SWEEPER_VARIABLES, readSweeperConfig, type SweeperConfig } from './sweeperConfig.ts';
 
 /** The six chain names of the wire contract, in the order the docs list them. */
 export const CHAIN_NAMES = ['polygon', 'solana', 'base', 'bsc', 'arbitrum', 'optimism'] as const;
@@ -81,6 +82,8 @@ export interface Config {
    * offers no live x402 settlement.
    */
   relayerKeys: Partial<Record<ChainName, `0x${string}`>>;
+  /** The worker's automatic deposit sweeper (SVC_DEPOSIT_SWEEP_*). */
+  sweeper: SweeperConfig;
 }
 
 type Env = Record<string, string | undefined>;
@@ -199,6 +202,7 @@ export const VARIABLES = {
     parse: parseOriginList,
   },
   ...HTTP_TIMEOUT_VARIABLES,
+  ...SWEEPER_VARIABLES,
   stateless: {
     name: 'SVC_STATELESS',
     doc: 'true: keep no state under SVC_DATA_DIR, so DATABASE_URL and SVC_ENCRYPTION_KEY are required (no embedded Postgres, no generated key). The container image sets it',
@@ -276,6 +280,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: read(VARIABLES.trustProxy) ?? false,
     httpTimeouts: readHttpTimeouts(read),
     relayerKeys,
+    sweeper: readSweeperConfig(read),
   };
   if (errors.length === 0) errors.push(...httpTimeoutProblems(config.httpTimeouts, config.apiDbTimeoutMs));
   // A container's file system is thrown away: an embedded cluster or a generated key there would

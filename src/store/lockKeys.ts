@@ -51,6 +51,16 @@ export function x402RelayerLockText(chain: string): string {
 }
 
 /**
+ * Text for `hashtextextended($1, 0)`: one chain's automatic deposit sweeper (src/deposits/sweeper.ts),
+ * held session-level on its own connection for a whole pass (pick deposits, sweep, record), so two
+ * worker processes never build overlapping batches; a worker that cannot take it skips the chain
+ * this pass. Taken before the relayer lock, never while holding it.
+ */
+export function depositSweeperLockText(chain: string): string {
+  return `svc.deposit-sweeper:${chain}`;
+}
+
+/**
  * Text for `hashtextextended($1, 0)`: one Idempotency-Key of one account and mode, held by a
  * request that claims the key inside its own transaction (api/idempotency.ts
  * `claimIdempotencyKeyInTransaction`) until that transaction ends, so a concurrent retry answers

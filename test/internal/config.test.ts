@@ -75,3 +75,39 @@ describe('loadConfig()', () => {
     expect(problems.map((problem) => problem.split('=')[0])).toEqual(['PORT', 'LOG_LEVEL', 'SVC_MONITOR_WINDOW_SECONDS']);
   });
 });
+
+describe('the deposit sweeper variables', () => {
+  test('defaults: on, every 5 minutes, 1 token minimum, a day, 50 per sweep; values as given', () => {
+    expect(loadConfig({}).sweeper).toEqual({ enabled: true, intervalMs: 300_000, minimum: { USDC: '1', USDT: '1' }, maxAgeSeconds: 86_400, batch: 50 });
+    const config = loadConfig({
+      SVC_DEPOSIT_SWEEP: 'false',
+      SVC_DEPOSIT_SWEEP_INTERVAL_SECONDS: '60',
+      SVC_DEPOSIT_SWEEP_MIN_USDC: '2.5',
+      SVC_DEPOSIT_SWEEP_MIN_USDT: '0',
+      SVC_DEPOSIT_SWEEP_MAX_AGE_SECONDS: '3600',
+      SVC_DEPOSIT_SWEEP_BATCH: '200',
+    });
+    expect(config.sweeper).toEqual({ enabled: false, intervalMs: 60_000, minimum: { USDC: '2.5', USDT: '0' }, maxAgeSeconds: 3_600, batch: 200 });
+  });
+
+  test('bad values are each reported by name', () => {
+    const problems = problemsOf({
+      SVC_DEPOSIT_SWEEP: 'maybe',
+      SVC_DEPOSIT_SWEEP_INTERVAL_SECONDS: '1',
+      SVC_DEPOSIT_SWEEP_MIN_USDC: '-1',
+      SVC_DEPOSIT_SWEEP_MIN_USDT: '0.0000001',
+      SVC_DEPOSIT_SWEEP_BATCH: '201',
+    });
+    for (const name of [
+      'SVC_DEPOSIT_SWEEP=',
+      'SVC_DEPOSIT_SWEEP_INTERVAL_SECONDS=',
+      'SVC_DEPOSIT_SWEEP_MIN_USDC=',
+      'SVC_DEPOSIT_SWEEP_MIN_USDT=',
+      'SVC_DEPOSIT_SWEEP_BATCH=',
+    ])
+      expect(
+        problems.some((problem) => problem.startsWith(name)),
+        name,
+      ).toBe(true);
+  });
+});

@@ -6,20 +6,22 @@ import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createEngineMetrics } from '../../src/engine/index.ts';
 import { createDeliveryMetrics } from '../../src/delivery/metrics.ts';
 import { createX402Metrics } from '../../src/x402/metrics.ts';
+import { createDepositMetrics } from '../../src/deposits/metrics.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-test('every svc_engine_*, svc_delivery_* and svc_x402_* series the payments dashboard and the alert rules query is one the daemon exports', async () => {
+test('every svc_engine_*, svc_delivery_*, svc_x402_* and svc_deposit_* series the payments dashboard and the alert rules query is one the daemon exports', async () => {
   const registry = createMetricsRegistry({ defaultMetrics: false });
   createEngineMetrics(registry);
   createDeliveryMetrics(registry);
   createX402Metrics(registry);
+  createDepositMetrics(registry);
   const exported = new Set<string>();
   for (const metric of await registry.getMetricsAsJSON()) {
     exported.add(metric.name);
     if (metric.type === ('histogram' as never)) for (const suffix of ['_bucket', '_count', '_sum']) exported.add(metric.name + suffix);
   }
-  const pattern = /svc_(?:engine|delivery|x402)_[a-z0-9_]+/g;
+  const pattern = /svc_(?:engine|delivery|x402|deposit)_[a-z0-9_]+/g;
   const dashboard = JSON.parse(fs.readFileSync(path.join(root, 'dashboards/payments.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
   const queried = new Set<string>();
   for (const panel of dashboard.panels) for (const target of panel.targets) for (const name of target.expr.match(pattern) ?? []) queried.add(name);

@@ -11,6 +11,8 @@ import { skipUnlessInstalled } from '../helpers/toolchains.ts';
 
 /** Chains whose relayer key the daemon accepts (EIP-3009 USDC; src/internal/config.ts refuses the others). */
 const X402_CHAINS = CHAIN_NAMES.filter((chain) => chain !== 'solana' && chain !== 'bsc');
+/** Chains whose relayer key pays deposit sweeps (every EVM chain). */
+const EVM_CHAINS = CHAIN_NAMES.filter((chain) => chain !== 'solana');
 
 /**
  * The Kubernetes manifests (deploy/kubernetes), rendered per overlay as `kubectl apply -k` would,
@@ -126,22 +128,29 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     expect(keys.includes('DATABASE_URL') !== Boolean(databaseFromCluster), 'DATABASE_URL comes from exactly one place').toBe(true);
   });
 
-  test('relayer keys are files from their own Secret, mounted read-only in the api pods alone (SVC_<CHAIN>_RELAYER_KEY_FILE)', () => {
+  test('relayer keys are files from their own Secret, mounted read-only in the api pods (x402) and the worker pods (deposit sweeps), never in ingest pods', () => {
     const secret = find(objects, 'Secret', 'svc-gateway-relayer-keys');
-    expect(Object.keys(secret.stringData).sort()).toEqual([...X402_CHAINS].sort());
-    const api = find(objects, 'Deployment', 'svc-gateway-api').spec.template.spec;
-    const volume = api.volumes.find((entry: { secret?: { secretName: string } }) => entry.secret?.secretName === 'svc-gateway-relayer-keys');
-    expect(volume.secret.defaultMode).toBe(0o440);
-    // The files belong to the svc user's group (the image's user reads them, nobody writes).
-    expect(api.securityContext.fsGroup).toBe(imageUid);
-    const mount = api.containers[0].volumeMounts.find((entry: { name: string }) => entry.name === volume.name);
-    expect(mount.readOnly).toBe(true);
-    const env = new Map((api.containers[0].env as { name: string; value?: string }[]).map((variable) => [variable.name, variable.value]));
-    for (const chain of X402_CHAINS) expect(env.get(relayerKeyFileVariableName(chain))).toBe(`${mount.mountPath}/${chain}`);
-    for (const role of ['ingest', 'worker']) {
+    expect(Object.keys(secret.stringData).sort()).toEqual([...EVM_CHAINS].sort());
+    // api: the x402 chains only (bsc's key pays sweeps alone); worker: every EVM chain.
+    for (const [role, chains] of [
+      ['api', X402_CHAINS],
+      ['worker', EVM_CHAINS],
+    ] as const) {
       const pod = find(objects, 'Deployment', `svc-gateway-${role}`).spec.template.spec;
-      expect(JSON.stringify(pod)).not.toMatch(/relayer/i);
+      const volume = pod.volumes.find((entry: { secret?: { secretName: string } }) => entry.secret?.secretName === 'svc-gateway-relayer-keys');
+      expect(volume.secret.defaultMode, role).toBe(0o440);
+      // The files belong to the svc user's group (the image's user reads them, nobody writes).
+      expect(pod.securityContext.fsGroup, role).toBe(imageUid);
+      const mount = pod.containers[0].volumeMounts.find((entry: { name: string }) => entry.name === volume.name);
+      expect(mount.readOnly, role).toBe(true);
+      const env = new Map((pod.containers[0].env as { name: string; value?: string }[]).map((variable) => [variable.name, variable.value]));
+      expect([...env.keys()].filter((name) => /RELAYER/.test(name)).sort(), role).toEqual(chains.map(relayerKeyFileVariableName).sort());
+      for (const chain of chains) expect(env.get(relayerKeyFileVariableName(chain))).toBe(`${mount.mountPath}/${chain}`);
+      const files = volume.secret.items?.map((item: { key: string; path: string }) => item.path) ?? Object.keys(secret.stringData);
+      expect([...files].sort(), role).toEqual([...chains].sort());
     }
+    const ingest = find(objects, 'Deployment', 'svc-gateway-ingest').spec.template.spec;
+    expect(JSON.stringify(ingest)).not.toMatch(/relayer/i);
   });
 
   test('a NetworkPolicy per role: ingress only from what needs it, egress to DNS, Postgres and public addresses only', () => {
@@ -229,7 +238,7 @@ describe('alert rules', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-rules-')), 'rules.yml');
     fs.writeFileSync(file, stringify({ groups: readYamlDocuments(PROMETHEUS_RULE_FILE)[0].spec.groups }));
     const output = execFileSync('promtool', ['check', 'rules', file], { encoding: 'utf8' });
-    expect(output).toContain('SUCCESS: 12 rules found');
+    expect(output).toContain('SUCCESS: 14 rules found');
   });
 
   test('every alert links a runbook section that exists and says what it means, how to confirm it and what to do', () => {
@@ -250,7 +259,7 @@ describe('alert rules', () => {
       alert: string;
       annotations: Record<string, string>;
     }[];
-    expect(rules).toHaveLength(12);
+    expect(rules).toHaveLength(14);
     for (const rule of rules) {
       const url = rule.annotations.runbook_url;
       expect(url, rule.alert).toBe(`docs/runbooks.md#${rule.alert.toLowerCase()}`);

@@ -35,6 +35,7 @@ const PINNED: Record<string, string> = {
   '030_dashboard_emails_per_merchant.sql': '930ebb3df8f2f60342e377aac68c9154ccf7115262b6b0bab07cfab683d3348c',
   '034_deposit_addresses.sql': '33416c60645abcbcc21e076557ed5608ea009858b8a811e5ca4a2e5947f94e55',
   '036_deposit_sweeps.sql': '3a08497ce26264b8145ba600ca38c5acfd3aa11d7059664aca6ce9399f52f76a',
+  '042_deposit_sweeper.sql': '1a159c22b6b85e4621cce2638d93b9c95fcebb0762cdf32026b90067c9ba8e18',
   '032_audit_api_keys.sql': '6bc25d9d0e39362e5dc03f78765fee87653adf525d2325d3ae41602105f99a85',
   '033_wallet_sole_verified.sql': 'd53ac9cef99104e547ae49601e1af6304b7a50e5ff11d220ee0ad8f45918f4f3',
   // As first landed (b29aaff); its correction is 012.
