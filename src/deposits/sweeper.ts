@@ -8,7 +8,7 @@ import { sleep } from '../internal/shutdown.ts';
 import { createRpc } from '../ingest/evm/rpc.ts';
 import { createIngestMetrics } from '../ingest/metrics.ts';
 import { depositSweeperLockText } from '../store/lockKeys.ts';
-import { computeDepositAddress, depositSalt } from './address.ts';
+import { computeDepositAddress, depositSalt } from '../internal/depositAddress.ts';
 import { recentFailures, unsweptDeposits, type UnsweptDeposit } from './candidates.ts';
 import { createDepositMetrics, type DepositMetrics } from './metrics.ts';
 import { createDepositSender, type DepositSender } from './sender.ts';
