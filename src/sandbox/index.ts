@@ -6,6 +6,7 @@ import { createFailureBackoff } from '../internal/failureBackoff.ts';
 import { sleep } from '../internal/shutdown.ts';
 import { activeSandboxChains, expireUnderpaidSandboxSessions, simulatedHead, storeSimulatedHead } from '../ingest/simulatedChain.ts';
 import { simulatePayment, type Reconcile, type SandboxOutcome, type SimulatedPayment } from './simulatePayment.ts';
+import { simulateSweep, type SimulatedSweep } from './simulateSweep.ts';
 
 export { SANDBOX_OUTCOMES, type SandboxOutcome } from './simulatePayment.ts';
 
@@ -19,6 +20,8 @@ export interface Sandbox {
    * a frozen database answers the request with a 503 instead of holding it.
    */
   pay(params: { merchantId: string; sessionId: string; outcome: SandboxOutcome; amount?: string | undefined; store?: Store }): Promise<SimulatedPayment>;
+  /** Simulates the sweep of a confirmed address-mode session's deposit address into the merchant's wallet. */
+  sweep(params: { merchantId: string; sessionId: string; store?: Store }): Promise<SimulatedSweep>;
 }
 
 /**
@@ -68,6 +71,7 @@ export function createSandbox(params: {
       }
     },
     pay: ({ store, ...request }) => simulatePayment({ ...params, ...request, store: store ?? params.store }),
+    sweep: ({ store, ...request }) => simulateSweep({ ...params, ...request, store: store ?? params.store }),
   };
   return sandbox;
 }

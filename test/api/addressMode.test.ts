@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi, WALLET, SOLANA_WALLET, EVERY_CHAIN_LIVE } from '../helpers/api.ts';
+import { buildApi, createClient, newMerchant, useApi, WALLET, SOLANA_WALLET, EVERY_CHAIN_LIVE } from '../helpers/api.ts';
 import { MAX_LINK_RESERVATIONS_PER_PRICE, MAX_OPEN_SESSIONS_PER_LINK } from '../../src/payments/links.ts';
 import { computeDepositAddress } from '../../src/internal/depositAddress.ts';
 import { setMerchantPaymentSettings } from '../../src/accounts/index.ts';
@@ -173,5 +173,35 @@ describe('sandbox address mode', () => {
     expect(status).toBe('settled');
     const { rows } = await db.store.query('SELECT to_address, match_method, reference_keys FROM transfers WHERE tx_hash = $1', [paid.txHash]);
     expect(rows).toEqual([{ to_address: s.depositAddress, match_method: 'address', reference_keys: [] }]);
+
+    // The sweep moves the deposit into the merchant's wallet through the same engine: marked
+    // `sweep`, paying no session (not even an amount-mode session of that price on the wallet).
+    const sameWallet = (await api.call('POST', '/api/v1/payments', { key: m.test, body: body({ merchantWallet: undefined }) })).body;
+    await db.store.query('UPDATE payment_sessions SET amount_due = 25000000 WHERE id = $1', [sameWallet.id]);
+    // The API as the daemon wires it with its sandbox.
+    const withSandbox = buildApi(db.store, { env: EVERY_CHAIN_LIVE, sandbox });
+    await withSandbox.ready();
+    const call = createClient(withSandbox);
+    const swept = await call('POST', `/api/v1/sandbox/sessions/${s.id}/sweep`, { key: m.test });
+    expect(swept).toMatchObject({
+      status: 200,
+      body: { sessionId: s.id, from: s.depositAddress, to: s.merchantWallet, amount: '25', amountBaseUnits: '25000000', livemode: false },
+    });
+    const { rows: sweep } = await db.store.query('SELECT session_id, match_method FROM transfers WHERE tx_hash = $1', [swept.body.txHash]);
+    expect(sweep).toEqual([{ session_id: null, match_method: 'sweep' }]);
+    expect((await db.store.query('SELECT status FROM payment_sessions WHERE id = $1', [sameWallet.id])).rows[0]!.status).toBe('created');
+    // Swept once: nothing left; an amount-mode session has nothing to sweep; a live key is refused.
+    expect((await call('POST', `/api/v1/sandbox/sessions/${s.id}/sweep`, { key: m.test })).body.error).toMatch(/holds nothing to sweep/);
+    expect((await call('POST', `/api/v1/sandbox/sessions/${sameWallet.id}/sweep`, { key: m.test })).status).toBe(409);
+    expect((await call('POST', `/api/v1/sandbox/sessions/${s.id}/sweep`, { key: m.live })).status).toBe(403);
+    await withSandbox.close();
+  });
+
+  test('a deposit that has not confirmed is not swept (409)', async () => {
+    const m = await newMerchant(db.store);
+    const s = (await api.call('POST', '/api/v1/payments', { key: m.test, body: body({ attribution: 'address', merchantWallet: undefined }) })).body;
+    const logger = createLogger({ level: 'silent' });
+    const sandbox = createSandbox({ store: db.store, logger, chains: loadChains(), blockMs: 10, reconcile: async () => {} });
+    await expect(sandbox.sweep({ merchantId: m.id, sessionId: s.id })).rejects.toThrow(/is created: deposits are swept once they are confirmed/);
   });
 });

@@ -1,3 +1,4 @@
+import type { Sandbox } from '../../src/sandbox/index.ts';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -33,7 +34,7 @@ export const EVERY_CHAIN_LIVE: Record<string, string> = Object.fromEntries(
 /** A real API (fastify) on `store`, as the daemon builds it, with every chain live unless `env` says otherwise. */
 export function buildApi(
   store: Store,
-  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups } = {},
+  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups; sandbox?: Sandbox } = {},
 ): FastifyInstance {
   const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...EVERY_CHAIN_LIVE, ...options.env });
   return createHttp({
@@ -44,6 +45,7 @@ export function buildApi(
     box,
     rateLimits: options.rateLimits ?? GENEROUS_LIMITS,
     ...(options.lookups ? { lookups: options.lookups } : {}),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
   });
 }
 

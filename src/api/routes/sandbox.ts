@@ -33,6 +33,17 @@ const SimulatedPaymentSchema = Type.Object({
   livemode: Type.Literal(false),
 });
 
+const SimulatedSweepSchema = Type.Object({
+  sessionId: Type.String(),
+  txHash: Type.String({ description: 'The simulated sweep transaction.' }),
+  from: Type.String({ description: "The session's deposit address." }),
+  to: Type.String({ description: "The merchant's wallet, where the money ends." }),
+  amount: Type.String({ description: 'What the sweep moved, decimal text.' }),
+  amountBaseUnits: Type.String({ description: '`amount` in base units.' }),
+  blockNumber: Type.String(),
+  livemode: Type.Literal(false),
+});
+
 /**
  * `POST /sandbox/sessions/{sessionId}/pay`: test keys only. Pays a sandbox session on the
  * simulated chain; the real engine and webhook delivery take it from there.
@@ -71,6 +82,37 @@ export function sandboxRoutes(app: FastifyInstance, deps: ApiDeps): void {
         amount: formatAmount(result.amount, session!.decimals),
         blockNumber: result.blockNumber?.toString() ?? null,
         status: session!.status,
+        livemode: false as const,
+      };
+    },
+  );
+
+  typed.post(
+    '/sandbox/sessions/:sessionId/sweep',
+    {
+      schema: {
+        tags: ['Sandbox'],
+        summary: 'Simulate the sweep of a sandbox address-mode session (test keys only)',
+        description:
+          "Moves what the session's deposit address holds into the merchant's wallet on the simulated chain, as the worker's sweeper does on a live chain once deposits confirm (docs/deposit-addresses.md). The engine records it as a `sweep`: it pays no session. 409 for an amount-mode session, one not yet confirmed, or an address already swept.",
+        params: IdParam('sessionId', 'ses'),
+        response: { 200: SimulatedSweepSchema, ...errorResponses(...WRITE_ERRORS, 404, 409, 503) },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      if (auth.livemode) throw forbidden('sandbox endpoints need a test key (svc_test_… or svc_sk_…); live deposits are swept by the worker');
+      if (!deps.sandbox) throw new UnavailableError('the sandbox is not running in this process');
+      const { sessionId } = request.params as { sessionId: string };
+      const swept = await deps.sandbox.sweep({ merchantId: auth.merchantId, sessionId, store: deps.store });
+      return {
+        sessionId,
+        txHash: swept.txHash,
+        from: swept.from,
+        to: swept.to,
+        amount: formatAmount(swept.amount, swept.decimals),
+        amountBaseUnits: swept.amount.toString(),
+        blockNumber: swept.blockNumber.toString(),
         livemode: false as const,
       };
     },
