@@ -41,7 +41,7 @@ type Resources struct {
 	WebhookSecret *WebhookSecretService
 	// Events (the webhook envelopes), their deliveries and attempts, and redelivery.
 	Events *EventsService
-	// Sandbox only (test keys): pay a sandbox session on the simulated chain.
+	// Sandbox only (test keys): pay a sandbox session on the simulated chain, and sweep an address-mode one.
 	Sandbox *SandboxService
 	// x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets.
 	X402 *X402Service
@@ -511,7 +511,7 @@ func (s *EventsService) Redeliver(ctx context.Context, id string, params *EventR
 	return call[EventRedelivery](ctx, s.t, request{method: "POST", path: "/events/" + url.PathEscape(id) + "/redeliver", body: bodyOf(params)}, opts)
 }
 
-// SandboxService: Sandbox only (test keys): pay a sandbox session on the simulated chain.
+// SandboxService: Sandbox only (test keys): pay a sandbox session on the simulated chain, and sweep an address-mode one.
 type SandboxService struct{ t *transport }
 
 // Pay: Simulate a payment for a sandbox session (test keys only)
@@ -519,6 +519,15 @@ type SandboxService struct{ t *transport }
 // POST /sandbox/sessions/{sessionId}/pay
 func (s *SandboxService) Pay(ctx context.Context, sessionID string, params *SandboxPayParams, opts ...RequestOption) (*SandboxPayment, error) {
 	return call[SandboxPayment](ctx, s.t, request{method: "POST", path: "/sandbox/sessions/" + url.PathEscape(sessionID) + "/pay", body: bodyOf(params)}, opts)
+}
+
+// Sweep: Simulate the sweep of a sandbox address-mode session (test keys only)
+//
+// Moves what the session's deposit address holds into the merchant's wallet on the simulated chain, as the worker's sweeper does on a live chain once deposits confirm (docs/deposit-addresses.md). The engine records it as a `sweep`: it pays no session. 409 for an amount-mode session, one not yet confirmed, or an address already swept.
+//
+// POST /sandbox/sessions/{sessionId}/sweep
+func (s *SandboxService) Sweep(ctx context.Context, sessionID string, opts ...RequestOption) (*SandboxSweep, error) {
+	return call[SandboxSweep](ctx, s.t, request{method: "POST", path: "/sandbox/sessions/" + url.PathEscape(sessionID) + "/sweep"}, opts)
 }
 
 // X402Service: x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets.

@@ -1066,6 +1066,23 @@ type SandboxPayParams struct {
 	Amount *string `json:"amount,omitempty"`
 }
 
+// SandboxSweep: a JSON object of the API.
+type SandboxSweep struct {
+	SessionID string `json:"sessionId"`
+	// The simulated sweep transaction.
+	TxHash string `json:"txHash"`
+	// The session's deposit address.
+	From string `json:"from"`
+	// The merchant's wallet, where the money ends.
+	To string `json:"to"`
+	// What the sweep moved, decimal text.
+	Amount string `json:"amount"`
+	// `amount` in base units.
+	AmountBaseUnits string `json:"amountBaseUnits"`
+	BlockNumber     string `json:"blockNumber"`
+	Livemode        bool   `json:"livemode"`
+}
+
 // X402Verification: a JSON object of the API.
 type X402Verification struct {
 	IsValid        bool    `json:"isValid"`

@@ -79,6 +79,7 @@ export const OPERATIONS: Record<string, OperationName> = {
   postEventsByIdRedeliver: { resource: 'events', method: 'redeliver', body: 'EventRedeliverParams', returns: 'EventRedelivery' },
 
   postSandboxSessionsBySessionIdPay: { resource: 'sandbox', method: 'pay', body: 'SandboxPayParams', returns: 'SandboxPayment' },
+  postSandboxSessionsBySessionIdSweep: { resource: 'sandbox', method: 'sweep', returns: 'SandboxSweep' },
 
   postX402Verify: { resource: 'x402', method: 'verify', body: 'X402VerifyParams', returns: 'X402Verification' },
   postX402Settle: { resource: 'x402', method: 'settle', body: 'X402SettleParams', returns: 'X402Settlement' },
@@ -124,6 +125,6 @@ export const RESOURCES: Record<string, string> = {
   webhookEndpoints: 'Registered webhook endpoints (`/webhooks`), their deliveries and replays.',
   webhookSecret: 'The signing secret of per-session `webhookUrl` deliveries, one per mode.',
   events: 'Events (the webhook envelopes), their deliveries and attempts, and redelivery.',
-  sandbox: 'Sandbox only (test keys): pay a sandbox session on the simulated chain.',
+  sandbox: 'Sandbox only (test keys): pay a sandbox session on the simulated chain, and sweep an address-mode one.',
   x402: 'x402 facilitator for the merchant\'s own resource servers: verify and settle EIP-3009 payments into the merchant\'s wallets.',
 };

@@ -411,7 +411,7 @@ export function createResources(transport: Transport) {
       redeliver: (id: string, params: T.EventRedeliverParams = {}, options?: RequestOptions): Promise<T.EventRedelivery> =>
         transport.request<T.EventRedelivery>({ method: 'POST', path: `/events/${encodeURIComponent(id)}/redeliver`, body: params }, options),
     },
-    /** Sandbox only (test keys): pay a sandbox session on the simulated chain. */
+    /** Sandbox only (test keys): pay a sandbox session on the simulated chain, and sweep an address-mode one. */
     sandbox: {
       /**
        * Simulate a payment for a sandbox session (test keys only)
@@ -420,6 +420,15 @@ export function createResources(transport: Transport) {
        */
       pay: (sessionId: string, params: T.SandboxPayParams = {}, options?: RequestOptions): Promise<T.SandboxPayment> =>
         transport.request<T.SandboxPayment>({ method: 'POST', path: `/sandbox/sessions/${encodeURIComponent(sessionId)}/pay`, body: params }, options),
+      /**
+       * Simulate the sweep of a sandbox address-mode session (test keys only)
+       *
+       * Moves what the session's deposit address holds into the merchant's wallet on the simulated chain, as the worker's sweeper does on a live chain once deposits confirm (docs/deposit-addresses.md). The engine records it as a `sweep`: it pays no session. 409 for an amount-mode session, one not yet confirmed, or an address already swept.
+       *
+       * `POST /sandbox/sessions/{sessionId}/sweep`
+       */
+      sweep: (sessionId: string, options?: RequestOptions): Promise<T.SandboxSweep> =>
+        transport.request<T.SandboxSweep>({ method: 'POST', path: `/sandbox/sessions/${encodeURIComponent(sessionId)}/sweep` }, options),
     },
     /** x402 facilitator for the merchant's own resource servers: verify and settle EIP-3009 payments into the merchant's wallets. */
     x402: {

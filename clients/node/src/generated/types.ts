@@ -872,6 +872,22 @@ export interface SandboxPayParams {
   amount?: string;
 }
 
+export interface SandboxSweep {
+  sessionId: string;
+  /** The simulated sweep transaction. */
+  txHash: string;
+  /** The session's deposit address. */
+  from: string;
+  /** The merchant's wallet, where the money ends. */
+  to: string;
+  /** What the sweep moved, decimal text. */
+  amount: string;
+  /** `amount` in base units. */
+  amountBaseUnits: string;
+  blockNumber: string;
+  livemode: false;
+}
+
 export interface X402Verification {
   isValid: boolean;
   invalidReason?: string;

@@ -27,6 +27,7 @@ from .types import (
     RefundStatus,
     SandboxOutcome,
     SandboxPayment,
+    SandboxSweep,
     Session,
     SessionAttribution,
     SessionStatus,
@@ -1071,7 +1072,7 @@ class EventsResource(_Resource):
 
 
 class SandboxResource(_Resource):
-    """Sandbox only (test keys): pay a sandbox session on the simulated chain."""
+    """Sandbox only (test keys): pay a sandbox session on the simulated chain, and sweep an address-mode one."""
 
     def pay(
         self,
@@ -1089,6 +1090,24 @@ class SandboxResource(_Resource):
             "POST",
             f"/sandbox/sessions/{_quote(session_id)}/pay",
             body=_params({"outcome": outcome, "amount": amount}),
+            options=options,
+        )
+
+    def sweep(
+        self,
+        session_id: str,
+        *,
+        options: Optional[RequestOptions] = None,
+    ) -> SandboxSweep:
+        """Simulate the sweep of a sandbox address-mode session (test keys only)
+
+        Moves what the session's deposit address holds into the merchant's wallet on the simulated chain, as the worker's sweeper does on a live chain once deposits confirm (docs/deposit-addresses.md). The engine records it as a `sweep`: it pays no session. 409 for an amount-mode session, one not yet confirmed, or an address already swept.
+
+        ``POST /sandbox/sessions/{sessionId}/sweep``
+        """
+        return self._transport.request(
+            "POST",
+            f"/sandbox/sessions/{_quote(session_id)}/sweep",
             options=options,
         )
 

@@ -1465,6 +1465,30 @@ class SandboxPayParams(_SandboxPayParamsRequired, _SandboxPayParamsOptional):
     """SandboxPayParams (JSON object)."""
 
 
+_SandboxSweepRequired = TypedDict(
+    "_SandboxSweepRequired",
+    {
+        "sessionId": str,
+        # The simulated sweep transaction.
+        "txHash": str,
+        # The session's deposit address.
+        "from": str,
+        # The merchant's wallet, where the money ends.
+        "to": str,
+        # What the sweep moved, decimal text.
+        "amount": str,
+        # `amount` in base units.
+        "amountBaseUnits": str,
+        "blockNumber": str,
+        "livemode": Literal[False],
+    },
+)
+
+
+class SandboxSweep(_SandboxSweepRequired):
+    """SandboxSweep (JSON object)."""
+
+
 _X402VerificationRequired = TypedDict(
     "_X402VerificationRequired",
     {
@@ -1649,6 +1673,7 @@ __all__ = [
     "EventRedeliverParams",
     "SandboxPayment",
     "SandboxPayParams",
+    "SandboxSweep",
     "X402Verification",
     "X402VerifyParams",
     "X402Settlement",

@@ -83,7 +83,7 @@ impl Client {
         EventsResource { transport: &self.transport, options: RequestOptions::default() }
     }
 
-    /// Sandbox only (test keys): pay a sandbox session on the simulated chain.
+    /// Sandbox only (test keys): pay a sandbox session on the simulated chain, and sweep an address-mode one.
     pub fn sandbox(&self) -> SandboxResource<'_> {
         SandboxResource { transport: &self.transport, options: RequestOptions::default() }
     }
@@ -705,7 +705,7 @@ impl<'a> EventsResource<'a> {
     }
 }
 
-/// Sandbox only (test keys): pay a sandbox session on the simulated chain.
+/// Sandbox only (test keys): pay a sandbox session on the simulated chain, and sweep an address-mode one.
 #[derive(Debug, Clone)]
 pub struct SandboxResource<'a> {
     transport: &'a Transport,
@@ -724,6 +724,15 @@ impl<'a> SandboxResource<'a> {
     /// `POST /sandbox/sessions/{sessionId}/pay`
     pub fn pay<'p>(&self, session_id: &str, params: impl Into<Option<&'p SandboxPayParams>>) -> Result<SandboxPayment, Error> {
         self.transport.call(Request { method: "POST", path: format!("/sandbox/sessions/{}/pay", encode_path(session_id)), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
+    }
+
+    /// Simulate the sweep of a sandbox address-mode session (test keys only)
+    ///
+    /// Moves what the session's deposit address holds into the merchant's wallet on the simulated chain, as the worker's sweeper does on a live chain once deposits confirm (docs/deposit-addresses.md). The engine records it as a `sweep`: it pays no session. 409 for an amount-mode session, one not yet confirmed, or an address already swept.
+    ///
+    /// `POST /sandbox/sessions/{sessionId}/sweep`
+    pub fn sweep(&self, session_id: &str) -> Result<SandboxSweep, Error> {
+        self.transport.call(Request { method: "POST", path: format!("/sandbox/sessions/{}/sweep", encode_path(session_id)), query: Vec::new(), body: None }, &self.options)
     }
 }
 

@@ -2363,6 +2363,25 @@ impl SandboxPayParams {
     }
 }
 
+/// SandboxSweep (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxSweep {
+    pub session_id: String,
+    /// The simulated sweep transaction.
+    pub tx_hash: String,
+    /// The session's deposit address.
+    pub from: String,
+    /// The merchant's wallet, where the money ends.
+    pub to: String,
+    /// What the sweep moved, decimal text.
+    pub amount: String,
+    /// `amount` in base units.
+    pub amount_base_units: String,
+    pub block_number: String,
+    pub livemode: bool,
+}
+
 /// X402Verification (a JSON object of the API).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
