@@ -2,6 +2,7 @@ import { payerReference, type Session } from '../payments/session.ts';
 import { formatAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
 import { sessionX402Url } from '../x402/requirements.ts';
+import { lineItemsView } from '../payments/purchase.ts';
 
 /**
  * Interface B reports the session state `created` as `pending` (spec §3: "a newly created
@@ -45,6 +46,9 @@ export type SessionViewFields = Pick<
   | 'webhookUrl'
   | 'successUrl'
   | 'paymentLinkId'
+  | 'description'
+  | 'lineItems'
+  | 'cancelUrl'
   | 'createdAt'
   | 'expiresAt'
   | 'confirmedAt'
@@ -78,6 +82,10 @@ function sessionFields(row: SessionViewFields, publicUrl: string) {
     webhookUrl: row.webhookUrl,
     successUrl: row.successUrl,
     paymentLinkId: row.paymentLinkId,
+    description: row.description,
+    lineItems: lineItemsView(row.lineItems, row.decimals),
+    cancelUrl: row.cancelUrl,
+    receiptUrl: `${checkoutUrl(publicUrl, row.id)}/receipt`,
     livemode: row.livemode,
     createdAt: row.createdAt.toISOString(),
     expiresAt: row.expiresAt.toISOString(),

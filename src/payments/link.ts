@@ -1,5 +1,6 @@
 import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
+import type { StoredLineItem } from './purchase.ts';
 
 /**
  * The payment link model: one type, one column list, one mapper. A payment link is a reusable
@@ -21,6 +22,10 @@ export interface PaymentLink {
   metadata: Record<string, string>;
   webhookUrl: string | null;
   successUrl: string | null;
+  /** What each session is for (copied into it): see purchase.ts. */
+  description: string | null;
+  lineItems: StoredLineItem[] | null;
+  cancelUrl: string | null;
   /** Lifetime in seconds of each session the link makes. */
   expiresIn: number;
   /** False once deactivated (links are deactivated, never deleted). */
@@ -44,6 +49,9 @@ const FIELD_SQL: Record<keyof PaymentLink, string> = {
   metadata: 'l.metadata',
   webhookUrl: 'l.webhook_url',
   successUrl: 'l.success_url',
+  description: 'l.description',
+  lineItems: 'l.line_items',
+  cancelUrl: 'l.cancel_url',
   expiresIn: 'l.expires_in',
   active: 'l.active',
   sessionsCreated: 'l.sessions_created',

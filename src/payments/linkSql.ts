@@ -7,11 +7,13 @@ import { LINK_COLUMNS } from './link.ts';
 
 /**
  * A new payment link. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
- * $7 amount, $8 fixed wallet or null, $9 metadata, $10 webhook URL, $11 success URL, $12 session lifetime.
+ * $7 amount, $8 fixed wallet or null, $9 metadata, $10 webhook URL, $11 success URL, $12 session lifetime,
+ * $13 description, $14 line items (JSON), $15 cancel URL.
  */
 export const insertLink = () =>
-  `INSERT INTO payment_links AS l (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in)
-   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12) RETURNING ${LINK_COLUMNS}`;
+  `INSERT INTO payment_links AS l (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in,
+     description, line_items, cancel_url)
+   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12, $13, $14::jsonb, $15) RETURNING ${LINK_COLUMNS}`;
 
 /** One link of a merchant and mode. $1 id, $2 merchant, $3 livemode. */
 export const selectLink = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3`;

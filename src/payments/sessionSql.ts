@@ -11,7 +11,8 @@ import { SESSION_COLUMNS } from './session.ts';
  * no due amount is left. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
  * $7 amount, $8 the due-offset bound (exclusive), $9 fee, $10 token addresses, $11 pay-to,
  * $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL, $16 success URL,
- * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds.
+ * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds, $20 description,
+ * $21 line items (JSON), $22 cancel URL.
  *
  * The due amount is `amount + k`, k in [0, bound), that no session on the same (chain,
  * currency, pay_to) holds while its monitoring window is open, in either mode (see
@@ -54,9 +55,9 @@ export const insertSession = () =>
    )
    INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
      token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
-     expires_at, monitor_until)
+     expires_at, monitor_until, description, line_items, cancel_url)
    SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
-     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19)
+     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19), $20, $21::jsonb, $22
      FROM due WHERE due.amount_due < $7::numeric + $8::numeric
    RETURNING ${SESSION_COLUMNS}`;
 
@@ -72,12 +73,14 @@ export const selectSessionById = (options: { columns?: string; forUpdate?: boole
   `SELECT ${options.columns ?? SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`;
 
 /**
- * Sessions by id with their merchant's name (`merchantName`) and the database's clock (`now`),
- * for the payer's page. $1 ids.
+ * Sessions by id with their merchant's name (`merchantName`), brand (`brandAccentColor`,
+ * `brandSupportEmail`, `brandSupportUrl`, `brandLogoSha256`: migration 040) and the database's
+ * clock (`now`), for the payer's page. $1 ids.
  */
 export const selectSessionsWithMerchant = (columns: string) =>
-  `SELECT ${columns}, m.name AS "merchantName", now() AS now
-     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+  `SELECT ${columns}, m.name AS "merchantName", m.accent_color AS "brandAccentColor", m.support_email AS "brandSupportEmail",
+          m.support_url AS "brandSupportUrl", lg.sha256 AS "brandLogoSha256", now() AS now
+     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id LEFT JOIN merchant_logos lg ON lg.merchant_id = m.id
     WHERE s.id = ANY($1::text[])`;
 
 /**

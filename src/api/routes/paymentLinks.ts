@@ -12,10 +12,14 @@ import { formatAmount } from '../../internal/money.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
 import type { PaymentLink } from '../../payments/link.ts';
+import { lineItemsView } from '../../payments/purchase.ts';
 import {
   AmountSchema,
   ChainSchema,
   CurrencySchema,
+  DescriptionSchema,
+  LineItemsInputSchema,
+  LineItemsViewSchema,
   ExpiresInSchema,
   IdParam,
   ListSchema,
@@ -44,6 +48,9 @@ const PaymentLinkSchema = Type.Object(
     metadata: MetadataSchema,
     webhookUrl: Type.Union([Type.String(), Type.Null()]),
     successUrl: Type.Union([Type.String(), Type.Null()]),
+    cancelUrl: Type.Union([Type.String(), Type.Null()], { description: 'Copied into each session: where "Cancel and return" takes the customer.' }),
+    description: Type.Union([Type.String(), Type.Null()], { description: 'Copied into each session: what is being bought.' }),
+    lineItems: LineItemsViewSchema,
     expiresIn: Type.Integer({ description: 'Lifetime in seconds of each session the link creates.' }),
     sessionsCreated: Type.Integer({ description: 'How many sessions visits have created.' }),
     livemode: Type.Boolean(),
@@ -62,6 +69,9 @@ export const CreatePaymentLinkBody = Type.Object(
     metadata: Type.Optional(MetadataSchema),
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),
+    cancelUrl: Type.Optional(UrlSchema),
+    description: Type.Optional(DescriptionSchema),
+    lineItems: Type.Optional(LineItemsInputSchema),
     expiresIn: Type.Optional(ExpiresInSchema),
   },
   { additionalProperties: false },
@@ -109,6 +119,9 @@ export function paymentLinkView(link: PaymentLink, publicUrl: string) {
     metadata: link.metadata,
     webhookUrl: link.webhookUrl,
     successUrl: link.successUrl,
+    cancelUrl: link.cancelUrl,
+    description: link.description,
+    lineItems: lineItemsView(link.lineItems, link.decimals),
     expiresIn: link.expiresIn,
     sessionsCreated: link.sessionsCreated,
     livemode: link.livemode,
