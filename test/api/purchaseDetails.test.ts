@@ -69,8 +69,8 @@ describe('description, line items and cancelUrl on sessions, payments and links'
       const answer = await call('POST', path, { key: m.test, body: { amount: '29.99', currency: 'USDC', chain: 'polygon', ...extra } });
       expect(answer).toMatchObject({ status: 400, body: { error: expect.stringContaining(error) } });
     }
-    const { rows } = await db.store.query('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [m.id]);
-    expect(rows[0].n).toBe(0);
+    const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [m.id]);
+    expect(rows[0]!.n).toBe(0);
   });
 
   test('bsc: unit amounts may have 18 decimals', async () => {
