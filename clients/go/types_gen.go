@@ -111,6 +111,16 @@ const (
 	WalletVerificationMethodOperator WalletVerificationMethod = "operator"
 )
 
+// BrandLogoParamsContentType: The declared type; the bytes must agree with it.
+type BrandLogoParamsContentType string
+
+// The values of BrandLogoParamsContentType.
+const (
+	BrandLogoParamsContentTypeImagePng  BrandLogoParamsContentType = "image/png"
+	BrandLogoParamsContentTypeImageJpeg BrandLogoParamsContentType = "image/jpeg"
+	BrandLogoParamsContentTypeImageWebp BrandLogoParamsContentType = "image/webp"
+)
+
 // TransferStatus: `unmatched` until attributed to a session.
 type TransferStatus string
 
@@ -224,6 +234,16 @@ type Token struct {
 	Address string `json:"address"`
 }
 
+// SessionLineItems: a JSON object of the API.
+type SessionLineItems struct {
+	Name     string `json:"name"`
+	Quantity int64  `json:"quantity"`
+	// Price of one, decimal text.
+	UnitAmount string `json:"unitAmount"`
+	// quantity × unitAmount, decimal text.
+	Amount string `json:"amount"`
+}
+
 // Session: A payment session as Interface A shows it (spec §2.1), plus what a payer needs.
 type Session struct {
 	// Session identifier (`ses_…`); the same id works in both interfaces.
@@ -276,6 +296,14 @@ type Session struct {
 	SuccessURL *string `json:"successUrl"`
 	// The payment link this session came from.
 	PaymentLinkID *string `json:"paymentLinkId"`
+	// What is being bought, or null.
+	Description *string `json:"description"`
+	// The line items (their total is `amount`), or null.
+	LineItems []SessionLineItems `json:"lineItems"`
+	// Where the checkout page's "Cancel and return" link takes the customer, or null.
+	CancelURL *string `json:"cancelUrl"`
+	// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+	ReceiptURL string `json:"receiptUrl"`
 	// false for sandbox sessions (test keys).
 	Livemode bool `json:"livemode"`
 	// Creation time, ISO 8601 UTC.
@@ -288,6 +316,16 @@ type Session struct {
 	Status SessionStatus `json:"status"`
 }
 
+// SessionCreateParamsLineItems: a JSON object of the API.
+type SessionCreateParamsLineItems struct {
+	// Item name (1..200 characters).
+	Name string `json:"name"`
+	// How many, 1..10000.
+	Quantity int64 `json:"quantity"`
+	// Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0".
+	UnitAmount string `json:"unitAmount"`
+}
+
 // SessionCreateParams: a JSON object of the API.
 type SessionCreateParams struct {
 	// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
@@ -296,12 +334,18 @@ type SessionCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -360,6 +404,14 @@ type Payment struct {
 	SuccessURL *string `json:"successUrl"`
 	// The payment link this session came from.
 	PaymentLinkID *string `json:"paymentLinkId"`
+	// What is being bought, or null.
+	Description *string `json:"description"`
+	// The line items (their total is `amount`), or null.
+	LineItems []SessionLineItems `json:"lineItems"`
+	// Where the checkout page's "Cancel and return" link takes the customer, or null.
+	CancelURL *string `json:"cancelUrl"`
+	// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+	ReceiptURL string `json:"receiptUrl"`
 	// false for sandbox sessions (test keys).
 	Livemode bool `json:"livemode"`
 	// Creation time, ISO 8601 UTC.
@@ -380,12 +432,18 @@ type PaymentCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -418,12 +476,18 @@ type CheckoutSessionCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -449,6 +513,12 @@ type PaymentLink struct {
 	Metadata   map[string]string `json:"metadata"`
 	WebhookURL *string           `json:"webhookUrl"`
 	SuccessURL *string           `json:"successUrl"`
+	// Copied into each session: where "Cancel and return" takes the customer.
+	CancelURL *string `json:"cancelUrl"`
+	// Copied into each session: what is being bought.
+	Description *string `json:"description"`
+	// The line items (their total is `amount`), or null.
+	LineItems []SessionLineItems `json:"lineItems"`
 	// Lifetime in seconds of each session the link creates.
 	ExpiresIn int64 `json:"expiresIn"`
 	// How many sessions visits have created.
@@ -466,7 +536,7 @@ type PaymentLinkCreateParams struct {
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
 	Chain Chain `json:"chain"`
-	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -474,6 +544,12 @@ type PaymentLinkCreateParams struct {
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
 	ExpiresIn *int64 `json:"expiresIn,omitempty"`
 }
@@ -670,7 +746,7 @@ type Wallet struct {
 	Verified           bool                      `json:"verified"`
 	VerificationMethod *WalletVerificationMethod `json:"verificationMethod"`
 	VerifiedAt         *string                   `json:"verifiedAt"`
-	// The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.
+	// The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly.
 	Default   bool   `json:"default"`
 	CreatedAt string `json:"createdAt"`
 }
@@ -715,6 +791,45 @@ type WalletCreateParams struct {
 type Deleted struct {
 	ID      string `json:"id"`
 	Deleted bool   `json:"deleted"`
+}
+
+// BrandLogo: The stored logo (its sha256), or null.
+type BrandLogo struct {
+	Sha256 string `json:"sha256"`
+}
+
+// Brand: The merchant's brand.
+type Brand struct {
+	// Display name shown to customers.
+	Name string `json:"name"`
+	// Accent colour `#rrggbb`, or null.
+	AccentColor *string `json:"accentColor"`
+	// Support email shown on checkout and receipts, or null.
+	SupportEmail *string `json:"supportEmail"`
+	// Support page (https), or null.
+	SupportURL *string `json:"supportUrl"`
+	// The stored logo (its sha256), or null.
+	Logo *BrandLogo `json:"logo"`
+}
+
+// BrandUpdateParams: a JSON object of the API.
+type BrandUpdateParams struct {
+	// Display name, 1..200 characters.
+	Name *string `json:"name,omitempty"`
+	// Accent colour `#rrggbb`; null clears it.
+	AccentColor *Nullable[string] `json:"accentColor,omitempty"`
+	// Support email; null clears it.
+	SupportEmail *Nullable[string] `json:"supportEmail,omitempty"`
+	// Support page, https; null clears it.
+	SupportURL *Nullable[string] `json:"supportUrl,omitempty"`
+}
+
+// BrandLogoParams: a JSON object of the API.
+type BrandLogoParams struct {
+	// The declared type; the bytes must agree with it.
+	ContentType BrandLogoParamsContentType `json:"contentType"`
+	// The image, base64.
+	Data string `json:"data"`
 }
 
 // Transfer: A token transfer into one of your wallets, as the gateway observed it.

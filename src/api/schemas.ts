@@ -212,7 +212,10 @@ const sessionFields = {
   description: Nullable(Type.String(), 'What is being bought, or null.'),
   lineItems: LineItemsViewSchema,
   cancelUrl: Nullable(Type.String(), 'Where the checkout page\'s "Cancel and return" link takes the customer, or null.'),
-  receiptUrl: Type.String({ format: 'uri', description: 'The customer\'s printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).' }),
+  receiptUrl: Type.String({
+    format: 'uri',
+    description: "The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).",
+  }),
   livemode: Type.Boolean({ description: 'false for sandbox sessions (test keys).' }),
   createdAt: DateTime('Creation time, ISO 8601 UTC.'),
   expiresAt: DateTime('Expiry time, ISO 8601 UTC.'),

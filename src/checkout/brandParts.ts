@@ -58,7 +58,8 @@ export function supportLine(merchant: Pick<Merchant, 'supportEmail' | 'supportUr
   const parts: string[] = [];
   if (merchant.supportEmail)
     parts.push(`<a id="support-email" href="mailto:${escapeHtml(encodeURI(merchant.supportEmail))}">${escapeHtml(merchant.supportEmail)}</a>`);
-  if (merchant.supportUrl) parts.push(`<a id="support-url" href="${escapeHtml(merchant.supportUrl)}" rel="noopener noreferrer">${escapeHtml(merchant.name)} support</a>`);
+  if (merchant.supportUrl)
+    parts.push(`<a id="support-url" href="${escapeHtml(merchant.supportUrl)}" rel="noopener noreferrer">${escapeHtml(merchant.name)} support</a>`);
   return parts.length ? `<p class="support">Questions about this payment? Contact ${parts.join(' or ')}.</p>` : '';
 }
 

@@ -48,7 +48,11 @@ export function receiptRoutes(app: FastifyInstance, deps: ReceiptDeps): void {
         response: {
           200: {
             description: 'The image.',
-            content: { 'image/png': { schema: { type: 'string' } }, 'image/jpeg': { schema: { type: 'string' } }, 'image/webp': { schema: { type: 'string' } } },
+            content: {
+              'image/png': { schema: { type: 'string' } },
+              'image/jpeg': { schema: { type: 'string' } },
+              'image/webp': { schema: { type: 'string' } },
+            },
           },
           304: { description: 'Not modified (If-None-Match).', type: 'null' },
           404: { ...CheckoutErrorSchema, description: 'No such session, or its merchant has no logo.' },

@@ -66,7 +66,7 @@ export const PaymentInstructionsSchema = Type.Object(
     livemode: Type.Boolean({ description: 'false for sandbox sessions: pay on the sandbox chain, not a real one.' }),
     merchant: Type.Object(
       {
-        name: Type.String({ description: 'Who is being paid: the merchant\'s display name.' }),
+        name: Type.String({ description: "Who is being paid: the merchant's display name." }),
         logoUrl: Nullable(Type.String({ format: 'uri' }), "The merchant's logo (PNG, JPEG or WebP) on this gateway, or null."),
         accentColor: Nullable(Type.String({ pattern: '^#[0-9a-f]{6}$' }), "The merchant's accent colour `#rrggbb`, or null."),
         supportEmail: Nullable(Type.String(), 'Where the customer can write to the merchant, or null.'),

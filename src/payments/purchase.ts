@@ -64,7 +64,8 @@ export function checkPurchase(input: PurchaseInput, params: { amount: bigint; de
     lineItems = input.lineItems.map((item, i) => {
       const where = `lineItems[${i}]`;
       const name = item.name.trim();
-      if (name.length === 0 || name.length > LINE_ITEM_LIMITS.nameLength) throw badRequest(`${where}.name must be 1 to ${LINE_ITEM_LIMITS.nameLength} characters`);
+      if (name.length === 0 || name.length > LINE_ITEM_LIMITS.nameLength)
+        throw badRequest(`${where}.name must be 1 to ${LINE_ITEM_LIMITS.nameLength} characters`);
       if (!Number.isInteger(item.quantity) || item.quantity < 1 || item.quantity > LINE_ITEM_LIMITS.maxQuantity) {
         throw badRequest(`${where}.quantity must be a whole number from 1 to ${LINE_ITEM_LIMITS.maxQuantity}`);
       }
@@ -89,7 +90,10 @@ export function checkPurchase(input: PurchaseInput, params: { amount: bigint; de
 }
 
 /** Line items as the API, events and pages show them: decimal text, with each line's total. */
-export function lineItemsView(items: StoredLineItem[] | null, decimals: number): { name: string; quantity: number; unitAmount: string; amount: string }[] | null {
+export function lineItemsView(
+  items: StoredLineItem[] | null,
+  decimals: number,
+): { name: string; quantity: number; unitAmount: string; amount: string }[] | null {
   if (!items) return null;
   return items.map((item) => ({
     name: item.name,

@@ -52,18 +52,18 @@ describe('the merchant brand API', () => {
     const readOnlyLive = await m.key(true, ['read']);
     for (const key of [m.test, m.readOnly, readOnlyLive]) {
       expect((await call('PATCH', '/api/v1/brand', { key, body: { name: 'Phish' } })).status).toBe(403);
-      expect((await call('PUT', '/api/v1/brand/logo', { key, body: upload(png(10, 10)) })).status).toBe(403);
+      expect((await call('POST', '/api/v1/brand/logo', { key, body: upload(png(10, 10)) })).status).toBe(403);
       expect((await call('DELETE', '/api/v1/brand/logo', { key })).status).toBe(403);
     }
     expect((await call('GET', '/api/v1/brand', { key: m.live })).body).toMatchObject({ name: 'Shop', logo: null });
   });
 
-  test('PUT /brand/logo stores a PNG or JPEG, audited; DELETE removes it', async () => {
+  test('POST /brand/logo stores a PNG or JPEG, audited; DELETE removes it', async () => {
     const m = await newMerchant(db.store);
-    const stored = await call('PUT', '/api/v1/brand/logo', { key: m.live, body: upload(png(120, 40)) });
+    const stored = await call('POST', '/api/v1/brand/logo', { key: m.live, body: upload(png(120, 40)) });
     expect(stored.status).toBe(200);
     expect(stored.body.logo.sha256).toMatch(/^[0-9a-f]{64}$/);
-    const jpeg = await call('PUT', '/api/v1/brand/logo', { key: m.live, body: upload(JPEG, 'image/jpeg') });
+    const jpeg = await call('POST', '/api/v1/brand/logo', { key: m.live, body: upload(JPEG, 'image/jpeg') });
     expect(jpeg.body.logo.sha256).not.toBe(stored.body.logo.sha256);
     const set = await listAudit(db.store, m.id, { action: 'merchant.logo_set' });
     expect(set.map((e) => e.details)).toEqual([
@@ -84,9 +84,9 @@ describe('the merchant brand API', () => {
     ['a PNG of 4000×10 pixels', upload(png(4000, 10)), 'at most 2048×2048'],
     ['a PNG claiming 100000×100000 pixels', upload(png(100_000, 1)), 'at most 2048×2048'],
     ['over 256 KiB', upload(Buffer.concat([png(10, 10), Buffer.alloc(262_144)])), 'at most 262144'],
-  ])('PUT /brand/logo refuses %s (400) and stores nothing', async (_name, body, error) => {
+  ])('POST /brand/logo refuses %s (400) and stores nothing', async (_name, body, error) => {
     const m = await newMerchant(db.store);
-    const answer = await call('PUT', '/api/v1/brand/logo', { key: m.live, body });
+    const answer = await call('POST', '/api/v1/brand/logo', { key: m.live, body });
     expect(answer.status).toBe(400);
     expect(answer.body.error).toContain(error);
     expect((await call('GET', '/api/v1/brand', { key: m.live })).body.logo).toBeNull();

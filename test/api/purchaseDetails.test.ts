@@ -35,7 +35,9 @@ describe('description, line items and cancelUrl on sessions, payments and links'
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ description: PURCHASE.description, lineItems: ITEMS_VIEW, cancelUrl: PURCHASE.cancelUrl });
     expect(created.body.receiptUrl).toBe(`${created.body.checkoutUrl}/receipt`);
-    const read = await call('GET', `/api/v1/${path.endsWith('sessions') && !path.includes('checkout') ? 'sessions' : 'payments'}/${created.body.id}`, { key: m.test });
+    const read = await call('GET', `/api/v1/${path.endsWith('sessions') && !path.includes('checkout') ? 'sessions' : 'payments'}/${created.body.id}`, {
+      key: m.test,
+    });
     expect(read.body).toMatchObject({ description: PURCHASE.description, lineItems: ITEMS_VIEW, cancelUrl: PURCHASE.cancelUrl });
     const instructions = await call('GET', `/checkout/${created.body.id}`, { headers: { accept: 'application/json' } });
     expect(instructions.body).toMatchObject({
@@ -100,7 +102,7 @@ describe('description, line items and cancelUrl on sessions, payments and links'
   test('webhook event data carries description and line items; the receipt is 409 before payment, a page after, 404 for nothing', async () => {
     const m = await newMerchant(db.store);
     await call('PATCH', '/api/v1/brand', { key: m.live, body: { name: 'Acme Coffee', accentColor: '#ffcc00', supportEmail: 'help@acme.example' } });
-    await call('PUT', '/api/v1/brand/logo', { key: m.live, body: { contentType: 'image/png', data: png(64, 32).toString('base64') } });
+    await call('POST', '/api/v1/brand/logo', { key: m.live, body: { contentType: 'image/png', data: png(64, 32).toString('base64') } });
     const created = await call('POST', '/api/v1/sessions', {
       key: m.live,
       body: { amount: '29.99', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET, ...PURCHASE },
@@ -115,7 +117,10 @@ describe('description, line items and cancelUrl on sessions, payments and links'
     await setHead(db.store, { head: 200n, finalized: 200n });
     const engine = createEngine({ store: db.store, logger: createLogger({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
     await engine.reconcile({ chain: 'polygon', livemode: true });
-    const { rows } = await db.store.query<{ type: string; data: Record<string, unknown> }>("SELECT type, payload->'data' AS data FROM events WHERE session_id = $1 ORDER BY seq", [id]);
+    const { rows } = await db.store.query<{ type: string; data: Record<string, unknown> }>(
+      "SELECT type, payload->'data' AS data FROM events WHERE session_id = $1 ORDER BY seq",
+      [id],
+    );
     expect(rows.map((row) => row.type)).toContain('payment.confirmed');
     for (const row of rows) expect(row.data).toMatchObject({ description: PURCHASE.description, lineItems: ITEMS_VIEW });
 

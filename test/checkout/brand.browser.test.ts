@@ -63,7 +63,7 @@ test('a branded checkout shows the logo, colour, items and support; the receipt 
   const problems = collectPageProblems(page);
   expect((await page.goto(`${server.url}/checkout/${session.id}`))?.status()).toBe(200);
   expect(await page.locator('#merchant-name').textContent()).toBe('Acme Coffee');
-  await page.waitForFunction(() => (document.getElementById('merchant-logo') as HTMLImageElement | null)?.naturalWidth === 160);
+  await page.waitForFunction("document.getElementById('merchant-logo')?.naturalWidth === 160");
   expect(await page.locator('#description').textContent()).toBe('Order #1042');
   expect(await page.locator('#line-items tbody tr').allTextContents()).toEqual(['Ethiopia Yirgacheffe 250 g212.525', 'Shipping <b>fast</b>14.994.99']);
   expect(await page.locator('#line-items tfoot').textContent()).toContain('29.99 USDC');
@@ -71,7 +71,9 @@ test('a branded checkout shows the logo, colour, items and support; the receipt 
   expect(await page.locator('#support-url').getAttribute('href')).toBe('https://acme.example/help');
   expect(await page.locator('#cancel-link').getAttribute('href')).toBe('https://shop.example/cart');
   // The accent colour through the hash-pinned style block, white text on the dark green.
-  const button = await page.locator('#wallet-link').evaluate((el) => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]);
+  const button = await page.evaluate(
+    "[getComputedStyle(document.getElementById('wallet-link')).backgroundColor, getComputedStyle(document.getElementById('wallet-link')).color]",
+  );
   expect(button).toEqual(['rgb(27, 94, 32)', 'rgb(255, 255, 255)']);
   await saveScreenshot(page, 'brand-checkout-phone');
 
@@ -92,7 +94,7 @@ test('a branded checkout shows the logo, colour, items and support; the receipt 
   expect(await page.locator('.explorer-link').getAttribute('href')).toBe(`https://polygonscan.com/tx/0x${'ab'.repeat(32)}`);
   expect(await page.locator('#line-items tbody tr').count()).toBe(2);
   expect(await page.locator('#print').isVisible()).toBe(true);
-  await page.waitForFunction(() => (document.getElementById('merchant-logo') as HTMLImageElement | null)?.naturalWidth === 160);
+  await page.waitForFunction("document.getElementById('merchant-logo')?.naturalWidth === 160");
   await saveScreenshot(page, 'brand-receipt-phone');
   await page.emulateMedia({ media: 'print' });
   expect(await page.locator('#print').isVisible()).toBe(false);

@@ -5,13 +5,22 @@ import type { ApiDeps } from '../deps.ts';
 import { auditApiChange } from '../audit.ts';
 import { authOf } from '../auth.ts';
 import { forbidden, notFound } from '../../internal/errors.ts';
-import { getMerchantBrand, LOGO_TYPES, MAX_LOGO_BYTES, MAX_LOGO_SIDE, removeMerchantLogo, setMerchantBrand, setMerchantLogo, type MerchantBrand } from '../../accounts/index.ts';
+import {
+  getMerchantBrand,
+  LOGO_TYPES,
+  MAX_LOGO_BYTES,
+  MAX_LOGO_SIDE,
+  removeMerchantLogo,
+  setMerchantBrand,
+  setMerchantLogo,
+  type MerchantBrand,
+} from '../../accounts/index.ts';
 import { errorResponses, READ_ERRORS } from '../schemas.ts';
 
 /**
  * The merchant's brand (issue 26), shown to customers on every checkout page and receipt:
  * `GET /brand`, `PATCH /brand` (display name, accent colour, support email and URL),
- * `PUT /brand/logo` and `DELETE /brand/logo`. Changes need a live key with the write scope: the
+ * `POST /brand/logo` and `DELETE /brand/logo`. Changes need a live key with the write scope: the
  * brand is what live customers see (a support URL is a place they are sent to), so a test key,
  * handed to developers and CI, must not change it. Every change is audited.
  */
@@ -44,7 +53,12 @@ const UpdateBrandBody = Type.Object(
 const LogoBody = Type.Object(
   {
     contentType: Type.Unsafe<string>({ type: 'string', enum: [...LOGO_TYPES], description: 'The declared type; the bytes must agree with it.' }),
-    data: Type.String({ minLength: 1, maxLength: Math.ceil(MAX_LOGO_BYTES / 3) * 4 + 4, description: 'The image, base64.', 'x-error': `must be the base64 of at most ${MAX_LOGO_BYTES} bytes (256 KiB)` }),
+    data: Type.String({
+      minLength: 1,
+      maxLength: Math.ceil(MAX_LOGO_BYTES / 3) * 4 + 4,
+      description: 'The image, base64.',
+      'x-error': `must be the base64 of at most ${MAX_LOGO_BYTES} bytes (256 KiB)`,
+    }),
   },
   { additionalProperties: false },
 );
@@ -106,7 +120,7 @@ export function brandRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
   );
 
-  typed.put(
+  typed.post(
     '/brand/logo',
     {
       onRequest: requireLiveKey,

@@ -1,4 +1,12 @@
-import { getMerchantBrand, getMerchantLogo, MAX_LOGO_BYTES, removeMerchantLogo, setMerchantBrand, textColorOn, type MerchantBrand } from '../../accounts/index.ts';
+import {
+  getMerchantBrand,
+  getMerchantLogo,
+  MAX_LOGO_BYTES,
+  removeMerchantLogo,
+  setMerchantBrand,
+  textColorOn,
+  type MerchantBrand,
+} from '../../accounts/index.ts';
 import { notFound } from '../../internal/errors.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, type Html } from '../html.ts';
@@ -46,7 +54,7 @@ ${parts.error ? errorBox(parts.error) : ''}
   ${editable ? html`<button type="submit">Save brand</button>` : html`<p class="help">Only owners change the brand.</p>`}
 </form>
 <h3>Logo</h3>
-<p class="help">PNG, JPEG or WebP, at most ${String(MAX_LOGO_BYTES / 1024)} KiB. Upload it with the API (<code>PUT /api/v1/brand/logo</code>, a live key) or the operator's <code>svc merchants update --logo FILE</code>.</p>
+<p class="help">PNG, JPEG or WebP, at most ${String(MAX_LOGO_BYTES / 1024)} KiB. Upload it with the API (<code>POST /api/v1/brand/logo</code>, a live key) or the operator's <code>svc merchants update --logo FILE</code>.</p>
 ${
   brand.logoSha256 && editable
     ? html`<form method="post" action="/dashboard/settings/brand/logo/remove" class="inline" data-confirm="Remove the logo from your checkout pages?">${ctx.csrfField()}<button type="submit" class="danger">Remove logo</button></form>`

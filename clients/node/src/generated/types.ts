@@ -27,6 +27,9 @@ export type RefundStatus = 'requested' | 'completed' | 'rejected';
 
 export type WalletVerificationMethod = 'eip191' | 'ed25519' | 'operator';
 
+/** The declared type; the bytes must agree with it. */
+export type BrandLogoParamsContentType = 'image/png' | 'image/jpeg' | 'image/webp';
+
 /** `unmatched` until attributed to a session. */
 export type TransferStatus = 'unmatched' | 'matched';
 
@@ -75,6 +78,15 @@ export interface Token {
   symbol: string;
   /** Token contract (EVM) or mint (solana). */
   address: string;
+}
+
+export interface SessionLineItems {
+  name: string;
+  quantity: number;
+  /** Price of one, decimal text. */
+  unitAmount: string;
+  /** quantity × unitAmount, decimal text. */
+  amount: string;
 }
 
 /** A payment session as Interface A shows it (spec §2.1), plus what a payer needs. */
@@ -129,6 +141,14 @@ export interface Session {
   successUrl: string | null;
   /** The payment link this session came from. */
   paymentLinkId: string | null;
+  /** What is being bought, or null. */
+  description: string | null;
+  /** The line items (their total is `amount`), or null. */
+  lineItems: SessionLineItems[] | null;
+  /** Where the checkout page's "Cancel and return" link takes the customer, or null. */
+  cancelUrl: string | null;
+  /** The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before). */
+  receiptUrl: string;
   /** false for sandbox sessions (test keys). */
   livemode: boolean;
   /** Creation time, ISO 8601 UTC. */
@@ -141,6 +161,15 @@ export interface Session {
   status: SessionStatus;
 }
 
+export interface SessionCreateParamsLineItems {
+  /** Item name (1..200 characters). */
+  name: string;
+  /** How many, 1..10000. */
+  quantity: number;
+  /** Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0". */
+  unitAmount: string;
+}
+
 export interface SessionCreateParams {
   /** Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision). */
   amount: string;
@@ -148,12 +177,18 @@ export interface SessionCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
@@ -212,6 +247,14 @@ export interface Payment {
   successUrl: string | null;
   /** The payment link this session came from. */
   paymentLinkId: string | null;
+  /** What is being bought, or null. */
+  description: string | null;
+  /** The line items (their total is `amount`), or null. */
+  lineItems: SessionLineItems[] | null;
+  /** Where the checkout page's "Cancel and return" link takes the customer, or null. */
+  cancelUrl: string | null;
+  /** The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before). */
+  receiptUrl: string;
   /** false for sandbox sessions (test keys). */
   livemode: boolean;
   /** Creation time, ISO 8601 UTC. */
@@ -231,12 +274,18 @@ export interface PaymentCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
@@ -267,12 +316,18 @@ export interface CheckoutSessionCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
@@ -298,6 +353,12 @@ export interface PaymentLink {
   metadata: Record<string, string>;
   webhookUrl: string | null;
   successUrl: string | null;
+  /** Copied into each session: where "Cancel and return" takes the customer. */
+  cancelUrl: string | null;
+  /** Copied into each session: what is being bought. */
+  description: string | null;
+  /** The line items (their total is `amount`), or null. */
+  lineItems: SessionLineItems[] | null;
   /** Lifetime in seconds of each session the link creates. */
   expiresIn: number;
   /** How many sessions visits have created. */
@@ -314,7 +375,7 @@ export interface PaymentLinkCreateParams {
   currency: Currency;
   /** The chain to pay on. */
   chain: Chain;
-  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. */
+  /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
@@ -322,6 +383,12 @@ export interface PaymentLinkCreateParams {
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
   expiresIn?: number;
 }
@@ -504,7 +571,7 @@ export interface Wallet {
   verified: boolean;
   verificationMethod: WalletVerificationMethod | null;
   verifiedAt: string | null;
-  /** The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly. */
+  /** The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly. */
   default: boolean;
   createdAt: string;
 }
@@ -544,6 +611,43 @@ export interface WalletCreateParams {
 export interface Deleted {
   id: string;
   deleted: boolean;
+}
+
+/** The stored logo (its sha256), or null. */
+export interface BrandLogo {
+  sha256: string;
+}
+
+/** The merchant's brand. */
+export interface Brand {
+  /** Display name shown to customers. */
+  name: string;
+  /** Accent colour `#rrggbb`, or null. */
+  accentColor: string | null;
+  /** Support email shown on checkout and receipts, or null. */
+  supportEmail: string | null;
+  /** Support page (https), or null. */
+  supportUrl: string | null;
+  /** The stored logo (its sha256), or null. */
+  logo: BrandLogo | null;
+}
+
+export interface BrandUpdateParams {
+  /** Display name, 1..200 characters. */
+  name?: string;
+  /** Accent colour `#rrggbb`; null clears it. */
+  accentColor?: string | null;
+  /** Support email; null clears it. */
+  supportEmail?: string | null;
+  /** Support page, https; null clears it. */
+  supportUrl?: string | null;
+}
+
+export interface BrandLogoParams {
+  /** The declared type; the bytes must agree with it. */
+  contentType: BrandLogoParamsContentType;
+  /** The image, base64. */
+  data: string;
 }
 
 /** A token transfer into one of your wallets, as the gateway observed it. */

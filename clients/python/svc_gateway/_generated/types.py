@@ -30,6 +30,9 @@ RefundStatus = Literal["requested", "completed", "rejected"]
 
 WalletVerificationMethod = Literal["eip191", "ed25519", "operator"]
 
+# The declared type; the bytes must agree with it.
+BrandLogoParamsContentType = Literal["image/png", "image/jpeg", "image/webp"]
+
 # `unmatched` until attributed to a session.
 TransferStatus = Literal["unmatched", "matched"]
 
@@ -94,6 +97,23 @@ class Token(_TokenRequired):
     """Token (JSON object)."""
 
 
+_SessionLineItemsRequired = TypedDict(
+    "_SessionLineItemsRequired",
+    {
+        "name": str,
+        "quantity": int,
+        # Price of one, decimal text.
+        "unitAmount": str,
+        # quantity × unitAmount, decimal text.
+        "amount": str,
+    },
+)
+
+
+class SessionLineItems(_SessionLineItemsRequired):
+    """SessionLineItems (JSON object)."""
+
+
 _SessionRequired = TypedDict(
     "_SessionRequired",
     {
@@ -147,6 +167,14 @@ _SessionRequired = TypedDict(
         "successUrl": Optional[str],
         # The payment link this session came from.
         "paymentLinkId": Optional[str],
+        # What is being bought, or null.
+        "description": Optional[str],
+        # The line items (their total is `amount`), or null.
+        "lineItems": Optional[List[SessionLineItems]],
+        # Where the checkout page's "Cancel and return" link takes the customer, or null.
+        "cancelUrl": Optional[str],
+        # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+        "receiptUrl": str,
         # false for sandbox sessions (test keys).
         "livemode": bool,
         # Creation time, ISO 8601 UTC.
@@ -165,6 +193,23 @@ class Session(_SessionRequired):
     """A payment session as Interface A shows it (spec §2.1), plus what a payer needs."""
 
 
+_SessionCreateParamsLineItemsRequired = TypedDict(
+    "_SessionCreateParamsLineItemsRequired",
+    {
+        # Item name (1..200 characters).
+        "name": str,
+        # How many, 1..10000.
+        "quantity": int,
+        # Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0".
+        "unitAmount": str,
+    },
+)
+
+
+class SessionCreateParamsLineItems(_SessionCreateParamsLineItemsRequired):
+    """SessionCreateParamsLineItems (JSON object)."""
+
+
 _SessionCreateParamsRequired = TypedDict(
     "_SessionCreateParamsRequired",
     {
@@ -179,12 +224,18 @@ _SessionCreateParamsRequired = TypedDict(
 _SessionCreateParamsOptional = TypedDict(
     "_SessionCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -251,6 +302,14 @@ _PaymentRequired = TypedDict(
         "successUrl": Optional[str],
         # The payment link this session came from.
         "paymentLinkId": Optional[str],
+        # What is being bought, or null.
+        "description": Optional[str],
+        # The line items (their total is `amount`), or null.
+        "lineItems": Optional[List[SessionLineItems]],
+        # Where the checkout page's "Cancel and return" link takes the customer, or null.
+        "cancelUrl": Optional[str],
+        # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+        "receiptUrl": str,
         # false for sandbox sessions (test keys).
         "livemode": bool,
         # Creation time, ISO 8601 UTC.
@@ -283,12 +342,18 @@ _PaymentCreateParamsRequired = TypedDict(
 _PaymentCreateParamsOptional = TypedDict(
     "_PaymentCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -347,12 +412,18 @@ _CheckoutSessionCreateParamsRequired = TypedDict(
 _CheckoutSessionCreateParamsOptional = TypedDict(
     "_CheckoutSessionCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -386,6 +457,12 @@ _PaymentLinkRequired = TypedDict(
         "metadata": Dict[str, str],
         "webhookUrl": Optional[str],
         "successUrl": Optional[str],
+        # Copied into each session: where "Cancel and return" takes the customer.
+        "cancelUrl": Optional[str],
+        # Copied into each session: what is being bought.
+        "description": Optional[str],
+        # The line items (their total is `amount`), or null.
+        "lineItems": Optional[List[SessionLineItems]],
         # Lifetime in seconds of each session the link creates.
         "expiresIn": int,
         # How many sessions visits have created.
@@ -415,7 +492,7 @@ _PaymentLinkCreateParamsRequired = TypedDict(
 _PaymentLinkCreateParamsOptional = TypedDict(
     "_PaymentLinkCreateParamsOptional",
     {
-        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana.
+        # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
@@ -423,6 +500,12 @@ _PaymentLinkCreateParamsOptional = TypedDict(
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
         "expiresIn": int,
     },
@@ -769,7 +852,7 @@ _WalletRequired = TypedDict(
         "verified": bool,
         "verificationMethod": Optional[WalletVerificationMethod],
         "verifiedAt": Optional[str],
-        # The default wallet of its chain: live payments and links that name no `merchantWallet` pay it. At most one per chain, set explicitly.
+        # The default wallet of its chain: live payments and links that name no `merchantWallet` pay it (without a default, the chain's only verified wallet). At most one per chain, set explicitly.
         "default": bool,
         "createdAt": str,
     },
@@ -867,6 +950,79 @@ _DeletedRequired = TypedDict(
 
 class Deleted(_DeletedRequired):
     """Deleted (JSON object)."""
+
+
+_BrandLogoRequired = TypedDict(
+    "_BrandLogoRequired",
+    {
+        "sha256": str,
+    },
+)
+
+
+class BrandLogo(_BrandLogoRequired):
+    """The stored logo (its sha256), or null."""
+
+
+_BrandRequired = TypedDict(
+    "_BrandRequired",
+    {
+        # Display name shown to customers.
+        "name": str,
+        # Accent colour `#rrggbb`, or null.
+        "accentColor": Optional[str],
+        # Support email shown on checkout and receipts, or null.
+        "supportEmail": Optional[str],
+        # Support page (https), or null.
+        "supportUrl": Optional[str],
+        # The stored logo (its sha256), or null.
+        "logo": Optional[BrandLogo],
+    },
+)
+
+
+class Brand(_BrandRequired):
+    """The merchant's brand."""
+
+
+_BrandUpdateParamsRequired = TypedDict(
+    "_BrandUpdateParamsRequired",
+    {
+    },
+)
+_BrandUpdateParamsOptional = TypedDict(
+    "_BrandUpdateParamsOptional",
+    {
+        # Display name, 1..200 characters.
+        "name": str,
+        # Accent colour `#rrggbb`; null clears it.
+        "accentColor": Optional[str],
+        # Support email; null clears it.
+        "supportEmail": Optional[str],
+        # Support page, https; null clears it.
+        "supportUrl": Optional[str],
+    },
+    total=False,
+)
+
+
+class BrandUpdateParams(_BrandUpdateParamsRequired, _BrandUpdateParamsOptional):
+    """BrandUpdateParams (JSON object)."""
+
+
+_BrandLogoParamsRequired = TypedDict(
+    "_BrandLogoParamsRequired",
+    {
+        # The declared type; the bytes must agree with it.
+        "contentType": BrandLogoParamsContentType,
+        # The image, base64.
+        "data": str,
+    },
+)
+
+
+class BrandLogoParams(_BrandLogoParamsRequired):
+    """BrandLogoParams (JSON object)."""
 
 
 _TransferRequired = TypedDict(
@@ -1562,6 +1718,7 @@ __all__ = [
     "ChainHealth",
     "RefundStatus",
     "WalletVerificationMethod",
+    "BrandLogoParamsContentType",
     "TransferStatus",
     "WebhookEndpointStatus",
     "EnabledEvent",
@@ -1572,7 +1729,9 @@ __all__ = [
     "WebhookEventType",
     "Health",
     "Token",
+    "SessionLineItems",
     "Session",
+    "SessionCreateParamsLineItems",
     "SessionCreateParams",
     "Payment",
     "PaymentCreateParams",
@@ -1602,6 +1761,10 @@ __all__ = [
     "WalletChallengeCreateParams",
     "WalletCreateParams",
     "Deleted",
+    "BrandLogo",
+    "Brand",
+    "BrandUpdateParams",
+    "BrandLogoParams",
     "Transfer",
     "TransferListParams",
     "AttributedSession",
