@@ -33,6 +33,8 @@ type Resources struct {
 	Refunds *RefundsService
 	// The merchant's receiving wallets, verified by a signed challenge.
 	Wallets *WalletsService
+	// The merchant's brand shown to customers: display name, accent colour, support contacts, logo (live key to change).
+	Brand *BrandService
 	// Transfers to the merchant's wallets that matched no session, and attributing them.
 	Transfers *TransfersService
 	// Registered webhook endpoints (`/webhooks`), their deliveries and replays.
@@ -59,6 +61,7 @@ func newResources(t *transport) Resources {
 		Fees:             &FeesService{t},
 		Refunds:          &RefundsService{t},
 		Wallets:          &WalletsService{t},
+		Brand:            &BrandService{t},
 		Transfers:        &TransfersService{t},
 		WebhookEndpoints: &WebhookEndpointsService{t},
 		WebhookSecret:    &WebhookSecretService{t},
@@ -322,6 +325,43 @@ func (s *WalletsService) SetDefault(ctx context.Context, id string, opts ...Requ
 // DELETE /wallets/{id}
 func (s *WalletsService) Delete(ctx context.Context, id string, opts ...RequestOption) (*Deleted, error) {
 	return call[Deleted](ctx, s.t, request{method: "DELETE", path: "/wallets/" + url.PathEscape(id)}, opts)
+}
+
+// BrandService: The merchant's brand shown to customers: display name, accent colour, support contacts, logo (live key to change).
+type BrandService struct{ t *transport }
+
+// Retrieve: Read the merchant's brand
+//
+// GET /brand
+func (s *BrandService) Retrieve(ctx context.Context, opts ...RequestOption) (*Brand, error) {
+	return call[Brand](ctx, s.t, request{method: "GET", path: "/brand"}, opts)
+}
+
+// Update: Change the merchant's display name, accent colour or support contacts
+//
+// Omitted fields keep their value; null clears one (not the name). `accentColor` is `#rrggbb`; the checkout picks black or white text on it by contrast. `supportUrl` must be https. Audited (`merchant.brand_changed`).
+//
+// PATCH /brand
+func (s *BrandService) Update(ctx context.Context, params *BrandUpdateParams, opts ...RequestOption) (*Brand, error) {
+	return call[Brand](ctx, s.t, request{method: "PATCH", path: "/brand", body: bodyOf(params)}, opts)
+}
+
+// SetLogo: Upload the merchant's logo
+//
+// PNG, JPEG or WebP, base64 in `data`, at most 256 KiB and 2048×2048 pixels. The bytes are checked by their signature: SVG, any other format, or bytes that are not the declared `contentType` are a 400. Replaces the previous logo. Audited (`merchant.logo_set`).
+//
+// POST /brand/logo
+func (s *BrandService) SetLogo(ctx context.Context, params *BrandLogoParams, opts ...RequestOption) (*Brand, error) {
+	return call[Brand](ctx, s.t, request{method: "POST", path: "/brand/logo", body: bodyOf(params)}, opts)
+}
+
+// DeleteLogo: Remove the merchant's logo
+//
+// Audited (`merchant.logo_removed`) when there was one.
+//
+// DELETE /brand/logo
+func (s *BrandService) DeleteLogo(ctx context.Context, opts ...RequestOption) (*Brand, error) {
+	return call[Brand](ctx, s.t, request{method: "DELETE", path: "/brand/logo"}, opts)
 }
 
 // TransfersService: Transfers to the merchant's wallets that matched no session, and attributing them.

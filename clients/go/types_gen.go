@@ -120,6 +120,16 @@ const (
 	WalletVerificationMethodOperator WalletVerificationMethod = "operator"
 )
 
+// BrandLogoParamsContentType: The declared type; the bytes must agree with it.
+type BrandLogoParamsContentType string
+
+// The values of BrandLogoParamsContentType.
+const (
+	BrandLogoParamsContentTypeImagePng  BrandLogoParamsContentType = "image/png"
+	BrandLogoParamsContentTypeImageJpeg BrandLogoParamsContentType = "image/jpeg"
+	BrandLogoParamsContentTypeImageWebp BrandLogoParamsContentType = "image/webp"
+)
+
 // TransferStatus: `unmatched` until attributed to a session.
 type TransferStatus string
 
@@ -233,6 +243,16 @@ type Token struct {
 	Address string `json:"address"`
 }
 
+// SessionLineItems: a JSON object of the API.
+type SessionLineItems struct {
+	Name     string `json:"name"`
+	Quantity int64  `json:"quantity"`
+	// Price of one, decimal text.
+	UnitAmount string `json:"unitAmount"`
+	// quantity × unitAmount, decimal text.
+	Amount string `json:"amount"`
+}
+
 // Session: A payment session as Interface A shows it (spec §2.1), plus what a payer needs.
 type Session struct {
 	// Session identifier (`ses_…`); the same id works in both interfaces.
@@ -289,6 +309,14 @@ type Session struct {
 	SuccessURL *string `json:"successUrl"`
 	// The payment link this session came from.
 	PaymentLinkID *string `json:"paymentLinkId"`
+	// What is being bought, or null.
+	Description *string `json:"description"`
+	// The line items (their total is `amount`), or null.
+	LineItems []SessionLineItems `json:"lineItems"`
+	// Where the checkout page's "Cancel and return" link takes the customer, or null.
+	CancelURL *string `json:"cancelUrl"`
+	// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+	ReceiptURL string `json:"receiptUrl"`
 	// false for sandbox sessions (test keys).
 	Livemode bool `json:"livemode"`
 	// Creation time, ISO 8601 UTC.
@@ -299,6 +327,16 @@ type Session struct {
 	ConfirmedAt *string `json:"confirmedAt"`
 	// Session state; `created` until a payment is seen.
 	Status SessionStatus `json:"status"`
+}
+
+// SessionCreateParamsLineItems: a JSON object of the API.
+type SessionCreateParamsLineItems struct {
+	// Item name (1..200 characters).
+	Name string `json:"name"`
+	// How many, 1..10000.
+	Quantity int64 `json:"quantity"`
+	// Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0".
+	UnitAmount string `json:"unitAmount"`
 }
 
 // SessionCreateParams: a JSON object of the API.
@@ -315,6 +353,12 @@ type SessionCreateParams struct {
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -379,6 +423,14 @@ type Payment struct {
 	SuccessURL *string `json:"successUrl"`
 	// The payment link this session came from.
 	PaymentLinkID *string `json:"paymentLinkId"`
+	// What is being bought, or null.
+	Description *string `json:"description"`
+	// The line items (their total is `amount`), or null.
+	LineItems []SessionLineItems `json:"lineItems"`
+	// Where the checkout page's "Cancel and return" link takes the customer, or null.
+	CancelURL *string `json:"cancelUrl"`
+	// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+	ReceiptURL string `json:"receiptUrl"`
 	// false for sandbox sessions (test keys).
 	Livemode bool `json:"livemode"`
 	// Creation time, ISO 8601 UTC.
@@ -405,6 +457,12 @@ type PaymentCreateParams struct {
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -445,6 +503,12 @@ type CheckoutSessionCreateParams struct {
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -472,6 +536,12 @@ type PaymentLink struct {
 	Metadata   map[string]string `json:"metadata"`
 	WebhookURL *string           `json:"webhookUrl"`
 	SuccessURL *string           `json:"successUrl"`
+	// Copied into each session: where "Cancel and return" takes the customer.
+	CancelURL *string `json:"cancelUrl"`
+	// Copied into each session: what is being bought.
+	Description *string `json:"description"`
+	// The line items (their total is `amount`), or null.
+	LineItems []SessionLineItems `json:"lineItems"`
 	// Lifetime in seconds of each session the link creates.
 	ExpiresIn int64 `json:"expiresIn"`
 	// The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
@@ -499,6 +569,12 @@ type PaymentLinkCreateParams struct {
 	WebhookURL *string `json:"webhookUrl,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
 	SuccessURL *string `json:"successUrl,omitempty"`
+	// An absolute http(s) URL, at most 2048 characters.
+	CancelURL *string `json:"cancelUrl,omitempty"`
+	// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+	Description *string `json:"description,omitempty"`
+	// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+	LineItems []SessionCreateParamsLineItems `json:"lineItems,omitempty"`
 	// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
 	ExpiresIn *int64 `json:"expiresIn,omitempty"`
 	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
@@ -742,6 +818,45 @@ type WalletCreateParams struct {
 type Deleted struct {
 	ID      string `json:"id"`
 	Deleted bool   `json:"deleted"`
+}
+
+// BrandLogo: The stored logo (its sha256), or null.
+type BrandLogo struct {
+	Sha256 string `json:"sha256"`
+}
+
+// Brand: The merchant's brand.
+type Brand struct {
+	// Display name shown to customers.
+	Name string `json:"name"`
+	// Accent colour `#rrggbb`, or null.
+	AccentColor *string `json:"accentColor"`
+	// Support email shown on checkout and receipts, or null.
+	SupportEmail *string `json:"supportEmail"`
+	// Support page (https), or null.
+	SupportURL *string `json:"supportUrl"`
+	// The stored logo (its sha256), or null.
+	Logo *BrandLogo `json:"logo"`
+}
+
+// BrandUpdateParams: a JSON object of the API.
+type BrandUpdateParams struct {
+	// Display name, 1..200 characters.
+	Name *string `json:"name,omitempty"`
+	// Accent colour `#rrggbb`; null clears it.
+	AccentColor *Nullable[string] `json:"accentColor,omitempty"`
+	// Support email; null clears it.
+	SupportEmail *Nullable[string] `json:"supportEmail,omitempty"`
+	// Support page, https; null clears it.
+	SupportURL *Nullable[string] `json:"supportUrl,omitempty"`
+}
+
+// BrandLogoParams: a JSON object of the API.
+type BrandLogoParams struct {
+	// The declared type; the bytes must agree with it.
+	ContentType BrandLogoParamsContentType `json:"contentType"`
+	// The image, base64.
+	Data string `json:"data"`
 }
 
 // Transfer: A token transfer into one of your wallets, as the gateway observed it.

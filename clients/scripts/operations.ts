@@ -56,6 +56,11 @@ export const OPERATIONS: Record<string, OperationName> = {
   postWalletsByIdDefault: { resource: 'wallets', method: 'setDefault', returns: 'Wallet' },
   deleteWalletsById: { resource: 'wallets', method: 'delete', returns: 'Deleted' },
 
+  getBrand: { resource: 'brand', method: 'retrieve', returns: 'Brand' },
+  patchBrand: { resource: 'brand', method: 'update', body: 'BrandUpdateParams', returns: 'Brand' },
+  postBrandLogo: { resource: 'brand', method: 'setLogo', body: 'BrandLogoParams', returns: 'Brand' },
+  deleteBrandLogo: { resource: 'brand', method: 'deleteLogo', returns: 'Brand' },
+
   getTransfersUnmatched: { resource: 'transfers', method: 'listUnmatched', query: 'TransferListParams', returns: 'Transfer' },
   postTransfersByIdAttribution: { resource: 'transfers', method: 'attribute', body: 'TransferAttributeParams', returns: 'TransferAttribution' },
 
@@ -121,6 +126,7 @@ export const RESOURCES: Record<string, string> = {
   fees: 'The 1% fee, summed per chain and currency.',
   refunds: 'Refund requests: created by merchant or customer, completed or rejected by the merchant.',
   wallets: 'The merchant\'s receiving wallets, verified by a signed challenge.',
+  brand: 'The merchant\'s brand shown to customers: display name, accent colour, support contacts, logo (live key to change).',
   transfers: 'Transfers to the merchant\'s wallets that matched no session, and attributing them.',
   webhookEndpoints: 'Registered webhook endpoints (`/webhooks`), their deliveries and replays.',
   webhookSecret: 'The signing secret of per-session `webhookUrl` deliveries, one per mode.',

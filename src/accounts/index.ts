@@ -13,3 +13,5 @@ export * from './signInThrottle.ts';
 export * from './permissions.ts';
 export * from './totp.ts';
 export * from './audit.ts';
+export * from './brand.ts';
+export * from './logo.ts';

@@ -22,6 +22,7 @@ import { currencyRoutes } from './routes/currencies.ts';
 import { statusRoutes } from './routes/status.ts';
 import { refundRoutes } from './routes/refunds.ts';
 import { walletRoutes } from './routes/wallets.ts';
+import { brandRoutes } from './routes/brand.ts';
 import { transferRoutes } from './routes/transfers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -91,6 +92,7 @@ const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
   statusRoutes,
   refundRoutes,
   walletRoutes,
+  brandRoutes,
   transferRoutes,
   webhookRoutes,
   eventRoutes,

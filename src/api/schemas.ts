@@ -2,6 +2,7 @@ import { Type, type TSchema, type Static } from 'typebox';
 import { CHAIN_NAMES, type ChainName } from '../internal/config.ts';
 import { CURRENCIES, type Currency } from '../internal/chains.ts';
 import { AMOUNT_LIMITS, EXPIRES_IN } from '../payments/terms.ts';
+import { LINE_ITEM_LIMITS, MAX_LINE_ITEMS } from '../payments/purchase.ts';
 
 /**
  * The request and response schemas of both interfaces. The same objects validate requests
@@ -39,6 +40,55 @@ export const UrlSchema = Type.String({
   description: 'An absolute http(s) URL, at most 2048 characters.',
   'x-error': 'must be an absolute http or https URL',
 });
+
+/** `description` of a session or link: what is being bought, shown to the customer. */
+export const DescriptionSchema = Type.String({
+  minLength: 1,
+  maxLength: LINE_ITEM_LIMITS.descriptionLength,
+  description: `What is being bought, shown on the checkout page and the receipt (1..${LINE_ITEM_LIMITS.descriptionLength} characters).`,
+});
+
+/** One line item of a creation. */
+const LineItemInputSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: LINE_ITEM_LIMITS.nameLength, description: `Item name (1..${LINE_ITEM_LIMITS.nameLength} characters).` }),
+    quantity: Type.Integer({ minimum: 1, maximum: LINE_ITEM_LIMITS.maxQuantity, description: `How many, 1..${LINE_ITEM_LIMITS.maxQuantity}.` }),
+    unitAmount: Type.String({
+      minLength: 1,
+      maxLength: 80,
+      pattern: '^(0|[1-9][0-9]*)(\\.[0-9]+)?$',
+      description: 'Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0".',
+      'x-error': 'must be decimal text such as "12.50" (digits, one optional point, no sign or exponent)',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** `lineItems` of a creation: their total must equal `amount` (src/payments/purchase.ts). */
+export const LineItemsInputSchema = Type.Array(LineItemInputSchema, {
+  minItems: 1,
+  maxItems: MAX_LINE_ITEMS,
+  description: `Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..${MAX_LINE_ITEMS} items. Not informational: the items' total (quantity × unitAmount, summed) must equal \`amount\` exactly, or the request is a 400; taxes, shipping or fees are items of their own.`,
+});
+
+/** Line items as views show them. */
+export const LineItemsViewSchema = Type.Union(
+  [
+    Type.Array(
+      Type.Object(
+        {
+          name: Type.String(),
+          quantity: Type.Integer(),
+          unitAmount: Type.String({ description: 'Price of one, decimal text.' }),
+          amount: Type.String({ description: 'quantity × unitAmount, decimal text.' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    Type.Null(),
+  ],
+  { description: 'The line items (their total is `amount`), or null.' },
+);
 
 /** Merchant metadata: string to string, Stripe's limits. */
 export const MetadataSchema = Type.Unsafe<Record<string, string>>({
@@ -183,6 +233,13 @@ const sessionFields = {
   webhookUrl: Nullable(Type.String(), 'Per-session webhook address.'),
   successUrl: Nullable(Type.String(), 'Where the checkout page sends the customer after paying.'),
   paymentLinkId: Nullable(Type.String(), 'The payment link this session came from.'),
+  description: Nullable(Type.String(), 'What is being bought, or null.'),
+  lineItems: LineItemsViewSchema,
+  cancelUrl: Nullable(Type.String(), 'Where the checkout page\'s "Cancel and return" link takes the customer, or null.'),
+  receiptUrl: Type.String({
+    format: 'uri',
+    description: "The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).",
+  }),
   livemode: Type.Boolean({ description: 'false for sandbox sessions (test keys).' }),
   createdAt: DateTime('Creation time, ISO 8601 UTC.'),
   expiresAt: DateTime('Expiry time, ISO 8601 UTC.'),
@@ -222,6 +279,9 @@ export const CreateSessionBody = Type.Object(
     merchantWallet: Type.Optional(PayToWalletSchema),
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),
+    cancelUrl: Type.Optional(UrlSchema),
+    description: Type.Optional(DescriptionSchema),
+    lineItems: Type.Optional(LineItemsInputSchema),
     metadata: Type.Optional(MetadataSchema),
     expiresIn: Type.Optional(ExpiresInSchema),
     attribution: Type.Optional(AttributionSchema),

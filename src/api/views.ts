@@ -1,6 +1,7 @@
 import { payerAddress, payerReference, type Session } from '../payments/session.ts';
 import { formatAmount, formatDisplayAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
+import { lineItemsView } from '../payments/purchase.ts';
 
 /**
  * Interface B reports the session state `created` as `pending` (spec §3: "a newly created
@@ -46,6 +47,9 @@ export type SessionViewFields = Pick<
   | 'webhookUrl'
   | 'successUrl'
   | 'paymentLinkId'
+  | 'description'
+  | 'lineItems'
+  | 'cancelUrl'
   | 'createdAt'
   | 'expiresAt'
   | 'confirmedAt'
@@ -97,6 +101,10 @@ function sessionFields(row: SessionViewFields, links: SessionLinks) {
     webhookUrl: row.webhookUrl,
     successUrl: row.successUrl,
     paymentLinkId: row.paymentLinkId,
+    description: row.description,
+    lineItems: lineItemsView(row.lineItems, row.decimals),
+    cancelUrl: row.cancelUrl,
+    receiptUrl: `${checkoutUrl(publicUrl, row.id)}/receipt`,
     livemode: row.livemode,
     createdAt: row.createdAt.toISOString(),
     expiresAt: row.expiresAt.toISOString(),

@@ -6,7 +6,7 @@ import type { Logger } from '../internal/logger.ts';
 import { notFound } from '../internal/errors.ts';
 import { loadCheckoutSession, loadCheckoutSessions, type CheckoutSession } from './view.ts';
 import { buildInstructions, statusOf } from './instructions.ts';
-import { pageCsp, renderCheckoutPage, renderMessagePage, renderNotFoundPage, type SandboxPanel } from './page.ts';
+import { pageCsp, pageCspFor, renderCheckoutPage, renderMessagePage, renderNotFoundPage, type SandboxPanel } from './page.ts';
 import { qrSvg } from './qr.ts';
 import { createBatchedReader, createLiveFeeds, runLiveFeed } from './liveFeed.ts';
 import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './refundRequest.ts';
@@ -22,6 +22,7 @@ import {
 } from './schema.ts';
 import { proveTransaction } from './proof.ts';
 import type { TransactionLookups } from '../ingest/lookup.ts';
+import { receiptRoutes } from './receiptRoutes.ts';
 
 export { buildInstructions, checkoutUrls } from './instructions.ts';
 export { loadCheckoutSession, checkoutViewOf, CHECKOUT_VIEWS, type CheckoutView, type CheckoutSession } from './view.ts';
@@ -111,6 +112,7 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
   }
   const instructionsOf = (session: CheckoutSession) =>
     buildInstructions(session, { publicUrl: deps.config.publicUrl, x402Url: deps.x402UrlOf?.(session) ?? null });
+  receiptRoutes(app, { store: deps.store, https, instructionsOf, load });
 
   app.get<{ Params: { sessionId: string } }>(
     '/checkout/:sessionId',
@@ -148,7 +150,7 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
         reply.header('Access-Control-Allow-Origin', '*');
         return reply.type('application/json; charset=utf-8').send(instructions);
       }
-      setPageHeaders(reply, page);
+      setPageHeaders(reply, { ...page, csp: pageCspFor(instructions, frameAncestors) });
       const html = renderCheckoutPage(instructions, { qrUrl: `/checkout/${encodeURIComponent(session.id)}/qr.svg`, sandboxPanel: deps.sandboxPanel });
       return reply.type('text/html; charset=utf-8').send(html);
     },

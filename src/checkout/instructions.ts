@@ -6,6 +6,8 @@ import { amountRemaining, checkoutViewOf, type CheckoutSession, type CheckoutVie
 import type { PaymentInstructions, InstructionToken } from './schema.ts';
 import { payerAddress, payerReference } from '../payments/session.ts';
 import { proofMessageTemplate } from './proofMessage.ts';
+import { lineItemsView } from '../payments/purchase.ts';
+import { supportUrlFor } from '../accounts/brand.ts';
 
 /** Names people know the chains by, for the page and the instructions. */
 export const CHAIN_DISPLAY_NAMES: Record<ChainName, string> = {
@@ -37,7 +39,14 @@ function httpUrlOrNull(text: string | null): string | null {
 /** The public URLs of one session's checkout resources. */
 export function checkoutUrls(publicUrl: string, sessionId: string) {
   const base = `${publicUrl}/checkout/${encodeURIComponent(sessionId)}`;
-  return { checkoutUrl: base, statusUrl: `${base}/status`, eventsUrl: `${base}/events`, refundUrl: `${base}/refund`, proofUrl: `${base}/transactions` };
+  return {
+    checkoutUrl: base,
+    statusUrl: `${base}/status`,
+    eventsUrl: `${base}/events`,
+    refundUrl: `${base}/refund`,
+    proofUrl: `${base}/transactions`,
+    receiptUrl: `${base}/receipt`,
+  };
 }
 
 /** Whether the page offers the refund form: confirmed money arrived and the session is over. */
@@ -102,7 +111,18 @@ export function buildInstructions(
     status: session.status,
     view,
     livemode: session.livemode,
-    merchant: { name: session.merchantName },
+    merchant: {
+      name: session.merchantName,
+      // Versioned by the logo's hash: a changed logo is a new URL, so the old one may be cached for good.
+      logoUrl: session.merchantBrand.logoSha256 ? `${urls.checkoutUrl}/logo?v=${session.merchantBrand.logoSha256.slice(0, 16)}` : null,
+      accentColor: session.merchantBrand.accentColor,
+      supportEmail: session.merchantBrand.supportEmail,
+      supportUrl: supportUrlFor(session.merchantBrand, session.livemode),
+    },
+    description: session.description,
+    lineItems: lineItemsView(session.lineItems, session.decimals),
+    cancelUrl: httpUrlOrNull(session.cancelUrl),
+    receiptUrl: urls.receiptUrl,
     chain: session.chain,
     chainName: CHAIN_DISPLAY_NAMES[session.chain],
     chainKind: chain.kind,

@@ -3,6 +3,7 @@ import { checkoutCsp, cspHash } from './securityHeaders.ts';
 import { escapeHtml } from './qr.ts';
 import type { PaymentInstructions } from './schema.ts';
 import type { CheckoutView } from './view.ts';
+import { brandLogo, brandStyle, brandStyleTag, cancelLink, purchaseSection, supportLine } from './brandParts.ts';
 
 const STYLE = fs.readFileSync(new URL('./assets/checkout.css', import.meta.url), 'utf8');
 const SCRIPT = fs.readFileSync(new URL('./assets/checkout.js', import.meta.url), 'utf8');
@@ -10,10 +11,17 @@ const PROOF_SCRIPT = fs.readFileSync(new URL('./assets/proof.js', import.meta.ur
 
 /**
  * The page's CSP: its one inline script and one inline style, pinned by hash; `frameAncestors`
- * are the origins that may frame it (none by default).
+ * are the origins that may frame it (none by default). `extraStyles`: more inline style blocks
+ * the page carries (the merchant's brand colour, {@link brandStyle}), each pinned by its hash too.
  */
-export function pageCsp(frameAncestors: readonly string[] = []): string {
-  return checkoutCsp({ scriptHashes: [cspHash(SCRIPT), cspHash(PROOF_SCRIPT)], styleHashes: [cspHash(STYLE)], frameAncestors });
+export function pageCsp(frameAncestors: readonly string[] = [], extraStyles: readonly string[] = []): string {
+  const styleHashes = [cspHash(STYLE), ...extraStyles.filter(Boolean).map(cspHash)];
+  return checkoutCsp({ scriptHashes: [cspHash(SCRIPT), cspHash(PROOF_SCRIPT)], styleHashes, frameAncestors });
+}
+
+/** The CSP of one session's page: {@link pageCsp} with the merchant's brand style's hash. */
+export function pageCspFor(i: Pick<PaymentInstructions, 'merchant'>, frameAncestors: readonly string[] = []): string {
+  return pageCsp(frameAncestors, [brandStyle(i.merchant)]);
 }
 
 /**
@@ -92,17 +100,20 @@ export function renderCheckoutPage(i: PaymentInstructions, params: { qrUrl: stri
 <link rel="icon" href="data:,">
 <title>${escapeHtml(title)}</title>
 <style>${STYLE}</style>
+${brandStyleTag(i.merchant)}
 </head>
 <body>
 <a class="skip" href="#pay">Skip to payment details</a>
 <main id="checkout" class="checkout" data-view="${view}" data-session-id="${escapeHtml(i.id)}">
 <div class="card">
 <header class="top">
+${brandLogo(i.merchant)}
 <p class="merchant">Pay <strong id="merchant-name">${escapeHtml(i.merchant.name)}</strong></p>
 ${i.livemode ? '' : '<span class="badge" id="test-mode">Test mode: no real funds</span>'}
 </header>
 <h1 class="amount"><span id="amount-due">${escapeHtml(i.amountDue)}</span> ${escapeHtml(i.currency)}</h1>
 <p class="network">on <span id="chain-name">${escapeHtml(i.chainName)}</span></p>
+${purchaseSection(i)}
 <p id="status" class="status" role="status" aria-live="polite">${escapeHtml(statusLine(i))}</p>
 <p id="announce" class="sr-only" aria-live="assertive"></p>
 
@@ -120,6 +131,7 @@ ${i.livemode ? '' : '<span class="badge" id="test-mode">Test mode: no real funds
 <section class="notice" ${v(['paid'])}>
 <h2 tabindex="-1">Payment confirmed</h2>
 <p>${escapeHtml(i.merchant.name)} has received your payment.</p>
+<p><a id="receipt-link" href="${base}/receipt">View and print your receipt</a></p>
 <p hidden>Transaction: <code id="tx-hash">${escapeHtml(i.txHash ?? '')}</code></p>
 ${i.successUrl ? `<p id="redirect-note" hidden>Taking you back to ${escapeHtml(i.merchant.name)}…</p><p><a id="success-link" href="${escapeHtml(i.successUrl)}">Return to ${escapeHtml(i.merchant.name)}</a></p>` : ''}
 </section>
@@ -188,6 +200,8 @@ ${
     : ''
 }
 ${i.livemode ? '' : `<section id="sandbox-tools" aria-label="Sandbox tools" data-sandbox-session="${escapeHtml(i.id)}">${params.sandboxPanel?.(i) ?? ''}</section>`}
+<div ${v(['awaiting', 'expired'])}>${cancelLink(i)}</div>
+${supportLine(i.merchant)}
 <noscript><p>Reload this page to see the payment status.</p></noscript>
 </div>
 <footer>${i.attribution === 'address' ? `This address only ever forwards to ${escapeHtml(i.merchant.name)}'s wallet` : `Payments go straight to ${escapeHtml(i.merchant.name)}'s wallet`}. Session ${escapeHtml(i.id)}</footer>

@@ -64,7 +64,33 @@ export const PaymentInstructionsSchema = Type.Object(
     object: Type.Literal('payment_instructions'),
     ...statusFields,
     livemode: Type.Boolean({ description: 'false for sandbox sessions: pay on the sandbox chain, not a real one.' }),
-    merchant: Type.Object({ name: Type.String({ description: 'Who is being paid.' }) }, { additionalProperties: false }),
+    merchant: Type.Object(
+      {
+        name: Type.String({ description: "Who is being paid: the merchant's display name." }),
+        logoUrl: Nullable(Type.String({ format: 'uri' }), "The merchant's logo (PNG, JPEG or WebP) on this gateway, or null."),
+        accentColor: Nullable(Type.String({ pattern: '^#[0-9a-f]{6}$' }), "The merchant's accent colour `#rrggbb`, or null."),
+        supportEmail: Nullable(Type.String(), 'Where the customer can write to the merchant, or null.'),
+        supportUrl: Nullable(Type.String({ format: 'uri' }), "The merchant's support page (https on live sessions), or null."),
+      },
+      { additionalProperties: false },
+    ),
+    description: Nullable(Type.String(), 'What is being bought, or null.'),
+    lineItems: Nullable(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String(),
+            quantity: Type.Integer({ minimum: 1 }),
+            unitAmount: Decimal('Price of one, decimal text.'),
+            amount: Decimal('quantity × unitAmount, decimal text.'),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      'The items bought; their total is `amount`. Null when the merchant gave none.',
+    ),
+    cancelUrl: Nullable(Type.String(), "The merchant's page to go back to without paying, or null."),
+    receiptUrl: Type.String({ format: 'uri', description: 'The printable receipt: a page once the payment is confirmed (`view` paid), 404 before.' }),
     chain: Type.Unsafe<string>({ type: 'string', enum: [...CHAIN_NAMES], description: 'Chain to pay on.' }),
     chainName: Type.String({ description: 'Display name of the chain.' }),
     chainKind: Enum(['evm', 'solana'], 'evm or solana.'),

@@ -1,6 +1,6 @@
 import type { Sql } from '../store/index.ts';
 import type { Session } from '../payments/session.ts';
-import { getSessionsWithMerchant } from '../payments/sessions.ts';
+import { getSessionsWithMerchant, type SessionMerchantBrand } from '../payments/sessions.ts';
 
 /**
  * What the payer sees of a session: the status that the page shows (a refinement of the
@@ -38,17 +38,20 @@ const CHECKOUT_FIELDS = [
   'confirmations',
   'requiredConfirmations',
   'successUrl',
+  'cancelUrl',
+  'description',
+  'lineItems',
   'createdAt',
   'expiresAt',
   'confirmedAt',
 ] as const satisfies readonly (keyof Session)[];
 
 /**
- * One session as the checkout reads it, with its merchant's name and the database's clock when
+ * One session as the checkout reads it, with its merchant's name and brand and the database's clock when
  * the row was read (so expiry agrees with the engine's). `amountReceived` is confirmed money, all
  * a refund may count; `amountPending` is on its way, so not asked for again, but not refundable.
  */
-export type CheckoutSession = Pick<Session, (typeof CHECKOUT_FIELDS)[number]> & { merchantName: string; now: Date };
+export type CheckoutSession = Pick<Session, (typeof CHECKOUT_FIELDS)[number]> & { merchantName: string; merchantBrand: SessionMerchantBrand; now: Date };
 
 /** Session ids are `ses_` and 20 base62 characters (see newId); anything else cannot exist. */
 const SESSION_ID = /^ses_[0-9A-Za-z]{20}$/;

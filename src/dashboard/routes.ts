@@ -74,7 +74,7 @@ export type DashboardAnswer =
   | { kind: 'page'; title: string; body: Html; status?: number; assets?: AssetName[] }
   | { kind: 'fragment'; body: Html; status?: number }
   | { kind: 'redirect'; to: string; clearSessionCookie?: boolean }
-  | { kind: 'file'; filename: string; contentType: string; body: string }
+  | { kind: 'file'; filename: string; contentType: string; body: string | Buffer }
   | { kind: 'json'; value: unknown };
 
 /** A full page in the layout (title as `<h1>`, the route's nav item current). */
@@ -93,7 +93,7 @@ export const fragment = (body: Html, options: { status?: number } = {}): Dashboa
 /** 303 See Other to a dashboard path (post/redirect/get). */
 export const redirect = (to: string, options: { clearSessionCookie?: boolean } = {}): DashboardAnswer => ({ kind: 'redirect', to, ...options });
 /** A download (CSV export). */
-export const file = (filename: string, contentType: string, body: string): DashboardAnswer => ({ kind: 'file', filename, contentType, body });
+export const file = (filename: string, contentType: string, body: string | Buffer): DashboardAnswer => ({ kind: 'file', filename, contentType, body });
 /**
  * JSON for a page's own script (chart series): the CSP allows fetches to this origin only, and
  * pages carry no inline data scripts. Bigints become decimal text.

@@ -199,6 +199,8 @@ async function evaluateOne(
     confirmedAt: row.confirmedAt,
     expiresAt: row.expiresAt,
     failureReason: row.failureReason,
+    description: row.description,
+    lineItems: row.lineItems,
     metadata: row.metadata,
   };
   const stamps = { detected_at: row.detectedAt, confirmed_at: row.confirmedAt, settled_at: row.settledAt, expired_at: row.expiredAt, failed_at: row.failedAt };

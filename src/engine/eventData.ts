@@ -1,5 +1,6 @@
 import { formatAmount } from '../internal/money.ts';
 import { payerAddress, type Session } from '../payments/session.ts';
+import { lineItemsView } from '../payments/purchase.ts';
 
 /** The session fields that payment events carry. */
 export type PaymentView = Pick<
@@ -23,14 +24,16 @@ export type PaymentView = Pick<
   | 'expiresAt'
   | 'failureReason'
   | 'metadata'
+  | 'description'
+  | 'lineItems'
 >;
 
 /**
  * The `data` of every payment event, defined once (spec §6.2: id, amount, currency, chain,
  * status, txHash, confirmedAt), plus what a merchant needs to act without a second request:
  * the exact due and received amounts, the fee, where to pay (`paymentAddress`: the session's deposit
- * address in `address` mode, with `depositAddress` and `merchantWallet` then, the merchant's wallet otherwise), live confirmations, the session's metadata and
- * livemode. `amountReceived` is confirmed money only and `amountPending` what is seen on chain
+ * address in `address` mode, with `depositAddress` and `merchantWallet` then, the merchant's wallet otherwise), live confirmations, the session's metadata, what was bought (`description`, `lineItems`, null
+ * when not given) and livemode. `amountReceived` is confirmed money only and `amountPending` what is seen on chain
  * but not confirmed yet (docs/security.md, "Refunds count only confirmed money").
  * `amountRemaining` is present while the two together are less than the due amount (what the
  * payer still has to send: underpaid, failed); `amountExcess` while confirmed money is more
@@ -54,6 +57,8 @@ export function paymentEventData(view: PaymentView): Record<string, unknown> {
     confirmations: view.confirmations,
     expiresAt: view.expiresAt.toISOString(),
     metadata: view.metadata,
+    description: view.description,
+    lineItems: lineItemsView(view.lineItems, view.decimals),
     livemode: view.livemode,
   };
   // `address` mode only, so `amount` mode events keep their exact shape.

@@ -1,6 +1,7 @@
 import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
 import type { Attribution } from './attribution.ts';
+import type { StoredLineItem } from './purchase.ts';
 
 /**
  * The payment link model: one type, one column list, one mapper. A payment link is a reusable
@@ -22,6 +23,10 @@ export interface PaymentLink {
   metadata: Record<string, string>;
   webhookUrl: string | null;
   successUrl: string | null;
+  /** What each session is for (copied into it): see purchase.ts. */
+  description: string | null;
+  lineItems: StoredLineItem[] | null;
+  cancelUrl: string | null;
   /** Lifetime in seconds of each session the link makes. */
   expiresIn: number;
   /** The mode of each session the link makes, or null for the merchant's default at each visit. */
@@ -47,6 +52,9 @@ const FIELD_SQL: Record<keyof PaymentLink, string> = {
   metadata: 'l.metadata',
   webhookUrl: 'l.webhook_url',
   successUrl: 'l.success_url',
+  description: 'l.description',
+  lineItems: 'l.line_items',
+  cancelUrl: 'l.cancel_url',
   expiresIn: 'l.expires_in',
   attribution: 'l.attribution',
   active: 'l.active',

@@ -9,6 +9,7 @@ import { dueOffsetBound, lockDueAmounts } from './dueAmounts.ts';
 import { createSession, type CreateSessionParams } from './sessions.ts';
 import { toPaymentLink, type PaymentLink } from './link.ts';
 import * as linkSql from './linkSql.ts';
+import { checkPurchase, lineItemsView, type PurchaseInput } from './purchase.ts';
 
 /**
  * The payment link operations: create, read, list, (de)activate, and a visit, which makes a
@@ -33,7 +34,7 @@ export const MAX_OPEN_SESSIONS_PER_LINK = 200;
 export const MAX_LINK_RESERVATIONS_PER_PRICE = 1_000;
 
 /** What a merchant asks of a new link: a session's terms, and what each session carries. */
-export interface CreateLinkParams extends SessionTerms {
+export interface CreateLinkParams extends SessionTerms, PurchaseInput {
   // `attribution` (from SessionTerms): fixed on the link when given; absent, each visit takes the merchant's default.
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
@@ -46,6 +47,7 @@ export interface CreateLinkParams extends SessionTerms {
  */
 export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Promise<PaymentLink> {
   const terms = await checkSessionTerms(sql, params);
+  const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: params.currency });
   const { rows } = await sql.query(linkSql.insertLink(), [
     newId('plink'),
     params.merchantId,
@@ -61,6 +63,9 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
     terms.expiresIn,
     // Only a mode asked for is fixed; none follows the merchant's default at each visit.
     params.attribution ?? null,
+    purchase.description,
+    purchase.lineItems && JSON.stringify(purchase.lineItems),
+    purchase.cancelUrl,
   ]);
   return toPaymentLink(rows[0]!);
 }
@@ -128,6 +133,9 @@ export async function openSessionFromLink(
       metadata: link.metadata,
       webhookUrl: link.webhookUrl ?? undefined,
       successUrl: link.successUrl ?? undefined,
+      description: link.description ?? undefined,
+      lineItems: lineItemsView(link.lineItems, link.decimals) ?? undefined,
+      cancelUrl: link.cancelUrl ?? undefined,
       expiresIn: link.expiresIn,
       paymentLinkId: link.id,
       monitorWindowSeconds: params.monitorWindowSeconds,

@@ -2,6 +2,7 @@ import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
 import type { PaymentStatus } from './stateMachine.ts';
 import type { Attribution } from './attribution.ts';
+import type { StoredLineItem } from './purchase.ts';
 
 /**
  * The payment session model: one type, one column list, one mapper. Every reader of a
@@ -58,6 +59,12 @@ export interface Session {
   webhookUrl: string | null;
   successUrl: string | null;
   paymentLinkId: string | null;
+  /** What is being bought, shown on the page and the receipt (purchase.ts). */
+  description: string | null;
+  /** Line items whose total is `amount`, or null (purchase.ts). */
+  lineItems: StoredLineItem[] | null;
+  /** Where the checkout page's "Cancel" takes the customer back to, or null. */
+  cancelUrl: string | null;
   createdAt: Date;
   updatedAt: Date;
   expiresAt: Date;
@@ -99,6 +106,9 @@ const FIELD_SQL: Record<keyof Session, string> = {
   webhookUrl: 's.webhook_url',
   successUrl: 's.success_url',
   paymentLinkId: 's.payment_link_id',
+  description: 's.description',
+  lineItems: 's.line_items',
+  cancelUrl: 's.cancel_url',
   createdAt: 's.created_at',
   updatedAt: 's.updated_at',
   expiresAt: 's.expires_at',

@@ -11,7 +11,8 @@ import { SESSION_COLUMNS } from './session.ts';
  * no due amount is left. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
  * $7 amount, $8 the due-offset bound (exclusive), $9 fee, $10 token addresses, $11 pay-to,
  * $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL, $16 success URL,
- * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds.
+ * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds, $20 description,
+ * $21 line items (JSON), $22 cancel URL.
  *
  * The due amount is `amount + k`, k in [0, bound), that no `amount` mode session on the same (chain,
  * currency, pay_to) holds while its monitoring window is open, in either mode (an `address` mode
@@ -55,9 +56,9 @@ export const insertSession = () =>
    )
    INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
      token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
-     expires_at, monitor_until)
+     expires_at, monitor_until, description, line_items, cancel_url)
    SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
-     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19)
+     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19), $20, $21::jsonb, $22
      FROM due WHERE due.amount_due < $7::numeric + $8::numeric
    RETURNING ${SESSION_COLUMNS}`;
 
@@ -66,14 +67,15 @@ export const insertSession = () =>
  * address, so its due amount is the plain amount and no due-amount lock or pick is needed.
  * $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals, $7 amount, $8 fee, $9 token
  * addresses, $10 pay-to, $11 deposit address, $12 required confirmations, $13 metadata, $14 webhook
- * URL, $15 success URL, $16 payment link, $17 lifetime in seconds, $18 monitoring window in seconds.
+ * URL, $15 success URL, $16 payment link, $17 lifetime in seconds, $18 monitoring window in seconds,
+ * $19 description, $20 line items (JSON), $21 cancel URL.
  */
 export const insertAddressSession = () =>
   `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
      token_addresses, pay_to, deposit_address, attribution, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
-     expires_at, monitor_until)
+     expires_at, monitor_until, description, line_items, cancel_url)
    VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $7::numeric, $8::numeric, $9, $10, $11, 'address', $12, $13, $14, $15, $16,
-     now() + make_interval(secs => $17), now() + make_interval(secs => $17 + $18))
+     now() + make_interval(secs => $17), now() + make_interval(secs => $17 + $18), $19, $20::jsonb, $21)
    RETURNING ${SESSION_COLUMNS}`;
 
 /** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */
@@ -88,12 +90,14 @@ export const selectSessionById = (options: { columns?: string; forUpdate?: boole
   `SELECT ${options.columns ?? SESSION_COLUMNS} FROM payment_sessions s WHERE s.id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`;
 
 /**
- * Sessions by id with their merchant's name (`merchantName`) and the database's clock (`now`),
- * for the payer's page. $1 ids.
+ * Sessions by id with their merchant's name (`merchantName`), brand (`brandAccentColor`,
+ * `brandSupportEmail`, `brandSupportUrl`, `brandLogoSha256`: migration 040) and the database's
+ * clock (`now`), for the payer's page. $1 ids.
  */
 export const selectSessionsWithMerchant = (columns: string) =>
-  `SELECT ${columns}, m.name AS "merchantName", now() AS now
-     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
+  `SELECT ${columns}, m.name AS "merchantName", m.accent_color AS "brandAccentColor", m.support_email AS "brandSupportEmail",
+          m.support_url AS "brandSupportUrl", lg.sha256 AS "brandLogoSha256", now() AS now
+     FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id LEFT JOIN merchant_logos lg ON lg.merchant_id = m.id
     WHERE s.id = ANY($1::text[])`;
 
 /**

@@ -8,11 +8,12 @@ import { checkSessionTerms, feeFor, requiredConfirmations, type SessionTerms } f
 import { dueOffsetBound, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts';
 import * as sessionSql from './sessionSql.ts';
 import { depositAddressFor } from './attribution.ts';
+import { checkPurchase, type PurchaseInput } from './purchase.ts';
 
 /** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
 
 /** What a merchant asks for; text exactly as it came over the wire (validated here). */
-export interface CreateSessionParams extends SessionTerms {
+export interface CreateSessionParams extends SessionTerms, PurchaseInput {
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
   successUrl?: string | undefined;
@@ -50,6 +51,7 @@ function newSolanaReference(): string {
  */
 export async function createSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
   const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
+  const purchase = checkPurchase(params, { amount, decimals, currency: params.currency });
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
   // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
   if (params.livemode && merchantWallet !== undefined) {
@@ -67,7 +69,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
       params.currency,
       decimals,
       amount.toString(),
-      feeFor(amount).toString(),
+      feeFor(amount, params.feeBps).toString(),
       tokens,
       payTo,
       depositAddressFor({ payTo, sessionId: id }),
@@ -78,6 +80,9 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
       params.paymentLinkId ?? null,
       expiresIn,
       params.monitorWindowSeconds,
+      purchase.description,
+      purchase.lineItems && JSON.stringify(purchase.lineItems),
+      purchase.cancelUrl,
     ]);
     return toSession(rows[0]!);
   }
@@ -104,6 +109,9 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
     params.paymentLinkId ?? null,
     expiresIn,
     params.monitorWindowSeconds,
+    purchase.description,
+    purchase.lineItems && JSON.stringify(purchase.lineItems),
+    purchase.cancelUrl,
   ]);
   if (!rows[0]) throw noDueAmountLeft({ ...tuple, amount });
   return toSession(rows[0]);
@@ -165,18 +173,32 @@ export async function listSessions(sql: Sql, filter: SessionFilter): Promise<Ses
   return rows.map((row) => toSession(row));
 }
 
+/** The merchant's brand as the payer's page reads it with a session (accounts/brand.ts has the rules). */
+export interface SessionMerchantBrand {
+  accentColor: string | null;
+  supportEmail: string | null;
+  supportUrl: string | null;
+  logoSha256: string | null;
+}
+
 /**
- * Sessions by id, each with its merchant's name and the database's clock when read (so expiry is
- * judged on the engine's clock), reading `fields`: the payer's page. Ids that name no session
- * are absent from the map.
+ * Sessions by id, each with its merchant's name and brand and the database's clock when read (so
+ * expiry is judged on the engine's clock), reading `fields`: the payer's page. Ids that name no
+ * session are absent from the map.
  */
 export async function getSessionsWithMerchant<K extends keyof Session>(
   sql: Sql,
   ids: readonly string[],
   fields: readonly K[],
-): Promise<Map<string, Pick<Session, K> & { merchantName: string; now: Date }>> {
+): Promise<Map<string, Pick<Session, K> & { merchantName: string; merchantBrand: SessionMerchantBrand; now: Date }>> {
   const { rows } = await sql.query(sessionSql.selectSessionsWithMerchant(sessionColumns([...new Set<keyof Session>(['id', ...fields])])), [ids]);
-  return new Map(rows.map((row) => [row.id as string, { ...toSession<K>(row), merchantName: row.merchantName as string, now: row.now as Date }]));
+  return new Map(
+    rows.map((row) => {
+      const { brandAccentColor, brandSupportEmail, brandSupportUrl, brandLogoSha256, merchantName, now, ...session } = row;
+      const merchantBrand = { accentColor: brandAccentColor, supportEmail: brandSupportEmail, supportUrl: brandSupportUrl, logoSha256: brandLogoSha256 };
+      return [row.id as string, { ...toSession<K>(session), merchantName: merchantName as string, merchantBrand, now: now as Date }];
+    }),
+  );
 }
 
 /**

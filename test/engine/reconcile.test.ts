@@ -79,6 +79,9 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
       confirmations: 32,
       expiresAt: session.expiresAt.toISOString(),
       metadata: { order: 'A-1' },
+      // What was bought (issue 26): null when the session gave none.
+      description: null,
+      lineItems: null,
       livemode: true,
     });
   });

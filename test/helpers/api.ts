@@ -85,7 +85,7 @@ export interface Answer {
  */
 export function createClient(app: FastifyInstance, checker?: Pick<OpenApiChecker, 'check'>) {
   return async function call(
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     url: string,
     options: { key?: string; as?: 'bearer' | 'x-api-key'; body?: unknown; headers?: Record<string, string>; remoteAddress?: string } = {},
   ): Promise<Answer> {
@@ -108,7 +108,7 @@ export function createClient(app: FastifyInstance, checker?: Pick<OpenApiChecker
 /** The same client over a real socket (fetch to a listening server), checked against the OpenAPI document too. */
 export function createSocketClient(baseUrl: string, checker?: Pick<OpenApiChecker, 'check'>) {
   return async function call(
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     url: string,
     options: { key?: string; as?: 'bearer' | 'x-api-key'; body?: unknown; headers?: Record<string, string> } = {},
   ): Promise<Answer> {

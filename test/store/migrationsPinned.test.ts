@@ -38,6 +38,8 @@ const PINNED: Record<string, string> = {
   '042_deposit_sweeper.sql': '1a159c22b6b85e4621cce2638d93b9c95fcebb0762cdf32026b90067c9ba8e18',
   '032_audit_api_keys.sql': '6bc25d9d0e39362e5dc03f78765fee87653adf525d2325d3ae41602105f99a85',
   '033_wallet_sole_verified.sql': 'd53ac9cef99104e547ae49601e1af6304b7a50e5ff11d220ee0ad8f45918f4f3',
+  '040_merchant_brand.sql': '926b99b08a994410fdef003f788c77349aeca616b05c681644105da00d91bef0',
+  '041_purchase_details.sql': 'bfd831aafe38e37ac6ea93233adc83479495461d21b501017d484d8471c43a10',
   // As first landed (b29aaff); its correction is 012.
 };
 

@@ -12,11 +12,15 @@ import { formatAmount } from '../../internal/money.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
 import type { PaymentLink } from '../../payments/link.ts';
+import { lineItemsView } from '../../payments/purchase.ts';
 import {
   AmountSchema,
   AttributionSchema,
   ChainSchema,
   CurrencySchema,
+  DescriptionSchema,
+  LineItemsInputSchema,
+  LineItemsViewSchema,
   ExpiresInSchema,
   IdParam,
   ListSchema,
@@ -45,6 +49,9 @@ const PaymentLinkSchema = Type.Object(
     metadata: MetadataSchema,
     webhookUrl: Type.Union([Type.String(), Type.Null()]),
     successUrl: Type.Union([Type.String(), Type.Null()]),
+    cancelUrl: Type.Union([Type.String(), Type.Null()], { description: 'Copied into each session: where "Cancel and return" takes the customer.' }),
+    description: Type.Union([Type.String(), Type.Null()], { description: 'Copied into each session: what is being bought.' }),
+    lineItems: LineItemsViewSchema,
     expiresIn: Type.Integer({ description: 'Lifetime in seconds of each session the link creates.' }),
     attribution: Type.Union([AttributionSchema, Type.Null()], {
       description:
@@ -67,6 +74,9 @@ export const CreatePaymentLinkBody = Type.Object(
     metadata: Type.Optional(MetadataSchema),
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),
+    cancelUrl: Type.Optional(UrlSchema),
+    description: Type.Optional(DescriptionSchema),
+    lineItems: Type.Optional(LineItemsInputSchema),
     expiresIn: Type.Optional(ExpiresInSchema),
     attribution: Type.Optional(AttributionSchema),
   },
@@ -115,6 +125,9 @@ export function paymentLinkView(link: PaymentLink, publicUrl: string) {
     metadata: link.metadata,
     webhookUrl: link.webhookUrl,
     successUrl: link.successUrl,
+    cancelUrl: link.cancelUrl,
+    description: link.description,
+    lineItems: lineItemsView(link.lineItems, link.decimals),
     expiresIn: link.expiresIn,
     attribution: link.attribution,
     sessionsCreated: link.sessionsCreated,

@@ -9,7 +9,12 @@ import {
   MAX_PAYMENT_TOLERANCE_BPS,
   recordAudit,
   setMerchantPaymentSettings,
+  setMerchantBrand,
+  setMerchantLogo,
+  removeMerchantLogo,
+  type BrandChange,
 } from '../../accounts/index.ts';
+import { readFileSync } from 'node:fs';
 import { auditWallet } from './wallets.ts';
 import { setMerchantRateLimits } from '../../api/rateLimits.ts';
 import { emit, jsonOption, operatorOf, parseWallet, requireString, UsageError, withStore, type Command } from '../command.ts';
@@ -100,12 +105,24 @@ function perMinuteLimit(values: Record<string, unknown>, name: string): number |
   return Number(raw);
 }
 
-/** `svc merchants update`: the settings only an operator changes (rate limits, bridged tokens, tolerance). */
+/** A brand option: undefined when not given, null for "none" (cleared), else the text. */
+function brandOption(values: Record<string, unknown>, name: string): string | null | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  return raw === 'none' ? null : String(raw);
+}
+
+/** `svc merchants update`: the settings only an operator changes (rate limits, bridged tokens, tolerance), and the brand. */
 export const merchantsUpdate: Command = {
-  summary: 'change a merchant’s settings: rate limits, bridged tokens, payment tolerance, default attribution',
+  summary: 'change a merchant’s settings: rate limits, bridged tokens, payment tolerance, default attribution, brand (name, colour, support, logo)',
   usage:
-    'svc merchants update --merchant ID [--create-per-minute N] [--read-per-minute N] [--write-per-minute N] [--accept-bridged true|false] [--tolerance-bps N] [--attribution amount|address] [--json]',
+    'svc merchants update --merchant ID [--create-per-minute N] [--read-per-minute N] [--write-per-minute N] [--accept-bridged true|false] [--tolerance-bps N] [--attribution amount|address] [--name NAME] [--accent-color #rrggbb|none] [--support-email EMAIL|none] [--support-url URL|none] [--logo FILE|none] [--json]',
   options: {
+    name: { type: 'string', description: 'display name shown to customers on checkout pages and receipts' },
+    'accent-color': { type: 'string', description: 'accent colour #rrggbb; "none" clears it' },
+    'support-email': { type: 'string', description: 'support email shown to customers; "none" clears it' },
+    'support-url': { type: 'string', description: 'support page (https) shown to customers; "none" clears it' },
+    logo: { type: 'string', description: 'a PNG, JPEG or WebP file (at most 256 KiB, 2048×2048 px); "none" removes the logo' },
     merchant: { type: 'string', description: 'merchant id (mer_…)' },
     'create-per-minute': { type: 'string', description: 'payment creations per key per minute (spec default 10); "default" resets' },
     'read-per-minute': { type: 'string', description: 'reads per key per minute (spec default 30); "default" resets' },
@@ -133,9 +150,38 @@ export const merchantsUpdate: Command = {
     const tolerance = values['tolerance-bps'];
     if (tolerance !== undefined && !(typeof tolerance === 'string' && /^\d+$/.test(tolerance) && Number(tolerance) <= MAX_PAYMENT_TOLERANCE_BPS))
       throw new UsageError(`--tolerance-bps must be a whole number from 0 to ${MAX_PAYMENT_TOLERANCE_BPS}`);
+    const brand: BrandChange = {
+      ...(values.name !== undefined ? { name: String(values.name) } : {}),
+      ...(brandOption(values, 'accent-color') !== undefined ? { accentColor: brandOption(values, 'accent-color') } : {}),
+      ...(brandOption(values, 'support-email') !== undefined ? { supportEmail: brandOption(values, 'support-email') } : {}),
+      ...(brandOption(values, 'support-url') !== undefined ? { supportUrl: brandOption(values, 'support-url') } : {}),
+    };
+    const logoOption = brandOption(values, 'logo');
+    let logo: Buffer | null | undefined = logoOption === null ? null : undefined;
+    if (typeof logoOption === 'string') {
+      try {
+        logo = readFileSync(logoOption);
+      } catch {
+        throw new UsageError(`--logo ${logoOption} cannot be read`);
+      }
+    }
     return withStore(io, async (store) => {
       if (!(await getMerchant(store, merchantId))) throw new UsageError(`merchant ${merchantId} does not exist`);
       const settings = await store.transaction(async (sql) => {
+        // The brand: checked as the API and dashboard check it (a bad value is a usage error, nothing changes), audited.
+        const actor = operatorOf(io);
+        if (Object.keys(brand).length > 0) {
+          const { changed } = await setMerchantBrand(sql, merchantId, brand, { livemode: true });
+          if (Object.keys(changed).length > 0)
+            await recordAudit(sql, { merchantId, actor, action: 'merchant.brand_changed', target: merchantId, livemode: null, details: changed });
+        }
+        if (logo === null && (await removeMerchantLogo(sql, merchantId)))
+          await recordAudit(sql, { merchantId, actor, action: 'merchant.logo_removed', target: merchantId, livemode: null });
+        if (logo) {
+          const stored = await setMerchantLogo(sql, merchantId, logo);
+          const details = { contentType: stored.contentType, width: stored.width, height: stored.height, bytes: stored.size, sha256: stored.sha256 };
+          await recordAudit(sql, { merchantId, actor, action: 'merchant.logo_set', target: merchantId, livemode: null, details });
+        }
         if (Object.values(limits).some((value) => value !== undefined)) {
           await setMerchantRateLimits(sql, {
             merchantId,

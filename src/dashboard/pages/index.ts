@@ -12,6 +12,7 @@ import { unmatchedPage } from './unmatched.ts';
 import { linksPage } from './links.ts';
 import { refundPages } from './refunds.ts';
 import { settingsPages } from './settings.ts';
+import { brandPages } from './brand.ts';
 
 /**
  * Every page module of the signed-in dashboard, one a line (see src/dashboard/README.md for the
@@ -32,4 +33,5 @@ export const PAGE_MODULES: DashboardPageModule[] = [
   webhookDeliveryPages,
   refundPages,
   settingsPages,
+  brandPages,
 ];

@@ -152,6 +152,7 @@ async function settingsPage(
 ): Promise<Html> {
   const wallets = await listWallets(ctx.store, { merchantId: ctx.merchant.id });
   return html`${parts.notice ? noticeBox(parts.notice) : ''}
+<p><a href="/dashboard/settings/brand" id="brand-settings-link">Brand: name, logo, colour and support contacts shown to customers</a></p>
 <section aria-labelledby="wallets-heading">
 <h2 id="wallets-heading">Receiving wallets</h2>
 <p class="help">Payments go straight to these wallets; the gateway never holds funds. The default wallet of a chain is paid by live payments and links that name none.</p>

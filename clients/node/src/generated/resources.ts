@@ -245,6 +245,43 @@ export function createResources(transport: Transport) {
       delete: (id: string, options?: RequestOptions): Promise<T.Deleted> =>
         transport.request<T.Deleted>({ method: 'DELETE', path: `/wallets/${encodeURIComponent(id)}` }, options),
     },
+    /** The merchant's brand shown to customers: display name, accent colour, support contacts, logo (live key to change). */
+    brand: {
+      /**
+       * Read the merchant's brand
+       *
+       * `GET /brand`
+       */
+      retrieve: (options?: RequestOptions): Promise<T.Brand> =>
+        transport.request<T.Brand>({ method: 'GET', path: '/brand' }, options),
+      /**
+       * Change the merchant's display name, accent colour or support contacts
+       *
+       * Omitted fields keep their value; null clears one (not the name). `accentColor` is `#rrggbb`; the checkout picks black or white text on it by contrast. `supportUrl` must be https. Audited (`merchant.brand_changed`).
+       *
+       * `PATCH /brand`
+       */
+      update: (params: T.BrandUpdateParams = {}, options?: RequestOptions): Promise<T.Brand> =>
+        transport.request<T.Brand>({ method: 'PATCH', path: '/brand', body: params }, options),
+      /**
+       * Upload the merchant's logo
+       *
+       * PNG, JPEG or WebP, base64 in `data`, at most 256 KiB and 2048×2048 pixels. The bytes are checked by their signature: SVG, any other format, or bytes that are not the declared `contentType` are a 400. Replaces the previous logo. Audited (`merchant.logo_set`).
+       *
+       * `POST /brand/logo`
+       */
+      setLogo: (params: T.BrandLogoParams, options?: RequestOptions): Promise<T.Brand> =>
+        transport.request<T.Brand>({ method: 'POST', path: '/brand/logo', body: params }, options),
+      /**
+       * Remove the merchant's logo
+       *
+       * Audited (`merchant.logo_removed`) when there was one.
+       *
+       * `DELETE /brand/logo`
+       */
+      deleteLogo: (options?: RequestOptions): Promise<T.Brand> =>
+        transport.request<T.Brand>({ method: 'DELETE', path: '/brand/logo' }, options),
+    },
     /** Transfers to the merchant's wallets that matched no session, and attributing them. */
     transfers: {
       /**

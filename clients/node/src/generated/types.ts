@@ -30,6 +30,9 @@ export type RefundStatus = 'requested' | 'completed' | 'rejected';
 
 export type WalletVerificationMethod = 'eip191' | 'ed25519' | 'operator';
 
+/** The declared type; the bytes must agree with it. */
+export type BrandLogoParamsContentType = 'image/png' | 'image/jpeg' | 'image/webp';
+
 /** `unmatched` until attributed to a session. */
 export type TransferStatus = 'unmatched' | 'matched';
 
@@ -78,6 +81,15 @@ export interface Token {
   symbol: string;
   /** Token contract (EVM) or mint (solana). */
   address: string;
+}
+
+export interface SessionLineItems {
+  name: string;
+  quantity: number;
+  /** Price of one, decimal text. */
+  unitAmount: string;
+  /** quantity × unitAmount, decimal text. */
+  amount: string;
 }
 
 /** A payment session as Interface A shows it (spec §2.1), plus what a payer needs. */
@@ -136,6 +148,14 @@ export interface Session {
   successUrl: string | null;
   /** The payment link this session came from. */
   paymentLinkId: string | null;
+  /** What is being bought, or null. */
+  description: string | null;
+  /** The line items (their total is `amount`), or null. */
+  lineItems: SessionLineItems[] | null;
+  /** Where the checkout page's "Cancel and return" link takes the customer, or null. */
+  cancelUrl: string | null;
+  /** The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before). */
+  receiptUrl: string;
   /** false for sandbox sessions (test keys). */
   livemode: boolean;
   /** Creation time, ISO 8601 UTC. */
@@ -146,6 +166,15 @@ export interface Session {
   confirmedAt: string | null;
   /** Session state; `created` until a payment is seen. */
   status: SessionStatus;
+}
+
+export interface SessionCreateParamsLineItems {
+  /** Item name (1..200 characters). */
+  name: string;
+  /** How many, 1..10000. */
+  quantity: number;
+  /** Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0". */
+  unitAmount: string;
 }
 
 export interface SessionCreateParams {
@@ -161,6 +190,12 @@ export interface SessionCreateParams {
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
@@ -225,6 +260,14 @@ export interface Payment {
   successUrl: string | null;
   /** The payment link this session came from. */
   paymentLinkId: string | null;
+  /** What is being bought, or null. */
+  description: string | null;
+  /** The line items (their total is `amount`), or null. */
+  lineItems: SessionLineItems[] | null;
+  /** Where the checkout page's "Cancel and return" link takes the customer, or null. */
+  cancelUrl: string | null;
+  /** The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before). */
+  receiptUrl: string;
   /** false for sandbox sessions (test keys). */
   livemode: boolean;
   /** Creation time, ISO 8601 UTC. */
@@ -250,6 +293,12 @@ export interface PaymentCreateParams {
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
@@ -288,6 +337,12 @@ export interface CheckoutSessionCreateParams {
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata?: Record<string, string>;
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
@@ -315,6 +370,12 @@ export interface PaymentLink {
   metadata: Record<string, string>;
   webhookUrl: string | null;
   successUrl: string | null;
+  /** Copied into each session: where "Cancel and return" takes the customer. */
+  cancelUrl: string | null;
+  /** Copied into each session: what is being bought. */
+  description: string | null;
+  /** The line items (their total is `amount`), or null. */
+  lineItems: SessionLineItems[] | null;
   /** Lifetime in seconds of each session the link creates. */
   expiresIn: number;
   /** The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference). */
@@ -341,6 +402,12 @@ export interface PaymentLinkCreateParams {
   webhookUrl?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
   successUrl?: string;
+  /** An absolute http(s) URL, at most 2048 characters. */
+  cancelUrl?: string;
+  /** What is being bought, shown on the checkout page and the receipt (1..1000 characters). */
+  description?: string;
+  /** Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own. */
+  lineItems?: SessionCreateParamsLineItems[];
   /** Session lifetime in seconds, 60 to 604800 (7 days); default 3600. */
   expiresIn?: number;
   /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
@@ -565,6 +632,43 @@ export interface WalletCreateParams {
 export interface Deleted {
   id: string;
   deleted: boolean;
+}
+
+/** The stored logo (its sha256), or null. */
+export interface BrandLogo {
+  sha256: string;
+}
+
+/** The merchant's brand. */
+export interface Brand {
+  /** Display name shown to customers. */
+  name: string;
+  /** Accent colour `#rrggbb`, or null. */
+  accentColor: string | null;
+  /** Support email shown on checkout and receipts, or null. */
+  supportEmail: string | null;
+  /** Support page (https), or null. */
+  supportUrl: string | null;
+  /** The stored logo (its sha256), or null. */
+  logo: BrandLogo | null;
+}
+
+export interface BrandUpdateParams {
+  /** Display name, 1..200 characters. */
+  name?: string;
+  /** Accent colour `#rrggbb`; null clears it. */
+  accentColor?: string | null;
+  /** Support email; null clears it. */
+  supportEmail?: string | null;
+  /** Support page, https; null clears it. */
+  supportUrl?: string | null;
+}
+
+export interface BrandLogoParams {
+  /** The declared type; the bytes must agree with it. */
+  contentType: BrandLogoParamsContentType;
+  /** The image, base64. */
+  data: string;
 }
 
 /** A token transfer into one of your wallets, as the gateway observed it. */

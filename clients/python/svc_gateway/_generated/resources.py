@@ -8,6 +8,8 @@ from urllib.parse import quote
 from .._http import NOT_GIVEN, NotGiven, RequestOptions, Transport
 from ..pagination import Page
 from .types import (
+    Brand,
+    BrandLogoParamsContentType,
     Chain,
     ChainHealth,
     ChainStatusMode,
@@ -122,6 +124,9 @@ class SessionsResource(_Resource):
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
+        cancel_url: Union[str, NotGiven] = NOT_GIVEN,
+        description: Union[str, NotGiven] = NOT_GIVEN,
+        line_items: Union[List[SessionCreateParamsLineItems], NotGiven] = NOT_GIVEN,
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
         attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
@@ -136,7 +141,7 @@ class SessionsResource(_Resource):
         return self._transport.request(
             "POST",
             "/sessions",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -185,6 +190,9 @@ class PaymentsResource(_Resource):
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
+        cancel_url: Union[str, NotGiven] = NOT_GIVEN,
+        description: Union[str, NotGiven] = NOT_GIVEN,
+        line_items: Union[List[SessionCreateParamsLineItems], NotGiven] = NOT_GIVEN,
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
         attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
@@ -199,7 +207,7 @@ class PaymentsResource(_Resource):
         return self._transport.request(
             "POST",
             "/payments",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -258,6 +266,9 @@ class CheckoutSessionsResource(_Resource):
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
+        cancel_url: Union[str, NotGiven] = NOT_GIVEN,
+        description: Union[str, NotGiven] = NOT_GIVEN,
+        line_items: Union[List[SessionCreateParamsLineItems], NotGiven] = NOT_GIVEN,
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
         attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
@@ -272,7 +283,7 @@ class CheckoutSessionsResource(_Resource):
         return self._transport.request(
             "POST",
             "/checkout/sessions",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -308,6 +319,9 @@ class PaymentLinksResource(_Resource):
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
+        cancel_url: Union[str, NotGiven] = NOT_GIVEN,
+        description: Union[str, NotGiven] = NOT_GIVEN,
+        line_items: Union[List[SessionCreateParamsLineItems], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
         attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
@@ -321,7 +335,7 @@ class PaymentLinksResource(_Resource):
         return self._transport.request(
             "POST",
             "/payment-links",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -665,6 +679,84 @@ class WalletsResource(_Resource):
         return self._transport.request(
             "DELETE",
             f"/wallets/{_quote(id)}",
+            options=options,
+        )
+
+
+class BrandResource(_Resource):
+    """The merchant's brand shown to customers: display name, accent colour, support contacts, logo (live key to change)."""
+
+    def retrieve(
+        self,
+        *,
+        options: Optional[RequestOptions] = None,
+    ) -> Brand:
+        """Read the merchant's brand
+
+        ``GET /brand``
+        """
+        return self._transport.request(
+            "GET",
+            "/brand",
+            options=options,
+        )
+
+    def update(
+        self,
+        *,
+        name: Union[str, NotGiven] = NOT_GIVEN,
+        accent_color: Union[Optional[str], NotGiven] = NOT_GIVEN,
+        support_email: Union[Optional[str], NotGiven] = NOT_GIVEN,
+        support_url: Union[Optional[str], NotGiven] = NOT_GIVEN,
+        options: Optional[RequestOptions] = None,
+    ) -> Brand:
+        """Change the merchant's display name, accent colour or support contacts
+
+        Omitted fields keep their value; null clears one (not the name). `accentColor` is `#rrggbb`; the checkout picks black or white text on it by contrast. `supportUrl` must be https. Audited (`merchant.brand_changed`).
+
+        ``PATCH /brand``
+        """
+        return self._transport.request(
+            "PATCH",
+            "/brand",
+            body=_params({"name": name, "accentColor": accent_color, "supportEmail": support_email, "supportUrl": support_url}),
+            options=options,
+        )
+
+    def set_logo(
+        self,
+        *,
+        content_type: BrandLogoParamsContentType,
+        data: str,
+        options: Optional[RequestOptions] = None,
+    ) -> Brand:
+        """Upload the merchant's logo
+
+        PNG, JPEG or WebP, base64 in `data`, at most 256 KiB and 2048×2048 pixels. The bytes are checked by their signature: SVG, any other format, or bytes that are not the declared `contentType` are a 400. Replaces the previous logo. Audited (`merchant.logo_set`).
+
+        ``POST /brand/logo``
+        """
+        return self._transport.request(
+            "POST",
+            "/brand/logo",
+            body=_params({"contentType": content_type, "data": data}),
+            options=options,
+        )
+
+    def delete_logo(
+        self,
+        *,
+        options: Optional[RequestOptions] = None,
+    ) -> Brand:
+        """Remove the merchant's logo
+
+        Audited (`merchant.logo_removed`) when there was one.
+
+        ``DELETE /brand/logo``
+        """
+        return self._transport.request(
+            "DELETE",
+            "/brand/logo",
             options=options,
         )
 
@@ -1189,6 +1281,7 @@ class Resources:
         self.fees = FeesResource(transport)
         self.refunds = RefundsResource(transport)
         self.wallets = WalletsResource(transport)
+        self.brand = BrandResource(transport)
         self.transfers = TransfersResource(transport)
         self.webhook_endpoints = WebhookEndpointsResource(transport)
         self.webhook_secret = WebhookSecretResource(transport)

@@ -33,6 +33,9 @@ RefundStatus = Literal["requested", "completed", "rejected"]
 
 WalletVerificationMethod = Literal["eip191", "ed25519", "operator"]
 
+# The declared type; the bytes must agree with it.
+BrandLogoParamsContentType = Literal["image/png", "image/jpeg", "image/webp"]
+
 # `unmatched` until attributed to a session.
 TransferStatus = Literal["unmatched", "matched"]
 
@@ -97,6 +100,23 @@ class Token(_TokenRequired):
     """Token (JSON object)."""
 
 
+_SessionLineItemsRequired = TypedDict(
+    "_SessionLineItemsRequired",
+    {
+        "name": str,
+        "quantity": int,
+        # Price of one, decimal text.
+        "unitAmount": str,
+        # quantity × unitAmount, decimal text.
+        "amount": str,
+    },
+)
+
+
+class SessionLineItems(_SessionLineItemsRequired):
+    """SessionLineItems (JSON object)."""
+
+
 _SessionRequired = TypedDict(
     "_SessionRequired",
     {
@@ -154,6 +174,14 @@ _SessionRequired = TypedDict(
         "successUrl": Optional[str],
         # The payment link this session came from.
         "paymentLinkId": Optional[str],
+        # What is being bought, or null.
+        "description": Optional[str],
+        # The line items (their total is `amount`), or null.
+        "lineItems": Optional[List[SessionLineItems]],
+        # Where the checkout page's "Cancel and return" link takes the customer, or null.
+        "cancelUrl": Optional[str],
+        # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+        "receiptUrl": str,
         # false for sandbox sessions (test keys).
         "livemode": bool,
         # Creation time, ISO 8601 UTC.
@@ -170,6 +198,23 @@ _SessionRequired = TypedDict(
 
 class Session(_SessionRequired):
     """A payment session as Interface A shows it (spec §2.1), plus what a payer needs."""
+
+
+_SessionCreateParamsLineItemsRequired = TypedDict(
+    "_SessionCreateParamsLineItemsRequired",
+    {
+        # Item name (1..200 characters).
+        "name": str,
+        # How many, 1..10000.
+        "quantity": int,
+        # Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0".
+        "unitAmount": str,
+    },
+)
+
+
+class SessionCreateParamsLineItems(_SessionCreateParamsLineItemsRequired):
+    """SessionCreateParamsLineItems (JSON object)."""
 
 
 _SessionCreateParamsRequired = TypedDict(
@@ -192,6 +237,12 @@ _SessionCreateParamsOptional = TypedDict(
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -264,6 +315,14 @@ _PaymentRequired = TypedDict(
         "successUrl": Optional[str],
         # The payment link this session came from.
         "paymentLinkId": Optional[str],
+        # What is being bought, or null.
+        "description": Optional[str],
+        # The line items (their total is `amount`), or null.
+        "lineItems": Optional[List[SessionLineItems]],
+        # Where the checkout page's "Cancel and return" link takes the customer, or null.
+        "cancelUrl": Optional[str],
+        # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+        "receiptUrl": str,
         # false for sandbox sessions (test keys).
         "livemode": bool,
         # Creation time, ISO 8601 UTC.
@@ -302,6 +361,12 @@ _PaymentCreateParamsOptional = TypedDict(
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -368,6 +433,12 @@ _CheckoutSessionCreateParamsOptional = TypedDict(
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
@@ -403,6 +474,12 @@ _PaymentLinkRequired = TypedDict(
         "metadata": Dict[str, str],
         "webhookUrl": Optional[str],
         "successUrl": Optional[str],
+        # Copied into each session: where "Cancel and return" takes the customer.
+        "cancelUrl": Optional[str],
+        # Copied into each session: what is being bought.
+        "description": Optional[str],
+        # The line items (their total is `amount`), or null.
+        "lineItems": Optional[List[SessionLineItems]],
         # Lifetime in seconds of each session the link creates.
         "expiresIn": int,
         # The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
@@ -442,6 +519,12 @@ _PaymentLinkCreateParamsOptional = TypedDict(
         "webhookUrl": str,
         # An absolute http(s) URL, at most 2048 characters.
         "successUrl": str,
+        # An absolute http(s) URL, at most 2048 characters.
+        "cancelUrl": str,
+        # What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+        "description": str,
+        # Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+        "lineItems": List[SessionCreateParamsLineItems],
         # Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
         "expiresIn": int,
         # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
@@ -888,6 +971,79 @@ _DeletedRequired = TypedDict(
 
 class Deleted(_DeletedRequired):
     """Deleted (JSON object)."""
+
+
+_BrandLogoRequired = TypedDict(
+    "_BrandLogoRequired",
+    {
+        "sha256": str,
+    },
+)
+
+
+class BrandLogo(_BrandLogoRequired):
+    """The stored logo (its sha256), or null."""
+
+
+_BrandRequired = TypedDict(
+    "_BrandRequired",
+    {
+        # Display name shown to customers.
+        "name": str,
+        # Accent colour `#rrggbb`, or null.
+        "accentColor": Optional[str],
+        # Support email shown on checkout and receipts, or null.
+        "supportEmail": Optional[str],
+        # Support page (https), or null.
+        "supportUrl": Optional[str],
+        # The stored logo (its sha256), or null.
+        "logo": Optional[BrandLogo],
+    },
+)
+
+
+class Brand(_BrandRequired):
+    """The merchant's brand."""
+
+
+_BrandUpdateParamsRequired = TypedDict(
+    "_BrandUpdateParamsRequired",
+    {
+    },
+)
+_BrandUpdateParamsOptional = TypedDict(
+    "_BrandUpdateParamsOptional",
+    {
+        # Display name, 1..200 characters.
+        "name": str,
+        # Accent colour `#rrggbb`; null clears it.
+        "accentColor": Optional[str],
+        # Support email; null clears it.
+        "supportEmail": Optional[str],
+        # Support page, https; null clears it.
+        "supportUrl": Optional[str],
+    },
+    total=False,
+)
+
+
+class BrandUpdateParams(_BrandUpdateParamsRequired, _BrandUpdateParamsOptional):
+    """BrandUpdateParams (JSON object)."""
+
+
+_BrandLogoParamsRequired = TypedDict(
+    "_BrandLogoParamsRequired",
+    {
+        # The declared type; the bytes must agree with it.
+        "contentType": BrandLogoParamsContentType,
+        # The image, base64.
+        "data": str,
+    },
+)
+
+
+class BrandLogoParams(_BrandLogoParamsRequired):
+    """BrandLogoParams (JSON object)."""
 
 
 _TransferRequired = TypedDict(
@@ -1608,6 +1764,7 @@ __all__ = [
     "ChainHealth",
     "RefundStatus",
     "WalletVerificationMethod",
+    "BrandLogoParamsContentType",
     "TransferStatus",
     "WebhookEndpointStatus",
     "EnabledEvent",
@@ -1618,7 +1775,9 @@ __all__ = [
     "WebhookEventType",
     "Health",
     "Token",
+    "SessionLineItems",
     "Session",
+    "SessionCreateParamsLineItems",
     "SessionCreateParams",
     "Payment",
     "PaymentCreateParams",
@@ -1648,6 +1807,10 @@ __all__ = [
     "WalletChallengeCreateParams",
     "WalletCreateParams",
     "Deleted",
+    "BrandLogo",
+    "Brand",
+    "BrandUpdateParams",
+    "BrandLogoParams",
     "Transfer",
     "TransferListParams",
     "AttributedSession",

@@ -63,6 +63,11 @@ impl Client {
         WalletsResource { transport: &self.transport, options: RequestOptions::default() }
     }
 
+    /// The merchant's brand shown to customers: display name, accent colour, support contacts, logo (live key to change).
+    pub fn brand(&self) -> BrandResource<'_> {
+        BrandResource { transport: &self.transport, options: RequestOptions::default() }
+    }
+
     /// Transfers to the merchant's wallets that matched no session, and attributing them.
     pub fn transfers(&self) -> TransfersResource<'_> {
         TransfersResource { transport: &self.transport, options: RequestOptions::default() }
@@ -467,6 +472,55 @@ impl<'a> WalletsResource<'a> {
     /// `DELETE /wallets/{id}`
     pub fn delete(&self, id: &str) -> Result<Deleted, Error> {
         self.transport.call(Request { method: "DELETE", path: format!("/wallets/{}", encode_path(id)), query: Vec::new(), body: None }, &self.options)
+    }
+}
+
+/// The merchant's brand shown to customers: display name, accent colour, support contacts, logo (live key to change).
+#[derive(Debug, Clone)]
+pub struct BrandResource<'a> {
+    transport: &'a Transport,
+    options: RequestOptions,
+}
+
+impl<'a> BrandResource<'a> {
+    /// The same handle with `options` for its calls (an Idempotency-Key, retries, a timeout).
+    pub fn with_options(mut self, options: RequestOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Read the merchant's brand
+    ///
+    /// `GET /brand`
+    pub fn retrieve(&self) -> Result<Brand, Error> {
+        self.transport.call(Request { method: "GET", path: "/brand".to_string(), query: Vec::new(), body: None }, &self.options)
+    }
+
+    /// Change the merchant's display name, accent colour or support contacts
+    ///
+    /// Omitted fields keep their value; null clears one (not the name). `accentColor` is `#rrggbb`; the checkout picks black or white text on it by contrast. `supportUrl` must be https. Audited (`merchant.brand_changed`).
+    ///
+    /// `PATCH /brand`
+    pub fn update<'p>(&self, params: impl Into<Option<&'p BrandUpdateParams>>) -> Result<Brand, Error> {
+        self.transport.call(Request { method: "PATCH", path: "/brand".to_string(), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
+    }
+
+    /// Upload the merchant's logo
+    ///
+    /// PNG, JPEG or WebP, base64 in `data`, at most 256 KiB and 2048×2048 pixels. The bytes are checked by their signature: SVG, any other format, or bytes that are not the declared `contentType` are a 400. Replaces the previous logo. Audited (`merchant.logo_set`).
+    ///
+    /// `POST /brand/logo`
+    pub fn set_logo(&self, params: &BrandLogoParams) -> Result<Brand, Error> {
+        self.transport.call(Request { method: "POST", path: "/brand/logo".to_string(), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    }
+
+    /// Remove the merchant's logo
+    ///
+    /// Audited (`merchant.logo_removed`) when there was one.
+    ///
+    /// `DELETE /brand/logo`
+    pub fn delete_logo(&self) -> Result<Brand, Error> {
+        self.transport.call(Request { method: "DELETE", path: "/brand/logo".to_string(), query: Vec::new(), body: None }, &self.options)
     }
 }
 

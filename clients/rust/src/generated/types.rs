@@ -376,6 +376,38 @@ impl fmt::Display for WalletVerificationMethod {
     }
 }
 
+/// The declared type; the bytes must agree with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BrandLogoParamsContentType {
+    #[serde(rename = "image/png")]
+    ImagePng,
+    #[serde(rename = "image/jpeg")]
+    ImageJpeg,
+    #[serde(rename = "image/webp")]
+    ImageWebp,
+    /// A value this version of the library does not know (the gateway added it later); never sent.
+    #[serde(other, skip_serializing)]
+    Unrecognized,
+}
+
+impl BrandLogoParamsContentType {
+    /// The value on the wire (`"unrecognized"` for [`BrandLogoParamsContentType::Unrecognized`]).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BrandLogoParamsContentType::ImagePng => "image/png",
+            BrandLogoParamsContentType::ImageJpeg => "image/jpeg",
+            BrandLogoParamsContentType::ImageWebp => "image/webp",
+            BrandLogoParamsContentType::Unrecognized => "unrecognized",
+        }
+    }
+}
+
+impl fmt::Display for BrandLogoParamsContentType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `unmatched` until attributed to a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TransferStatus {
@@ -691,6 +723,18 @@ pub struct Token {
     pub address: String,
 }
 
+/// SessionLineItems (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionLineItems {
+    pub name: String,
+    pub quantity: i64,
+    /// Price of one, decimal text.
+    pub unit_amount: String,
+    /// quantity × unitAmount, decimal text.
+    pub amount: String,
+}
+
 /// A payment session as Interface A shows it (spec §2.1), plus what a payer needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -749,6 +793,14 @@ pub struct Session {
     pub success_url: Option<String>,
     /// The payment link this session came from.
     pub payment_link_id: Option<String>,
+    /// What is being bought, or null.
+    pub description: Option<String>,
+    /// The line items (their total is `amount`), or null.
+    pub line_items: Option<Vec<SessionLineItems>>,
+    /// Where the checkout page's "Cancel and return" link takes the customer, or null.
+    pub cancel_url: Option<String>,
+    /// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+    pub receipt_url: String,
     /// false for sandbox sessions (test keys).
     pub livemode: bool,
     /// Creation time, ISO 8601 UTC.
@@ -759,6 +811,18 @@ pub struct Session {
     pub confirmed_at: Option<String>,
     /// Session state; `created` until a payment is seen.
     pub status: SessionStatus,
+}
+
+/// SessionCreateParamsLineItems (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCreateParamsLineItems {
+    /// Item name (1..200 characters).
+    pub name: String,
+    /// How many, 1..10000.
+    pub quantity: i64,
+    /// Price of one, in token units as decimal text ("12.50"), no more decimals than the token has on the chain; may be "0".
+    pub unit_amount: String,
 }
 
 /// SessionCreateParams (a JSON object of the API).
@@ -780,6 +844,15 @@ pub struct SessionCreateParams {
     /// An absolute http(s) URL, at most 2048 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success_url: Option<String>,
+    /// An absolute http(s) URL, at most 2048 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_url: Option<String>,
+    /// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_items: Option<Vec<SessionCreateParamsLineItems>>,
     /// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
@@ -801,6 +874,9 @@ impl SessionCreateParams {
             merchant_wallet: None,
             webhook_url: None,
             success_url: None,
+            cancel_url: None,
+            description: None,
+            line_items: None,
             metadata: None,
             expires_in: None,
             attribution: None,
@@ -822,6 +898,24 @@ impl SessionCreateParams {
     /// Sets `successUrl`.
     pub fn success_url(mut self, success_url: impl Into<String>) -> Self {
         self.success_url = Some(success_url.into());
+        self
+    }
+
+    /// Sets `cancelUrl`.
+    pub fn cancel_url(mut self, cancel_url: impl Into<String>) -> Self {
+        self.cancel_url = Some(cancel_url.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets `lineItems`.
+    pub fn line_items(mut self, line_items: Vec<SessionCreateParamsLineItems>) -> Self {
+        self.line_items = Some(line_items);
         self
     }
 
@@ -902,6 +996,14 @@ pub struct Payment {
     pub success_url: Option<String>,
     /// The payment link this session came from.
     pub payment_link_id: Option<String>,
+    /// What is being bought, or null.
+    pub description: Option<String>,
+    /// The line items (their total is `amount`), or null.
+    pub line_items: Option<Vec<SessionLineItems>>,
+    /// Where the checkout page's "Cancel and return" link takes the customer, or null.
+    pub cancel_url: Option<String>,
+    /// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
+    pub receipt_url: String,
     /// false for sandbox sessions (test keys).
     pub livemode: bool,
     /// Creation time, ISO 8601 UTC.
@@ -933,6 +1035,15 @@ pub struct PaymentCreateParams {
     /// An absolute http(s) URL, at most 2048 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success_url: Option<String>,
+    /// An absolute http(s) URL, at most 2048 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_url: Option<String>,
+    /// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_items: Option<Vec<SessionCreateParamsLineItems>>,
     /// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
@@ -954,6 +1065,9 @@ impl PaymentCreateParams {
             merchant_wallet: None,
             webhook_url: None,
             success_url: None,
+            cancel_url: None,
+            description: None,
+            line_items: None,
             metadata: None,
             expires_in: None,
             attribution: None,
@@ -975,6 +1089,24 @@ impl PaymentCreateParams {
     /// Sets `successUrl`.
     pub fn success_url(mut self, success_url: impl Into<String>) -> Self {
         self.success_url = Some(success_url.into());
+        self
+    }
+
+    /// Sets `cancelUrl`.
+    pub fn cancel_url(mut self, cancel_url: impl Into<String>) -> Self {
+        self.cancel_url = Some(cancel_url.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets `lineItems`.
+    pub fn line_items(mut self, line_items: Vec<SessionCreateParamsLineItems>) -> Self {
+        self.line_items = Some(line_items);
         self
     }
 
@@ -1092,6 +1224,15 @@ pub struct CheckoutSessionCreateParams {
     /// An absolute http(s) URL, at most 2048 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success_url: Option<String>,
+    /// An absolute http(s) URL, at most 2048 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_url: Option<String>,
+    /// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_items: Option<Vec<SessionCreateParamsLineItems>>,
     /// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
@@ -1113,6 +1254,9 @@ impl CheckoutSessionCreateParams {
             merchant_wallet: None,
             webhook_url: None,
             success_url: None,
+            cancel_url: None,
+            description: None,
+            line_items: None,
             metadata: None,
             expires_in: None,
             attribution: None,
@@ -1134,6 +1278,24 @@ impl CheckoutSessionCreateParams {
     /// Sets `successUrl`.
     pub fn success_url(mut self, success_url: impl Into<String>) -> Self {
         self.success_url = Some(success_url.into());
+        self
+    }
+
+    /// Sets `cancelUrl`.
+    pub fn cancel_url(mut self, cancel_url: impl Into<String>) -> Self {
+        self.cancel_url = Some(cancel_url.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets `lineItems`.
+    pub fn line_items(mut self, line_items: Vec<SessionCreateParamsLineItems>) -> Self {
+        self.line_items = Some(line_items);
         self
     }
 
@@ -1177,6 +1339,12 @@ pub struct PaymentLink {
     pub metadata: BTreeMap<String, String>,
     pub webhook_url: Option<String>,
     pub success_url: Option<String>,
+    /// Copied into each session: where "Cancel and return" takes the customer.
+    pub cancel_url: Option<String>,
+    /// Copied into each session: what is being bought.
+    pub description: Option<String>,
+    /// The line items (their total is `amount`), or null.
+    pub line_items: Option<Vec<SessionLineItems>>,
     /// Lifetime in seconds of each session the link creates.
     pub expires_in: i64,
     /// The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
@@ -1210,6 +1378,15 @@ pub struct PaymentLinkCreateParams {
     /// An absolute http(s) URL, at most 2048 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success_url: Option<String>,
+    /// An absolute http(s) URL, at most 2048 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_url: Option<String>,
+    /// What is being bought, shown on the checkout page and the receipt (1..1000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Optional itemisation shown on the checkout page, the receipt, the API and webhooks: 1..50 items. Not informational: the items' total (quantity × unitAmount, summed) must equal `amount` exactly, or the request is a 400; taxes, shipping or fees are items of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_items: Option<Vec<SessionCreateParamsLineItems>>,
     /// Session lifetime in seconds, 60 to 604800 (7 days); default 3600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in: Option<i64>,
@@ -1229,6 +1406,9 @@ impl PaymentLinkCreateParams {
             metadata: None,
             webhook_url: None,
             success_url: None,
+            cancel_url: None,
+            description: None,
+            line_items: None,
             expires_in: None,
             attribution: None,
         }
@@ -1255,6 +1435,24 @@ impl PaymentLinkCreateParams {
     /// Sets `successUrl`.
     pub fn success_url(mut self, success_url: impl Into<String>) -> Self {
         self.success_url = Some(success_url.into());
+        self
+    }
+
+    /// Sets `cancelUrl`.
+    pub fn cancel_url(mut self, cancel_url: impl Into<String>) -> Self {
+        self.cancel_url = Some(cancel_url.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets `lineItems`.
+    pub fn line_items(mut self, line_items: Vec<SessionCreateParamsLineItems>) -> Self {
+        self.line_items = Some(line_items);
         self
     }
 
@@ -1751,6 +1949,98 @@ impl WalletCreateParams {
 pub struct Deleted {
     pub id: String,
     pub deleted: bool,
+}
+
+/// The stored logo (its sha256), or null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandLogo {
+    pub sha256: String,
+}
+
+/// The merchant's brand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Brand {
+    /// Display name shown to customers.
+    pub name: String,
+    /// Accent colour `#rrggbb`, or null.
+    pub accent_color: Option<String>,
+    /// Support email shown on checkout and receipts, or null.
+    pub support_email: Option<String>,
+    /// Support page (https), or null.
+    pub support_url: Option<String>,
+    /// The stored logo (its sha256), or null.
+    pub logo: Option<BrandLogo>,
+}
+
+/// BrandUpdateParams (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandUpdateParams {
+    /// Display name, 1..200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Accent colour `#rrggbb`; null clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accent_color: Option<Option<String>>,
+    /// Support email; null clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub support_email: Option<Option<String>>,
+    /// Support page, https; null clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub support_url: Option<Option<String>>,
+}
+
+impl BrandUpdateParams {
+    /// No fields set (the same as `Default::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `name`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets `accentColor` (`None` sends null, clearing it).
+    pub fn accent_color(mut self, accent_color: Option<String>) -> Self {
+        self.accent_color = Some(accent_color);
+        self
+    }
+
+    /// Sets `supportEmail` (`None` sends null, clearing it).
+    pub fn support_email(mut self, support_email: Option<String>) -> Self {
+        self.support_email = Some(support_email);
+        self
+    }
+
+    /// Sets `supportUrl` (`None` sends null, clearing it).
+    pub fn support_url(mut self, support_url: Option<String>) -> Self {
+        self.support_url = Some(support_url);
+        self
+    }
+}
+
+/// BrandLogoParams (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandLogoParams {
+    /// The declared type; the bytes must agree with it.
+    pub content_type: BrandLogoParamsContentType,
+    /// The image, base64.
+    pub data: String,
+}
+
+impl BrandLogoParams {
+    /// The required fields; set the optional ones with the methods named after them.
+    pub fn new(content_type: BrandLogoParamsContentType, data: impl Into<String>) -> Self {
+        BrandLogoParams {
+            content_type,
+            data: data.into(),
+        }
+    }
 }
 
 /// A token transfer into one of your wallets, as the gateway observed it.
