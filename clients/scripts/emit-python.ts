@@ -171,6 +171,10 @@ export function emitPythonResources(model: ApiModel): string {
     }
   }
   for (const enumType of model.enums) typeNames.add(enumType.name);
+  // Named object types that appear only inside parameters (e.g. a list of line items) are used
+  // in the signatures too: import every object type the methods name.
+  const bodies = model.resources.map((resource) => resource.operations.map((operation) => methods(operation, model)).join('\n')).join('\n');
+  for (const object of model.objects) if (new RegExp(`\\b${object.name}\\b`).test(bodies)) typeNames.add(object.name);
   let out = `${HEADER(model)}"""One class per resource of the gateway's API, one method per operation."""\n\nfrom typing import Any, Dict, Iterator, List, Optional, TypedDict, Union\nfrom urllib.parse import quote\n\nfrom .._http import NOT_GIVEN, NotGiven, RequestOptions, Transport\nfrom ..pagination import Page\nfrom .types import (\n${[...typeNames].sort().map((name) => `    ${name},\n`).join('')})\n`;
   out += `\nDEFAULT_BASE_URL = ${JSON.stringify(model.defaultBaseUrl)}\n"""The gateway this client calls unless told otherwise: the document's server with \`/api/v1\`."""\n`;
   out += `\n\ndef _quote(value: str) -> str:\n    return quote(value, safe="")\n\n\ndef _params(values: Dict[str, Any]) -> Dict[str, Any]:\n    """The arguments that were given (None is given: it sends JSON null)."""\n    return {key: value for key, value in values.items() if value is not NOT_GIVEN}\n`;

@@ -23,6 +23,8 @@ const receivedOf = async (sessionId: string): Promise<bigint> =>
     ).rows[0]!.sum,
   );
 
+let visits = 0;
+
 /** An anonymous visitor's session from the merchant's public payment link (a live link paying `wallet`). */
 async function fromPublicLink(wallet: string, amount: string): Promise<string> {
   // A key per link: the file creates more links than one key may in a minute.
@@ -32,7 +34,7 @@ async function fromPublicLink(wallet: string, amount: string): Promise<string> {
     body: { amount, currency: 'USDC', chain: 'polygon', merchantWallet: wallet },
   });
   expect(link.status).toBe(201);
-  const visit = await fetch(`${harness.api.url}/pay/${link.body.id}`, { redirect: 'manual', headers: { 'x-forwarded-for': '198.51.100.9' } });
+  const visit = await fetch(`${harness.api.url}/pay/${link.body.id}`, { redirect: 'manual', headers: { 'x-forwarded-for': `198.51.100.${++visits}` } });
   expect(visit.status).toBe(303);
   return /\/checkout\/([^/?]+)/.exec(visit.headers.get('location')!)![1]!;
 }

@@ -162,7 +162,13 @@ describe('address mode on anvil: every transfer to a session’s deposit address
     expect(await eventsOf(db.store, s.id)).toEqual(['payment.confirming', 'payment.underpaid', 'payment.confirming', 'payment.confirmed']);
 
     const late = await createSession(to, '12');
-    await db.store.query(`UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, [late.id]);
+    // Expired before the chain's latest block (and the database's clock): the late payment's block,
+    // newer than that one, is after the expiry whatever the two clocks say.
+    const { timestamp } = await anvil.client.getBlock({ blockTag: 'latest' });
+    await db.store.query(`UPDATE payment_sessions SET expires_at = least(now(), to_timestamp($2)) - interval '1 second' WHERE id = $1`, [
+      late.id,
+      Number(timestamp),
+    ]);
     await until(late.id, 'expired');
     await payFromStranger(late.depositAddress!, 12_000_000n);
     await confirm();

@@ -32,6 +32,7 @@ from .types import (
     SandboxSweep,
     Session,
     SessionAttribution,
+    SessionCreateParamsLineItems,
     SessionStatus,
     Status,
     TokenVariant,
