@@ -1,7 +1,7 @@
-import { createPublicClient, custom, defineChain, keccak256, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { keccak256, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
 import type { Rpc } from '../ingest/evm/rpc.ts';
 import type { ChainName } from '../internal/config.ts';
+import { createSigningClient } from '../ingest/evm/signingClient.ts';
 
 /** A transaction signed at a known nonce, maybe not sent: its hash is known before it is broadcast. */
 export interface SignedSweepTransaction {
@@ -37,17 +37,7 @@ export interface DepositSender {
 }
 
 export function createDepositSender(params: { chain: ChainName; chainId: number; key: Hex; rpc: Rpc }): DepositSender {
-  const account = privateKeyToAccount(params.key);
-  const chain = defineChain({
-    id: params.chainId,
-    name: params.chain,
-    nativeCurrency: { name: 'native', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: [] } },
-  });
-  const client: PublicClient = createPublicClient({
-    chain,
-    transport: custom({ request: ({ method, params: args }) => params.rpc.request(method, args ?? []) }, { retryCount: 0 }),
-  });
+  const { account, chain, client } = createSigningClient(params);
   return {
     chain: params.chain,
     address: account.address,

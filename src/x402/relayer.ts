@@ -1,7 +1,4 @@
 import {
-  createPublicClient,
-  custom,
-  defineChain,
   encodeFunctionData,
   getAddress,
   isAddressEqual,
@@ -10,13 +7,12 @@ import {
   parseSignature,
   type Address,
   type Hex,
-  type PublicClient,
   type TransactionReceipt,
 } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
 import type { Rpc } from '../ingest/evm/rpc.ts';
 import type { ChainName } from '../internal/config.ts';
 import type { Eip3009Authorization } from './wire.ts';
+import { createSigningClient } from '../ingest/evm/signingClient.ts';
 
 /** FiatToken v2's EIP-3009 functions that the relayer calls or reads. */
 export const EIP3009_ABI = [
@@ -108,17 +104,7 @@ export interface Relayer {
 }
 
 export function createRelayer(params: { chain: ChainName; chainId: number; key: Hex; rpc: Rpc }): Relayer {
-  const account = privateKeyToAccount(params.key);
-  const chain = defineChain({
-    id: params.chainId,
-    name: params.chain,
-    nativeCurrency: { name: 'native', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: [] } },
-  });
-  const client: PublicClient = createPublicClient({
-    chain,
-    transport: custom({ request: ({ method, params: args }) => params.rpc.request(method, args ?? []) }, { retryCount: 0 }),
-  });
+  const { account, chain, client } = createSigningClient(params);
 
   return {
     chain: params.chain,
