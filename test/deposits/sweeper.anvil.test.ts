@@ -3,17 +3,14 @@ import { formatUnits, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Registry } from 'prom-client';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
-import { buildApi, createClient, newMerchant as newApiMerchant } from '../helpers/api.ts';
+import type { Anvil } from '../helpers/anvil.ts';
+import { startAnvilStack, type AnvilStack } from '../helpers/anvilStack.ts';
 import { deployFactoryOnAnvil, depositSenderOn } from '../helpers/deposits.ts';
-import { newEvmWallet } from '../helpers/engine.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { addWallet } from '../../src/accounts/index.ts';
-import { createEngine, type Engine } from '../../src/engine/index.ts';
-import { createIngest, type Ingest } from '../../src/ingest/index.ts';
-import { loadConfig, type Config } from '../../src/internal/config.ts';
+import type { Config } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { newEvmWallet } from '../helpers/engine.ts';
 import type { DepositSender } from '../../src/deposits/sender.ts';
 import { createSweeper } from '../../src/deposits/sweeper.ts';
 
@@ -30,53 +27,32 @@ const DEPTH = 32;
 const logger = createLogger({ level: 'silent' });
 const relayerKey = generatePrivateKey();
 
+let stack: AnvilStack;
 let anvil: Anvil;
-let ingest: Ingest;
-let engine: Engine;
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-let merchant: Awaited<ReturnType<typeof newApiMerchant>>;
+let call: AnvilStack['call'];
+let merchant: AnvilStack['merchant'];
+let wallet: AnvilStack['wallet'];
+let config: Config;
 let sender: DepositSender;
 let closeSender: () => Promise<void>;
-let config: Config;
-const stop = new AbortController();
-let running: Promise<void>;
 
 beforeAll(async () => {
-  anvil = await startAnvil({ chain });
-  await anvil.installChainTokens();
-  await deployFactoryOnAnvil(anvil);
-  await anvil.client.setBalance({ address: privateKeyToAccount(relayerKey).address, value: 10n ** 19n });
-  ({ sender, close: closeSender } = depositSenderOn(anvil, chain, relayerKey));
-  config = loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl });
-  engine = createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), intervalMs: 250 });
-  running = engine.run(stop.signal);
-  ingest = createIngest({
-    config,
+  stack = await startAnvilStack({
     store: db.store,
     connectionString: db.connectionString,
-    logger,
-    metrics: createMetricsRegistry({ defaultMetrics: false }),
-    onChainChange: (change) => engine.onChainChange(change),
-    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
+    chain,
+    before: async (chainNode) => {
+      await deployFactoryOnAnvil(chainNode);
+      await chainNode.client.setBalance({ address: privateKeyToAccount(relayerKey).address, value: 10n ** 19n });
+      ({ sender, close: closeSender } = depositSenderOn(chainNode, chain, relayerKey));
+    },
   });
-  app = buildApi(db.store, { env: { SVC_POLYGON_RPC_URL: anvil.rpcUrl } });
-  await app.ready();
-  call = createClient(app);
-  merchant = await newApiMerchant(db.store);
-  await waitFor(
-    async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1,
-    'first checkpoint',
-  );
+  ({ anvil, call, merchant, wallet, config } = stack);
 }, 60_000);
 
 afterAll(async () => {
-  stop.abort();
-  await running;
-  await ingest?.stop();
-  await app?.close();
   await closeSender?.();
-  await anvil?.stop();
+  await stack?.close();
 });
 
 /** A sweeper as a worker builds it, over the test's sender; `sweeper` settings override the defaults. */
@@ -89,12 +65,6 @@ function sweeperWith(registry: Registry, sweeper: Partial<Config['sweeper']> = {
     senders: { polygon: sender },
     pollMs: 50,
   });
-}
-
-async function wallet(): Promise<Address> {
-  const address = newEvmWallet() as Address;
-  await addWallet(db.store, { merchantId: merchant.id, chain, address, verifiedBy: 'operator' });
-  return address;
 }
 
 /** `count` address-mode sessions of `to` for `amount`, each paid it at its deposit address and confirmed (blocks mined, the engine agrees). */

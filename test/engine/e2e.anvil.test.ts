@@ -2,15 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
-import { buildApi, createClient, newMerchant as newApiMerchant } from '../helpers/api.ts';
-import { addWallet } from '../../src/accounts/index.ts';
-import { createEngine, type Engine } from '../../src/engine/index.ts';
-import { createIngest, type Ingest } from '../../src/ingest/index.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { createLogger } from '../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
+import type { Anvil } from '../helpers/anvil.ts';
+import { startAnvilStack, type AnvilStack } from '../helpers/anvilStack.ts';
+import { eventsOf } from '../helpers/engine.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
 /**
@@ -23,54 +17,20 @@ const chain = 'polygon' as const;
 const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
 const DEPTH = 32;
 
+let stack: AnvilStack;
 let anvil: Anvil;
-let ingest: Ingest;
-let engine: Engine;
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-let merchant: Awaited<ReturnType<typeof newApiMerchant>>;
-const stop = new AbortController();
-let running: Promise<void>;
+let call: AnvilStack['call'];
+let merchant: AnvilStack['merchant'];
+let wallet: AnvilStack['wallet'];
 
 beforeAll(async () => {
-  anvil = await startAnvil({ chain });
-  await anvil.installChainTokens();
-  const logger = createLogger({ level: 'silent' });
-  engine = createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }), intervalMs: 250 });
-  running = engine.run(stop.signal);
-  ingest = createIngest({
-    config: loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl }),
-    store: db.store,
-    connectionString: db.connectionString,
-    logger,
-    metrics: createMetricsRegistry({ defaultMetrics: false }),
-    onChainChange: (change) => engine.onChainChange(change),
-    overrides: { backfillBlocks: 0, pollMs: 100, timeoutMs: 2_000, standbyPollMs: 200 },
-  });
-  app = buildApi(db.store, { env: { SVC_POLYGON_RPC_URL: anvil.rpcUrl } });
-  await app.ready();
-  call = createClient(app);
-  merchant = await newApiMerchant(db.store);
-  await waitFor(
-    async () => (await db.store.query('SELECT 1 FROM chain_heads WHERE livemode AND chain = $1 AND processed_block IS NOT NULL', [chain])).rowCount === 1,
-    'first checkpoint',
-  );
+  stack = await startAnvilStack({ store: db.store, connectionString: db.connectionString, chain });
+  ({ anvil, call, merchant, wallet } = stack);
 });
 
 afterAll(async () => {
-  stop.abort();
-  await running;
-  await ingest?.stop();
-  await app?.close();
-  await anvil?.stop();
+  await stack?.close();
 });
-
-/** A new receiving wallet, registered so the ingester watches it. */
-async function wallet(): Promise<Address> {
-  const address = newEvmWallet() as Address;
-  await addWallet(db.store, { merchantId: merchant.id, chain, address, verifiedBy: 'operator' });
-  return address;
-}
 
 async function createSession(payTo: Address, amount: string, extra: Record<string, unknown> = {}) {
   const answer = await call('POST', '/api/v1/sessions', {
