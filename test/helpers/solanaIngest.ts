@@ -9,7 +9,8 @@ import { createMetricsRegistry, type Registry } from '../../src/internal/metrics
 import type { Store } from '../../src/store/index.ts';
 import { createSolanaIngester, type SolanaChainChange, type SolanaIngester } from '../../src/ingest/solana/index.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
-import type { SolanaTestRpc } from './solanaRpc.ts';
+import { startSolanaRpc, type SolanaTestRpc } from './solanaRpc.ts';
+import { createSession } from '../../src/payments/sessions.ts';
 
 /** A merchant with one verified solana wallet, its default (a real keypair, so tests can also spend from it). */
 export async function createSolanaMerchant(store: Store, rpc: SolanaTestRpc): Promise<{ merchantId: string; wallet: KeyPairSigner }> {
@@ -98,6 +99,34 @@ export async function startIngesterWithEngine(params: {
     async stop() {
       await ingester.stop();
       await engine.idle();
+    },
+  };
+}
+
+/**
+ * A Solana merchant's money path on the litesvm test RPC: the RPC, a merchant with a verified
+ * wallet, a payer holding 10,000 USDC (finalized), and the real ingester feeding the real engine.
+ * `newSession` opens a live USDC session of the merchant; `close` stops it all.
+ */
+export async function startSolanaStack(store: Store) {
+  const rpc = await startSolanaRpc();
+  const { merchantId, wallet: merchant } = await createSolanaMerchant(store, rpc);
+  const payer = await rpc.wallet();
+  await rpc.fund(payer.address, 'USDC', 10_000_000_000n);
+  rpc.ledger.finalize();
+  const { ingester, engine, stop } = await startIngesterWithEngine({ store, rpc });
+  return {
+    rpc,
+    merchantId,
+    merchant,
+    payer,
+    ingester,
+    engine,
+    newSession: (amount: string) =>
+      store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 })),
+    async close(): Promise<void> {
+      await stop();
+      await rpc.stop();
     },
   };
 }

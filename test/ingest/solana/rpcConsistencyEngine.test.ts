@@ -1,38 +1,31 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { address, type KeyPairSigner } from '@solana/kit';
 import { useTestDatabase } from '../../helpers/db.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../../helpers/solanaRpc.ts';
+import type { SolanaTestRpc } from '../../helpers/solanaRpc.ts';
 import type { Engine } from '../../../src/engine/index.ts';
-import { createSession } from '../../../src/payments/sessions.ts';
 import { addWallet } from '../../../src/accounts/wallets.ts';
 import type { SolanaIngester } from '../../../src/ingest/solana/index.ts';
-import { chainHead, createSolanaMerchant, startIngesterWithEngine, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
+import { chainHead, startSolanaStack, transfersOf, waitFor } from '../../helpers/solanaIngest.ts';
 
 const db = useTestDatabase('solana_rpc_consistency_engine');
+let stack: Awaited<ReturnType<typeof startSolanaStack>>;
 let rpc: SolanaTestRpc;
 let ingester: SolanaIngester;
 let engine: Engine;
-let stop: (() => Promise<void>) | undefined;
 let merchantId: string;
 let merchant: KeyPairSigner;
 let payer: KeyPairSigner;
 
 beforeAll(async () => {
-  rpc = await startSolanaRpc();
-  ({ merchantId, wallet: merchant } = await createSolanaMerchant(db.store, rpc));
-  payer = await rpc.wallet();
-  await rpc.fund(payer.address, 'USDC', 10_000_000_000n);
-  rpc.ledger.finalize();
-  ({ ingester, engine, stop } = await startIngesterWithEngine({ store: db.store, rpc }));
+  stack = await startSolanaStack(db.store);
+  ({ rpc, ingester, engine, merchantId, merchant, payer } = stack);
 });
 
 afterAll(async () => {
-  await stop?.();
-  await rpc?.stop();
+  await stack?.close();
 });
 
-const newSession = (amount: string) =>
-  db.store.transaction((sql) => createSession(sql, { merchantId, livemode: true, amount, currency: 'USDC', chain: 'solana', monitorWindowSeconds: 3600 }));
+const newSession = (amount: string) => stack.newSession(amount);
 async function session(id: string) {
   const { rows } = await db.store.query<{ status: string; amount_received: string }>(
     'SELECT status, amount_received::text FROM payment_sessions WHERE id = $1',
