@@ -105,6 +105,7 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     cluster.primary.kill();
     rw.route(undefined);
     const blockAtKill = progress.at(-1)?.block ?? 0n;
+    const anvilHeadAtKill = await anvil.blockNumber();
     await sleep(Number(values.detect) * 1000);
     const promoteMs = await cluster.promote();
     rw.route(cluster.standby.port);
@@ -127,12 +128,16 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     const engineFirst = await db.query<{ at: Date | null }>('SELECT min(created_at) AS at FROM events WHERE livemode AND created_at > $1', [new Date(promotedAt)]);
     await db.end();
     const apiBack = [...readers.successes, ...records.map((record) => record.acknowledgedAt ?? 0)].filter((at) => at > promotedAt).sort((a, b) => a - b)[0];
-    const ingestBack = progress.find((point) => point.at > promotedAt && point.block > blockAtKill)?.at;
+    // The new primary's checkpoint moving (async: from wherever the lost WAL left it).
+    const baseline = progress.find((point) => point.at > promotedAt);
+    const ingestBack = progress.find((point) => baseline && point.at > baseline.at && point.block > baseline.block)?.at;
+    const rescanned = baseline ? blockAtKill - baseline.block : 0n;
     const deliveryBack = receiver.deliveries.filter((delivery) => Date.parse(delivery.timestamp) > promotedAt).sort((a, b) => a.receivedAt - b.receivedAt)[0]?.receivedAt;
     const fromKill = (at: number | undefined) => (at === undefined ? undefined : at - killAt);
     console.log(
       `recovery from the kill (promotion at +${seconds(promotedAt - killAt)}): api ${seconds(fromKill(apiBack))}, ingest (checkpoint moving) ${seconds(fromKill(ingestBack))}, worker engine (first state change) ${seconds(fromKill(engineFirst.rows[0]!.at?.getTime()))}, worker delivery (first new webhook) ${seconds(fromKill(deliveryBack))}`,
     );
+    console.log(`checkpoint at the kill ${blockAtKill} (chain head ${anvilHeadAtKill}); on the new primary ${baseline?.block ?? '?'}: ${rescanned} blocks re-scanned from the chain`);
     console.log(`role restarts (process exits): ${fleet.roles.map((role) => `${role.name} ${role.crashes}`).join(', ')}`);
     console.log(`traffic: ${records.filter((r) => r.txHash).length} payments (${acknowledgedBeforeKill} sessions acknowledged before the kill), ${readers.successes.length} reads ok, ${readers.failures.length} failed`);
 
@@ -146,7 +151,7 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     await anvil.stop();
     await rw.close();
     await cluster.close();
-    if (failing.length === 0) fs.rmSync(logDir, { recursive: true, force: true });
+    if (failing.length === 0 && !process.env.CHAOS_KEEP_LOGS) fs.rmSync(logDir, { recursive: true, force: true });
     else console.log(`role logs kept in ${logDir}`);
   }
   return failing;

@@ -58,7 +58,7 @@ export async function startFleet(params: {
     DATABASE_URL: params.databaseUrl,
     SVC_STATELESS: 'true',
     SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
     HOST: '127.0.0.1',
     SVC_TRUST_PROXY: 'true',
     SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
