@@ -22,6 +22,8 @@ export interface RoleProcess {
   kills: number;
   /** The ready line's URL (api). */
   url?: string;
+  /** The current process's metrics endpoint (`/metrics`); counters restart with the process. */
+  metricsUrl?: string;
   /** SIGKILL now; the fleet starts it again after `restartDelayMs`. Resolves once it is running again. */
   kill(): Promise<void>;
   /** Resolves once a process of this role is running (its ready line). */
@@ -70,12 +72,13 @@ export async function startFleet(params: {
   let apiUrl = '';
   let bootstrap: Fleet['bootstrap'] | undefined;
 
-  async function spawnRole(name: string, role: RoleName): Promise<{ child: ChildProcess; ready: Record<string, any> }> {
+  async function spawnRole(name: string, role: RoleName): Promise<{ child: ChildProcess; ready: Record<string, any>; metricsUrl: string }> {
     const log = fs.createWriteStream(path.join(params.logDir, `${name}.log`), { flags: 'a' });
     // The api keeps its port across restarts: clients (and the run's load) use one URL.
     const port = role === 'api' && apiUrl ? new URL(apiUrl).port : '0';
+    const metricsPort = await freePort();
     const child = spawn(process.execPath, ['bin/svc.js', 'start', '--role', role, '--json'], {
-      env: { ...env, PORT: port, SVC_METRICS_PORT: String(await freePort()) },
+      env: { ...env, PORT: port, SVC_METRICS_PORT: String(metricsPort) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stderr!.pipe(log);
@@ -87,7 +90,7 @@ export async function startFleet(params: {
       });
       child.once('exit', (code, signal) => reject(new Error(`${name} exited with ${code ?? signal} before it was running (see ${log.path})`)));
     });
-    return { child, ready };
+    return { child, ready, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
   }
 
   function manage(name: string): RoleProcess {
@@ -115,8 +118,9 @@ export async function startFleet(params: {
     const start = async (): Promise<void> => {
       for (;;) {
         try {
-          const { child, ready } = await spawnRole(name, role);
+          const { child, ready, metricsUrl } = await spawnRole(name, role);
           handle.child = child;
+          handle.metricsUrl = metricsUrl;
           if (ready.url) apiUrl ||= ready.url;
           if (ready.bootstrap) bootstrap ??= ready.bootstrap;
           child.once('exit', () => {

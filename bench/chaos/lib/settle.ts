@@ -15,6 +15,8 @@ export async function settle(params: {
   timeoutMs: number;
   /** Blocks mined on top (polygon: 32 to confirm; anvil's finalized tag trails by 64). */
   blocks?: number;
+  /** The sessions whose money is on the chain (default: every record with a transaction). */
+  paidIds?: string[];
 }): Promise<{ ms: number; pendingSessions: number; undeliveredEvents: number }> {
   const started = performance.now();
   const blocks = params.blocks ?? 100;
@@ -24,7 +26,7 @@ export async function settle(params: {
   }
   const db = new pg.Client({ connectionString: params.databaseUrl });
   await db.connect();
-  const paid = params.records.filter((record) => record.sessionId && record.txHash).map((record) => record.sessionId!);
+  const paid = params.paidIds ?? params.records.filter((record) => record.sessionId && record.txHash).map((record) => record.sessionId!);
   let pendingSessions = 0;
   let undeliveredEvents = 0;
   try {
