@@ -79,6 +79,7 @@ try {
   let stopped = false;
   const traffic = runPayments({ apiUrl: () => fleet.apiUrl, key, wallet: WALLET, send, count: Number.POSITIVE_INFINITY, concurrency: Number(values.concurrency), runId: `reorgs-${Date.now()}`, records, paceMs: 50, stop: () => stopped });
   const db = new pg.Client({ connectionString: database.connectionString });
+  db.on('error', () => {});
   await db.connect();
   const processed = async () => BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
   const byHash = new Map<string, PaymentRecord>();
@@ -144,6 +145,9 @@ try {
   if (ingest.crashes > 0) failing.push('the ingest process restarted: its counters do not cover the run');
   if (alerted !== tally.deep) failing.push(`${tally.deep} reorgs deeper than the confirmation rule, ${alerted} alerted`);
   if (counted !== tally.reorgs) failing.push(`${tally.reorgs} reorgs made, ${counted} counted by the ingester`);
+} catch (error) {
+  console.error(error);
+  failing.push(`the run failed: ${(error as Error).message}`);
 } finally {
   await fleet.stop();
   await receiver.close();

@@ -124,6 +124,9 @@ try {
   failing.push(...reportAudit(result));
   if (records.some((record) => record.abandoned)) failing.push('sessions never acknowledged');
   if (settled.pendingSessions > 0) failing.push(`${settled.pendingSessions} paid sessions never confirmed`);
+} catch (error) {
+  console.error(error);
+  failing.push(`the run failed: ${(error as Error).message}`);
 } finally {
   await fleet.stop();
   await receiver.close();
