@@ -110,7 +110,9 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     const promoteMs = await cluster.promote();
     rw.route(cluster.standby.port);
     const promotedAt = Date.now();
-    console.log(`killed the primary at +0 s; standby promoted at +${seconds(promotedAt - killAt)} (pg_promote ${promoteMs.toFixed(0)} ms)${mode === 'async' ? `; WAL not on the standby at the kill: ${lagBytes} bytes` : ''}`);
+    console.log(
+      `killed the primary at +0 s; standby promoted at +${seconds(promotedAt - killAt)} (pg_promote ${promoteMs.toFixed(0)} ms)${mode === 'async' ? `; WAL not on the standby at the kill: ${lagBytes} bytes` : ''}`,
+    );
     await sleep(Number(values.after) * 1000);
     stopped = true;
     await traffic;
@@ -125,21 +127,29 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     // Time to recover per role, from the kill: the first success of each after it.
     const db = new pg.Client({ connectionString: cluster.standby.url });
     await db.connect();
-    const engineFirst = await db.query<{ at: Date | null }>('SELECT min(created_at) AS at FROM events WHERE livemode AND created_at > $1', [new Date(promotedAt)]);
+    const engineFirst = await db.query<{ at: Date | null }>('SELECT min(created_at) AS at FROM events WHERE livemode AND created_at > $1', [
+      new Date(promotedAt),
+    ]);
     await db.end();
     const apiBack = [...readers.successes, ...records.map((record) => record.acknowledgedAt ?? 0)].filter((at) => at > promotedAt).sort((a, b) => a - b)[0];
     // The new primary's checkpoint moving (async: from wherever the lost WAL left it).
     const baseline = progress.find((point) => point.at > promotedAt);
     const ingestBack = progress.find((point) => baseline && point.at > baseline.at && point.block > baseline.block)?.at;
     const rescanned = baseline ? blockAtKill - baseline.block : 0n;
-    const deliveryBack = receiver.deliveries.filter((delivery) => Date.parse(delivery.timestamp) > promotedAt).sort((a, b) => a.receivedAt - b.receivedAt)[0]?.receivedAt;
+    const deliveryBack = receiver.deliveries
+      .filter((delivery) => Date.parse(delivery.timestamp) > promotedAt)
+      .sort((a, b) => a.receivedAt - b.receivedAt)[0]?.receivedAt;
     const fromKill = (at: number | undefined) => (at === undefined ? undefined : at - killAt);
     console.log(
       `recovery from the kill (promotion at +${seconds(promotedAt - killAt)}): api ${seconds(fromKill(apiBack))}, ingest (checkpoint moving) ${seconds(fromKill(ingestBack))}, worker engine (first state change) ${seconds(fromKill(engineFirst.rows[0]!.at?.getTime()))}, worker delivery (first new webhook) ${seconds(fromKill(deliveryBack))}`,
     );
-    console.log(`checkpoint at the kill ${blockAtKill} (chain head ${anvilHeadAtKill}); on the new primary ${baseline?.block ?? '?'}: ${rescanned} blocks re-scanned from the chain`);
+    console.log(
+      `checkpoint at the kill ${blockAtKill} (chain head ${anvilHeadAtKill}); on the new primary ${baseline?.block ?? '?'}: ${rescanned} blocks re-scanned from the chain`,
+    );
     console.log(`role restarts (process exits): ${fleet.roles.map((role) => `${role.name} ${role.crashes}`).join(', ')}`);
-    console.log(`traffic: ${records.filter((r) => r.txHash).length} payments (${acknowledgedBeforeKill} sessions acknowledged before the kill), ${readers.successes.length} reads ok, ${readers.failures.length} failed`);
+    console.log(
+      `traffic: ${records.filter((r) => r.txHash).length} payments (${acknowledgedBeforeKill} sessions acknowledged before the kill), ${readers.successes.length} reads ok, ${readers.failures.length} failed`,
+    );
 
     const result = await auditLedger({ databaseUrl: cluster.standby.url, anvil, token: usdc, wallet: WALLET, records, deliveries: receiver.deliveries });
     // Async: what the standby never received is the RPO (sessions acknowledged and events delivered in the lag window).

@@ -60,7 +60,12 @@ await anvil.installChainTokens();
 const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
 const receiver = await startHookReceiver();
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chaos-reorgs-'));
-const fleet = await startFleet({ databaseUrl: database.connectionString, rpcUrls: { SVC_POLYGON_RPC_URL: anvil.rpcUrl }, names: ['api', 'ingest', 'worker'], logDir });
+const fleet = await startFleet({
+  databaseUrl: database.connectionString,
+  rpcUrls: { SVC_POLYGON_RPC_URL: anvil.rpcUrl },
+  names: ['api', 'ingest', 'worker'],
+  logDir,
+});
 const failing: string[] = [];
 try {
   const key = await liveMerchant(fleet, WALLET, receiver.url);
@@ -77,11 +82,23 @@ try {
   };
   const records: PaymentRecord[] = [];
   let stopped = false;
-  const traffic = runPayments({ apiUrl: () => fleet.apiUrl, key, wallet: WALLET, send, count: Number.POSITIVE_INFINITY, concurrency: Number(values.concurrency), runId: `reorgs-${Date.now()}`, records, paceMs: 50, stop: () => stopped });
+  const traffic = runPayments({
+    apiUrl: () => fleet.apiUrl,
+    key,
+    wallet: WALLET,
+    send,
+    count: Number.POSITIVE_INFINITY,
+    concurrency: Number(values.concurrency),
+    runId: `reorgs-${Date.now()}`,
+    records,
+    paceMs: 50,
+    stop: () => stopped,
+  });
   const db = new pg.Client({ connectionString: database.connectionString });
   db.on('error', () => {});
   await db.connect();
-  const processed = async () => BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
+  const processed = async () =>
+    BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
   const byHash = new Map<string, PaymentRecord>();
   const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, unobserved: 0, maxDepth: 0 };
   for (let i = 0; i < SIZE; i++) {
@@ -110,7 +127,15 @@ try {
         hash = await payer.send(WALLET, log.args.value!);
         tally.reincluded++;
       } else if (action < 2 / 3) {
-        hash = await anvil.client.writeContract({ account: REPLACER, chain: anvil.client.chain, address: usdc, abi: tokenAbi, functionName: 'transfer', args: [WALLET, log.args.value!], gas: 100_000n });
+        hash = await anvil.client.writeContract({
+          account: REPLACER,
+          chain: anvil.client.chain,
+          address: usdc,
+          abi: tokenAbi,
+          functionName: 'transfer',
+          args: [WALLET, log.args.value!],
+          gas: 100_000n,
+        });
         tally.replaced++;
       } else tally.dropped++;
       if (hash) {
@@ -123,7 +148,8 @@ try {
     const newHead = await anvil.blockNumber();
     const rewound = Date.now() + 10_000;
     while ((await processed()) < newHead && Date.now() < rewound) await sleep(25);
-    if (i % Math.max(1, Math.floor(SIZE / 10)) === 0) console.log(`  ${i + 1} reorgs, ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    if (i % Math.max(1, Math.floor(SIZE / 10)) === 0)
+      console.log(`  ${i + 1} reorgs, ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
   }
   stopped = true;
   await traffic;
@@ -132,7 +158,9 @@ try {
   const counted = await metric(ingest.metricsUrl!, 'svc_ingest_reorgs_total');
   const alerted = await metric(ingest.metricsUrl!, 'svc_ingest_deep_reorgs_total');
   const landed = new Set(
-    (await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: 0n, toBlock: 'latest' })).map((log) => log.transactionHash!.toLowerCase()),
+    (await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: 0n, toBlock: 'latest' })).map((log) =>
+      log.transactionHash!.toLowerCase(),
+    ),
   );
   const paidIds = records.filter((record) => record.sessionId && record.txHash && landed.has(record.txHash.toLowerCase())).map((record) => record.sessionId!);
   const settled = await settle({ databaseUrl: database.connectionString, anvil, records, deliveries: receiver.deliveries, timeoutMs: 300_000, paidIds });

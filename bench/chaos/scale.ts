@@ -114,12 +114,16 @@ try {
   await miner.stop();
   const trafficS = (performance.now() - trafficStarted) / 1000;
   const settled = await settle({ databaseUrl: database.connectionString, anvil, records, deliveries: receiver.deliveries, timeoutMs: 600_000 });
-  const killed = Object.entries(kills).map(([name, n]) => `${name} ${n}`).join(', ');
+  const killed = Object.entries(kills)
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
   console.log(
     `scale: ${records.filter((r) => r.txHash).length} payments in ${trafficS.toFixed(0)} s (${(SIZE / trafficS).toFixed(1)}/s), SIGKILLs ${Object.values(kills).reduce((a, b) => a + b, 0)} (${killed}), ` +
       `RPC requests failed ${rpc.stats.failed + rpc.stats.cut} of ${rpc.stats.forwarded + rpc.stats.failed + rpc.stats.cut}, receiver refused ${receiver.refused} deliveries while down; settled in ${(settled.ms / 1000).toFixed(0)} s`,
   );
-  console.log(`role exits on their own: ${fleet.roles.map((role) => `${role.name} ${role.crashes}`).join(', ')}; reads ok ${readers.successes.length}, failed ${readers.failures.length}`);
+  console.log(
+    `role exits on their own: ${fleet.roles.map((role) => `${role.name} ${role.crashes}`).join(', ')}; reads ok ${readers.successes.length}, failed ${readers.failures.length}`,
+  );
   const result = await auditLedger({ databaseUrl: database.connectionString, anvil, token: usdc, wallet: WALLET, records, deliveries: receiver.deliveries });
   failing.push(...reportAudit(result));
   if (records.some((record) => record.abandoned)) failing.push('sessions never acknowledged');

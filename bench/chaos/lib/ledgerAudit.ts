@@ -42,8 +42,8 @@ export async function auditLedger(params: {
   const examples: Record<string, string[]> = {};
   const defect = (kind: string, example: string) => {
     counts[kind] = (counts[kind] ?? 0) + 1;
-    const list = (examples[kind] ??= []);
-    if (list.length < 5) list.push(example);
+    examples[kind] ??= [];
+    if (examples[kind].length < 5) examples[kind].push(example);
   };
   const logs = await params.anvil.client.getLogs({ address: params.token, event: TRANSFER, args: { to: params.wallet }, fromBlock: 0n, toBlock: 'latest' });
   const onChain = new Map<string, bigint>();
@@ -105,7 +105,8 @@ export async function auditLedger(params: {
       } else {
         // Not paid on the canonical chain (never sent, or a reorg dropped it): no money may show.
         if (['confirmed', 'settled'].includes(session.status)) defect('session.confirmed_without_money', `${record.sessionId} ${session.status}`);
-        else if (BigInt(session.amount_received) !== 0n) defect('session.wrong', `${record.sessionId} ${session.status} received ${session.amount_received} unpaid`);
+        else if (BigInt(session.amount_received) !== 0n)
+          defect('session.wrong', `${record.sessionId} ${session.status} received ${session.amount_received} unpaid`);
       }
     }
     // Any session of the database (not only ours) confirmed with money the chain does not hold.
@@ -117,7 +118,9 @@ export async function auditLedger(params: {
       if (BigInt(row.received ?? '0') < BigInt(row.amount_due)) defect('session.confirmed_without_money', `${row.id} received ${row.received}`);
     }
 
-    const events = await db.query<{ id: string; type: string; session_id: string | null }>('SELECT id, type, session_id FROM events WHERE livemode ORDER BY seq');
+    const events = await db.query<{ id: string; type: string; session_id: string | null }>(
+      'SELECT id, type, session_id FROM events WHERE livemode ORDER BY seq',
+    );
     const delivered = new Map<string, number>();
     for (const delivery of params.deliveries) delivered.set(delivery.id, (delivered.get(delivery.id) ?? 0) + 1);
     const stored = new Set(events.rows.map((event) => event.id));
@@ -141,7 +144,8 @@ export async function auditLedger(params: {
         deliveredKinds.set(key, set);
       }
     }
-    for (const [key, set] of deliveredKinds) if (set.size > 1 && (kinds.get(key)?.length ?? 0) <= 1) defect('event.duplicated', `${key} delivered as ${[...set].join(', ')}`);
+    for (const [key, set] of deliveredKinds)
+      if (set.size > 1 && (kinds.get(key)?.length ?? 0) <= 1) defect('event.duplicated', `${key} delivered as ${[...set].join(', ')}`);
     const figures = {
       chainTransfers: onChain.size,
       countedTransfers: counted.size,
@@ -159,7 +163,11 @@ export async function auditLedger(params: {
 
 /** Prints the audit and returns the defect kinds that fail the run (`allowed` kinds are reported, not failed). */
 export function reportAudit(result: AuditResult, allowed: string[] = []): string[] {
-  console.log(`audit: ${Object.entries(result.figures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  console.log(
+    `audit: ${Object.entries(result.figures)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
   const failing: string[] = [];
   for (const [kind, count] of Object.entries(result.counts)) {
     const ok = allowed.includes(kind);

@@ -119,10 +119,7 @@ async function startServer(name: string, dir: string, port: number, flags: strin
 export async function startPgCluster(params: { mode: 'sync' | 'async' }): Promise<PgCluster> {
   const primaryDir = ownedTempDir('svc-pg-primary-');
   await asPostgres('initdb', ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
-  fs.appendFileSync(
-    path.join(primaryDir, 'pg_hba.conf'),
-    'host all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n',
-  );
+  fs.appendFileSync(path.join(primaryDir, 'pg_hba.conf'), 'host all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n');
   const common = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'wal_level=replica', '-c', 'max_wal_senders=5'];
   const primary = await startServer('primary', primaryDir, await freePort(), [...common, '-c', 'wal_keep_size=1GB']);
   const admin = new pg.Client({ connectionString: primary.url.replace('/svc', '/postgres') });
@@ -133,7 +130,21 @@ export async function startPgCluster(params: { mode: 'sync' | 'async' }): Promis
   const replicationLink = await createTcpRouter(primary.port);
   const standbyDir = ownedTempDir('svc-pg-standby-');
   fs.rmSync(standbyDir, { recursive: true });
-  await asPostgres('pg_basebackup', ['-h', '127.0.0.1', '-p', String(replicationLink.port), '-U', 'postgres', '-D', standbyDir, '-X', 'stream', '-R', '-c', 'fast']);
+  await asPostgres('pg_basebackup', [
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(replicationLink.port),
+    '-U',
+    'postgres',
+    '-D',
+    standbyDir,
+    '-X',
+    'stream',
+    '-R',
+    '-c',
+    'fast',
+  ]);
   fs.appendFileSync(
     path.join(standbyDir, 'postgresql.auto.conf'),
     `primary_conninfo = 'host=127.0.0.1 port=${replicationLink.port} user=postgres application_name=standby'\nwal_retrieve_retry_interval = '500ms'\n`,

@@ -18,7 +18,14 @@ export interface ApiAnswer {
 const agent = new Agent({ connections: 64, headersTimeout: 15_000, bodyTimeout: 15_000 });
 
 /** One request; a network failure is status 0. Each call comes from its own client IP (per-IP limits). */
-export async function apiCall(base: string, key: string, method: 'GET' | 'POST', path: string, body?: unknown, extra: Record<string, string> = {}): Promise<ApiAnswer> {
+export async function apiCall(
+  base: string,
+  key: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<ApiAnswer> {
   const headers: Record<string, string> = {
     authorization: `Bearer ${key}`,
     'x-forwarded-for': `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
@@ -39,7 +46,15 @@ export async function apiCall(base: string, key: string, method: 'GET' | 'POST',
 }
 
 /** Retries 0 (network), 429 and 5xx answers until `deadlineMs`; returns the last answer. */
-export async function apiCallRetrying(base: string, key: string, method: 'GET' | 'POST', path: string, body?: unknown, extra: Record<string, string> = {}, deadlineMs = 120_000) {
+export async function apiCallRetrying(
+  base: string,
+  key: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+  deadlineMs = 120_000,
+) {
   const until = Date.now() + deadlineMs;
   let wait = 100;
   for (;;) {
@@ -98,12 +113,27 @@ export async function startHookReceiver() {
 export type HookReceiver = Awaited<ReturnType<typeof startHookReceiver>>;
 
 /** Sets up the bootstrap merchant for live payments into `wallet`: a live key, the wallet, no rate limits, the receiver. */
-export async function liveMerchant(fleet: { apiUrl: string; bootstrap: { merchantId: string }; cli(...args: string[]): Promise<string> }, wallet: Address, hookUrl: string) {
+export async function liveMerchant(
+  fleet: { apiUrl: string; bootstrap: { merchantId: string }; cli(...args: string[]): Promise<string> },
+  wallet: Address,
+  hookUrl: string,
+) {
   const merchant = fleet.bootstrap.merchantId;
   const key = JSON.parse(await fleet.cli('keys', 'create', '--merchant', merchant, '--mode', 'live', '--json')).secret as string;
   await fleet.cli('wallets', 'add', '--merchant', merchant, '--wallet', `polygon:${wallet}`);
   const unlimited = '1000000';
-  await fleet.cli('merchants', 'update', '--merchant', merchant, '--create-per-minute', unlimited, '--read-per-minute', unlimited, '--write-per-minute', unlimited);
+  await fleet.cli(
+    'merchants',
+    'update',
+    '--merchant',
+    merchant,
+    '--create-per-minute',
+    unlimited,
+    '--read-per-minute',
+    unlimited,
+    '--write-per-minute',
+    unlimited,
+  );
   const hook = await apiCallRetrying(fleet.apiUrl, key, 'POST', '/api/v1/webhooks', { url: hookUrl });
   if (hook.status !== 201 && hook.status !== 200) throw new Error(`webhook endpoint: ${hook.status} ${JSON.stringify(hook.body)}`);
   return key;
@@ -117,7 +147,15 @@ export async function startPayer(anvil: Anvil, token: Address) {
   await anvil.client.impersonateAccount({ address: PAYER });
   return {
     send: (to: Address, amount: bigint): Promise<Hash> =>
-      anvil.client.writeContract({ account: PAYER, chain: anvil.client.chain, address: token, abi: tokenAbi, functionName: 'transfer', args: [to, amount], gas: 100_000n }),
+      anvil.client.writeContract({
+        account: PAYER,
+        chain: anvil.client.chain,
+        address: token,
+        abi: tokenAbi,
+        functionName: 'transfer',
+        args: [to, amount],
+        gas: 100_000n,
+      }),
   };
 }
 
