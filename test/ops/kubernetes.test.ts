@@ -194,6 +194,9 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
       expect(database.spec.egress).toEqual([
         { to: [{ podSelector: { matchLabels: { 'cnpg.io/cluster': cluster.metadata.name } } }], ports: [{ protocol: 'TCP', port: 5432 }] },
       ]);
+      // Synchronous replication: a failover loses no acknowledged write (docs/reliability.md).
+      expect(cluster.spec.minSyncReplicas).toBeGreaterThanOrEqual(1);
+      expect(cluster.spec.maxSyncReplicas).toBeLessThan(cluster.spec.instances);
     }
   });
 

@@ -1,0 +1,52 @@
+/**
+ * The quiet end of a chaos run: blocks mined past the confirmation rule and finality, then wait
+ * until every payment on the canonical chain is `confirmed`/`settled` and every outbox event has
+ * reached the receiver (or the timeout passes: the audit then says what is missing).
+ */
+import pg from 'pg';
+import type { Anvil } from '../../../test/helpers/anvil.ts';
+import type { Delivery, PaymentRecord } from './traffic.ts';
+
+export async function settle(params: {
+  databaseUrl: string;
+  anvil: Anvil;
+  records: PaymentRecord[];
+  deliveries: Delivery[];
+  timeoutMs: number;
+  /** Blocks mined on top (polygon: 32 to confirm; anvil's finalized tag trails by 64). */
+  blocks?: number;
+  /** The sessions whose money is on the chain (default: every record with a transaction). */
+  paidIds?: string[];
+}): Promise<{ ms: number; pendingSessions: number; undeliveredEvents: number }> {
+  const started = performance.now();
+  const blocks = params.blocks ?? 100;
+  for (let i = 0; i < blocks; i += 10) {
+    await params.anvil.mine(10);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const db = new pg.Client({ connectionString: params.databaseUrl });
+  await db.connect();
+  const paid = params.paidIds ?? params.records.filter((record) => record.sessionId && record.txHash).map((record) => record.sessionId!);
+  let pendingSessions = 0;
+  let undeliveredEvents = 0;
+  try {
+    const deadline = Date.now() + params.timeoutMs;
+    for (;;) {
+      const { rows } = await db.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM payment_sessions WHERE id = ANY($1) AND status NOT IN ('confirmed', 'settled')`,
+        [paid],
+      );
+      pendingSessions = Number(rows[0]!.n);
+      const delivered = new Set(params.deliveries.map((delivery) => delivery.id));
+      const events = await db.query<{ id: string }>('SELECT id FROM events WHERE livemode');
+      undeliveredEvents = events.rows.filter((event) => !delivered.has(event.id)).length;
+      if ((pendingSessions === 0 && undeliveredEvents === 0) || Date.now() > deadline) break;
+      // Keep the chain moving: confirmations and finality need new blocks.
+      await params.anvil.mine(1).catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  } finally {
+    await db.end();
+  }
+  return { ms: performance.now() - started, pendingSessions, undeliveredEvents };
+}
