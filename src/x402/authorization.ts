@@ -79,7 +79,10 @@ export async function checkAuthorization(
   if (BigInt(auth.validAfter) > BigInt(params.nowSeconds)) return refuse(REASONS.notYetValid, `the authorization is not valid before ${auth.validAfter}`);
   const method = requirements.extra.assetTransferMethod ?? 'eip3009';
   if ((payload.permit2 ? 'permit2' : 'eip3009') !== method)
-    return refuse(REASONS.method, `this resource is paid with ${method === 'permit2' ? 'a Permit2 permit' : 'an EIP-3009 authorization'}; sign the method its requirements name`);
+    return refuse(
+      REASONS.method,
+      `this resource is paid with ${method === 'permit2' ? 'a Permit2 permit' : 'an EIP-3009 authorization'}; sign the method its requirements name`,
+    );
   if (payload.permit2) return permit2Problem(payload as PaymentPayload & { permit2: Permit2Fields }, requirements, params.chainId);
   const signed = await verifyTypedData({
     address: getAddress(auth.from),

@@ -166,10 +166,8 @@ export async function resolveStale(ctx: SettleContext, row: Settlement, payload:
     return waitMined(ctx, row, relayer, tx);
   }
   // `submitting`: nothing was recorded, so this gateway sent nothing (it records before it sends).
-  const spent =
-    row.method === 'permit2' ? relayer.permit2.nonceUsed(row.payer, row.nonce) : relayer.authorizationUsed(row.tokenAddress, row.payer, row.nonce);
-  if (await spent)
-    return fail(ctx, row, REASONS.nonceUsed, 'the authorization was used on chain by someone else before this gateway sent it');
+  const spent = row.method === 'permit2' ? relayer.permit2.nonceUsed(row.payer, row.nonce) : relayer.authorizationUsed(row.tokenAddress, row.payer, row.nonce);
+  if (await spent) return fail(ctx, row, REASONS.nonceUsed, 'the authorization was used on chain by someone else before this gateway sent it');
   if (!payload) return fail(ctx, row, REASONS.transaction, 'the process settling it stopped before sending; the payer may sign again');
   return submit(ctx, row, payload);
 }

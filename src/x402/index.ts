@@ -139,8 +139,7 @@ export function createX402(params: X402Params): X402 {
   async function load(sessionId: string): Promise<CheckoutSession> {
     const session = await loadCheckoutSession(params.store, sessionId);
     if (!session) throw notFound(`no checkout session ${sessionId}`);
-    if (!x402Offer(session, chains[session.chain]))
-      throw notFound(`session ${sessionId} has no x402 offer: x402 pays EVM sessions only here (docs/agents.md)`);
+    if (!x402Offer(session, chains[session.chain])) throw notFound(`session ${sessionId} has no x402 offer: x402 pays EVM sessions only here (docs/agents.md)`);
     return session;
   }
 
@@ -170,7 +169,8 @@ export function createX402(params: X402Params): X402 {
       }
       const payload = readPaymentHeader(payment.header);
       available(session);
-      if (payload.paymentId) await holdPaymentId(params.store, { merchantId: session.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
+      if (payload.paymentId)
+        await holdPaymentId(params.store, { merchantId: session.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
       const offer = x402Offer(session, chains[session.chain])!;
       const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
       const requirements = requirementsFor(offer, { payTo: payerAddress(session), amount: amountRemaining(session), secondsLeft });

@@ -49,10 +49,11 @@ export function readPaymentId(extensions: unknown, fail: (problem: string) => ne
  * @throws {ConflictError} (409) when the id was used with another payload.
  */
 export async function holdPaymentId(sql: Sql, params: { merchantId: string; paymentId: string; payloadHash: string }): Promise<void> {
-  await sql.query(
-    `INSERT INTO x402_payment_ids (merchant_id, payment_id, payload_hash) VALUES ($1, $2, $3) ON CONFLICT (merchant_id, payment_id) DO NOTHING`,
-    [params.merchantId, params.paymentId, params.payloadHash],
-  );
+  await sql.query(`INSERT INTO x402_payment_ids (merchant_id, payment_id, payload_hash) VALUES ($1, $2, $3) ON CONFLICT (merchant_id, payment_id) DO NOTHING`, [
+    params.merchantId,
+    params.paymentId,
+    params.payloadHash,
+  ]);
   const { rows } = await sql.query<{ payload_hash: string }>('SELECT payload_hash FROM x402_payment_ids WHERE merchant_id = $1 AND payment_id = $2', [
     params.merchantId,
     params.paymentId,

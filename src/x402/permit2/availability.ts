@@ -15,7 +15,13 @@ export async function probePermit2(relayers: Partial<Record<ChainName, Relayer>>
     if (ready.has(chain)) continue;
     try {
       if (await relayer.permit2.deployed()) ready.add(chain);
-      else logger.warn({ msg: 'x402 Permit2 route off: Permit2 or the x402 proxy is not deployed', chain, permit2: PERMIT2_ADDRESS, proxy: X402_EXACT_PERMIT2_PROXY });
+      else
+        logger.warn({
+          msg: 'x402 Permit2 route off: Permit2 or the x402 proxy is not deployed',
+          chain,
+          permit2: PERMIT2_ADDRESS,
+          proxy: X402_EXACT_PERMIT2_PROXY,
+        });
     } catch (error) {
       logger.warn({ msg: 'x402 Permit2 deployment lookup failed', chain, err: error });
     }

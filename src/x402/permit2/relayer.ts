@@ -1,4 +1,15 @@
-import { decodeFunctionData, encodeFunctionData, getAddress, isAddressEqual, keccak256, parseEventLogs, type Address, type Chain, type Hex, type PublicClient } from 'viem';
+import {
+  decodeFunctionData,
+  encodeFunctionData,
+  getAddress,
+  isAddressEqual,
+  keccak256,
+  parseEventLogs,
+  type Address,
+  type Chain,
+  type Hex,
+  type PublicClient,
+} from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import type { Eip3009Authorization } from '../wire.ts';
 import { PERMIT2_ABI, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './contracts.ts';
@@ -44,7 +55,12 @@ export function createPermit2Calls(params: { account: PrivateKeyAccount; chain: 
     },
     async nonceUsed(payer, nonce) {
       const value = BigInt(nonce);
-      const word = await client.readContract({ address: PERMIT2_ADDRESS, abi: PERMIT2_ABI, functionName: 'nonceBitmap', args: [getAddress(payer), value >> 8n] });
+      const word = await client.readContract({
+        address: PERMIT2_ADDRESS,
+        abi: PERMIT2_ABI,
+        functionName: 'nonceBitmap',
+        args: [getAddress(payer), value >> 8n],
+      });
       return ((word >> (value & 0xffn)) & 1n) === 1n;
     },
     allowance: (token, owner) =>
@@ -104,7 +120,8 @@ function settleArgs(auth: Eip3009Authorization, permit2: Permit2Fields, signatur
 /** The proxy's and Permit2's revert reasons (custom errors by name or selector) as x402 reasons, or undefined for others. */
 export function permit2RevertReason(text: string): { reason: string; message: string } | undefined {
   if (/InvalidNonce|756688fe/i.test(text)) return { reason: 'invalid_exact_evm_nonce_already_used', message: 'Permit2 says this permit nonce is already used' };
-  if (/SignatureExpired|cd21db4f/i.test(text)) return { reason: 'invalid_exact_evm_payload_authorization_valid_before', message: 'Permit2 says this permit expired' };
+  if (/SignatureExpired|cd21db4f/i.test(text))
+    return { reason: 'invalid_exact_evm_payload_authorization_valid_before', message: 'Permit2 says this permit expired' };
   if (/InvalidSigner|InvalidSignature|815e1d64|8baa579f|b0669cbc/i.test(text))
     return { reason: 'invalid_permit2_signature', message: 'Permit2 refused the signature' };
   if (/PaymentTooEarly/i.test(text)) return { reason: 'invalid_exact_evm_payload_authorization_valid_after', message: 'the permit is not valid yet' };
