@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { getAddress, type Address } from 'viem';
-import { wrapFetchWithPayment, x402Client, x402HTTPClient, decodePaymentResponseHeader } from '@x402/fetch';
+import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
@@ -219,7 +219,7 @@ describe('x402 Permit2 on anvil (polygon USDT)', () => {
     for (const [name, header, reason] of cases) {
       const answer = await pay(session.id, header);
       expect(answer.status, name).toBe(402);
-      expect((await answer.json()).reason, name).toBe(reason);
+      expect(((await answer.json()) as { reason: string }).reason, name).toBe(reason);
     }
     expect(await anvil.balanceOf(USDT, payer.address)).toBe(before.payer);
     expect(await settlements()).toBe(before.rows);
@@ -280,7 +280,7 @@ describe('x402 Permit2 on anvil (polygon USDT)', () => {
     const other = await createSession('0.45');
     const conflicting = await pay(other.id, await permitHeader(other.id, {}, payer, extensions));
     expect(conflicting.status).toBe(409);
-    expect((await conflicting.json()).error).toContain(id);
+    expect(((await conflicting.json()) as { error: string }).error).toContain(id);
     expect(await settlements()).toBe(count);
     expect(await anvil.balanceOf(USDT, payer.address)).toBe(before);
     const malformed = await pay(other.id, await permitHeader(other.id, {}, payer, { 'payment-identifier': { info: { id: 'short' } } }));
