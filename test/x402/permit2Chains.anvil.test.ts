@@ -90,7 +90,9 @@ describe('x402 on every EVM chain: the method per (chain, token), and a Permit2 
           await anvil.waitMined(await anvil.mint(token.address as Address, payer.address, BigInt(session.amountDueBaseUnits)));
           await approvePermit2(anvil, payer, token.address as Address);
           const client = new x402Client().register(network as `eip155:${number}`, new ExactEvmScheme(payer));
-          client.setSpendControls({ allowedAssets: [{ network: network as `eip155:${number}`, asset: token.address, maxAmountPerPayment: session.amountDueBaseUnits }] });
+          client.setSpendControls({
+            allowedAssets: [{ network: network as `eip155:${number}`, asset: token.address, maxAmountPerPayment: session.amountDueBaseUnits }],
+          });
           const paid = await wrapFetchWithPayment(fetch, client)(session.x402Url);
           expect(paid.status).toBe(200);
           const settled = decodePaymentResponseHeader(paid.headers.get('payment-response')!);
