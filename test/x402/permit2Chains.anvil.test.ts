@@ -62,6 +62,8 @@ describe('x402 on every EVM chain: the method per (chain, token), and a Permit2 
         const merchant = await newMerchant(db.store, `Shop on ${chain}`);
         const wallet = newEvmWallet(chain) as Address;
         await addWallet(db.store, { merchantId: merchant.id, chain, address: wallet, verifiedBy: 'operator' });
+        // USDT on base is not accepted by default (a bridged token there): the merchant opts in.
+        await db.store.query('UPDATE merchants SET accept_bridged_tokens = true WHERE id = $1', [merchant.id]);
         const payer = privateKeyToAccount(generatePrivateKey());
         const network = `eip155:${CHAIN_IDS[chain]}`;
 
