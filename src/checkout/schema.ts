@@ -126,7 +126,7 @@ export const PaymentInstructionsSchema = Type.Object(
     }),
     x402Url: Nullable(
       Type.String({ format: 'uri' }),
-      "This session as an x402 resource (docs/agents.md): a standard x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization. null when none of the session's tokens supports EIP-3009 (USDT, bridged USDC.e, bsc, solana), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.",
+      "This session as an x402 resource (docs/agents.md): a standard x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc). null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.",
     ),
     proofUrl: Nullable(
       Type.String({ format: 'uri' }),

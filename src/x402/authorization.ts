@@ -1,4 +1,5 @@
 import { getAddress, isAddressEqual, verifyTypedData, type Address } from 'viem';
+import { permit2Problem, type Permit2Fields } from './permit2/payload.ts';
 import type { PaymentPayload, PaymentRequirements } from './wire.ts';
 
 /**
@@ -25,6 +26,8 @@ export const REASONS = {
   busy: 'session_already_being_paid',
   transaction: 'transaction_failed',
   payerReverts: 'payer_recent_reverts',
+  method: 'invalid_exact_evm_asset_transfer_method',
+  permit2Allowance: 'permit2_allowance_required',
 } as const;
 
 /** EIP-3009's typed data (FiatToken v2), what @x402/evm signs. */
@@ -74,6 +77,13 @@ export async function checkAuthorization(
   if (BigInt(auth.validBefore) < BigInt(params.nowSeconds + MIN_SECONDS_LEFT))
     return refuse(REASONS.expired, `the authorization expired (validBefore ${auth.validBefore}); sign a new one`);
   if (BigInt(auth.validAfter) > BigInt(params.nowSeconds)) return refuse(REASONS.notYetValid, `the authorization is not valid before ${auth.validAfter}`);
+  const method = requirements.extra.assetTransferMethod ?? 'eip3009';
+  if ((payload.permit2 ? 'permit2' : 'eip3009') !== method)
+    return refuse(
+      REASONS.method,
+      `this resource is paid with ${method === 'permit2' ? 'a Permit2 permit' : 'an EIP-3009 authorization'}; sign the method its requirements name`,
+    );
+  if (payload.permit2) return permit2Problem(payload as PaymentPayload & { permit2: Permit2Fields }, requirements, params.chainId);
   const signed = await verifyTypedData({
     address: getAddress(auth.from),
     domain: { name: requirements.extra.name, version: requirements.extra.version, chainId: params.chainId, verifyingContract: getAddress(requirements.asset) },

@@ -68,11 +68,14 @@ export function readFacilitatorRequest(
   const chain = chainOfNetwork(raw.network as string, params.livemode, params.chains);
   const mode = params.livemode ? 'a live key' : 'a test key (sandbox: test networks only)';
   if (!chain) return { payload, refusal: { reason: REASONS.network, message: `network ${String(raw.network)} is not offered with ${mode}` } };
-  const offer = x402Offer({ chain: chain.name, livemode: params.livemode, tokenAddresses: chain.tokens.map((token) => token.address) }, chain);
-  if (!offer || !sameAddress(offer.asset, raw.asset as string))
+  // Any of the chain's tokens: EIP-3009 where the token has it, Permit2 for the others.
+  const offer = chain.tokens
+    .map((token) => x402Offer({ chain: chain.name, livemode: params.livemode, tokenAddresses: [token.address] }, chain))
+    .find((candidate) => candidate && sameAddress(candidate.asset, raw.asset as string));
+  if (!offer)
     return {
       payload,
-      refusal: { reason: REASONS.asset, message: `asset ${String(raw.asset)} is not an EIP-3009 token this gateway settles on ${chain.name}` },
+      refusal: { reason: REASONS.asset, message: `asset ${String(raw.asset)} is not a token this gateway settles on ${chain.name}` },
     };
   const timeout = typeof raw.maxTimeoutSeconds === 'number' && raw.maxTimeoutSeconds > 0 ? raw.maxTimeoutSeconds : MAX_TIMEOUT_SECONDS;
   const requirements = requirementsFor(offer, { payTo: raw.payTo as string, amount: BigInt(amount), secondsLeft: timeout });

@@ -11,6 +11,7 @@ import type { X402Metrics } from './metrics.ts';
 import { bindSettlementTransaction } from './bind.ts';
 import { getSettlement, markFinal, markSubmitted, takeOver, type Settlement, type SettlementStatus } from './settlements.ts';
 import type { PaymentPayload } from './wire.ts';
+import { permit2RevertReason } from './permit2/relayer.ts';
 
 /**
  * A settlement in flight (settle.ts inserts its row): sending the relayer's transaction under the
@@ -51,7 +52,9 @@ export async function submit(ctx: SettleContext, row: Settlement, payload: Payme
   let sent: { hash: Hex; raw: Hex } | undefined;
   try {
     await withRelayerLock(ctx.store, row.chain, async () => {
-      const signed = await relayer.sign(row.tokenAddress, payload.authorization, payload.signature);
+      const signed = payload.permit2
+        ? await relayer.permit2.sign(payload.authorization, payload.permit2, payload.signature)
+        : await relayer.sign(row.tokenAddress, payload.authorization, payload.signature);
       // Recorded only if the row is still ours to send (a process taking over a stale row may have sent it).
       if (!(await markSubmitted(ctx.store, row.id, signed))) return;
       sent = signed;
@@ -109,7 +112,11 @@ async function waitMined(ctx: SettleContext, row: Settlement, relayer: Relayer, 
  * the payer spent its nonce or balance elsewhere).
  */
 async function paidByAnother(ctx: SettleContext, row: Settlement, relayer: Relayer, atBlock: bigint): Promise<SettleOutcome | undefined> {
-  const used = await relayer.authorizationUsedBy(row.tokenAddress, row.payer, row.nonce, atBlock).catch((error) => {
+  const lookup =
+    row.method === 'permit2'
+      ? relayer.permit2.usedBy(row.tokenAddress, row.payer, row.nonce, row.payTo, atBlock)
+      : relayer.authorizationUsedBy(row.tokenAddress, row.payer, row.nonce, atBlock);
+  const used = await lookup.catch((error) => {
     ctx.logger.warn({ msg: 'x402: the transaction that used a reverted authorization could not be read', settlement: row.id, err: error });
     return null;
   });
@@ -159,8 +166,8 @@ export async function resolveStale(ctx: SettleContext, row: Settlement, payload:
     return waitMined(ctx, row, relayer, tx);
   }
   // `submitting`: nothing was recorded, so this gateway sent nothing (it records before it sends).
-  if (await relayer.authorizationUsed(row.tokenAddress, row.payer, row.nonce))
-    return fail(ctx, row, REASONS.nonceUsed, 'the authorization was used on chain by someone else before this gateway sent it');
+  const spent = row.method === 'permit2' ? relayer.permit2.nonceUsed(row.payer, row.nonce) : relayer.authorizationUsed(row.tokenAddress, row.payer, row.nonce);
+  if (await spent) return fail(ctx, row, REASONS.nonceUsed, 'the authorization was used on chain by someone else before this gateway sent it');
   if (!payload) return fail(ctx, row, REASONS.transaction, 'the process settling it stopped before sending; the payer may sign again');
   return submit(ctx, row, payload);
 }
@@ -192,6 +199,8 @@ async function fail(
 /** The token's revert reason (FiatToken's messages) as an x402 reason. */
 function revertReason(error: unknown): Refusal {
   const text = String((error as Error)?.message ?? error);
+  const permit2 = permit2RevertReason(text);
+  if (permit2) return permit2;
   if (/used or canceled/i.test(text)) return { reason: REASONS.nonceUsed, message: 'the token says this authorization is already used' };
   if (/is expired/i.test(text)) return { reason: REASONS.expired, message: 'the token says this authorization expired' };
   if (/not yet valid/i.test(text)) return { reason: REASONS.notYetValid, message: 'the token says this authorization is not valid yet' };

@@ -17,7 +17,10 @@ import { createX402Metrics, type X402Metrics } from './metrics.ts';
 import { createRelayer, type Relayer } from './relayer.ts';
 import { paymentRequired, requirementsFor, requirementsV1, sessionX402Url, x402Offer } from './requirements.ts';
 import { x402Unavailable } from './availability.ts';
-import type { Session } from '../payments/session.ts';
+import { payerAddress, type Session } from '../payments/session.ts';
+import { permit2Unavailable, probePermit2 } from './permit2/availability.ts';
+import { holdPaymentId } from './paymentId.ts';
+import { signatureHash } from './settlements.ts';
 import { LEASE_SECONDS, recordGas, resolveStale, settleOnce, verifyPayment, type SettleContext, type SettleOutcome } from './settle.ts';
 import { staleSettlements, takeOver, type Settlement } from './settlements.ts';
 import { checkPayTo, createFacilitatorSession, readFacilitatorRequest, supportedKinds, type FacilitatorRequest } from './facilitator.ts';
@@ -57,6 +60,8 @@ export interface X402 {
   supported(livemode: boolean): ReturnType<typeof supportedKinds>;
   /** Resolves settlements a crashed process left in flight (daemon start and the gas watch's ticks). */
   recover(): Promise<number>;
+  /** Looks up once per chain whether Permit2 and x402's proxy are deployed (USDT and other non-EIP-3009 sessions are offered only there). */
+  probe(): Promise<void>;
   /** Reads each relayer's gas balance into the metric every `everyMs` until `signal` aborts; also runs {@link recover}. */
   watch(signal: AbortSignal, everyMs?: number): Promise<void>;
 }
@@ -94,15 +99,17 @@ export function createX402(params: X402Params): X402 {
   const relayers = params.relayers ?? createRelayers(params);
   const ctx: SettleContext = { store: params.store, logger, metrics, relayers, sandbox: params.sandbox, pollMs: params.pollMs ?? 500 };
   const chainsLive = params.config.rpc ? liveChains(params.config as Config) : [];
+  const permit2Ready = new Set<ChainName>();
+  const probe = () => probePermit2(relayers, permit2Ready, logger);
 
-  function available(session: Pick<CheckoutSession, 'livemode' | 'chain'>): void {
-    const reason = x402Unavailable({ relayers, sandbox: params.sandbox }, session);
+  function available(session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>): void {
+    const reason = x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
     if (reason) throw new UnavailableError(reason);
   }
 
   /** The session's x402Url where this process can take its payment (its offer, and x402 enabled on its chain); else null. */
   function urlOf(session: X402UrlFields): string | null {
-    if (x402Unavailable({ relayers, sandbox: params.sandbox }, session)) return null;
+    if (x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain])) return null;
     return sessionX402Url(params.config.publicUrl, session, chains[session.chain]);
   }
 
@@ -111,7 +118,7 @@ export function createX402(params: X402Params): X402 {
     const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
     const remaining = amountRemaining(session);
     // Nothing left to pay (a refused retry on a paid or expired session): no requirements to sign.
-    const accepts = remaining > 0n && secondsLeft > 0 ? [requirementsFor(offer, { payTo: session.payTo, amount: remaining, secondsLeft })] : [];
+    const accepts = remaining > 0n && secondsLeft > 0 ? [requirementsFor(offer, { payTo: payerAddress(session), amount: remaining, secondsLeft })] : [];
     const resource = {
       url: `${params.config.publicUrl}/checkout/${session.id}/x402`,
       description: `Payment ${session.id} to ${session.merchantName}${session.livemode ? '' : ' (sandbox: test network, fake token)'}`,
@@ -132,8 +139,7 @@ export function createX402(params: X402Params): X402 {
   async function load(sessionId: string): Promise<CheckoutSession> {
     const session = await loadCheckoutSession(params.store, sessionId);
     if (!session) throw notFound(`no checkout session ${sessionId}`);
-    if (!x402Offer(session, chains[session.chain]))
-      throw notFound(`session ${sessionId} has no x402 offer: none of its tokens supports EIP-3009 transferWithAuthorization (docs/agents.md)`);
+    if (!x402Offer(session, chains[session.chain])) throw notFound(`session ${sessionId} has no x402 offer: x402 pays EVM sessions only here (docs/agents.md)`);
     return session;
   }
 
@@ -163,9 +169,11 @@ export function createX402(params: X402Params): X402 {
       }
       const payload = readPaymentHeader(payment.header);
       available(session);
+      if (payload.paymentId)
+        await holdPaymentId(params.store, { merchantId: session.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
       const offer = x402Offer(session, chains[session.chain])!;
       const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
-      const requirements = requirementsFor(offer, { payTo: session.payTo, amount: amountRemaining(session), secondsLeft });
+      const requirements = requirementsFor(offer, { payTo: payerAddress(session), amount: amountRemaining(session), secondsLeft });
       const outcome: SettleOutcome = await settleOnce(ctx, {
         offer,
         requirements,
@@ -199,6 +207,8 @@ export function createX402(params: X402Params): X402 {
       if (!merchant.livemode && !params.sandbox) return failed({ reason: REASONS.network, message: 'the sandbox does not run in this process' });
       const payTo = await checkPayTo(params.store, { merchantId: merchant.merchantId, offer: read.offer, payTo: read.requirements.payTo });
       if (payTo) return failed(payTo);
+      if (read.payload.paymentId)
+        await holdPaymentId(params.store, { merchantId: merchant.merchantId, paymentId: read.payload.paymentId, payloadHash: signatureHash(read.payload) });
       const outcome = await settleOnce(ctx, {
         ...read,
         target: { merchantId: merchant.merchantId, livemode: merchant.livemode, source: 'facilitator' },
@@ -218,6 +228,7 @@ export function createX402(params: X402Params): X402 {
     },
 
     supported: (livemode) => supportedKinds({ livemode, chains, relayers }),
+    probe,
 
     async recover() {
       let resolved = 0;
@@ -230,6 +241,7 @@ export function createX402(params: X402Params): X402 {
     },
 
     async watch(signal, everyMs = 60_000) {
+      await probe();
       while (!signal.aborted) {
         for (const relayer of Object.values(relayers)) if (relayer) await recordGas(ctx, relayer);
         await this.recover().catch((error) => logger.warn({ msg: 'x402 recovery pass failed', err: error }));

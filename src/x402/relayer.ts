@@ -13,6 +13,7 @@ import type { Rpc } from '../ingest/evm/rpc.ts';
 import type { ChainName } from '../internal/config.ts';
 import type { Eip3009Authorization } from './wire.ts';
 import { createSigningClient } from '../ingest/evm/signingClient.ts';
+import { createPermit2Calls, type Permit2Calls } from './permit2/relayer.ts';
 
 /** FiatToken v2's EIP-3009 functions that the relayer calls or reads. */
 export const EIP3009_ABI = [
@@ -101,6 +102,8 @@ export interface Relayer {
     nonce: string,
     atBlock: bigint,
   ): Promise<{ hash: Hex; transfers: { from: Address; to: Address; value: bigint }[] } | null>;
+  /** The same key's calls for the Permit2 route (tokens without EIP-3009). */
+  permit2: Permit2Calls;
 }
 
 export function createRelayer(params: { chain: ChainName; chainId: number; key: Hex; rpc: Rpc }): Relayer {
@@ -109,6 +112,7 @@ export function createRelayer(params: { chain: ChainName; chainId: number; key: 
   return {
     chain: params.chain,
     address: account.address,
+    permit2: createPermit2Calls({ account, chain, client }),
     authorizationUsed: (token, payer, nonce) =>
       client.readContract({
         address: getAddress(token),

@@ -2,6 +2,7 @@ import type { ChainConfig, TokenConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { SANDBOX_EVM_CHAIN_IDS, sandboxToken } from '../checkout/uris.ts';
 import type { Session } from '../payments/session.ts';
+import { paymentIdentifierDeclaration } from './paymentId.ts';
 import { caip2, v1NetworkName, type PaymentRequired, type PaymentRequirements, type PaymentRequirementsV1 } from './wire.ts';
 
 /**
@@ -11,10 +12,16 @@ import { caip2, v1NetworkName, type PaymentRequired, type PaymentRequirements, t
  */
 export const MAX_TIMEOUT_SECONDS = 300;
 
-/** What a session pays with over x402: the first of its tokens that has EIP-3009, on an EVM chain. */
+/**
+ * What a session pays with over x402, on an EVM chain: the first of its tokens that has EIP-3009
+ * (`transferWithAuthorization`), else its first token through Permit2 and x402's proxy
+ * (permit2/contracts.ts). Both are x402's `exact` scheme; `method` is the spec's
+ * `assetTransferMethod`.
+ */
 export interface X402Offer {
   chain: ChainName;
-  token: TokenConfig & { eip3009: NonNullable<TokenConfig['eip3009']> };
+  token: TokenConfig;
+  method: 'eip3009' | 'permit2';
   /** The EIP-155 id the authorization is signed for: the chain's own, or its test network's for sandbox sessions. */
   chainId: number;
   network: string;
@@ -22,18 +29,17 @@ export interface X402Offer {
   asset: string;
 }
 
-/**
- * The x402 offer of a session, or undefined when none of its tokens supports EIP-3009 (USDT on
- * most chains, bridged USDC.e, bsc, solana): those sessions have no x402 URL.
- */
+/** The x402 offer of a session on an EVM chain (EIP-3009 first, else Permit2), or undefined on other chains. */
 export function x402Offer(session: Pick<Session, 'chain' | 'livemode' | 'tokenAddresses'>, chain: ChainConfig): X402Offer | undefined {
   if (chain.kind !== 'evm' || chain.name === 'solana') return undefined;
-  const token = chain.tokens.find((candidate) => candidate.eip3009 && session.tokenAddresses.includes(candidate.address));
-  if (!token?.eip3009) return undefined;
+  const tokens = chain.tokens.filter((candidate) => session.tokenAddresses.includes(candidate.address));
+  const token = tokens.find((candidate) => candidate.eip3009) ?? tokens[0];
+  if (!token) return undefined;
   const chainId = session.livemode ? (chain.chainId as number) : SANDBOX_EVM_CHAIN_IDS[chain.name];
   return {
     chain: chain.name,
-    token: token as X402Offer['token'],
+    token,
+    method: token.eip3009 ? 'eip3009' : 'permit2',
     chainId,
     network: caip2(chainId),
     asset: session.livemode ? token.address : sandboxToken(chain, token.address),
@@ -54,7 +60,7 @@ export function requirementsFor(offer: X402Offer, params: { payTo: string; amoun
     asset: offer.asset,
     payTo: params.payTo,
     maxTimeoutSeconds: Math.max(1, Math.min(MAX_TIMEOUT_SECONDS, Math.floor(params.secondsLeft))),
-    extra: { name: offer.token.eip3009.name, version: offer.token.eip3009.version },
+    extra: offer.token.eip3009 ? { name: offer.token.eip3009.name, version: offer.token.eip3009.version } : { assetTransferMethod: 'permit2' },
   };
 }
 
@@ -65,6 +71,7 @@ export function paymentRequired(params: { url: string; description: string; acce
     ...(params.error ? { error: params.error } : {}),
     resource: { url: params.url, description: params.description, mimeType: 'application/json' },
     accepts: params.accepts,
+    extensions: paymentIdentifierDeclaration(),
   };
 }
 

@@ -4,6 +4,7 @@ import type { X402Offer } from './requirements.ts';
 import { awaitFinal, LEASE_SECONDS, refused, submit, type SettleContext, type SettleOutcome } from './inFlight.ts';
 import { countRecentReverts, findSettlement, insertSettlement, signatureHash, type AuthorizationKey, type Settlement } from './settlements.ts';
 import type { PaymentPayload, PaymentRequirements } from './wire.ts';
+import { permit2OnChain } from './permit2/verify.ts';
 
 /**
  * Settles one signed EIP-3009 authorization exactly once (docs/security.md, "x402"):
@@ -55,8 +56,12 @@ export async function verifyPayment(
   const relayer = ctx.relayers[offer.chain];
   if (!relayer) return { reason: REASONS.network, message: `this gateway has no relayer on ${offer.chain}` };
   const auth = payload.authorization;
-  if (await relayer.authorizationUsed(offer.asset, auth.from, auth.nonce))
-    return { reason: REASONS.nonceUsed, message: `nonce ${auth.nonce} of ${auth.from} is already used on the token` };
+  const chainRefusal = payload.permit2
+    ? await permit2OnChain(relayer.permit2, { token: offer.asset, chain: offer.chain, authorization: auth })
+    : (await relayer.authorizationUsed(offer.asset, auth.from, auth.nonce))
+      ? { reason: REASONS.nonceUsed, message: `nonce ${auth.nonce} of ${auth.from} is already used on the token` }
+      : undefined;
+  if (chainRefusal) return chainRefusal;
   const balance = await relayer.balanceOf(offer.asset, auth.from);
   if (balance < BigInt(auth.value))
     return { reason: REASONS.balance, message: `${auth.from} holds ${balance} base units; the authorization is for ${auth.value}` };
@@ -110,6 +115,7 @@ export async function settleOnce(
         amount: BigInt(payload.authorization.value),
         validBefore: payload.authorization.validBefore,
         source: target.source,
+        method: offer.method,
       });
       // Lost the race: roll back what `prepare` wrote (the facilitator's session), keep nothing.
       if (!inserted && params.prepare) throw lost;

@@ -26,6 +26,8 @@ export interface Settlement {
   payTo: string;
   amount: bigint;
   source: 'resource' | 'facilitator';
+  /** How the payer's signature moves the tokens: EIP-3009 on the token, or Permit2 through x402's proxy (migration 047). */
+  method: 'eip3009' | 'permit2';
   status: SettlementStatus;
   txHash: string | null;
   rawTx: string | null;
@@ -35,7 +37,7 @@ export interface Settlement {
 }
 
 const COLUMNS = `id, livemode, chain, token_address AS "tokenAddress", payer, nonce, signature_hash AS "signatureHash", session_id AS "sessionId",
-  merchant_id AS "merchantId", pay_to AS "payTo", amount::text AS amount, source, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
+  merchant_id AS "merchantId", pay_to AS "payTo", amount::text AS amount, source, method, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
   extract(epoch FROM now() - updated_at)::float8 AS "idleSeconds"`;
 
 function toSettlement(row: Record<string, unknown>): Settlement {
@@ -48,7 +50,8 @@ function toSettlement(row: Record<string, unknown>): Settlement {
  */
 export function signatureHash(payload: PaymentPayload): string {
   const a = payload.authorization;
-  return sha256Hex([a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, payload.signature].join(':').toLowerCase());
+  const permit2 = payload.permit2 ? [payload.permit2.token, payload.permit2.spender] : [];
+  return sha256Hex([a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, payload.signature, ...permit2].join(':').toLowerCase());
 }
 
 /** The replay key of an authorization on a token. */
@@ -89,11 +92,12 @@ export async function insertSettlement(
     amount: bigint;
     validBefore: string;
     source: Settlement['source'];
+    method?: Settlement['method'];
   },
 ): Promise<Settlement | undefined> {
   const { rows } = await sql.query(
-    `INSERT INTO x402_settlements (id, livemode, chain, token_address, payer, nonce, signature_hash, session_id, merchant_id, pay_to, amount, valid_before, source, status)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::numeric, $12::numeric, $13, 'submitting')
+    `INSERT INTO x402_settlements (id, livemode, chain, token_address, payer, nonce, signature_hash, session_id, merchant_id, pay_to, amount, valid_before, source, status, method)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::numeric, $12::numeric, $13, 'submitting', $14)
      ON CONFLICT DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -107,6 +111,7 @@ export async function insertSettlement(
       params.amount.toString(),
       params.validBefore,
       params.source,
+      params.method ?? 'eip3009',
     ],
   );
   return rows[0] && toSettlement(rows[0]);

@@ -1,4 +1,6 @@
 import { badRequest } from '../internal/errors.ts';
+import { readPermit2Authorization, type Permit2Fields } from './permit2/payload.ts';
+import { readPaymentId } from './paymentId.ts';
 
 /**
  * The x402 wire format (coinbase/x402 `specs/x402-specification-v2.md`, `specs/schemes/exact/
@@ -25,7 +27,8 @@ export interface PaymentRequirements {
   asset: string;
   payTo: string;
   maxTimeoutSeconds: number;
-  extra: { name: string; version: string; [key: string]: unknown };
+  /** EIP-3009: the token's EIP-712 domain. Permit2: `assetTransferMethod: "permit2"` (the domain is Permit2's own). */
+  extra: { name?: string; version?: string; assetTransferMethod?: 'eip3009' | 'permit2'; [key: string]: unknown };
 }
 
 /** The same requirements as x402 v1 writes them. */
@@ -42,6 +45,8 @@ export interface PaymentRequired {
   error?: string;
   resource: { url: string; description: string; mimeType: string };
   accepts: PaymentRequirements[];
+  /** Extensions the resource honours (`payment-identifier`). */
+  extensions?: Record<string, unknown>;
 }
 
 /** The EIP-3009 authorization a payer signs (scheme_exact_evm.md). Numbers are decimal text, nonce 32-byte hex. */
@@ -64,8 +69,13 @@ export interface PaymentPayload {
   resourceUrl?: string | undefined;
   /** v2's echo of the requirements the payer chose; absent in v1. */
   accepted?: Partial<PaymentRequirements> | undefined;
+  /** EIP-3009's authorization, or the Permit2 route's permit in the same terms (permit2/payload.ts). */
   authorization: Eip3009Authorization;
   signature: `0x${string}`;
+  /** The Permit2 route's own fields; absent for EIP-3009. */
+  permit2?: Permit2Fields | undefined;
+  /** The `payment-identifier` extension's id (paymentId.ts), when the client sent one. */
+  paymentId?: string | undefined;
 }
 
 /** The `PAYMENT-RESPONSE` header (spec §5.3) and the facilitator's settle answer. */
@@ -140,8 +150,10 @@ export function readPaymentPayload(raw: unknown): PaymentPayload {
   const network = version === 1 && V1_NETWORKS[networkText] !== undefined ? caip2(V1_NETWORKS[networkText]!) : networkText;
   const payload = body.payload as Record<string, unknown> | undefined;
   if (typeof payload !== 'object' || payload === null) fieldError('payload is required');
-  const authorization = payload.authorization as Record<string, unknown> | undefined;
-  if (typeof authorization !== 'object' || authorization === null) fieldError('payload.authorization is required (EVM exact scheme, EIP-3009)');
+  const permit2 = readPermit2Authorization(payload, fieldError);
+  const authorization = (permit2?.authorization ?? payload.authorization) as Record<string, unknown> | undefined;
+  if (typeof authorization !== 'object' || authorization === null)
+    fieldError('payload.authorization (EIP-3009) or payload.permit2Authorization (Permit2) is required (EVM exact scheme)');
   for (const key of ['from', 'to'] as const)
     if (typeof authorization[key] !== 'string' || !ADDRESS.test(authorization[key])) fieldError(`authorization.${key} must be an address`);
   for (const key of ['value', 'validAfter', 'validBefore'] as const)
@@ -164,5 +176,7 @@ export function readPaymentPayload(raw: unknown): PaymentPayload {
       nonce: (authorization.nonce as string).toLowerCase(),
     },
     signature: payload.signature as `0x${string}`,
+    ...(permit2 ? { permit2: permit2.permit2 } : {}),
+    paymentId: readPaymentId(body.extensions, fieldError),
   };
 }

@@ -106,12 +106,16 @@ describe('x402 in the sandbox', () => {
     expect(((await answer.json()) as { error: string }).error).toContain('SVC_BASE_RELAYER_KEY');
   });
 
-  test('USDT and solana sessions have no x402 URL', async () => {
+  test('a USDT session is offered through Permit2 (the fake token, the test network); solana sessions have no x402 URL', async () => {
     const usdt = await api('POST', '/api/v1/sessions', merchant.test, { amount: '1', currency: 'USDT', chain: 'polygon' });
     const solana = await api('POST', '/api/v1/sessions', merchant.test, { amount: '1', currency: 'USDC', chain: 'solana' });
-    expect(usdt.body.x402Url).toBeNull();
+    expect(usdt.body.x402Url).toBe(`${baseUrl}/checkout/${usdt.body.id}/x402`);
+    const challenge = await fetch(usdt.body.x402Url);
+    expect(challenge.status).toBe(402);
+    const [accepted] = JSON.parse(Buffer.from(challenge.headers.get('payment-required')!, 'base64').toString()).accepts;
+    expect(accepted).toMatchObject({ network: 'eip155:80002', amount: usdt.body.amountDueBaseUnits, extra: { assetTransferMethod: 'permit2' } });
     expect(solana.body.x402Url).toBeNull();
-    expect((await fetch(`${baseUrl}/checkout/${usdt.body.id}/x402`)).status).toBe(404);
+    expect((await fetch(`${baseUrl}/checkout/${solana.body.id}/x402`)).status).toBe(404);
   });
 
   test("a payment link's x402 URL opens a session and is paid for that session", async () => {
