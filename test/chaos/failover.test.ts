@@ -10,7 +10,7 @@ import { expect, test } from 'vitest';
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-test('a synchronous standby promoted under load loses, duplicates and invents nothing', { timeout: 300_000 }, async () => {
+test('a synchronous standby promoted under load loses, duplicates and invents nothing', { timeout: 600_000 }, async () => {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chaos/failover.ts', '--mode', 'sync', '--before', '6', '--after', '8'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: '' },
