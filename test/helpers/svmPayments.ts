@@ -49,9 +49,28 @@ export function computeUnitPrice(microLamports: bigint): Instruction {
   return { programAddress: COMPUTE_BUDGET, accounts: [], data };
 }
 
-/** A memo, optionally naming `signer` as a signer account (how a hostile payer adds itself as a second signer). */
-export function memo(text: string, signer?: Address): Instruction {
-  return { programAddress: MEMO, accounts: signer ? [{ address: signer, role: AccountRole.READONLY_SIGNER }] : [], data: new TextEncoder().encode(text) };
+/** A memo, optionally with `signer` as a signer account (how a hostile payer adds itself as a second signer). */
+export function memo(text: string, signer?: KeyPairSigner): Instruction {
+  return {
+    programAddress: MEMO,
+    accounts: signer ? [{ address: signer.address, role: AccountRole.READONLY_SIGNER, signer } as never] : [],
+    data: new TextEncoder().encode(text),
+  };
+}
+
+/** A System transfer of `lamports` from `from` (a signer of the message: here, the fee payer). */
+export function systemTransfer(from: Address, to: Address, lamports: bigint): Instruction {
+  const data = new Uint8Array(12);
+  data[0] = 2;
+  new DataView(data.buffer).setBigUint64(4, lamports, true);
+  return {
+    programAddress: '11111111111111111111111111111111' as Address,
+    accounts: [
+      { address: from, role: AccountRole.WRITABLE_SIGNER, signer: createNoopSigner(from) } as never,
+      { address: to, role: AccountRole.WRITABLE },
+    ],
+    data,
+  };
 }
 
 /** The payment a client would build: limit, price, TransferChecked of `amount` from the payer's to `to`'s token account, a memo. */
