@@ -169,8 +169,7 @@ export function createX402(params: X402Params): X402 {
     urlOf,
     async session({ sessionId, payment }) {
       const session = await load(sessionId);
-      if (session.chain === 'solana')
-        return svm.session(session, payment, { stateOf, resourceUrl: `${params.config.publicUrl}/checkout/${session.id}/x402` });
+      if (session.chain === 'solana') return svm.session(session, payment, { stateOf, resourceUrl: `${params.config.publicUrl}/checkout/${session.id}/x402` });
       const view = checkoutViewOf(session);
       const payable = (view === 'awaiting' || view === 'underpaid' || view === 'detected') && amountRemaining(session) > 0n;
       if (!payment) {
@@ -243,7 +242,9 @@ export function createX402(params: X402Params): X402 {
       let resolved = 0;
       for (const row of await staleSettlements(params.store, LEASE_SECONDS)) {
         if (!(await takeOver(params.store, row.id, LEASE_SECONDS))) continue;
-        await (row.chain === 'solana' ? svm.resolveStale(row) : resolveStale(ctx, row, undefined)).catch((error) => logger.error({ msg: 'x402 recovery failed', settlement: row.id, err: error }));
+        await (row.chain === 'solana' ? svm.resolveStale(row) : resolveStale(ctx, row, undefined)).catch((error) =>
+          logger.error({ msg: 'x402 recovery failed', settlement: row.id, err: error }),
+        );
         resolved++;
       }
       return resolved;

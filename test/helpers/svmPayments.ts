@@ -65,10 +65,7 @@ export function systemTransfer(from: Address, to: Address, lamports: bigint): In
   new DataView(data.buffer).setBigUint64(4, lamports, true);
   return {
     programAddress: '11111111111111111111111111111111' as Address,
-    accounts: [
-      { address: from, role: AccountRole.WRITABLE_SIGNER, signer: createNoopSigner(from) } as never,
-      { address: to, role: AccountRole.WRITABLE },
-    ],
+    accounts: [{ address: from, role: AccountRole.WRITABLE_SIGNER, signer: createNoopSigner(from) } as never, { address: to, role: AccountRole.WRITABLE }],
     data,
   };
 }

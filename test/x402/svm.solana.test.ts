@@ -74,7 +74,14 @@ beforeAll(async () => {
   expect(registered.status).toBe(201);
   receiver.useSecret(registered.body.secret);
   pipeline = await startIngesterWithEngine({ store: db.store, rpc });
-  delivery = createDelivery({ store: db.store, logger, metrics, config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true }, box, pollIntervalMs: 50 });
+  delivery = createDelivery({
+    store: db.store,
+    logger,
+    metrics,
+    config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
+    box,
+    pollIntervalMs: 50,
+  });
   await delivery.start();
 });
 

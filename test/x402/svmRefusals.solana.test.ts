@@ -55,7 +55,12 @@ beforeAll(async () => {
   // The fee payer's own USDC, which a transaction must never move.
   await rpc.fund(feePayer, 'USDC', 50_000_000n);
   rpc.ledger.finalize();
-  const config = loadConfig({ SVC_SOLANA_RPC_URL: rpc.url, SVC_SOLANA_RELAYER_KEY: feePayerKey.base58, SVC_PUBLIC_URL: 'http://127.0.0.1:1', LOG_LEVEL: 'silent' });
+  const config = loadConfig({
+    SVC_SOLANA_RPC_URL: rpc.url,
+    SVC_SOLANA_RELAYER_KEY: feePayerKey.base58,
+    SVC_PUBLIC_URL: 'http://127.0.0.1:1',
+    LOG_LEVEL: 'silent',
+  });
   const logger = createLogger({ level: 'silent' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
   const x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 50 });
@@ -163,7 +168,7 @@ test('a compute unit price or limit above the caps is refused', async () => {
   });
 });
 
-test("a transaction the payer did not sign, or with the fee payer not first, is refused", async () => {
+test('a transaction the payer did not sign, or with the fee payer not first, is refused', async () => {
   await refused('invalid_exact_svm_payload_signature_invalid', async ({ due }) => {
     const [limit, price, , note] = await standard(wallet.address, due);
     const transfer = getTransferCheckedInstruction({

@@ -88,7 +88,8 @@ export async function awaitSvmFinal(ctx: SvmSettleContext, row: Settlement, sign
   let current = row;
   while (Date.now() < deadline) {
     if (current.status === 'settled') return { ok: true, settlement: current, replayed: false };
-    if (current.status === 'failed') return refused(current.errorReason ?? SVM_REASONS.transaction, `the settlement failed: ${current.errorReason ?? 'unknown'}`);
+    if (current.status === 'failed')
+      return refused(current.errorReason ?? SVM_REASONS.transaction, `the settlement failed: ${current.errorReason ?? 'unknown'}`);
     if (current.idleSeconds >= LEASE_SECONDS && (await takeOver(ctx.store, current.id, LEASE_SECONDS))) return resolveSvmStale(ctx, current, signed);
     await sleep(ctx.pollMs);
     current = (await getSettlement(ctx.store, current.id))!;

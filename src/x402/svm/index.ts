@@ -61,7 +61,13 @@ export function createSvmX402(params: {
     (key && urls.length > 0
       ? createSvmFeePayer({ key, rpc: createSolanaRpcPool({ urls, logger: params.logger, metrics: createIngestMetrics(params.registry) }) })
       : undefined);
-  const ctx: SvmSettleContext | undefined = feePayer && { store: params.store, logger: params.logger, metrics: params.metrics, feePayer, pollMs: params.pollMs };
+  const ctx: SvmSettleContext | undefined = feePayer && {
+    store: params.store,
+    logger: params.logger,
+    metrics: params.metrics,
+    feePayer,
+    pollMs: params.pollMs,
+  };
 
   function unavailable(session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>): string | undefined {
     if (!svmOffer(session, params.chain)) return 'x402 on solana is for live sessions (the sandbox has no Solana mint a standard client can read)';
@@ -71,7 +77,12 @@ export function createSvmX402(params: {
 
   function requirementsOf(session: CheckoutSession): SvmRequirements {
     const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
-    return svmRequirements(svmOffer(session, params.chain)!, { payTo: session.payTo, amount: amountRemaining(session), secondsLeft, feePayer: feePayer!.address });
+    return svmRequirements(svmOffer(session, params.chain)!, {
+      payTo: session.payTo,
+      amount: amountRemaining(session),
+      secondsLeft,
+      feePayer: feePayer!.address,
+    });
   }
 
   function challenge(session: CheckoutSession, resourceUrl: string, refusal?: Refusal): SessionAnswer {

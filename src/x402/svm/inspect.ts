@@ -102,7 +102,8 @@ export async function inspectTransaction(
   } catch {
     return refuse(R.undecodable, "the transaction's message cannot be decoded");
   }
-  if (message.version !== 'legacy' && message.version !== 0) return refuse(R.undecodable, `transaction version ${message.version} is not accepted: legacy or v0`);
+  if (message.version !== 'legacy' && message.version !== 0)
+    return refuse(R.undecodable, `transaction version ${message.version} is not accepted: legacy or v0`);
   const lookups = 'addressTableLookups' in message ? (message.addressTableLookups ?? []) : [];
   if (lookups.length > 0) return refuse(R.lookupTables, 'address lookup tables are not accepted: name every account in the message');
   const keys = message.staticAccounts.map(String);
@@ -145,13 +146,17 @@ export async function inspectTransaction(
   const transferAccounts = accountsOf(transfer);
   if (transferAccounts.length !== 4) return refuse(R.noTransfer, 'TransferChecked must have exactly its four accounts (source, mint, destination, authority)');
   const [source, mint, to, authority] = transferAccounts as [string, string, string, string];
-  if (source === feePayer || authority === feePayer) return refuse(R.feePayerTransferring, 'the fee payer cannot be the source or the authority of the transfer');
+  if (source === feePayer || authority === feePayer)
+    return refuse(R.feePayerTransferring, 'the fee payer cannot be the source or the authority of the transfer');
   if (authority !== payer) return refuse(R.signature, 'the transfer authority must be the second signer');
   if (mint !== offer.asset) return refuse(R.mint, `the transfer is of mint ${mint}; this session is paid in ${offer.asset}`);
-  if (dataOf(transfer)[9] !== offer.token.decimals) return refuse(R.mint, `TransferChecked names ${dataOf(transfer)[9]} decimals; the mint has ${offer.token.decimals}`);
-  if (to !== destination) return refuse(R.recipient, `the transfer credits ${to}; this session is paid to ${destination}, the token account of ${requirements.payTo}`);
+  if (dataOf(transfer)[9] !== offer.token.decimals)
+    return refuse(R.mint, `TransferChecked names ${dataOf(transfer)[9]} decimals; the mint has ${offer.token.decimals}`);
+  if (to !== destination)
+    return refuse(R.recipient, `the transfer credits ${to}; this session is paid to ${destination}, the token account of ${requirements.payTo}`);
   const amount = u64(dataOf(transfer), 1);
-  if (amount !== BigInt(requirements.amount)) return refuse(R.amount, `the transfer is of ${amount} base units; this session asks for exactly ${requirements.amount}`);
+  if (amount !== BigInt(requirements.amount))
+    return refuse(R.amount, `the transfer is of ${amount} base units; this session asks for exactly ${requirements.amount}`);
 
   let feePayerFundsRent = false;
   if (create) {
@@ -160,7 +165,13 @@ export async function inspectTransaction(
     const data = dataOf(create);
     if (data.length !== 1 || data[0] !== CREATE_IDEMPOTENT || accounts.length !== 6)
       return refuse(R.foreignAccountCreation, 'the only account creation accepted is CreateIdempotent of the merchant token account');
-    if (account !== destination || wallet !== requirements.payTo || createMint !== offer.asset || system !== SYSTEM_PROGRAM || tokenProgram !== offer.token.tokenProgram)
+    if (
+      account !== destination ||
+      wallet !== requirements.payTo ||
+      createMint !== offer.asset ||
+      system !== SYSTEM_PROGRAM ||
+      tokenProgram !== offer.token.tokenProgram
+    )
       return refuse(
         R.foreignAccountCreation,
         `the transaction creates ${account} owned by ${wallet}: the fee payer pays rent for the merchant's token account ${destination} only`,
@@ -171,14 +182,14 @@ export async function inspectTransaction(
   if (rest.length > 1) return refuse(R.unknownInstruction, 'at most one instruction after the transfer: a memo');
   for (const ix of rest) {
     if (programOf(ix) !== MEMO_PROGRAM) return refuse(R.unknownInstruction, `instruction ${next} runs ${programOf(ix)}; only a memo may follow the transfer`);
-    if (accountsOf(ix).length > 0 || dataOf(ix).length > MAX_MEMO_BYTES) return refuse(R.unknownInstruction, 'the memo must have no accounts and at most 256 bytes');
+    if (accountsOf(ix).length > 0 || dataOf(ix).length > MAX_MEMO_BYTES)
+      return refuse(R.unknownInstruction, 'the memo must have no accounts and at most 256 bytes');
   }
   // The fee payer in no instruction's accounts (it would sign or pay for it), but as the funder of the merchant's token account.
   for (const ix of instructions) {
     const accounts = accountsOf(ix);
     const allowed = ix === create && feePayerFundsRent ? 1 : 0;
-    if (accounts.slice(allowed).includes(feePayer))
-      return refuse(R.feePayerInInstruction, "the fee payer appears in an instruction's accounts");
+    if (accounts.slice(allowed).includes(feePayer)) return refuse(R.feePayerInInstruction, "the fee payer appears in an instruction's accounts");
   }
   return { transaction, payer, createsDestination: create !== undefined, feePayerFundsRent };
 }

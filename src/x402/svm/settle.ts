@@ -35,11 +35,19 @@ export async function verifySvmPayment(
   params: { offer: SvmOffer; requirements: SvmRequirements; payload: SvmPaymentPayload; simulate: boolean },
 ): Promise<{ refusal: Refusal } | { payer: string; key: AuthorizationKey; messageHash: string; signed: { signature: string; wire: string } }> {
   const { offer, requirements, payload } = params;
-  if (payload.scheme !== 'exact') return { refusal: { reason: SVM_REASONS.scheme, message: `scheme ${payload.scheme} is not offered; pay with the exact scheme` } };
+  if (payload.scheme !== 'exact')
+    return { refusal: { reason: SVM_REASONS.scheme, message: `scheme ${payload.scheme} is not offered; pay with the exact scheme` } };
   if (payload.network !== requirements.network)
-    return { refusal: { reason: SVM_REASONS.network, message: `the payment is for network ${payload.network}; this resource is paid on ${requirements.network}` } };
+    return {
+      refusal: { reason: SVM_REASONS.network, message: `the payment is for network ${payload.network}; this resource is paid on ${requirements.network}` },
+    };
   if (payload.accepted.asset !== undefined && payload.accepted.asset !== requirements.asset)
-    return { refusal: { reason: SVM_REASONS.mint, message: `the payment is for mint ${String(payload.accepted.asset)}; this resource is paid in ${requirements.asset}` } };
+    return {
+      refusal: {
+        reason: SVM_REASONS.mint,
+        message: `the payment is for mint ${String(payload.accepted.asset)}; this resource is paid in ${requirements.asset}`,
+      },
+    };
   const inspected = await inspectTransaction(payload.transaction, { offer, requirements, feePayer: ctx.feePayer.address });
   if ('refusal' in inspected) return inspected;
   const signed = await ctx.feePayer.sign(inspected.transaction);
@@ -49,7 +57,10 @@ export async function verifySvmPayment(
     const error = await ctx.feePayer.simulate(signed.wire);
     if (error !== null)
       return {
-        refusal: { reason: SVM_REASONS.simulation, message: `the transaction would fail on chain (${JSON.stringify(error, (_, v) => (typeof v === 'bigint' ? String(v) : v))}); sign a new one` },
+        refusal: {
+          reason: SVM_REASONS.simulation,
+          message: `the transaction would fail on chain (${JSON.stringify(error, (_, v) => (typeof v === 'bigint' ? String(v) : v))}); sign a new one`,
+        },
       };
   }
   return { payer: inspected.payer, key, messageHash, signed };
