@@ -16,6 +16,8 @@ import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createX402 } from '../../src/x402/index.ts';
+import { insertSettlement, markSubmitted } from '../../src/x402/settlements.ts';
+import { getBase64Encoder, getTransactionDecoder } from '@solana/kit';
 
 /**
  * x402 `exact` on Solana end to end, on litesvm (the real SPL token program, the mainnet USDC
@@ -38,6 +40,7 @@ let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let pipeline: Awaited<ReturnType<typeof startIngesterWithEngine>>;
 let delivery: ReturnType<typeof createDelivery>;
 const metrics = createMetricsRegistry({ defaultMetrics: false });
+let x402: ReturnType<typeof createX402>;
 
 function payerClient() {
   return new x402Client().register('solana:*', new ExactSvmScheme(toClientSvmSigner(payer), { rpcUrl: rpc.url }));
@@ -64,7 +67,7 @@ beforeAll(async () => {
     LOG_LEVEL: 'silent',
   });
   const logger = createLogger({ level: 'silent' });
-  const x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 50 });
+  x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 50 });
   app = createHttp({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
   baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   config.publicUrl = baseUrl;
@@ -200,5 +203,40 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
     expect(refused.status).toBe(402);
     expect(await settlements()).toBe(count + 1);
     expect(rpc.ledger.entries.length).toBe(entries + 1);
+  });
+
+  test('a payment a crashed process recorded but never sent is resolved by the next retry: the same bytes sent, once', async () => {
+    const session = await createSession('0.3');
+    const header = await signedHeader(session.id);
+    const payload = JSON.parse(Buffer.from(header['PAYMENT-SIGNATURE'] ?? header['payment-signature']!, 'base64').toString());
+    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(payload.payload.transaction));
+    // What the crashed process left: the row, and the co-signed transaction recorded before sending.
+    const signed = await x402.svm.feePayer!.sign(transaction);
+    const row = (await insertSettlement(db.store, {
+      chain: 'solana',
+      tokenAddress: rpc.mints.USDC,
+      payer: payer.address,
+      nonce: signed.signature,
+      livemode: true,
+      signatureHash: 'crashed',
+      sessionId: session.id,
+      merchantId: merchant.id,
+      payTo: wallet.address,
+      amount: BigInt(session.amountDueBaseUnits),
+      validBefore: String(rpc.ledger.slot + 150n),
+      source: 'resource',
+    }))!;
+    expect(await markSubmitted(db.store, row.id, { hash: signed.signature, raw: signed.wire })).toBe(true);
+    await db.store.query("UPDATE x402_settlements SET updated_at = now() - interval '1 minute' WHERE id = $1", [row.id]);
+    const entries = rpc.ledger.entries.length;
+    const count = await settlements();
+
+    const retried = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header });
+    expect(retried.status).toBe(200);
+    expect(decodePaymentResponseHeader(retried.headers.get('payment-response')!).transaction).toBe(signed.signature);
+    expect(rpc.ledger.entries.length).toBe(entries + 1);
+    expect(await settlements()).toBe(count);
+    expect(await usdc(wallet.address)).toBeGreaterThanOrEqual(BigInt(session.amountDueBaseUnits));
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirming', 'confirming');
   });
 });
