@@ -14,6 +14,7 @@ import {
   type Variable,
 } from './configValues.ts';
 import { readRelayerKeys } from './relayerKeys.ts';
+import { readSolanaFeePayerKey } from './solanaFeePayerKey.ts';
 export { relayerKeyFileVariableName, relayerKeyVariableName } from './relayerKeys.ts';
 import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type HttpTimeouts } from './httpTimeouts.ts';
 import { SWEEPER_VARIABLES, readSweeperConfig, type SweeperConfig } from './sweeperConfig.ts';
@@ -82,6 +83,12 @@ export interface Config {
    * offers no live x402 settlement.
    */
   relayerKeys: Partial<Record<ChainName, `0x${string}`>>;
+  /**
+   * The Solana fee payer of x402's `exact` scheme (`SVC_SOLANA_RELAYER_KEY` or its `_FILE`): a
+   * 64-byte ed25519 keypair holding SOL for fees only; never stored, never logged. Unset: no live
+   * x402 on solana.
+   */
+  solanaFeePayerKey?: Uint8Array | undefined;
   /** The worker's automatic deposit sweeper (SVC_DEPOSIT_SWEEP_*). */
   sweeper: SweeperConfig;
 }
@@ -250,6 +257,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const relayerKeys = readRelayerKeys(env, errors);
+  const solanaFeePayerKey = readSolanaFeePayerKey(env, errors);
 
   // A deployed gateway (SVC_STATELESS, the container image) serves merchants it does not trust
   // with its own loopback: a test key's endpoint on 127.0.0.1 would reach the host's other
@@ -280,6 +288,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: read(VARIABLES.trustProxy) ?? false,
     httpTimeouts: readHttpTimeouts(read),
     relayerKeys,
+    solanaFeePayerKey,
     sweeper: readSweeperConfig(read),
   };
   if (errors.length === 0) errors.push(...httpTimeoutProblems(config.httpTimeouts, config.apiDbTimeoutMs));

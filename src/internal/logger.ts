@@ -24,6 +24,8 @@ const REDACT_PATHS = [
   // x402 relayer keys (config.relayerKeys) are never logged, even if a config object is.
   'relayerKeys',
   '*.relayerKeys',
+  'solanaFeePayerKey',
+  '*.solanaFeePayerKey',
   // The whole signed payment header a payer sends: a bearer instrument until it is settled.
   'req.headers["payment-signature"]',
   'req.headers["x-payment"]',

@@ -22,7 +22,7 @@ export function relayerKeyFileVariableName(chain: ChainName): string {
  * `SVC_<CHAIN>_RELAYER_KEY_FILE` names (its content trimmed; an empty file is no key). Both set is
  * an error: which one wins would be a guess. Errors name the variable and the path, never the key.
  */
-function relayerKeyText(env: Env, chain: ChainName, errors: string[]): string | undefined {
+export function relayerKeyText(env: Env, chain: ChainName, errors: string[]): string | undefined {
   const name = relayerKeyVariableName(chain);
   const fileName = relayerKeyFileVariableName(chain);
   const direct = env[name]?.trim() || undefined;
@@ -58,11 +58,8 @@ export function readRelayerKeys(env: Env, errors: string[]): Partial<Record<Chai
   for (const chain of CHAIN_NAMES) {
     const name = relayerKeyVariableName(chain);
     // bsc has no EIP-3009 token (no x402 there), but its relayer key pays deposit sweeps (docs/deposit-addresses.md).
-    if (chain === 'solana') {
-      for (const variable of [name, relayerKeyFileVariableName(chain)])
-        if (env[variable]?.trim()) errors.push(`${variable}: relayer keys are for the EVM chains (polygon, base, bsc, arbitrum, optimism)`);
-      continue;
-    }
+    // Solana's key is an ed25519 keypair, read by readSolanaFeePayerKey (solanaFeePayerKey.ts).
+    if (chain === 'solana') continue;
     const text = relayerKeyText(env, chain, errors);
     // The error names the variable but never echoes the key (ConfigError messages are printed).
     let key: `0x${string}` | undefined;

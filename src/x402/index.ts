@@ -24,6 +24,8 @@ import { signatureHash } from './settlements.ts';
 import { LEASE_SECONDS, recordGas, resolveStale, settleOnce, verifyPayment, type SettleContext, type SettleOutcome } from './settle.ts';
 import { staleSettlements, takeOver, type Settlement } from './settlements.ts';
 import { checkPayTo, createFacilitatorSession, readFacilitatorRequest, supportedKinds, type FacilitatorRequest } from './facilitator.ts';
+import { createSvmX402, svmOffer, type SvmX402 } from './svm/index.ts';
+import type { SvmFeePayer } from './svm/feePayer.ts';
 import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
 
 export { sessionX402Url, x402Offer } from './requirements.ts';
@@ -42,6 +44,8 @@ export type SessionAnswer =
 /** The x402 stage: session resources, the facilitator, the relayers. */
 export interface X402 {
   readonly relayers: Partial<Record<ChainName, Relayer>>;
+  /** Solana's `exact` scheme (svm/): its fee payer and session answers. */
+  readonly svm: SvmX402;
   /** The `x402Url` a session advertises: null where it has no x402 offer or x402 is not enabled on its chain here. */
   urlOf(session: X402UrlFields): string | null;
   /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */
@@ -71,6 +75,8 @@ export interface X402Params {
   logger: Logger;
   metrics: Registry;
   config: Pick<Config, 'publicUrl' | 'rpc' | 'relayerKeys' | 'monitorWindowSeconds' | 'feeBps'> & Partial<Config>;
+  /** Tests pass a Solana fee payer on their own RPC; by default one from SVC_SOLANA_RELAYER_KEY and SVC_SOLANA_RPC_URL. */
+  svmFeePayer?: SvmFeePayer;
   sandbox?: Sandbox | undefined;
   chains?: Record<ChainName, ChainConfig>;
   /** Tests pass relayers on their own chains; by default one per chain with a relayer key and an RPC URL. */
@@ -101,6 +107,16 @@ export function createX402(params: X402Params): X402 {
   const chainsLive = params.config.rpc ? liveChains(params.config as Config) : [];
   const permit2Ready = new Set<ChainName>();
   const probe = () => probePermit2(relayers, permit2Ready, logger);
+  const svm = createSvmX402({
+    store: params.store,
+    logger,
+    metrics,
+    registry: params.metrics,
+    config: params.config,
+    chain: chains.solana,
+    pollMs: ctx.pollMs,
+    feePayer: params.svmFeePayer,
+  });
 
   function available(session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>): void {
     const reason = x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
@@ -109,6 +125,7 @@ export function createX402(params: X402Params): X402 {
 
   /** The session's x402Url where this process can take its payment (its offer, and x402 enabled on its chain); else null. */
   function urlOf(session: X402UrlFields): string | null {
+    if (session.chain === 'solana') return svm.unavailable(session) ? null : `${params.config.publicUrl}/checkout/${encodeURIComponent(session.id)}/x402`;
     if (x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain])) return null;
     return sessionX402Url(params.config.publicUrl, session, chains[session.chain]);
   }
@@ -139,7 +156,8 @@ export function createX402(params: X402Params): X402 {
   async function load(sessionId: string): Promise<CheckoutSession> {
     const session = await loadCheckoutSession(params.store, sessionId);
     if (!session) throw notFound(`no checkout session ${sessionId}`);
-    if (!x402Offer(session, chains[session.chain])) throw notFound(`session ${sessionId} has no x402 offer: x402 pays EVM sessions only here (docs/agents.md)`);
+    if (!x402Offer(session, chains[session.chain]) && !svmOffer(session, chains[session.chain]))
+      throw notFound(`session ${sessionId} has no x402 offer on its chain and token (docs/agents.md)`);
     return session;
   }
 
@@ -154,9 +172,11 @@ export function createX402(params: X402Params): X402 {
 
   return {
     relayers,
+    svm,
     urlOf,
     async session({ sessionId, payment }) {
       const session = await load(sessionId);
+      if (session.chain === 'solana') return svm.session(session, payment, { stateOf, resourceUrl: `${params.config.publicUrl}/checkout/${session.id}/x402` });
       const view = checkoutViewOf(session);
       const payable = (view === 'awaiting' || view === 'underpaid' || view === 'detected') && amountRemaining(session) > 0n;
       if (!payment) {
@@ -234,7 +254,9 @@ export function createX402(params: X402Params): X402 {
       let resolved = 0;
       for (const row of await staleSettlements(params.store, LEASE_SECONDS)) {
         if (!(await takeOver(params.store, row.id, LEASE_SECONDS))) continue;
-        await resolveStale(ctx, row, undefined).catch((error) => logger.error({ msg: 'x402 recovery failed', settlement: row.id, err: error }));
+        await (row.chain === 'solana' ? svm.resolveStale(row) : resolveStale(ctx, row, undefined)).catch((error) =>
+          logger.error({ msg: 'x402 recovery failed', settlement: row.id, err: error }),
+        );
         resolved++;
       }
       return resolved;
@@ -244,6 +266,7 @@ export function createX402(params: X402Params): X402 {
       await probe();
       while (!signal.aborted) {
         for (const relayer of Object.values(relayers)) if (relayer) await recordGas(ctx, relayer);
+        await svm.recordBalance();
         await this.recover().catch((error) => logger.warn({ msg: 'x402 recovery pass failed', err: error }));
         await sleep(everyMs, signal).catch(() => {});
       }

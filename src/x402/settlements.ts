@@ -8,7 +8,9 @@ import type { PaymentPayload } from './wire.ts';
  * submits, unique on the token's own replay key (chain, token, payer, nonce). Statuses:
  * `submitting` (written before anything is sent), `submitted` (the relayer's signed transaction
  * and its hash recorded, then broadcast), `settled` (mined, succeeded), `failed` (mined and
- * reverted, or used elsewhere).
+ * reverted, or used elsewhere). Solana's `exact` payments (svm/) use the same rows: token = the
+ * mint, payer = the transfer authority, nonce = the transaction's signature (the fee payer's,
+ * deterministic over the message), `valid_before` = the block height after which it can no longer land.
  */
 export type SettlementStatus = 'submitting' | 'submitted' | 'settled' | 'failed';
 
@@ -22,12 +24,14 @@ export interface Settlement {
   signatureHash: string;
   sessionId: string;
   merchantId: string;
-  /** The wallet the authorization pays (lower case). */
+  /** The wallet the authorization pays (lower case on EVM chains). */
   payTo: string;
   amount: bigint;
+  /** EIP-3009's `validBefore` (unix seconds); on Solana the block height after which the transaction can no longer land. */
+  validBefore: string;
   source: 'resource' | 'facilitator';
-  /** How the payer's signature moves the tokens: EIP-3009 on the token, or Permit2 through x402's proxy (migration 047). */
-  method: 'eip3009' | 'permit2';
+  /** How the payer's signature moves the tokens: EIP-3009 on the token, Permit2 through x402's proxy (migration 047), or a Solana TransferChecked the fee payer co-signs (migration 054). */
+  method: 'eip3009' | 'permit2' | 'svm';
   status: SettlementStatus;
   txHash: string | null;
   rawTx: string | null;
@@ -37,7 +41,7 @@ export interface Settlement {
 }
 
 const COLUMNS = `id, livemode, chain, token_address AS "tokenAddress", payer, nonce, signature_hash AS "signatureHash", session_id AS "sessionId",
-  merchant_id AS "merchantId", pay_to AS "payTo", amount::text AS amount, source, method, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
+  merchant_id AS "merchantId", pay_to AS "payTo", amount::text AS amount, valid_before::text AS "validBefore", source, method, status, tx_hash AS "txHash", raw_tx AS "rawTx", error_reason AS "errorReason",
   extract(epoch FROM now() - updated_at)::float8 AS "idleSeconds"`;
 
 function toSettlement(row: Record<string, unknown>): Settlement {
@@ -62,7 +66,9 @@ export interface AuthorizationKey {
   nonce: string;
 }
 
-const keyValues = (key: AuthorizationKey) => [key.chain, key.tokenAddress.toLowerCase(), key.payer.toLowerCase(), key.nonce.toLowerCase()];
+/** EVM hex is case-insensitive and stored lower case; Solana's base58 is case-sensitive and stored as is (x402 on Solana, svm/). */
+const fold = (chain: ChainName, text: string) => (chain === 'solana' ? text : text.toLowerCase());
+const keyValues = (key: AuthorizationKey) => [key.chain, fold(key.chain, key.tokenAddress), fold(key.chain, key.payer), fold(key.chain, key.nonce)];
 
 export async function findSettlement(sql: Sql, key: AuthorizationKey): Promise<Settlement | undefined> {
   const { rows } = await sql.query(
@@ -107,7 +113,7 @@ export async function insertSettlement(
       params.signatureHash,
       params.sessionId,
       params.merchantId,
-      params.payTo.toLowerCase(),
+      fold(params.chain, params.payTo),
       params.amount.toString(),
       params.validBefore,
       params.source,
@@ -133,7 +139,7 @@ export async function countRecentReverts(sql: Sql, key: Omit<AuthorizationKey, '
     `SELECT count(*)::int AS n FROM x402_settlements
       WHERE chain = $1 AND token_address = $2 AND payer = $3 AND status = 'failed' AND tx_hash IS NOT NULL
         AND updated_at > now() - make_interval(secs => $4)`,
-    [key.chain, key.tokenAddress.toLowerCase(), key.payer.toLowerCase(), withinSeconds],
+    [key.chain, fold(key.chain, key.tokenAddress), fold(key.chain, key.payer), withinSeconds],
   );
   return rows[0]!.n;
 }

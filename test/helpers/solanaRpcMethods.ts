@@ -8,7 +8,7 @@ const BASE58 = getBase58Decoder();
  * The JSON-RPC methods the test Solana server (solanaRpc.ts) answers, read from and written to
  * `ledger` as a node would: getSlot, getBlockHeight, getLatestBlockhash, getAccountInfo,
  * getBalance, getTokenAccountsByOwner, getSignaturesForAddress, getTransaction,
- * getSignatureStatuses, sendTransaction. A handler throws RpcError for a JSON-RPC error answer.
+ * getSignatureStatuses, simulateTransaction, sendTransaction. A handler throws RpcError for a JSON-RPC error answer.
  */
 export function rpcMethods(ledger: Ledger): Record<string, (params: unknown[]) => unknown> {
   const svm = ledger.svm;
@@ -97,10 +97,35 @@ export function rpcMethods(ledger: Ledger): Record<string, (params: unknown[]) =
         };
       }),
     }),
+    simulateTransaction: ([wire, config]) => {
+      const { encoding = 'base58' } = (config ?? {}) as { encoding?: string };
+      if (encoding !== 'base64') throw new RpcError(-32602, 'this test server accepts base64 transactions only');
+      const transaction = getTransactionDecoder().decode(decodeBase64(wire as string));
+      const simulated = svm.simulateTransaction(transaction);
+      const meta = simulated.meta();
+      return {
+        context: { slot: Number(ledger.slot) },
+        value: {
+          err: 'err' in simulated ? `TransactionError(${String(simulated.err())})` : null,
+          logs: meta.logs(),
+          unitsConsumed: Number(meta.computeUnitsConsumed()),
+          accounts: null,
+          returnData: null,
+        },
+      };
+    },
     sendTransaction: ([wire, config]) => {
       const { encoding = 'base58', skipPreflight = false } = (config ?? {}) as { encoding?: string; skipPreflight?: boolean };
       if (encoding !== 'base64') throw new RpcError(-32602, 'this test server accepts base64 transactions only');
       const transaction = getTransactionDecoder().decode(decodeBase64(wire as string));
+      // A transaction the cluster has already: a node answers its signature and drops the copy
+      // (the status cache), so a resend never runs it twice.
+      const first = Object.values(transaction.signatures)[0];
+      const known = first ? ledger.find(BASE58.decode(first)) : undefined;
+      if (known) {
+        if (!skipPreflight) throw new RpcError(-32002, 'Transaction simulation failed: This transaction has already been processed');
+        return known.signature;
+      }
       if (!skipPreflight) {
         const simulated = svm.simulateTransaction(transaction);
         if ('err' in simulated) throw new RpcError(-32002, `Transaction simulation failed: ${String(simulated.err())}`);

@@ -41,6 +41,7 @@ const PINNED: Record<string, string> = {
   '040_merchant_brand.sql': '926b99b08a994410fdef003f788c77349aeca616b05c681644105da00d91bef0',
   '041_purchase_details.sql': 'bfd831aafe38e37ac6ea93233adc83479495461d21b501017d484d8471c43a10',
   '047_x402_permit2.sql': 'ec61702f11320c3ad11160cb425d772d3c08ebec96f6252f885cd0c2c138875b',
+  '054_x402_svm_method.sql': '1271d8c831cbc70096baf5acbcd003c2b951860f1c1816b5f5a03b3769694971',
   // As first landed (b29aaff); its correction is 012.
 };
 

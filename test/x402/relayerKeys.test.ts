@@ -8,6 +8,8 @@ import { ConfigError } from '../../src/internal/errors.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createRelayers } from '../../src/x402/index.ts';
+import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
+import { newSolanaKeypair } from '../helpers/svmPayments.ts';
 
 /** SVC_<CHAIN>_RELAYER_KEY: read from the environment only, never echoed, never logged (docs/security.md). */
 const KEY = `0x${'ab'.repeat(32)}`;
@@ -31,7 +33,7 @@ describe('x402 relayer keys', () => {
     const bad = `0x${'cd'.repeat(31)}`;
     const problems = problemsOf({ SVC_ARBITRUM_RELAYER_KEY: bad, SVC_BSC_RELAYER_KEY: KEY, SVC_SOLANA_RELAYER_KEY: KEY });
     expect(problems).toHaveLength(2);
-    expect(problems[0]).toContain('SVC_SOLANA_RELAYER_KEY');
+    expect(problems.join('\n')).toContain('SVC_SOLANA_RELAYER_KEY: must be a Solana keypair');
     expect(problems.join('\n')).toContain('SVC_ARBITRUM_RELAYER_KEY: must be a 32-byte private key');
     expect(problems.join('\n')).not.toContain('cdcd');
     expect(problems.join('\n')).not.toContain('abab');
@@ -60,6 +62,44 @@ describe('x402 relayer keys', () => {
   });
 });
 
+describe('the Solana fee payer key (SVC_SOLANA_RELAYER_KEY)', () => {
+  const { base58, address } = newSolanaKeypair();
+  const bytes = getBase58Encoder().encode(base58);
+
+  test("a keypair as base58 text or solana-keygen's JSON array (the _FILE form); its address is its public half", () => {
+    const fromText = loadConfig({ SVC_SOLANA_RELAYER_KEY: base58 }).solanaFeePayerKey!;
+    expect(getBase58Decoder().decode(fromText.subarray(32))).toBe(address);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-solana-'));
+    const file = path.join(dir, 'id.json');
+    fs.writeFileSync(file, JSON.stringify([...bytes]));
+    expect(loadConfig({ SVC_SOLANA_RELAYER_KEY_FILE: file }).solanaFeePayerKey).toEqual(fromText);
+  });
+
+  test('a keypair whose public half is not its seed’s, or of another length, is refused without repeating it', () => {
+    const tampered = Uint8Array.from(bytes);
+    tampered[63] = tampered[63]! ^ 1;
+    const problems = [
+      ...problemsOf({ SVC_SOLANA_RELAYER_KEY: getBase58Decoder().decode(tampered) }),
+      ...problemsOf({ SVC_SOLANA_RELAYER_KEY: getBase58Decoder().decode(bytes.subarray(0, 32)) }),
+    ];
+    expect(problems).toEqual([
+      "SVC_SOLANA_RELAYER_KEY: is not a keypair: its last 32 bytes are not its seed's public key",
+      'SVC_SOLANA_RELAYER_KEY: must be a Solana keypair of 64 bytes (seed and public key)',
+    ]);
+  });
+
+  test('it is redacted from a config object that reaches a log line', async () => {
+    const stream = new PassThrough();
+    const lines: string[] = [];
+    stream.on('data', (chunk) => lines.push(...String(chunk).trim().split('\n')));
+    createLogger({ level: 'info', destination: stream }).info({ msg: 'Config', config: loadConfig({ SVC_SOLANA_RELAYER_KEY: base58 }) });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines[0]).toContain('solanaFeePayerKey');
+    expect(lines[0]).toContain('"solanaFeePayerKey":"[redacted]"');
+    expect(lines[0]).not.toContain(String(bytes[0]) + ',' + String(bytes[1]) + ',');
+  });
+});
+
 describe('x402 relayer keys from files (SVC_<CHAIN>_RELAYER_KEY_FILE)', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-relayer-'));
   const write = (name: string, text: string) => {
@@ -85,7 +125,7 @@ describe('x402 relayer keys from files (SVC_<CHAIN>_RELAYER_KEY_FILE)', () => {
       [
         'SVC_POLYGON_RELAYER_KEY and SVC_POLYGON_RELAYER_KEY_FILE are both set: set one (the _FILE form keeps the key out of the environment)',
         `SVC_BASE_RELAYER_KEY_FILE: cannot read ${path.join(dir, 'missing')} (ENOENT)`,
-        'SVC_SOLANA_RELAYER_KEY_FILE: relayer keys are for the EVM chains (polygon, base, bsc, arbitrum, optimism)',
+        "the file of SVC_SOLANA_RELAYER_KEY_FILE: must be a Solana keypair: base58 text of 64 bytes, or solana-keygen's JSON array",
         'the file of SVC_ARBITRUM_RELAYER_KEY_FILE: must be a 32-byte private key in hex (0x and 64 hex digits)',
       ].sort(),
     );

@@ -11,7 +11,7 @@ import { getSessionById } from '../../payments/sessions.ts';
 import { PaymentStatusSchema } from '../../checkout/schema.ts';
 import { setCommonHeaders } from '../../checkout/securityHeaders.ts';
 import { encodeHeader, HEADERS, type SessionAnswer, type X402 } from '../../x402/index.ts';
-import { readPaymentHeader } from '../../x402/wire.ts';
+import { paymentResourceUrl } from '../../x402/svm/payload.ts';
 
 /**
  * x402 over HTTP (docs/agents.md): every session's `x402Url` and every payment link's
@@ -132,7 +132,8 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
 /** The session of `linkId` that a v2 payment's `resource.url` names (`…/checkout/<id>/x402`). */
 async function linkSessionOfPayment(deps: ApiDeps, linkId: string, payment: { header: string; version: 1 | 2 }): Promise<string> {
-  const url = readPaymentHeader(payment.header).resourceUrl;
+  // Any scheme's payload (EVM or Solana): only `resource.url` is read here.
+  const url = paymentResourceUrl(payment.header);
   const match = url ? /\/checkout\/(ses_[0-9A-Za-z]{20})\/x402$/.exec(url) : null;
   if (!match) throw badRequest("a payment link's x402 payment must be x402 v2 and name the session it pays in resource.url (as @x402/fetch does)");
   const session = await getSessionById(deps.store, { id: match[1]!, fields: ['paymentLinkId'] });

@@ -34,14 +34,17 @@ function formatConfigTable(env: Record<string, string | undefined>): { rows: Con
         description: `${chain} WebSocket URLs, comma-separated; unset: the ingester polls over HTTP`,
       },
     );
-    if (chain !== 'solana' && chain !== 'bsc') {
+    if (chain !== 'bsc') {
       // Whether it is set, never its value.
       const relayer = relayerKeyVariableName(chain);
       rows.push({
         variable: relayer,
         default: null,
         set: Boolean(env[relayer]),
-        description: `${chain} x402 relayer: a gas-only private key that submits payers' EIP-3009 authorizations; unset: no live x402 on ${chain}`,
+        description:
+          chain === 'solana'
+            ? "solana x402 fee payer: a keypair holding SOL only (base58, or solana-keygen's JSON array) that co-signs payers' TransferChecked transactions and pays their fees; unset: no live x402 on solana"
+            : `${chain} x402 relayer: a gas-only private key that submits payers' EIP-3009 authorizations; unset: no live x402 on ${chain}`,
       });
       const file = relayerKeyFileVariableName(chain);
       rows.push({

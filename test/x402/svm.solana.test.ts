@@ -1,0 +1,242 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Address, KeyPairSigner } from '@solana/kit';
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client, x402HTTPClient } from '@x402/fetch';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { toClientSvmSigner } from '@x402/svm';
+import { useTestDatabase } from '../helpers/db.ts';
+import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { startSolanaRpc, type SolanaTestRpc } from '../helpers/solanaRpc.ts';
+import { startIngesterWithEngine, waitFor } from '../helpers/solanaIngest.ts';
+import { startVerifyingReceiver } from '../helpers/livePipeline.ts';
+import { newSolanaKeypair } from '../helpers/svmPayments.ts';
+import { addWallet } from '../../src/accounts/index.ts';
+import { createDelivery } from '../../src/delivery/index.ts';
+import { createHttp } from '../../src/http.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { createLogger } from '../../src/internal/logger.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { createX402 } from '../../src/x402/index.ts';
+import { insertSettlement, markSubmitted } from '../../src/x402/settlements.ts';
+import { getBase64Encoder, getTransactionDecoder } from '@solana/kit';
+
+/**
+ * x402 `exact` on Solana end to end, on litesvm (the real SPL token program, the mainnet USDC
+ * mint) behind the test JSON-RPC server: the real @x402/fetch client with @x402/svm's exact scheme
+ * and a payer keypair pays a session's x402 URL; the gateway checks the transaction, co-signs it
+ * with its fee payer (SVC_SOLANA_RELAYER_KEY, SOL only) and sends it once; the real Solana
+ * ingester sees the transfer, the engine attributes it by the claim and confirms it at
+ * ``finalized`; the merchant's receiver gets verified webhooks. Then exactly once: the same
+ * payment again, and five times at once.
+ */
+const db = useTestDatabase('x402_svm');
+const feePayerKey = newSolanaKeypair();
+let rpc: SolanaTestRpc;
+let app: ReturnType<typeof createHttp>;
+let baseUrl: string;
+let merchant: Awaited<ReturnType<typeof newMerchant>>;
+let wallet: KeyPairSigner;
+let payer: KeyPairSigner;
+let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
+let pipeline: Awaited<ReturnType<typeof startIngesterWithEngine>>;
+let delivery: ReturnType<typeof createDelivery>;
+const metrics = createMetricsRegistry({ defaultMetrics: false });
+let x402: ReturnType<typeof createX402>;
+
+function payerClient() {
+  return new x402Client().register('solana:*', new ExactSvmScheme(toClientSvmSigner(payer), { rpcUrl: rpc.url }));
+}
+
+beforeAll(async () => {
+  rpc = await startSolanaRpc();
+  // The fee payer holds SOL only.
+  rpc.ledger.svm.airdrop(feePayerKey.address, 1_000_000_000n as never);
+  merchant = await newMerchant(db.store, 'Agent Shop');
+  wallet = await rpc.wallet();
+  await addWallet(db.store, { merchantId: merchant.id, chain: 'solana', address: wallet.address, verifiedBy: 'operator' });
+  // The merchant's USDC account exists (the client pays into it and does not create it).
+  await rpc.fund(wallet.address, 'USDC', 0n);
+  payer = await rpc.wallet();
+  await rpc.fund(payer.address, 'USDC', 100_000_000n);
+  rpc.ledger.finalize();
+
+  const config = loadConfig({
+    SVC_SOLANA_RPC_URL: rpc.url,
+    SVC_SOLANA_RELAYER_KEY: feePayerKey.base58,
+    SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+    SVC_PUBLIC_URL: 'http://127.0.0.1:1',
+    LOG_LEVEL: 'silent',
+  });
+  const logger = createLogger({ level: 'silent' });
+  x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 50 });
+  app = createHttp({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
+  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  config.publicUrl = baseUrl;
+
+  receiver = await startVerifyingReceiver();
+  const registered = await api('POST', '/api/v1/webhooks', { url: receiver.url });
+  expect(registered.status).toBe(201);
+  receiver.useSecret(registered.body.secret);
+  pipeline = await startIngesterWithEngine({ store: db.store, rpc });
+  delivery = createDelivery({
+    store: db.store,
+    logger,
+    metrics,
+    config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
+    box,
+    pollIntervalMs: 50,
+  });
+  await delivery.start();
+});
+
+afterAll(async () => {
+  await delivery?.stop();
+  await pipeline?.stop();
+  await app?.close();
+  await receiver?.close();
+  await rpc?.stop();
+});
+
+async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${baseUrl}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${merchant.live}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+async function createSession(amount: string) {
+  const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDC', chain: 'solana', merchantWallet: wallet.address });
+  expect(answer.status).toBe(201);
+  return answer.body as { id: string; amountDueBaseUnits: string; x402Url: string };
+}
+
+const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
+const usdc = async (owner: Address) => rpc.ledger.tokenBalance(await rpc.ata(owner, 'USDC')) ?? 0n;
+
+/** A payment header for a session, made by the real client from the session's 402. */
+async function signedHeader(sessionId: string): Promise<Record<string, string>> {
+  const client = payerClient();
+  const challenge = await fetch(`${baseUrl}/checkout/${sessionId}/x402`);
+  expect(challenge.status).toBe(402);
+  const httpClient = new x402HTTPClient(client);
+  const required = httpClient.getPaymentRequiredResponse((name) => challenge.headers.get(name));
+  return httpClient.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+}
+
+describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
+  test('@x402/fetch with @x402/svm pays a session; the fee payer pays only the fee; it confirms through the ingester and engine with webhooks', async () => {
+    const session = await createSession('0.5');
+    expect(session.x402Url).toBe(`${baseUrl}/checkout/${session.id}/x402`);
+    const challenge = await fetch(session.x402Url);
+    expect(challenge.status).toBe(402);
+    const required = JSON.parse(Buffer.from(challenge.headers.get('payment-required')!, 'base64').toString());
+    expect(required.accepts).toEqual([
+      {
+        scheme: 'exact',
+        network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+        amount: session.amountDueBaseUnits,
+        asset: rpc.mints.USDC,
+        payTo: wallet.address,
+        maxTimeoutSeconds: 60,
+        extra: { feePayer: feePayerKey.address },
+      },
+    ]);
+
+    const payerBefore = await usdc(payer.address);
+    const solBefore = rpc.ledger.svm.getBalance(feePayerKey.address)!;
+    const paid = await wrapFetchWithPayment(fetch, payerClient())(session.x402Url);
+    expect(paid.status).toBe(200);
+    const settled = decodePaymentResponseHeader(paid.headers.get('payment-response')!);
+    expect(settled).toMatchObject({ success: true, network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', payer: payer.address });
+    const entry = rpc.ledger.find(settled.transaction)!;
+    expect(entry.meta.err).toBeNull();
+    expect(entry.accountKeys[0]).toBe(feePayerKey.address);
+    expect(await usdc(wallet.address)).toBe(BigInt(session.amountDueBaseUnits));
+    expect(payerBefore - (await usdc(payer.address))).toBe(BigInt(session.amountDueBaseUnits));
+    // The fee payer paid the fee (two signatures, a tiny priority fee) and nothing else.
+    const spent = solBefore - rpc.ledger.svm.getBalance(feePayerKey.address)!;
+    expect(spent).toBeGreaterThanOrEqual(10_000n);
+    expect(spent).toBeLessThan(11_000n);
+
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirming', 'confirming');
+    const { rows } = await db.store.query('SELECT session_id, match_method FROM transfers WHERE tx_hash = $1', [settled.transaction]);
+    expect(rows).toEqual([{ session_id: session.id, match_method: 'claim' }]);
+    rpc.ledger.finalize();
+    // Finalized is solana's confirmation rule and settles it at once.
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'settled', 'settled');
+    await waitFor(async () => receiver.received.filter((hook) => hook.sessionId === session.id).length >= 3, 'webhooks');
+    expect(receiver.received.filter((hook) => hook.sessionId === session.id).map((hook) => hook.event)).toEqual([
+      'payment.confirming',
+      'payment.confirmed',
+      'payment.settled',
+    ]);
+    const exported = await metrics.metrics();
+    expect(exported).toContain('svc_x402_settlements_total{chain="solana",outcome="settled"} 1');
+    expect(exported).toMatch(new RegExp(`svc_x402_relayer_gas_balance\\{chain="solana",address="${feePayerKey.address}"\\} 0\\.99`));
+    // Paid: the URL answers the state, so a client does not pay again.
+    expect((await fetch(session.x402Url)).status).toBe(200);
+  });
+
+  test('the same payment again, and five times at once, settles once with one transaction', async () => {
+    const session = await createSession('0.25');
+    const header = await signedHeader(session.id);
+    const before = await usdc(payer.address);
+    const count = await settlements();
+    const entries = rpc.ledger.entries.length;
+    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header })));
+    const again = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header });
+    const transactions = new Set<string>();
+    for (const answer of [...answers, again]) {
+      expect(answer.status).toBe(200);
+      transactions.add(decodePaymentResponseHeader(answer.headers.get('payment-response')!).transaction);
+    }
+    expect(transactions.size).toBe(1);
+    expect(await settlements()).toBe(count + 1);
+    expect(rpc.ledger.entries.length).toBe(entries + 1);
+    expect(before - (await usdc(payer.address))).toBe(BigInt(session.amountDueBaseUnits));
+    expect(await metrics.metrics()).toMatch(/svc_x402_settlements_total\{chain="solana",outcome="replayed"\} [1-9]/);
+
+    // On another session (another due amount), the same transaction pays nothing.
+    const other = await createSession('0.25');
+    const refused = await fetch(`${baseUrl}/checkout/${other.id}/x402`, { headers: header });
+    expect(refused.status).toBe(402);
+    expect(await settlements()).toBe(count + 1);
+    expect(rpc.ledger.entries.length).toBe(entries + 1);
+  });
+
+  test('a payment a crashed process recorded but never sent is resolved by the next retry: the same bytes sent, once', async () => {
+    const session = await createSession('0.3');
+    const header = await signedHeader(session.id);
+    const payload = JSON.parse(Buffer.from(header['PAYMENT-SIGNATURE'] ?? header['payment-signature']!, 'base64').toString());
+    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(payload.payload.transaction));
+    // What the crashed process left: the row, and the co-signed transaction recorded before sending.
+    const signed = await x402.svm.feePayer!.sign(transaction);
+    const row = (await insertSettlement(db.store, {
+      chain: 'solana',
+      tokenAddress: rpc.mints.USDC,
+      payer: payer.address,
+      nonce: signed.signature,
+      livemode: true,
+      signatureHash: 'crashed',
+      sessionId: session.id,
+      merchantId: merchant.id,
+      payTo: wallet.address,
+      amount: BigInt(session.amountDueBaseUnits),
+      validBefore: String(rpc.ledger.slot + 150n),
+      source: 'resource',
+    }))!;
+    expect(await markSubmitted(db.store, row.id, { hash: signed.signature, raw: signed.wire })).toBe(true);
+    await db.store.query("UPDATE x402_settlements SET updated_at = now() - interval '1 minute' WHERE id = $1", [row.id]);
+    const entries = rpc.ledger.entries.length;
+    const count = await settlements();
+
+    const retried = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header });
+    expect(retried.status).toBe(200);
+    expect(decodePaymentResponseHeader(retried.headers.get('payment-response')!).transaction).toBe(signed.signature);
+    expect(rpc.ledger.entries.length).toBe(entries + 1);
+    expect(await settlements()).toBe(count);
+    expect(await usdc(wallet.address)).toBeGreaterThanOrEqual(BigInt(session.amountDueBaseUnits));
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirming', 'confirming');
+  });
+});
