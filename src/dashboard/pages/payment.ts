@@ -6,7 +6,7 @@ import { listDeliveries, listEvents, type DeliveryRecord, type EventRecord } fro
 import { listSessionTransfers, transferPublicId, type TransferRow } from '../../engine/index.ts';
 import { loadChains } from '../../internal/chains.ts';
 import { notFound } from '../../internal/errors.ts';
-import { formatAmount } from '../../internal/money.ts';
+import { formatDisplayAmount } from '../../internal/money.ts';
 import { listRefunds, requestRefund } from '../../payments/refunds.ts';
 import type { Session } from '../../payments/session.ts';
 import { getSession } from '../../payments/sessions.ts';
@@ -159,7 +159,7 @@ async function refundsBlock(ctx: DashboardContext, session: Session, form: Refun
 ${
   requested
     ? noticeBox(
-        `Refund ${requested.id} requested: ${formatAmount(requested.amount, requested.decimals)} ${requested.currency} to ${requested.toAddress}. Pay it from your wallet on the Refunds page.`,
+        `Refund ${requested.id} requested: ${formatDisplayAmount(requested.amount, requested.decimals)} ${requested.currency} to ${requested.toAddress}. Pay it from your wallet on the Refunds page.`,
       )
     : ''
 }
@@ -199,7 +199,7 @@ async function renderPayment(ctx: DashboardContext, deps: DashboardDeps, id: str
   return page(
     `Payment ${session.id}`,
     html`<link rel="stylesheet" href="${assetUrl('payments.css')}"><script src="${assetUrl('payments.js')}" defer></script>
-<p><a href="/dashboard/payments">← All payments</a> · ${formatAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain}</p>
+<p><a href="/dashboard/payments">← All payments</a> · ${formatDisplayAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain}</p>
 ${liveBlock(detail, deps.config.publicUrl)}
 ${await refundsBlock(ctx, session, form)}`,
     { status },

@@ -1,7 +1,7 @@
 import { statusB } from '../../api/views.ts';
 import { CURRENCIES, explorerTxUrl, loadChains } from '../../internal/chains.ts';
 import { CHAIN_NAMES, type ChainName } from '../../internal/config.ts';
-import { formatAmount } from '../../internal/money.ts';
+import { formatDisplayAmount } from '../../internal/money.ts';
 import type { Session } from '../../payments/session.ts';
 import type { SessionFilter } from '../../payments/sessions.ts';
 import { html, safeHref, type Html } from '../html.ts';
@@ -9,7 +9,7 @@ import { html, safeHref, type Html } from '../html.ts';
 /**
  * What the payments pages share: the list's filters (read from the query string, so a filtered
  * view is a link), the status badge, money cells and explorer links. Money is always formatted
- * from bigint base units by formatAmount, never through a JS number.
+ * from bigint base units by formatDisplayAmount (at least cents: "19.90"), never through a JS number.
  */
 
 /** Interface B's states, the ones the filter offers (`pending` includes sessions in state `created`). */
@@ -101,9 +101,9 @@ export function statusBadge(status: string): Html {
   return html`<span class="badge status status-${shown}">${shown}</span>`;
 }
 
-/** Base units as decimal text with the currency ("12.5 USDC"). */
+/** Base units as decimal text with the currency, at least cents ("12.50 USDC"). */
 export function money(units: bigint, decimals: number, currency: string): Html {
-  return html`<span class="money">${formatAmount(units, decimals)} <span class="currency">${currency}</span></span>`;
+  return html`<span class="money">${formatDisplayAmount(units, decimals)} <span class="currency">${currency}</span></span>`;
 }
 
 /** A transaction hash, linked to the chain's explorer in live mode (sandbox hashes are simulated: no explorer knows them). */
@@ -137,7 +137,7 @@ export function paymentsTable(sessions: Session[]): Html {
 <td><a href="/dashboard/payments/${s.id}"><code>${s.id}</code></a>${Object.keys(s.metadata).length ? html`<div class="meta">${metadataText(s.metadata)}</div>` : ''}</td>
 <td>${statusBadge(s.status)}</td>
 <td>${money(s.amount, s.decimals, s.currency)}</td>
-<td>${money(s.amountReceived, s.decimals, s.currency)}${s.amountPending > 0n ? html`<div class="help">+ ${formatAmount(s.amountPending, s.decimals)} pending</div>` : ''}</td>
+<td>${money(s.amountReceived, s.decimals, s.currency)}${s.amountPending > 0n ? html`<div class="help">+ ${formatDisplayAmount(s.amountPending, s.decimals)} pending</div>` : ''}</td>
 <td>${s.chain}</td>
 <td>${when(s.createdAt)}</td>
 </tr>`,

@@ -1,5 +1,5 @@
 import { loadChains } from '../../internal/chains.ts';
-import { formatAmount } from '../../internal/money.ts';
+import { formatAmount, formatDisplayAmount } from '../../internal/money.ts';
 import { fakeTxHash } from '../../internal/sandboxIds.ts';
 import { qrSvg } from '../../checkout/qr.ts';
 import { sessionPaymentUri } from '../../checkout/uris.ts';
@@ -25,7 +25,7 @@ import { page, redirect, type DashboardContext, type DashboardPageModule } from 
 const PAGE_SIZE = 50;
 const STATUS_LABELS: Record<RefundStatus, string> = { requested: 'Requested', completed: 'Completed', rejected: 'Rejected' };
 
-const amountText = (refund: Refund) => `${formatAmount(refund.amount, refund.decimals)} ${refund.currency}`;
+const amountText = (refund: Refund) => `${formatDisplayAmount(refund.amount, refund.decimals)} ${refund.currency}`;
 const dateText = (date: Date) => date.toISOString().replace('T', ' ').slice(0, 16);
 
 function statusBadge(refund: Refund): Html {
