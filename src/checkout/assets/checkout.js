@@ -71,7 +71,9 @@
     var sections = document.querySelectorAll('[data-views]');
     for (var i = 0; i < sections.length; i++) {
       var views = sections[i].getAttribute('data-views').split(' ');
-      sections[i].hidden = views.indexOf(s.view) < 0;
+      // data-or-payable: shown in its views, and in any view while something is left to pay.
+      var orPayable = s.payable && sections[i].hasAttribute('data-or-payable');
+      sections[i].hidden = views.indexOf(s.view) < 0 && !orPayable;
     }
     var pay = byId('pay');
     if (pay) pay.hidden = !s.payable;
