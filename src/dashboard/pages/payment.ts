@@ -14,6 +14,7 @@ import { assetUrl } from '../assets.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, safeHref, type Html } from '../html.ts';
 import { fragment, page, redirect, type DashboardContext, type DashboardDeps, type DashboardRoutes } from '../routes.ts';
+import { otherModeAnswer } from './otherMode.ts';
 import { LIVE_POLL_SECONDS, money, shortAddress, statusBadge, txLink, when } from './paymentParts.ts';
 
 /**
@@ -209,6 +210,13 @@ ${await refundsBlock(ctx, session, form)}`,
 /** Registers a payment's page, its live fragment and its refund request (called by payments.ts). */
 export function paymentPage(routes: DashboardRoutes, deps: DashboardDeps): void {
   routes.get<{ id: string }>('/payments/:id', { nav: 'payments' }, async (ctx, request) => {
+    const id = request.params.id;
+    const elsewhere = await otherModeAnswer(ctx, {
+      what: `payment ${id}`,
+      path: `/dashboard/payments/${encodeURIComponent(id)}`,
+      exists: async (livemode) => Boolean(await getSession(ctx.store, { merchantId: ctx.merchant.id, livemode, id })),
+    });
+    if (elsewhere) return elsewhere;
     const requested = request.query.requested;
     return renderPayment(ctx, deps, request.params.id, requested ? { requested } : undefined);
   });
