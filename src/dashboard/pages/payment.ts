@@ -194,12 +194,13 @@ ${
 </section>`;
 }
 
-async function renderPayment(ctx: DashboardContext, deps: DashboardDeps, id: string, form?: RefundFormState, status = 200) {
+async function renderPayment(ctx: DashboardContext, deps: DashboardDeps, id: string, form?: RefundFormState, status = 200, created = false) {
   const detail = await readDetail(ctx, id);
   const { session } = detail;
   return page(
     `Payment ${session.id}`,
     html`<link rel="stylesheet" href="${assetUrl('payments.css')}"><script src="${assetUrl('payments.js')}" defer></script>
+${created ? html`<p class="notice" role="status" id="test-payment-created">Test payment created. <a href="${safeHref(checkoutUrl(deps.config.publicUrl, session.id))}">Open its checkout page</a> to pay it with the sandbox; this page follows it.</p>` : ''}
 <p><a href="/dashboard/payments">← All payments</a> · ${formatDisplayAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain}</p>
 ${liveBlock(detail, deps.config.publicUrl)}
 ${await refundsBlock(ctx, session, form)}`,
@@ -218,7 +219,7 @@ export function paymentPage(routes: DashboardRoutes, deps: DashboardDeps): void 
     });
     if (elsewhere) return elsewhere;
     const requested = request.query.requested;
-    return renderPayment(ctx, deps, request.params.id, requested ? { requested } : undefined);
+    return renderPayment(ctx, deps, id, requested ? { requested } : undefined, 200, request.query.created === 'test');
   });
 
   routes.get<{ id: string }>('/payments/:id/live', { nav: 'payments' }, async (ctx, request) => {

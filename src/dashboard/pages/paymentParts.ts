@@ -126,20 +126,23 @@ export function when(date: Date | null | undefined): string {
   return date ? `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC` : '';
 }
 
-/** The payments table (the list page and its live fragment). */
+/**
+ * The payments table (the list page, its live fragment, Home's recent payments). On phones
+ * (dashboard.css `table.stacked`) each row is a card of labelled lines, so nothing scrolls sideways.
+ */
 export function paymentsTable(sessions: Session[]): Html {
   if (sessions.length === 0) return html`<p class="empty">No payments match.</p>`;
-  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="payments">
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Payments"><table class="payments stacked">
 <caption class="sr-only">Payments, newest first</caption>
 <thead><tr><th scope="col">Payment</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Received</th><th scope="col">Chain</th><th scope="col">Created</th></tr></thead>
 <tbody>${sessions.map(
     (s) => html`<tr data-payment="${s.id}">
 <td><a href="/dashboard/payments/${s.id}"><code>${s.id}</code></a>${Object.keys(s.metadata).length ? html`<div class="meta">${metadataText(s.metadata)}</div>` : ''}</td>
-<td>${statusBadge(s.status)}</td>
-<td>${money(s.amount, s.decimals, s.currency)}</td>
-<td>${money(s.amountReceived, s.decimals, s.currency)}${s.amountPending > 0n ? html`<div class="help">+ ${formatDisplayAmount(s.amountPending, s.decimals)} pending</div>` : ''}</td>
-<td>${s.chain}</td>
-<td>${when(s.createdAt)}</td>
+<td data-label="Status">${statusBadge(s.status)}</td>
+<td data-label="Amount">${money(s.amount, s.decimals, s.currency)}</td>
+<td data-label="Received">${money(s.amountReceived, s.decimals, s.currency)}${s.amountPending > 0n ? html`<div class="help">+ ${formatDisplayAmount(s.amountPending, s.decimals)} pending</div>` : ''}</td>
+<td data-label="Chain">${s.chain}</td>
+<td data-label="Created">${when(s.createdAt)}</td>
 </tr>`,
   )}</tbody></table></div>`;
 }
