@@ -198,7 +198,7 @@ describe('checkout page in Chromium', () => {
     const { page, problems } = await open(`${server.url}/checkout/${session.id}`, 'phone');
     await page.getByRole('heading', { name: 'Payment incomplete' }).waitFor({ state: 'visible' });
     await waitText(page.locator('#received'), '3.00');
-    await waitText(page.locator('#remaining'), '5');
+    await waitText(page.locator('#remaining'), '5.00');
     await page.locator('#refund').waitFor({ state: 'visible' });
     await saveScreenshot(page, 'failed-phone');
 
