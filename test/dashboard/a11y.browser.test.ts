@@ -82,14 +82,17 @@ test('dashboard pages pass axe at 1280 and 390 px; test payment, figures, phone 
 
   // The logo upload: an SVG is refused, a PNG is stored and shown; both through the real form.
   await page.goto(`${server.url}/dashboard/settings/brand`);
-  await page.locator('#logo-file').setInputFiles({ name: 'logo.svg', mimeType: 'image/svg+xml', buffer: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>') });
+  await page
+    .locator('#logo-file')
+    .setInputFiles({ name: 'logo.svg', mimeType: 'image/svg+xml', buffer: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>') });
   await page.getByRole('button', { name: 'Upload logo' }).click();
   await waitText(page.locator('.form-error'), /SVG logos are not accepted/);
   await page.locator('#logo-file').setInputFiles({ name: 'logo.png', mimeType: 'image/png', buffer: png(120, 40) });
   await page.getByRole('button', { name: 'Upload logo' }).click();
   await page.waitForURL(/done=logo-set$/);
-  await page.locator('#brand-logo').waitFor();
-  expect(await page.locator('#brand-logo').evaluate('(image) => image.naturalWidth')).toBe(120);
+  await page.waitForFunction(
+    "(() => { const image = document.getElementById('brand-logo'); return !!image && image.complete && image.naturalWidth === 120; })()",
+  );
   violations.push(...(await seriousAxeViolationsAtBothWidths(page, 'brand')));
 
   // The audit log shows the upload's details in full (the whole sha256), wrapped, not scrolled.
