@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { createApi, type CreateApiParams, type Surface } from './api/index.ts';
+import { refusalAnswer } from './api/httpErrors.ts';
 import { registerCheckout } from './checkout/index.ts';
 import { registerDashboard } from './dashboard/index.ts';
 import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from './sandbox/checkout.ts';
@@ -14,7 +15,7 @@ export const checkoutSurface: Surface = (app, deps) => {
     sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined,
     x402UrlOf: (session) => deps.x402?.urlOf(session) ?? null,
   });
-  sandboxCheckoutRoutes(app, deps);
+  sandboxCheckoutRoutes(app, { ...deps, refusalOf: refusalAnswer });
 };
 
 /** The merchant dashboard under /dashboard. */

@@ -1,5 +1,6 @@
 import { textColorOn } from '../accounts/brand.ts';
 import { escapeHtml } from './qr.ts';
+import { displayDecimal } from '../internal/money.ts';
 import type { PaymentInstructions } from './schema.ts';
 
 /**
@@ -36,19 +37,20 @@ export function brandLogo(merchant: Pick<Merchant, 'logoUrl' | 'name'>): string 
 }
 
 /** The description and the line items table (with the total), or nothing when there are neither. */
-export function purchaseSection(i: Pick<PaymentInstructions, 'description' | 'lineItems' | 'amount' | 'currency'>): string {
+export function purchaseSection(i: Pick<PaymentInstructions, 'description' | 'lineItems' | 'amount' | 'currency' | 'decimals'>): string {
   if (!i.description && !i.lineItems) return '';
+  const shown = (text: string) => escapeHtml(displayDecimal(text, i.decimals));
   const rows = (i.lineItems ?? [])
     .map(
       (item) =>
-        `<tr><td>${escapeHtml(item.name)}</td><td class="num">${item.quantity}</td><td class="num">${escapeHtml(item.unitAmount)}</td><td class="num">${escapeHtml(item.amount)}</td></tr>`,
+        `<tr><td>${escapeHtml(item.name)}</td><td class="num">${item.quantity}</td><td class="num">${shown(item.unitAmount)}</td><td class="num">${shown(item.amount)}</td></tr>`,
     )
     .join('');
   const table = i.lineItems
     ? `<table class="items" id="line-items"><caption class="sr-only">Items (${escapeHtml(i.currency)})</caption>
 <thead><tr><th scope="col">Item</th><th scope="col" class="num">Qty</th><th scope="col" class="num">Price</th><th scope="col" class="num">Amount</th></tr></thead>
 <tbody>${rows}</tbody>
-<tfoot><tr><th scope="row" colspan="3">Total</th><td class="num">${escapeHtml(i.amount)} ${escapeHtml(i.currency)}</td></tr></tfoot></table>`
+<tfoot><tr><th scope="row" colspan="3">Total</th><td class="num">${shown(i.amount)} ${escapeHtml(i.currency)}</td></tr></tfoot></table>`
     : '';
   return `<section class="purchase" id="purchase" aria-label="What you are paying for">${i.description ? `<p id="description">${escapeHtml(i.description)}</p>` : ''}${table}</section>`;
 }

@@ -23,6 +23,7 @@ import {
 import { proveTransaction } from './proof.ts';
 import type { TransactionLookups } from '../ingest/lookup.ts';
 import { receiptRoutes } from './receiptRoutes.ts';
+import { restartPathOf } from './wayBack.ts';
 
 export { buildInstructions, checkoutUrls } from './instructions.ts';
 export { loadCheckoutSession, checkoutViewOf, CHECKOUT_VIEWS, type CheckoutView, type CheckoutSession } from './view.ts';
@@ -151,7 +152,11 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
         return reply.type('application/json; charset=utf-8').send(instructions);
       }
       setPageHeaders(reply, { ...page, csp: pageCspFor(instructions, frameAncestors) });
-      const html = renderCheckoutPage(instructions, { qrUrl: `/checkout/${encodeURIComponent(session.id)}/qr.svg`, sandboxPanel: deps.sandboxPanel });
+      const html = renderCheckoutPage(instructions, {
+        qrUrl: `/checkout/${encodeURIComponent(session.id)}/qr.svg`,
+        sandboxPanel: deps.sandboxPanel,
+        restartUrl: restartPathOf(session.paymentLinkId),
+      });
       return reply.type('text/html; charset=utf-8').send(html);
     },
   );

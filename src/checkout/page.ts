@@ -4,6 +4,8 @@ import { escapeHtml } from './qr.ts';
 import type { PaymentInstructions } from './schema.ts';
 import type { CheckoutView } from './view.ts';
 import { brandLogo, brandStyle, brandStyleTag, cancelLink, purchaseSection, supportLine } from './brandParts.ts';
+import { displayDecimal } from '../internal/money.ts';
+import { wayBack } from './wayBack.ts';
 
 const STYLE = fs.readFileSync(new URL('./assets/checkout.css', import.meta.url), 'utf8');
 const SCRIPT = fs.readFileSync(new URL('./assets/checkout.js', import.meta.url), 'utf8');
@@ -45,14 +47,16 @@ function hiddenUnless(view: CheckoutView, views: CheckoutView[]): string {
 }
 
 /** Initial text of the live status line; the script keeps it current (same wording). */
-export function statusLine(i: Pick<PaymentInstructions, 'view' | 'confirmations' | 'requiredConfirmations' | 'amountRemaining' | 'currency'>): string {
+export function statusLine(
+  i: Pick<PaymentInstructions, 'view' | 'confirmations' | 'requiredConfirmations' | 'amountRemaining' | 'currency' | 'decimals'>,
+): string {
   switch (i.view) {
     case 'awaiting':
       return 'Waiting for your payment.';
     case 'detected':
       return `Payment detected: ${i.confirmations} of ${i.requiredConfirmations} confirmations.`;
     case 'underpaid':
-      return `Partly paid: ${i.amountRemaining} ${i.currency} still to pay.`;
+      return `Partly paid: ${displayDecimal(i.amountRemaining, i.decimals)} ${i.currency} still to pay.`;
     case 'paid':
       return 'Payment confirmed. Thank you!';
     case 'expired':
@@ -63,7 +67,7 @@ export function statusLine(i: Pick<PaymentInstructions, 'view' | 'confirmations'
 }
 
 function copyable(id: string, text: string, label: string, suffix = ''): string {
-  return `<span class="value"><code id="${id}">${escapeHtml(text)}</code>${suffix ? ` ${escapeHtml(suffix)}` : ''}</span><button type="button" data-copy="${id}" data-copied="${escapeHtml(label)} copied">Copy<span class="sr-only"> ${escapeHtml(label)}</span></button>`;
+  return `<span class="value"><code id="${id}">${escapeHtml(text)}</code>${suffix ? ` ${escapeHtml(suffix)}` : ''}</span><button type="button" data-copy="${id}" data-copied="${escapeHtml(label)} copied"><span class="copy-label">Copy</span><span class="sr-only"> ${escapeHtml(label)}</span></button>`;
 }
 
 /**
@@ -71,8 +75,18 @@ function copyable(id: string, text: string, label: string, suffix = ''): string 
  * this origin), so it needs nothing from any other host. Every value from the database is
  * escaped; the initial state is embedded as JSON for the script.
  */
-export function renderCheckoutPage(i: PaymentInstructions, params: { qrUrl: string; sandboxPanel?: SandboxPanel }): string {
+export function renderCheckoutPage(
+  i: PaymentInstructions,
+  params: {
+    qrUrl: string;
+    sandboxPanel?: SandboxPanel;
+    /** Where an expired session's customer starts again: its payment link's page (`/pay/…`), when it came from one. */
+    restartUrl?: string | null;
+  },
+): string {
   const view = i.view as CheckoutView;
+  // Amounts for people: at least cents ("19.90"); the JSON keeps the wire's text.
+  const shown = (text: string) => escapeHtml(displayDecimal(text, i.decimals));
   const v = (views: CheckoutView[]) => hiddenUnless(view, views);
   // The script talks to the origin it was loaded from (relative paths), so a page reached under
   // another host name than SVC_PUBLIC_URL still works within its CSP's connect-src 'self'.
@@ -87,7 +101,7 @@ export function renderCheckoutPage(i: PaymentInstructions, params: { qrUrl: stri
   };
   const token = i.token;
   const chainLabel = `${i.chainName} (${i.chainKind === 'evm' ? `chain id ${i.chainId}` : String(i.chainId)})`;
-  const title = `Pay ${i.amountDue} ${i.currency} to ${i.merchant.name}`;
+  const title = `Pay ${displayDecimal(i.amountDue, i.decimals)} ${i.currency} to ${i.merchant.name}`;
   const payUri = i.paymentUri ?? '';
 
   return `<!doctype html>
@@ -111,7 +125,7 @@ ${brandLogo(i.merchant)}
 <p class="merchant">Pay <strong id="merchant-name">${escapeHtml(i.merchant.name)}</strong></p>
 ${i.livemode ? '' : '<span class="badge" id="test-mode">Test mode: no real funds</span>'}
 </header>
-<h1 class="amount"><span id="amount-due">${escapeHtml(i.amountDue)}</span> ${escapeHtml(i.currency)}</h1>
+<h1 class="amount"><span id="amount-due">${shown(i.amountDue)}</span> ${escapeHtml(i.currency)}</h1>
 <p class="network">on <span id="chain-name">${escapeHtml(i.chainName)}</span></p>
 ${purchaseSection(i)}
 <p id="status" class="status" role="status" aria-live="polite">${escapeHtml(statusLine(i))}</p>
@@ -125,7 +139,7 @@ ${purchaseSection(i)}
 
 <section class="notice" ${v(['underpaid', 'failed'])}>
 <h2 tabindex="-1">${view === 'failed' ? 'Payment incomplete' : 'Partly paid'}</h2>
-<p>Received <span id="received">${escapeHtml(i.amountReceived)}</span> ${escapeHtml(i.currency)}; <span id="remaining">${escapeHtml(i.amountRemaining)}</span> ${escapeHtml(i.currency)} ${view === 'failed' ? 'was missing when the request expired. You can ask for a refund below.' : 'left to pay. Send the rest to the same address before the request expires.'}</p>
+<p>Received <span id="received">${shown(i.amountReceived)}</span> ${escapeHtml(i.currency)}; <span id="remaining">${shown(i.amountRemaining)}</span> ${escapeHtml(i.currency)} ${view === 'failed' ? 'was missing when the request expired. You can ask for a refund below.' : 'left to pay. Send the rest to the same address before the request expires.'}</p>
 </section>
 
 <section class="notice" ${v(['paid'])}>
@@ -138,18 +152,19 @@ ${i.successUrl ? `<p id="redirect-note" hidden>Taking you back to ${escapeHtml(i
 
 <section class="notice" ${v(['expired'])}>
 <h2 tabindex="-1">This payment request has expired</h2>
-<p>Do not send funds to it any more. Return to ${escapeHtml(i.merchant.name)} to start a new payment.</p>
+<p>Do not send funds to it any more.${params.restartUrl || i.cancelUrl || i.successUrl ? '' : ` Return to ${escapeHtml(i.merchant.name)} to start a new payment.`}</p>
+${wayBack(i, params.restartUrl ?? null)}
 </section>
 
 <section id="pay" aria-label="How to pay"${i.payable ? '' : ' hidden'}>
 <div class="layout">
 <div class="qr">
-<a id="qr-link" href="${escapeHtml(payUri)}"><img id="qr" ${i.payable ? `src="${escapeHtml(params.qrUrl)}?amount=${escapeHtml(i.amountRemainingBaseUnits)}" ` : ''}width="256" height="256" alt="QR code of the wallet payment link for ${escapeHtml(i.amountRemaining)} ${escapeHtml(i.currency)} on ${escapeHtml(i.chainName)}"></a>
+<a id="qr-link" href="${escapeHtml(payUri)}"><img id="qr" ${i.payable ? `src="${escapeHtml(params.qrUrl)}?amount=${escapeHtml(i.amountRemainingBaseUnits)}" ` : ''}width="256" height="256" alt="QR code of the wallet payment link for ${shown(i.amountRemaining)} ${escapeHtml(i.currency)} on ${escapeHtml(i.chainName)}"></a>
 <a id="wallet-link" class="button primary" href="${escapeHtml(payUri)}">Open in wallet</a>
 </div>
 <div>
 <dl class="details">
-<div><dt>${i.attribution === 'address' ? 'Amount to send' : 'Amount to send (exactly)'}</dt><dd>${copyable('pay-amount', i.amountRemaining, 'amount', i.currency)}</dd></div>
+<div><dt>${i.attribution === 'address' ? 'Amount to send' : 'Amount to send (exactly)'}</dt><dd>${copyable('pay-amount', displayDecimal(i.amountRemaining, i.decimals), 'amount', i.currency)}</dd></div>
 <div><dt>To address</dt><dd>${copyable('pay-address', i.recipient, 'address')}</dd></div>
 <div><dt>Network</dt><dd><span id="network">${escapeHtml(chainLabel)}</span></dd></div>
 <div><dt>${i.chainKind === 'evm' ? 'Token contract' : 'Token mint'} (${escapeHtml(token.symbol)})</dt><dd><code id="token-address">${escapeHtml(token.address)}</code></dd></div>
@@ -200,7 +215,7 @@ ${
     : ''
 }
 ${i.livemode ? '' : `<section id="sandbox-tools" aria-label="Sandbox tools" data-sandbox-session="${escapeHtml(i.id)}">${params.sandboxPanel?.(i) ?? ''}</section>`}
-<div ${v(['awaiting', 'expired'])}>${cancelLink(i)}</div>
+<div ${v(['awaiting'])}>${cancelLink(i)}</div>
 ${supportLine(i.merchant)}
 <noscript><p>Reload this page to see the payment status.</p></noscript>
 </div>

@@ -3,6 +3,7 @@ import { escapeHtml } from './qr.ts';
 import { checkoutCsp, cspHash } from './securityHeaders.ts';
 import { brandLogo, brandStyle, brandStyleTag, purchaseSection, supportLine } from './brandParts.ts';
 import type { PaymentInstructions } from './schema.ts';
+import { displayDecimal } from '../internal/money.ts';
 
 const STYLE = fs.readFileSync(new URL('./assets/checkout.css', import.meta.url), 'utf8');
 /** The receipt's one script: the Print button (the CSP pins it by hash; everything else works without it). */
@@ -34,10 +35,11 @@ function utc(iso: string): string {
  */
 export function renderReceiptPage(i: PaymentInstructions, transactions: ReceiptTransaction[]): string {
   const paidAt = i.confirmedAt ?? i.createdAt;
+  const shown = (text: string) => escapeHtml(displayDecimal(text, i.decimals));
   const txRows = transactions
     .map(
       (tx) =>
-        `<li><code class="tx-hash">${escapeHtml(tx.txHash)}</code> (${escapeHtml(tx.amount)} ${escapeHtml(i.currency)})${
+        `<li><code class="tx-hash">${escapeHtml(tx.txHash)}</code> (${shown(tx.amount)} ${escapeHtml(i.currency)})${
           tx.explorerUrl ? ` <a class="explorer-link" href="${escapeHtml(tx.explorerUrl)}" rel="noopener noreferrer">View on the explorer</a>` : ''
         }</li>`,
     )
@@ -50,7 +52,7 @@ export function renderReceiptPage(i: PaymentInstructions, transactions: ReceiptT
 <meta name="referrer" content="no-referrer">
 <meta name="robots" content="noindex, nofollow">
 <link rel="icon" href="data:,">
-<title>${escapeHtml(`Receipt: ${i.amount} ${i.currency} to ${i.merchant.name}`)}</title>
+<title>${escapeHtml(`Receipt: ${displayDecimal(i.amount, i.decimals)} ${i.currency} to ${i.merchant.name}`)}</title>
 <style>${STYLE}</style>
 ${brandStyleTag(i.merchant)}
 </head>
@@ -62,12 +64,12 @@ ${brandLogo(i.merchant)}
 <p class="merchant">Receipt from <strong id="merchant-name">${escapeHtml(i.merchant.name)}</strong></p>
 ${i.livemode ? '' : '<span class="badge" id="test-mode">Test mode: no real funds</span>'}
 </header>
-<h1 class="amount"><span id="amount-paid">${escapeHtml(i.amountReceived)}</span> ${escapeHtml(i.currency)}</h1>
+<h1 class="amount"><span id="amount-paid">${shown(i.amountReceived)}</span> ${escapeHtml(i.currency)}</h1>
 <p class="network">paid on <span id="chain-name">${escapeHtml(i.chainName)}</span></p>
 ${purchaseSection(i)}
 <dl class="details">
 <div><dt>Date</dt><dd><time id="paid-at" datetime="${escapeHtml(paidAt)}">${escapeHtml(utc(paidAt))}</time></dd></div>
-<div><dt>Amount paid</dt><dd>${escapeHtml(i.amountReceived)} ${escapeHtml(i.token.symbol)}${i.amountReceived !== i.amountDue ? ` (asked: ${escapeHtml(i.amountDue)})` : ''}</dd></div>
+<div><dt>Amount paid</dt><dd>${shown(i.amountReceived)} ${escapeHtml(i.token.symbol)}${i.amountReceived !== i.amountDue ? ` (asked: ${shown(i.amountDue)})` : ''}</dd></div>
 <div><dt>Paid to</dt><dd><code id="recipient">${escapeHtml(i.recipient)}</code></dd></div>
 <div><dt>Transaction${transactions.length === 1 ? '' : 's'}</dt><dd><ul id="transactions">${txRows}</ul></dd></div>
 <div><dt>Payment reference</dt><dd><code id="session-id">${escapeHtml(i.id)}</code></dd></div>

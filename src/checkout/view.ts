@@ -44,6 +44,7 @@ const CHECKOUT_FIELDS = [
   'createdAt',
   'expiresAt',
   'confirmedAt',
+  'paymentLinkId',
 ] as const satisfies readonly (keyof Session)[];
 
 /**

@@ -8,11 +8,15 @@ import { PAGE_MODULES } from './pages/index.ts';
 import { createDashboardRoutes, type DashboardDeps } from './routes.ts';
 import { setPageHeaders } from './security.ts';
 import { registerSignIn } from './signIn.ts';
+import { parseMultipart } from './multipart.ts';
+import { MAX_LOGO_BYTES } from '../accounts/index.ts';
 
 export type { DashboardDeps, DashboardContext, DashboardPageModule, DashboardRoutes, DashboardAnswer } from './routes.ts';
 
 /** Largest urlencoded form body: far above any dashboard form, far below the API's JSON limit. */
 const FORM_BODY_LIMIT = 16 * 1024;
+/** Largest upload (Settings › Brand's logo form): the logo's own limit and room for the form's other fields and part headers. */
+const UPLOAD_BODY_LIMIT = MAX_LOGO_BYTES + 16 * 1024;
 
 /**
  * The merchant dashboard under `/dashboard` (issue 15), served by the api role: server-rendered
@@ -37,6 +41,13 @@ export function registerDashboard(parent: FastifyInstance, deps: DashboardDeps):
         for (const [name, value] of new URLSearchParams(body as string)) fields[name] = value;
         done(null, fields);
       });
+      app.addContentTypeParser('multipart/form-data', { parseAs: 'buffer', bodyLimit: UPLOAD_BODY_LIMIT }, (request, body, done) => {
+        try {
+          done(null, parseMultipart(body as Buffer, request.headers['content-type']));
+        } catch (error) {
+          done(error as Error, undefined);
+        }
+      });
       // Dashboard errors are pages, not the API's JSON: a refusal shows its message, a request
       // fastify could not read (a form over the limit: 413) its status and what to do, anything
       // else a generic page (logged: a 500 is a bug).
@@ -50,7 +61,9 @@ export function registerDashboard(parent: FastifyInstance, deps: DashboardDeps):
         const message =
           refusal?.body.error ??
           (unreadable === 413
-            ? `this form is larger than the dashboard accepts (${FORM_BODY_LIMIT / 1024} KiB); shorten what you entered and send it again`
+            ? request.headers['content-type']?.startsWith('multipart/form-data')
+              ? `this file is larger than the dashboard accepts (a logo may be at most ${MAX_LOGO_BYTES / 1024} KiB); choose a smaller one`
+              : `this form is larger than the dashboard accepts (${FORM_BODY_LIMIT / 1024} KiB); shorten what you entered and send it again`
             : unreadable
               ? 'this form could not be read; reload the page and send it again'
               : 'something went wrong on our side; try again, and tell the operator if it keeps happening');

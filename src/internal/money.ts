@@ -36,7 +36,15 @@ export const DISPLAY_DECIMALS = 2;
 
 /** Base units as decimal text for people: {@link formatAmount}, padded to at least {@link DISPLAY_DECIMALS} decimals ("5.00", "19.90", "1.00005"). */
 export function formatDisplayAmount(units: bigint, decimals: number): string {
-  const text = formatAmount(units, decimals);
+  return displayDecimal(formatAmount(units, decimals), decimals);
+}
+
+/**
+ * Decimal text (as {@link formatAmount} makes it, "19.9") padded for people to at least
+ * {@link DISPLAY_DECIMALS} places, never more than the token's `decimals` ("19.90"). Text only:
+ * the digits are never parsed into a number, so nothing is rounded.
+ */
+export function displayDecimal(text: string, decimals: number): string {
   const places = Math.min(DISPLAY_DECIMALS, decimals);
   const [whole, fraction = ''] = text.split('.');
   return fraction.length >= places ? text : `${whole}.${fraction.padEnd(places, '0')}`;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { PaymentInstructions, SandboxPanel } from '../checkout/index.ts';
+import { sendMessagePage, wantsPage, type PaymentInstructions, type SandboxPanel } from '../checkout/index.ts';
 import type { Store } from '../store/index.ts';
 import { escapeHtml } from '../checkout/qr.ts';
 import { badRequest, notFound } from '../internal/errors.ts';
@@ -16,20 +16,33 @@ const OUTCOME_LABELS: Record<SandboxOutcome, string> = {
   expired: 'Let it expire unpaid',
 };
 
-/** Views in which a simulated payment still makes sense (the session takes payments). */
-const PAYABLE_VIEWS = new Set(['awaiting', 'underpaid', 'expired', 'failed']);
+/** Views in which a simulated payment still makes sense (the session takes payments), besides any view with something left to pay. */
+const SIMULATION_VIEWS = ['awaiting', 'underpaid', 'expired', 'failed'] as const;
 
 /**
  * The "simulate payment" panel of sandbox checkout pages: a plain form (no script, so the page's
  * CSP holds) that posts to `/checkout/{id}/sandbox-pay`, which pays on the simulated chain and
  * sends the payer back to the page, where the live status then moves.
+ *
+ * The form is always in the page and the page's script shows it whenever a simulation makes sense
+ * (`data-views` plus `data-or-payable`): after "Pay half" the page comes back while the half
+ * confirms (view `detected`, still payable), and the form stays, so the rest can be simulated
+ * without a reload. Once something arrived, "exact" is "pay the rest" and "expired" (which needs
+ * an unpaid session) is not offered.
  */
 export const sandboxCheckoutPanel: SandboxPanel = (instructions: PaymentInstructions) => {
   const id = escapeHtml(instructions.id);
-  if (!PAYABLE_VIEWS.has(instructions.view)) return `<p class="sandbox-note">Sandbox session: no real funds move.</p>`;
-  const options = SANDBOX_OUTCOMES.map((outcome) => `<option value="${outcome}">${escapeHtml(OUTCOME_LABELS[outcome])}</option>`).join('');
-  return `<form method="post" action="/checkout/${id}/sandbox-pay" class="sandbox-form">
-<p class="sandbox-note">Sandbox session: no real funds move. Simulate what the payer does:</p>
+  const shown = (SIMULATION_VIEWS as readonly string[]).includes(instructions.view) || instructions.payable;
+  const started = instructions.amountReceivedBaseUnits !== '0' || instructions.amountPendingBaseUnits !== '0';
+  const options = SANDBOX_OUTCOMES.filter((outcome) => !(started && outcome === 'expired'))
+    .map((outcome) => {
+      const label = started && outcome === 'exact' ? `Pay the rest (${instructions.amountRemaining} ${instructions.currency})` : OUTCOME_LABELS[outcome];
+      return `<option value="${outcome}">${escapeHtml(label)}</option>`;
+    })
+    .join('');
+  return `<p class="sandbox-note">Sandbox session: no real funds move.</p>
+<form method="post" action="/checkout/${id}/sandbox-pay" class="sandbox-form" data-views="${SIMULATION_VIEWS.join(' ')}" data-or-payable${shown ? '' : ' hidden'}>
+<p class="sandbox-note">Simulate what the payer does:</p>
 <label for="sandbox-outcome">Outcome</label>
 <select id="sandbox-outcome" name="outcome">${options}</select>
 <button type="submit" id="sandbox-pay">Simulate payment</button>
@@ -41,7 +54,15 @@ export const sandboxCheckoutPanel: SandboxPanel = (instructions: PaymentInstruct
  * session id is the capability) and only for sandbox sessions: a live session is "not found".
  * Accepts the form's urlencoded body or JSON `{ "outcome": … }`; answers 303 back to the page.
  */
-export function sandboxCheckoutRoutes(app: FastifyInstance, deps: { store: Store; sandbox?: Sandbox | undefined }): void {
+export function sandboxCheckoutRoutes(
+  app: FastifyInstance,
+  deps: {
+    store: Store;
+    sandbox?: Sandbox | undefined;
+    /** The HTTP layer's error-to-status table (api/httpErrors' refusalAnswer, wired by http.ts): a refusal's status and message. */
+    refusalOf?: (error: unknown) => { status: number; body: { error: string } } | undefined;
+  },
+): void {
   app.register(async (scoped) => {
     scoped.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 1024 }, (_request, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(body as string)));
@@ -53,9 +74,16 @@ export function sandboxCheckoutRoutes(app: FastifyInstance, deps: { store: Store
         const { sessionId } = request.params;
         const outcome = (request.body?.outcome ?? 'exact') as SandboxOutcome;
         if (!SANDBOX_OUTCOMES.includes(outcome)) throw badRequest(`outcome must be one of ${SANDBOX_OUTCOMES.join(', ')}`);
-        const merchantId = await sandboxSessionMerchant(deps.store, sessionId);
-        if (!merchantId || !deps.sandbox) throw notFound(`sandbox session ${sessionId} not found`);
-        await deps.sandbox.pay({ merchantId, sessionId, outcome });
+        try {
+          const merchantId = await sandboxSessionMerchant(deps.store, sessionId);
+          if (!merchantId || !deps.sandbox) throw notFound(`sandbox session ${sessionId} not found`);
+          await deps.sandbox.pay({ merchantId, sessionId, outcome });
+        } catch (error) {
+          // The panel's form is posted by a browser: it gets a page that says why, not JSON.
+          const answer = deps.refusalOf?.(error);
+          if (!answer || !wantsPage(request.headers.accept)) throw error;
+          return sendMessagePage(reply, { status: answer.status, title: 'Simulation refused', text: `${answer.body.error}.`, https: false });
+        }
         return reply.redirect(`/checkout/${encodeURIComponent(sessionId)}`, 303);
       },
     );

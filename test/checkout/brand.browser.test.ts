@@ -65,7 +65,7 @@ test('a branded checkout shows the logo, colour, items and support; the receipt 
   expect(await page.locator('#merchant-name').textContent()).toBe('Acme Coffee');
   await page.waitForFunction("document.getElementById('merchant-logo')?.naturalWidth === 160");
   expect(await page.locator('#description').textContent()).toBe('Order #1042');
-  expect(await page.locator('#line-items tbody tr').allTextContents()).toEqual(['Ethiopia Yirgacheffe 250 g212.525', 'Shipping <b>fast</b>14.994.99']);
+  expect(await page.locator('#line-items tbody tr').allTextContents()).toEqual(['Ethiopia Yirgacheffe 250 g212.5025.00', 'Shipping <b>fast</b>14.994.99']);
   expect(await page.locator('#line-items tfoot').textContent()).toContain('29.99 USDC');
   expect(await page.locator('#support-email').getAttribute('href')).toBe('mailto:help@acme.example');
   expect(await page.locator('#support-url').getAttribute('href')).toBe('https://acme.example/help');

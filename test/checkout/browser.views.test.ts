@@ -57,7 +57,7 @@ describe('checkout page in Chromium', () => {
       const { page, problems } = await open(`${server.url}/checkout/${session.id}`, viewport);
       await waitText(page.locator('#status'), 'Waiting for your payment.');
       expect(await page.locator('#merchant-name').textContent()).toBe('Tea & Biscuits Ltd');
-      expect(await page.locator('#amount-due').textContent()).toBe('42.5');
+      expect(await page.locator('#amount-due').textContent()).toBe('42.50');
       // A sandbox session pays to the merchant's sandbox address, never to the wallet given.
       expect(await page.locator('#pay-address').textContent()).toBe(session.payTo);
       expect(await page.locator('#wallet-link').getAttribute('href')).toBe(expected.paymentUri);
@@ -75,9 +75,9 @@ describe('checkout page in Chromium', () => {
     const { page: a11yPage } = await open(`${server.url}/checkout/${session.id}`, 'desktop');
     const tree = await a11yPage.locator('main').ariaSnapshot();
     for (const line of [
-      '- heading "42.5 USDC" [level=1]',
+      '- heading "42.50 USDC" [level=1]',
       '- status: Waiting for your payment.',
-      `- img "QR code of the wallet payment link for 42.5 USDC on Polygon"`,
+      `- img "QR code of the wallet payment link for 42.50 USDC on Polygon"`,
       '- link "Open in wallet"',
       '- button "Copy amount"',
       '- button "Copy address"',
@@ -105,7 +105,7 @@ describe('checkout page in Chromium', () => {
     await page.getByRole('button', { name: 'Copy amount' }).focus();
     await page.keyboard.press('Space');
     await waitText(page.locator('#announce'), 'amount copied');
-    expect(await page.evaluate('navigator.clipboard.readText()')).toBe('42.5');
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe('42.50');
   });
 
   test('solana: the QR decodes to the Solana Pay URI with the reference key', async () => {
@@ -138,9 +138,9 @@ describe('checkout page in Chromium', () => {
     await saveScreenshot(page, 'detected-phone');
 
     await setSessionState(db.store, session.id, { status: 'pending', confirmations: session.requiredConfirmations });
-    await waitText(page.locator('#status'), 'Partly paid: 4 USDC still to pay.');
-    await waitText(page.locator('#remaining'), '4');
-    await waitText(page.locator('#pay-amount'), '4');
+    await waitText(page.locator('#status'), 'Partly paid: 4.00 USDC still to pay.');
+    await waitText(page.locator('#remaining'), '4.00');
+    await waitText(page.locator('#pay-amount'), '4.00');
     const rest = await instructions(session.id);
     expect(rest.paymentUri).toMatch(/uint256=4000000$/);
     await page.waitForFunction(`document.getElementById('wallet-link').getAttribute('href') === ${JSON.stringify(rest.paymentUri)}`);
@@ -197,8 +197,8 @@ describe('checkout page in Chromium', () => {
     await setSessionState(db.store, session.id, { status: 'failed', amountReceived: 3_000_000n, confirmations: 20, expiresInSeconds: -60 });
     const { page, problems } = await open(`${server.url}/checkout/${session.id}`, 'phone');
     await page.getByRole('heading', { name: 'Payment incomplete' }).waitFor({ state: 'visible' });
-    await waitText(page.locator('#received'), '3');
-    await waitText(page.locator('#remaining'), '5');
+    await waitText(page.locator('#received'), '3.00');
+    await waitText(page.locator('#remaining'), '5.00');
     await page.locator('#refund').waitFor({ state: 'visible' });
     await saveScreenshot(page, 'failed-phone');
 
@@ -229,7 +229,7 @@ describe('checkout page in Chromium', () => {
     const link = (await created.json()) as { url: string };
     const { page, problems } = await open(link.url.replace(/^https?:\/\/[^/]+/, server.url), 'desktop');
     expect(page.url()).toMatch(new RegExp(`^${server.url}/checkout/ses_[0-9A-Za-z]{20}$`));
-    await waitText(page.locator('#amount-due'), /^15(\.0+1)?$/);
+    await waitText(page.locator('#amount-due'), /^15\.(00|0+1)$/);
     const id = page.url().split('/').pop()!;
     expect(await decodeQr(page)).toBe((await instructions(id)).paymentUri);
     await saveScreenshot(page, 'payment-link-desktop');

@@ -13,6 +13,8 @@
   var REDIRECT_DELAY_MS = 3000;
   // Fallback polling when server-sent events are unavailable (proxies that buffer streams).
   var POLL_MS = 3000;
+  // How long a copy button says "Copied": long enough to see, short enough to copy again.
+  var COPIED_MS = 2000;
 
   function byId(id) {
     return document.getElementById(id);
@@ -24,6 +26,15 @@
   function unit() {
     return ` ${state.currency}`;
   }
+  // Amounts for people: the wire's decimal text padded to at least cents ("19.90"), never past
+  // the token's decimals. Text only, so nothing is rounded (the server does the same: displayDecimal).
+  function display(text) {
+    if (typeof text !== 'string') return text;
+    var places = Math.min(2, state.decimals);
+    var parts = text.split('.');
+    var fraction = parts[1] || '';
+    return fraction.length >= places ? text : `${parts[0]}.${fraction.padEnd(places, '0')}`;
+  }
 
   function statusText(s) {
     switch (s.view) {
@@ -32,7 +43,7 @@
       case 'detected':
         return `Payment detected: ${s.confirmations} of ${s.requiredConfirmations} confirmations.`;
       case 'underpaid':
-        return `Partly paid: ${s.amountRemaining}${unit()} still to pay.`;
+        return `Partly paid: ${display(s.amountRemaining)}${unit()} still to pay.`;
       case 'paid':
         return 'Payment confirmed. Thank you!';
       case 'expired':
@@ -60,14 +71,16 @@
     var sections = document.querySelectorAll('[data-views]');
     for (var i = 0; i < sections.length; i++) {
       var views = sections[i].getAttribute('data-views').split(' ');
-      sections[i].hidden = views.indexOf(s.view) < 0;
+      // data-or-payable: shown in its views, and in any view while something is left to pay.
+      var orPayable = s.payable && sections[i].hasAttribute('data-or-payable');
+      sections[i].hidden = views.indexOf(s.view) < 0 && !orPayable;
     }
     var pay = byId('pay');
     if (pay) pay.hidden = !s.payable;
     setText('status', statusText(s));
-    setText('pay-amount', s.amountRemaining);
-    setText('received', s.amountReceived);
-    setText('remaining', s.amountRemaining);
+    setText('pay-amount', display(s.amountRemaining));
+    setText('received', display(s.amountReceived));
+    setText('remaining', display(s.amountRemaining));
     setText('confirmations', String(s.confirmations));
     setText('required-confirmations', String(s.requiredConfirmations));
     var progress = byId('confirm-progress');
@@ -191,7 +204,7 @@
     var text = target.textContent.trim();
     var done = () => {
       announce(button.getAttribute('data-copied') || 'Copied');
-      button.setAttribute('data-state', 'copied');
+      showCopied(button);
     };
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(done, () => {
@@ -200,6 +213,19 @@
     } else {
       fallbackCopy(target, done);
     }
+  }
+
+  // Visible feedback for sighted users too (the announcement is for screen readers): the button
+  // says "Copied" for a moment, then is ready again.
+  function showCopied(button) {
+    var label = button.querySelector('.copy-label');
+    button.setAttribute('data-state', 'copied');
+    if (label) label.textContent = 'Copied';
+    clearTimeout(button.copiedTimer);
+    button.copiedTimer = setTimeout(() => {
+      button.removeAttribute('data-state');
+      if (label) label.textContent = 'Copy';
+    }, COPIED_MS);
   }
 
   function fallbackCopy(target, done) {
@@ -240,7 +266,7 @@
           'Refund requested (' +
           answer.json.id +
           '). The merchant will review it and send ' +
-          answer.json.amount +
+          display(answer.json.amount) +
           ' ' +
           answer.json.currency +
           ' to ' +

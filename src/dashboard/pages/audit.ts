@@ -43,16 +43,20 @@ function filterQuery(query: Record<string, string | undefined>): URLSearchParams
   return params;
 }
 
+/**
+ * One entry. The details are shown in full (issue 27): pretty-printed JSON that wraps inside its
+ * cell, never cut or scrolled; on phones the row is a card of labelled lines.
+ */
 function entryRow(entry: AuditEntry): Html {
-  const details = Object.keys(entry.details).length ? JSON.stringify(entry.details) : '';
+  const details = Object.keys(entry.details).length ? JSON.stringify(entry.details, null, 1) : '';
   return html`<tr>
-<td>${timeCell(entry.at)}</td>
-<td>${entry.actor}</td>
-<td><code>${entry.action}</code></td>
-<td>${entry.target ? html`<code>${entry.target}</code>` : ''}</td>
-<td>${entry.livemode === null ? '' : modeBadge(entry.livemode)}</td>
-<td>${entry.ip ?? ''}</td>
-<td><code>${details}</code></td>
+<td data-label="When">${timeCell(entry.at)}</td>
+<td data-label="Who">${entry.actor}</td>
+<td data-label="Action"><code>${entry.action}</code></td>
+<td data-label="Target">${entry.target ? html`<code>${entry.target}</code>` : ''}</td>
+<td data-label="Mode">${entry.livemode === null ? '' : modeBadge(entry.livemode)}</td>
+<td data-label="IP">${entry.ip ?? ''}</td>
+<td data-label="Details">${details ? html`<pre class="audit-details">${details}</pre>` : ''}</td>
 </tr>`;
 }
 
@@ -76,7 +80,7 @@ async function auditBody(ctx: DashboardContext, query: Record<string, string | u
 ${
   entries.length === 0
     ? html`<p class="help">No entries match.</p>`
-    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table>
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Audit log"><table class="audit stacked">
 <caption class="sr-only">Audit log, newest first</caption>
 <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Mode</th><th scope="col">IP</th><th scope="col">Details</th></tr></thead>
 <tbody>${entries.map(entryRow)}</tbody></table></div>`

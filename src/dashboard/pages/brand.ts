@@ -3,24 +3,29 @@ import {
   getMerchantLogo,
   MAX_LOGO_BYTES,
   removeMerchantLogo,
+  setMerchantLogo,
+  LOGO_TYPES,
   setMerchantBrand,
   textColorOn,
   type MerchantBrand,
 } from '../../accounts/index.ts';
-import { notFound } from '../../internal/errors.ts';
+import { badRequest, notFound } from '../../internal/errors.ts';
+import type { UploadedFile } from '../multipart.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import { file, page, redirect, type DashboardContext, type DashboardPageModule } from '../routes.ts';
 
 /**
  * Settings › Brand: what customers see of the merchant on checkout pages and receipts (issue 26):
- * the display name, accent colour, support email and URL, and the logo (shown here; uploaded with
- * the API's `PUT /brand/logo` or `svc merchants update --logo`, removed here). Owners change it
- * (`settings.manage`); every change is audited (`merchant.brand_changed`, `merchant.logo_removed`).
+ * the display name, accent colour, support email and URL, and the logo (uploaded here with a
+ * multipart form, or the API's `POST /brand/logo`, or `svc merchants update --logo`; checked by
+ * accounts/logo.ts's checkLogo either way: PNG, JPEG or WebP by their bytes, never SVG,
+ * size-limited). Owners change it (`settings.manage`); every change is audited
+ * (`merchant.brand_changed`, `merchant.logo_set`, `merchant.logo_removed`).
  * A support URL set while viewing test data may be http (shown on sandbox checkouts only).
  */
 
-const NOTICES: Record<string, string> = { saved: 'Brand saved.', 'logo-removed': 'Logo removed.' };
+const NOTICES: Record<string, string> = { saved: 'Brand saved.', 'logo-removed': 'Logo removed.', 'logo-set': 'Logo uploaded.' };
 
 function preview(brand: MerchantBrand): Html {
   const accent = brand.accentColor;
@@ -30,7 +35,10 @@ function preview(brand: MerchantBrand): Html {
 </div>`;
 }
 
-async function brandPage(ctx: DashboardContext, parts: { notice?: string; error?: string; input?: Record<string, string> } = {}): Promise<Html> {
+async function brandPage(
+  ctx: DashboardContext,
+  parts: { notice?: string; error?: string; logoError?: string; input?: Record<string, string> } = {},
+): Promise<Html> {
   const brand = (await getMerchantBrand(ctx.store, ctx.merchant.id))!;
   const editable = ctx.can('settings.manage');
   const value = (name: string, stored: string | null) => parts.input?.[name] ?? stored ?? '';
@@ -54,7 +62,18 @@ ${parts.error ? errorBox(parts.error) : ''}
   ${editable ? html`<button type="submit">Save brand</button>` : html`<p class="help">Only owners change the brand.</p>`}
 </form>
 <h3>Logo</h3>
-<p class="help">PNG, JPEG or WebP, at most ${String(MAX_LOGO_BYTES / 1024)} KiB. Upload it with the API (<code>POST /api/v1/brand/logo</code>, a live key) or the operator's <code>svc merchants update --logo FILE</code>.</p>
+<p class="help" id="logo-help">PNG, JPEG or WebP, at most ${String(MAX_LOGO_BYTES / 1024)} KiB (never SVG). Also with the API (<code>POST /api/v1/brand/logo</code>, a live key) or the operator's <code>svc merchants update --logo FILE</code>.</p>
+${parts.logoError ? errorBox(parts.logoError) : ''}
+${
+  editable
+    ? html`<form method="post" action="/dashboard/settings/brand/logo" enctype="multipart/form-data" class="stack" id="logo-form">
+  ${ctx.csrfField()}
+  <label for="logo-file">Logo file</label>
+  <input id="logo-file" name="logo" type="file" accept="${LOGO_TYPES.join(',')}" required aria-describedby="logo-help">
+  <button type="submit">Upload logo</button>
+</form>`
+    : ''
+}
 ${
   brand.logoSha256 && editable
     ? html`<form method="post" action="/dashboard/settings/brand/logo/remove" class="inline" data-confirm="Remove the logo from your checkout pages?">${ctx.csrfField()}<button type="submit" class="danger">Remove logo</button></form>`
@@ -95,6 +114,27 @@ export const brandPages: DashboardPageModule = (routes) => {
     );
     if (result.ok) return redirect('/dashboard/settings/brand?done=saved');
     return page('Brand', await brandPage(ctx, { error: result.error, input }), { status: result.status });
+  });
+
+  routes.post('/settings/brand/logo', { nav: 'settings', permission: 'settings.manage' }, async (ctx, request) => {
+    const upload = (request.body as Record<string, unknown> | undefined)?.logo as UploadedFile | string | undefined;
+    const result = await tryForm(async () => {
+      if (!upload || typeof upload === 'string' || upload.bytes.length === 0) throw badRequest('choose a logo file (PNG, JPEG or WebP) to upload');
+      // The browser's declared type comes from the file name; only an image type is passed on for
+      // checkLogo to compare with the bytes (an SVG declared as such is refused by it too).
+      const declared = upload.contentType.startsWith('image/') ? upload.contentType : undefined;
+      await ctx.store.transaction(async (sql) => {
+        const stored = await setMerchantLogo(sql, ctx.merchant.id, upload.bytes, declared);
+        await ctx.audit('merchant.logo_set', {
+          target: ctx.merchant.id,
+          sql,
+          livemode: null,
+          details: { contentType: stored.contentType, width: stored.width, height: stored.height, bytes: stored.size, sha256: stored.sha256 },
+        });
+      });
+    });
+    if (result.ok) return redirect('/dashboard/settings/brand?done=logo-set');
+    return page('Brand', await brandPage(ctx, { logoError: result.error }), { status: result.status });
   });
 
   routes.post('/settings/brand/logo/remove', { nav: 'settings', permission: 'settings.manage' }, async (ctx) => {

@@ -1,11 +1,14 @@
 import { statusB } from '../../api/views.ts';
 import { listenerHealth, type ListenerHealth } from '../../ingest/listenerHealth.ts';
-import { formatAmount } from '../../internal/money.ts';
-import { countSessionsByStatus, dailyVolume, listSessions, type DailyVolume } from '../../payments/sessions.ts';
+import { DISPLAY_DECIMALS, displayDecimal, formatAmount } from '../../internal/money.ts';
+import { dailyVolume, listSessions, type DailyVolume } from '../../payments/sessions.ts';
+import { periodFigures } from '../../payments/periodSummary.ts';
+import { figuresBlock, periodOf } from './homeFigures.ts';
+import { testPaymentButton } from './testPayment.ts';
 import { assetUrl } from '../assets.ts';
 import { html, type Html } from '../html.ts';
 import { page, type DashboardPageModule } from '../routes.ts';
-import { STATUSES_B, paymentsTable } from './paymentParts.ts';
+import { paymentsTable } from './paymentParts.ts';
 
 /** Days the volume charts cover, today included. */
 export const CHART_DAYS = 30;
@@ -52,40 +55,35 @@ function chartBlock(chart: VolumeChart): Html {
 <tbody>${chart.days
     .map((day, index) => ({ day, index }))
     .filter(({ index }) => chart.series.some((series) => series.values[index] !== '0'))
-    .map(({ day, index }) => html`<tr><th scope="row">${day}</th>${chart.series.map((series) => html`<td>${series.values[index]}</td>`)}</tr>`)}</tbody>
+    .map(
+      ({ day, index }) =>
+        html`<tr><th scope="row">${day}</th>${chart.series.map((series) => html`<td>${displayDecimal(series.values[index]!, DISPLAY_DECIMALS)}</td>`)}</tr>`,
+    )}</tbody>
 </table></div></details>
 </figure>`;
-}
-
-function statusCounts(counts: Map<string, number>): Html {
-  const shown = new Map<string, number>();
-  for (const [status, count] of counts) shown.set(statusB(status), (shown.get(statusB(status)) ?? 0) + count);
-  return html`<ul class="counts">${STATUSES_B.map(
-    (status) =>
-      html`<li><a href="/dashboard/payments?status=${status}"><span class="count">${shown.get(status) ?? 0}</span> <span class="badge status status-${status}">${status}</span></a></li>`,
-  )}</ul>`;
 }
 
 function healthBlock(health: ListenerHealth): Html {
   return html`<p>Overall: <span class="badge health-${health.status}">${health.status}</span></p>
 ${health.reasons.length ? html`<ul class="reasons">${health.reasons.map((reason) => html`<li>${reason}</li>`)}</ul>` : ''}
-<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="health">
+<div class="table-wrap" tabindex="0" role="region" aria-label="Chain listeners"><table class="health stacked">
 <thead><tr><th scope="col">Chain</th><th scope="col">Listener</th><th scope="col">Head</th><th scope="col">Processed</th><th scope="col">Lag</th></tr></thead>
 <tbody>${health.chains.map(
-    (chain) => html`<tr><th scope="row">${chain.chain}</th><td><span class="badge health-${chain.status}">${chain.status}</span></td>
-<td>${chain.headBlock ?? '—'}</td><td>${chain.processedBlock ?? '—'}</td><td>${chain.lagSeconds === null ? '—' : `${chain.lagSeconds} s`}</td></tr>`,
+    (chain) => html`<tr><th scope="row">${chain.chain}</th><td data-label="Listener"><span class="badge health-${chain.status}">${chain.status}</span></td>
+<td data-label="Head">${chain.headBlock ?? '—'}</td><td data-label="Processed">${chain.processedBlock ?? '—'}</td><td data-label="Lag">${chain.lagSeconds === null ? '—' : `${chain.lagSeconds} s`}</td></tr>`,
   )}</tbody></table></div>`;
 }
 
-/** Home: volume charts, counts by status, chain listener health (GET /status's function), recent payments. */
+/** Home: headline figures of the chosen period, volume charts, chain listener health (GET /status's function), recent payments. */
 export const homePage: DashboardPageModule = (routes, deps) => {
-  routes.get('/', { nav: 'home' }, async (ctx) => {
+  routes.get('/', { nav: 'home' }, async (ctx, request) => {
     const scope = { merchantId: ctx.merchant.id, livemode: ctx.livemode };
     const now = new Date();
+    const period = periodOf(request.query.period, now);
     const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * 86_400_000);
-    const [volume, counts, health, recent] = await Promise.all([
+    const [volume, figures, health, recent] = await Promise.all([
       dailyVolume(ctx.store, { ...scope, since }),
-      countSessionsByStatus(ctx.store, scope),
+      periodFigures(ctx.store, { ...scope, since: period.since }),
       listenerHealth(ctx.store, { config: deps.config, livemode: ctx.livemode, now }),
       listSessions(ctx.store, { ...scope, statuses: null, createdGte: null, createdLt: null, limit: 8 }),
     ]);
@@ -94,11 +92,12 @@ export const homePage: DashboardPageModule = (routes, deps) => {
       'Home',
       html`<link rel="stylesheet" href="${assetUrl('uplot.min.css')}"><link rel="stylesheet" href="${assetUrl('payments.css')}">
 <script src="${assetUrl('uplot.min.js')}" defer></script><script src="${assetUrl('payments.js')}" defer></script>
+${testPaymentButton(ctx)}
 <div class="home-grid">
+${figuresBlock(period, figures, ctx.livemode)}
 <section class="panel wide" aria-labelledby="volume-h"><h2 id="volume-h">Volume, last ${CHART_DAYS} days</h2>
 ${charts.length ? charts.map(chartBlock) : html`<p class="empty">No confirmed payment in the last ${CHART_DAYS} days${ctx.livemode ? '' : ' (test data)'}.</p>`}
 </section>
-<section class="panel" aria-labelledby="counts-h"><h2 id="counts-h">Payments by status</h2>${statusCounts(counts)}</section>
 <section class="panel" aria-labelledby="health-h"><h2 id="health-h">Chain listeners</h2>${healthBlock(health)}</section>
 <section class="panel wide" aria-labelledby="recent-h"><h2 id="recent-h">Recent payments</h2>${paymentsTable(recent)}<p><a href="/dashboard/payments">All payments</a></p></section>
 </div>`,

@@ -13,6 +13,7 @@ import { linksPage } from './links.ts';
 import { refundPages } from './refunds.ts';
 import { settingsPages } from './settings.ts';
 import { brandPages } from './brand.ts';
+import { testPaymentPage } from './testPayment.ts';
 
 /**
  * Every page module of the signed-in dashboard, one a line (see src/dashboard/README.md for the
@@ -34,4 +35,5 @@ export const PAGE_MODULES: DashboardPageModule[] = [
   refundPages,
   settingsPages,
   brandPages,
+  testPaymentPage,
 ];

@@ -6,7 +6,7 @@ import { qrSvg } from '../../checkout/qr.ts';
 import { CURRENCIES } from '../../internal/chains.ts';
 import { CHAIN_NAMES } from '../../internal/config.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
-import { formatAmount } from '../../internal/money.ts';
+import { formatAmount, formatDisplayAmount } from '../../internal/money.ts';
 import type { PaymentLink } from '../../payments/link.ts';
 import { getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
 import { assetUrl } from '../assets.ts';
@@ -52,7 +52,7 @@ async function linkCard(ctx: DashboardContext, deps: DashboardDeps, link: Paymen
   const url = paymentLinkUrl(deps.config.publicUrl, link.id);
   const canManage = ctx.can('links.manage');
   return html`<li class="link-card${highlight ? ' created' : ''}" id="${link.id}">
-<div class="link-head"><strong>${formatAmount(link.amount, link.decimals)} ${link.currency}</strong> on ${link.chain}
+<div class="link-head"><strong>${formatDisplayAmount(link.amount, link.decimals)} ${link.currency}</strong> on ${link.chain}
 <span class="badge ${link.active ? 'live' : 'off'}">${link.active ? 'active' : 'deactivated'}</span></div>
 <p class="link-url"><code id="url-${link.id}">${url}</code> <button type="button" class="secondary copy" data-copy="url-${link.id}">Copy URL<span class="sr-only"> of ${link.id}</span></button></p>
 <p class="help"><code>${link.id}</code> · ${link.sessionsCreated} checkout${link.sessionsCreated === 1 ? '' : 's'} opened · created ${when(link.createdAt)}${

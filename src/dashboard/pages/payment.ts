@@ -6,7 +6,7 @@ import { listDeliveries, listEvents, type DeliveryRecord, type EventRecord } fro
 import { listSessionTransfers, transferPublicId, type TransferRow } from '../../engine/index.ts';
 import { loadChains } from '../../internal/chains.ts';
 import { notFound } from '../../internal/errors.ts';
-import { formatAmount } from '../../internal/money.ts';
+import { formatDisplayAmount } from '../../internal/money.ts';
 import { listRefunds, requestRefund } from '../../payments/refunds.ts';
 import type { Session } from '../../payments/session.ts';
 import { getSession } from '../../payments/sessions.ts';
@@ -14,6 +14,7 @@ import { assetUrl } from '../assets.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, safeHref, type Html } from '../html.ts';
 import { fragment, page, redirect, type DashboardContext, type DashboardDeps, type DashboardRoutes } from '../routes.ts';
+import { otherModeAnswer } from './otherMode.ts';
 import { LIVE_POLL_SECONDS, money, shortAddress, statusBadge, txLink, when } from './paymentParts.ts';
 
 /**
@@ -159,7 +160,7 @@ async function refundsBlock(ctx: DashboardContext, session: Session, form: Refun
 ${
   requested
     ? noticeBox(
-        `Refund ${requested.id} requested: ${formatAmount(requested.amount, requested.decimals)} ${requested.currency} to ${requested.toAddress}. Pay it from your wallet on the Refunds page.`,
+        `Refund ${requested.id} requested: ${formatDisplayAmount(requested.amount, requested.decimals)} ${requested.currency} to ${requested.toAddress}. Pay it from your wallet on the Refunds page.`,
       )
     : ''
 }
@@ -193,13 +194,14 @@ ${
 </section>`;
 }
 
-async function renderPayment(ctx: DashboardContext, deps: DashboardDeps, id: string, form?: RefundFormState, status = 200) {
+async function renderPayment(ctx: DashboardContext, deps: DashboardDeps, id: string, form?: RefundFormState, status = 200, created = false) {
   const detail = await readDetail(ctx, id);
   const { session } = detail;
   return page(
     `Payment ${session.id}`,
     html`<link rel="stylesheet" href="${assetUrl('payments.css')}"><script src="${assetUrl('payments.js')}" defer></script>
-<p><a href="/dashboard/payments">← All payments</a> · ${formatAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain}</p>
+${created ? html`<p class="notice" role="status" id="test-payment-created">Test payment created. <a href="${safeHref(checkoutUrl(deps.config.publicUrl, session.id))}">Open its checkout page</a> to pay it with the sandbox; this page follows it.</p>` : ''}
+<p><a href="/dashboard/payments">← All payments</a> · ${formatDisplayAmount(session.amount, session.decimals)} ${session.currency} on ${session.chain}</p>
 ${liveBlock(detail, deps.config.publicUrl)}
 ${await refundsBlock(ctx, session, form)}`,
     { status },
@@ -209,8 +211,15 @@ ${await refundsBlock(ctx, session, form)}`,
 /** Registers a payment's page, its live fragment and its refund request (called by payments.ts). */
 export function paymentPage(routes: DashboardRoutes, deps: DashboardDeps): void {
   routes.get<{ id: string }>('/payments/:id', { nav: 'payments' }, async (ctx, request) => {
+    const id = request.params.id;
+    const elsewhere = await otherModeAnswer(ctx, {
+      what: `payment ${id}`,
+      path: `/dashboard/payments/${encodeURIComponent(id)}`,
+      exists: async (livemode) => Boolean(await getSession(ctx.store, { merchantId: ctx.merchant.id, livemode, id })),
+    });
+    if (elsewhere) return elsewhere;
     const requested = request.query.requested;
-    return renderPayment(ctx, deps, request.params.id, requested ? { requested } : undefined);
+    return renderPayment(ctx, deps, id, requested ? { requested } : undefined, 200, request.query.created === 'test');
   });
 
   routes.get<{ id: string }>('/payments/:id/live', { nav: 'payments' }, async (ctx, request) => {

@@ -1,7 +1,7 @@
 import { statusB } from '../../api/views.ts';
 import { CURRENCIES, explorerTxUrl, loadChains } from '../../internal/chains.ts';
 import { CHAIN_NAMES, type ChainName } from '../../internal/config.ts';
-import { formatAmount } from '../../internal/money.ts';
+import { formatDisplayAmount } from '../../internal/money.ts';
 import type { Session } from '../../payments/session.ts';
 import type { SessionFilter } from '../../payments/sessions.ts';
 import { html, safeHref, type Html } from '../html.ts';
@@ -9,7 +9,7 @@ import { html, safeHref, type Html } from '../html.ts';
 /**
  * What the payments pages share: the list's filters (read from the query string, so a filtered
  * view is a link), the status badge, money cells and explorer links. Money is always formatted
- * from bigint base units by formatAmount, never through a JS number.
+ * from bigint base units by formatDisplayAmount (at least cents: "19.90"), never through a JS number.
  */
 
 /** Interface B's states, the ones the filter offers (`pending` includes sessions in state `created`). */
@@ -101,9 +101,9 @@ export function statusBadge(status: string): Html {
   return html`<span class="badge status status-${shown}">${shown}</span>`;
 }
 
-/** Base units as decimal text with the currency ("12.5 USDC"). */
+/** Base units as decimal text with the currency, at least cents ("12.50 USDC"). */
 export function money(units: bigint, decimals: number, currency: string): Html {
-  return html`<span class="money">${formatAmount(units, decimals)} <span class="currency">${currency}</span></span>`;
+  return html`<span class="money">${formatDisplayAmount(units, decimals)} <span class="currency">${currency}</span></span>`;
 }
 
 /** A transaction hash, linked to the chain's explorer in live mode (sandbox hashes are simulated: no explorer knows them). */
@@ -126,20 +126,23 @@ export function when(date: Date | null | undefined): string {
   return date ? `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC` : '';
 }
 
-/** The payments table (the list page and its live fragment). */
+/**
+ * The payments table (the list page, its live fragment, Home's recent payments). On phones
+ * (dashboard.css `table.stacked`) each row is a card of labelled lines, so nothing scrolls sideways.
+ */
 export function paymentsTable(sessions: Session[]): Html {
   if (sessions.length === 0) return html`<p class="empty">No payments match.</p>`;
-  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Scrollable table"><table class="payments">
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Payments"><table class="payments stacked">
 <caption class="sr-only">Payments, newest first</caption>
 <thead><tr><th scope="col">Payment</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Received</th><th scope="col">Chain</th><th scope="col">Created</th></tr></thead>
 <tbody>${sessions.map(
     (s) => html`<tr data-payment="${s.id}">
 <td><a href="/dashboard/payments/${s.id}"><code>${s.id}</code></a>${Object.keys(s.metadata).length ? html`<div class="meta">${metadataText(s.metadata)}</div>` : ''}</td>
-<td>${statusBadge(s.status)}</td>
-<td>${money(s.amount, s.decimals, s.currency)}</td>
-<td>${money(s.amountReceived, s.decimals, s.currency)}${s.amountPending > 0n ? html`<div class="help">+ ${formatAmount(s.amountPending, s.decimals)} pending</div>` : ''}</td>
-<td>${s.chain}</td>
-<td>${when(s.createdAt)}</td>
+<td data-label="Status">${statusBadge(s.status)}</td>
+<td data-label="Amount">${money(s.amount, s.decimals, s.currency)}</td>
+<td data-label="Received">${money(s.amountReceived, s.decimals, s.currency)}${s.amountPending > 0n ? html`<div class="help">+ ${formatDisplayAmount(s.amountPending, s.decimals)} pending</div>` : ''}</td>
+<td data-label="Chain">${s.chain}</td>
+<td data-label="Created">${when(s.createdAt)}</td>
 </tr>`,
   )}</tbody></table></div>`;
 }

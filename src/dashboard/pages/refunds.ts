@@ -1,5 +1,5 @@
 import { loadChains } from '../../internal/chains.ts';
-import { formatAmount } from '../../internal/money.ts';
+import { formatAmount, formatDisplayAmount } from '../../internal/money.ts';
 import { fakeTxHash } from '../../internal/sandboxIds.ts';
 import { qrSvg } from '../../checkout/qr.ts';
 import { sessionPaymentUri } from '../../checkout/uris.ts';
@@ -11,6 +11,7 @@ import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { assetUrl } from '../assets.ts';
 import { html, type Html } from '../html.ts';
 import { page, redirect, type DashboardContext, type DashboardPageModule } from '../routes.ts';
+import { otherModeAnswer } from './otherMode.ts';
 
 /**
  * Refunds: the list (filtered by state), one refund's page, and its two actions. The gateway
@@ -25,7 +26,7 @@ import { page, redirect, type DashboardContext, type DashboardPageModule } from 
 const PAGE_SIZE = 50;
 const STATUS_LABELS: Record<RefundStatus, string> = { requested: 'Requested', completed: 'Completed', rejected: 'Rejected' };
 
-const amountText = (refund: Refund) => `${formatAmount(refund.amount, refund.decimals)} ${refund.currency}`;
+const amountText = (refund: Refund) => `${formatDisplayAmount(refund.amount, refund.decimals)} ${refund.currency}`;
 const dateText = (date: Date) => date.toISOString().replace('T', ' ').slice(0, 16);
 
 function statusBadge(refund: Refund): Html {
@@ -166,6 +167,13 @@ export const refundPages: DashboardPageModule = (routes, deps) => {
   });
 
   routes.get<{ id: string }>('/refunds/:id', { nav: 'refunds' }, async (ctx, request) => {
+    const id = request.params.id;
+    const elsewhere = await otherModeAnswer(ctx, {
+      what: `refund ${id}`,
+      path: `/dashboard/refunds/${encodeURIComponent(id)}`,
+      exists: async (livemode) => (await tryForm(() => getRefund(ctx.store, { merchantId: ctx.merchant.id, livemode, id }))).ok,
+    });
+    if (elsewhere) return elsewhere;
     const refund = await getRefund(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, id: request.params.id });
     const notice =
       request.query.done === 'completed'

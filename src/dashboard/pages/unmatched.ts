@@ -3,6 +3,7 @@ import { checkBody } from '../../api/validation.ts';
 import { attributeTransfer, listUnmatchedTransfers, parseTransferId } from '../../engine/index.ts';
 import { CHAIN_NAMES, type ChainName } from '../../internal/config.ts';
 import { notFound } from '../../internal/errors.ts';
+import { DISPLAY_DECIMALS, displayDecimal } from '../../internal/money.ts';
 import { assetUrl } from '../assets.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, type Html } from '../html.ts';
@@ -37,7 +38,7 @@ async function renderList(ctx: DashboardContext, query: Record<string, string | 
       : '';
   const row = (t: ReturnType<typeof transferView>): Html => html`<tr id="${t.id}">
 <td><code>${t.id}</code></td>
-<td>${t.amount} ${t.currency ?? 'unknown token'}</td>
+<td>${t.currency ? displayDecimal(t.amount, DISPLAY_DECIMALS) : t.amount} ${t.currency ?? 'unknown token'}</td>
 <td>${t.chain}</td>
 <td class="tx">${txLink(t.chain as ChainName, t.txHash, t.livemode)}</td>
 <td>${shortAddress(t.from)} → ${shortAddress(t.to)}</td>
