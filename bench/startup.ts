@@ -136,13 +136,19 @@ for (let i = 0; i < runs; i++) {
     }
   }
 }
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 const fmt = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return `${median(xs).toFixed(0)} ms (${s[0]!.toFixed(0)}-${s.at(-1)!.toFixed(0)})`;
 };
 const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-console.log(`svc start on a migrated database, ${runs} runs each, alternating (npx tsx bench/startup.ts ${process.argv.slice(2).join(' ')}); load average now ${load}`);
+console.log(
+  `svc start on a migrated database, ${runs} runs each, alternating (npx tsx bench/startup.ts ${process.argv.slice(2).join(' ')}); load average now ${load}`,
+);
 console.log('medians (min-max); CPU = user + system CPU of the process by then');
 for (const roles of roleSets) {
   for (const mode of modes) {

