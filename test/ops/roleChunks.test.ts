@@ -29,7 +29,15 @@ test('the compiled svc command loads no role’s stages before it knows the role
   const closure = staticClosure(path.join(root, 'dist/cli/entry.js'));
   const text = closure.map((file) => fs.readFileSync(file, 'utf8')).join('\n');
   // esbuild heads each bundled module with a `// <path>` comment.
-  for (const absent of [/^\/\/ src\/api\/index\.ts$/m, /^\/\/ src\/http\.ts$/m, /^\/\/ src\/dashboard\//m, /^\/\/ src\/ingest\/evm\/ingester\.ts$/m, /node_modules\/fastify\/fastify\.js$/m, /node_modules\/pg-boss\//m, /node_modules\/typebox\//m]) {
+  for (const absent of [
+    /^\/\/ src\/api\/index\.ts$/m,
+    /^\/\/ src\/http\.ts$/m,
+    /^\/\/ src\/dashboard\//m,
+    /^\/\/ src\/ingest\/evm\/ingester\.ts$/m,
+    /node_modules\/fastify\/fastify\.js$/m,
+    /node_modules\/pg-boss\//m,
+    /node_modules\/typebox\//m,
+  ]) {
     expect(text).not.toMatch(absent);
   }
   // …and they are in dist/, one import away.
