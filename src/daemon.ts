@@ -1,4 +1,4 @@
-import PgBoss from 'pg-boss';
+import type PgBoss from 'pg-boss';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './internal/config.ts';
 import type { Logger } from './internal/logger.ts';
@@ -8,17 +8,19 @@ import { createSecretBox, loadOrCreateEncryptionKey } from './internal/crypto.ts
 import { createStore, type Store } from './store/index.ts';
 import { connectDatabase } from './store/connect.ts';
 import { migrate } from './store/migrate.ts';
-import { pruneExpiredRows } from './store/retention.ts';
-import { createHttp } from './http.ts';
-import { createIngest } from './ingest/index.ts';
-import { createDelivery } from './delivery/index.ts';
+import type { createIngest } from './ingest/index.ts';
 import { createEngine } from './engine/index.ts';
-import { createSandbox } from './sandbox/index.ts';
-import { createX402 } from './x402/index.ts';
-import { createSweeper } from './deposits/sweeper.ts';
 import { loadChains } from './internal/chains.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
 import { createReadiness, healthResponse, readyResponse, registerReadyRoute, type Readiness } from './readiness.ts';
+
+// Each role's stages are imported only when this process runs that role (issue 28): the compiled
+// dist/ puts them in chunks of their own (scripts/build.mjs), so an ingest-only process never
+// loads fastify, typebox or the dashboard, and an api-only one never loads pg-boss. Each import
+// starts at once, beside the database work below, and is awaited where the role is built.
+const loadApi = () => Promise.all([import('./http.ts'), import('./x402/index.ts')]);
+const loadWorker = () => Promise.all([import('pg-boss'), import('./delivery/index.ts'), import('./deposits/sweeper.ts'), import('./store/retention.ts')]);
+const loadIngest = () => import('./ingest/index.ts');
 
 export const ROLES = ['api', 'ingest', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -63,6 +65,15 @@ export async function startDaemon(params: {
   const { config, logger, roles } = params;
   const shutdown = createShutdown({ onError: (name, error) => logger.error({ msg: 'Error while shutting down', part: name, err: error }) });
   const startedAt = new Date();
+  // A role's modules load while the database connects and migrations are checked.
+  const modules = {
+    api: roles.includes('api') ? loadApi() : undefined,
+    worker: roles.includes('worker') ? loadWorker() : undefined,
+    ingest: roles.includes('ingest') ? loadIngest() : undefined,
+    sandbox: roles.includes('api') || roles.includes('ingest') ? import('./sandbox/index.ts') : undefined,
+  };
+  // An import that fails while start-up fails elsewhere must not surface as an unhandled rejection.
+  for (const loading of Object.values(modules)) loading?.catch(() => {});
   try {
     const database = await connectDatabase(config, logger);
     shutdown.add('database', database.stop);
@@ -81,8 +92,8 @@ export async function startDaemon(params: {
     const engine = createEngine({ store, logger, metrics, config });
     shutdown.add('engine', () => engine.idle());
     // The sandbox's simulated chains feed the same tables and engine; the api role uses it for
-    // simulated payments, the ingest role advances the simulated chains.
-    const sandbox = createSandbox({
+    // simulated payments, the ingest role advances the simulated chains (a worker-only process has none).
+    const sandbox = (await modules.sandbox)?.createSandbox({
       store,
       logger,
       chains: loadChains(),
@@ -91,7 +102,8 @@ export async function startDaemon(params: {
     });
 
     let boss: PgBoss | undefined;
-    if (roles.includes('worker')) {
+    if (modules.worker) {
+      const [{ default: PgBoss }, { createDelivery }, { createSweeper }, { pruneExpiredRows }] = await modules.worker;
       boss = new PgBoss({ connectionString: database.connectionString, schema: PG_BOSS_SCHEMA, application_name: 'svc-worker', max: 4 });
       boss.on('error', (error) => logger.error({ msg: 'pg-boss error', err: error }));
       await boss.start();
@@ -121,7 +133,8 @@ export async function startDaemon(params: {
     }
 
     let ingest: ReturnType<typeof createIngest> | undefined;
-    if (roles.includes('ingest')) {
+    if (modules.ingest && sandbox) {
+      const { createIngest } = await modules.ingest;
       // onChainChange is called after each ingest commit: the engine reconciles that chain.
       ingest = createIngest({
         config,
@@ -152,7 +165,8 @@ export async function startDaemon(params: {
 
     let api: FastifyInstance | undefined;
     let url: string | undefined;
-    if (roles.includes('api')) {
+    if (modules.api && sandbox) {
+      const [{ createHttp }, { createX402 }] = await modules.api;
       // x402 settles with gas-only relayer keys (SVC_<CHAIN>_RELAYER_KEY) on the chains that have one.
       const x402 = createX402({ store, logger, metrics, config, sandbox });
       const x402Watch = x402.watch(shutdown.signal);

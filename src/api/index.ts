@@ -5,6 +5,7 @@ import { nodeServerTimeouts } from '../internal/httpTimeouts.ts';
 import { answerClientError } from '../internal/httpClientErrors.ts';
 import { registerAuth } from './auth.ts';
 import type { ApiDeps } from './deps.ts';
+import { buildLazySerializer } from './lazySerializers.ts';
 import { registerValidation } from './validation.ts';
 import { findIllFormedText, illFormedTextMessage } from './wellFormed.ts';
 import { registerOpenApi, openApiRoutes } from './openapi.ts';
@@ -166,6 +167,8 @@ export function createApi(params: CreateApiParams): FastifyInstance {
     clientErrorHandler: answerClientError,
     // The client IP of per-IP rate limits: the socket address unless SVC_TRUST_PROXY names the proxies.
     trustProxy: (deps.config.trustProxy ?? false) as FastifyServerOptions['trustProxy'] & boolean,
+    // Response serializers are built on first use (see lazySerializers.ts).
+    schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
     // Errors fastify raises before routing (an undecodable URL): the same `{"error"}` shape.
     frameworkErrors: (error, _request, reply) => {
       const answer = frameworkErrorAnswer(error);

@@ -130,9 +130,14 @@ function sizeRule(keyword: string, limit: number, wholeBody: boolean): string {
 export function registerValidation(app: FastifyInstance): void {
   const strict = newAjv(false);
   const coercing = newAjv(true);
+  // Each route's validator is compiled on its first request, not at start-up: compiling every
+  // route's schemas up front was a large part of the API role's start-up CPU (issue 28).
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    const validate = (httpPart === 'body' ? strict : coercing).compile(schema);
-    return (data: unknown) => (validate(data) ? { value: data } : { error: validate.errors as unknown as Error });
+    let validate: ReturnType<Ajv['compile']> | undefined;
+    return (data: unknown) => {
+      validate ??= (httpPart === 'body' ? strict : coercing).compile(schema);
+      return validate(data) ? { value: data } : { error: validate.errors as unknown as Error };
+    };
   });
   app.setSchemaErrorFormatter((errors, dataVar) =>
     dataVar === 'params' ? unknownIdError(errors[0] as unknown as ErrorObject) : badRequest(describeSchemaError(errors[0] as unknown as ErrorObject, dataVar)),

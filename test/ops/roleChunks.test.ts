@@ -1,0 +1,47 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+import { distIsCurrent } from '../../bin/freshness.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+/** Every file of dist/ that `file` loads before its code runs: its static imports, transitively. */
+function staticClosure(file: string): string[] {
+  const seen = new Set<string>();
+  const pending = [file];
+  while (pending.length > 0) {
+    const current = pending.pop()!;
+    if (seen.has(current)) continue;
+    seen.add(current);
+    const text = fs.readFileSync(current, 'utf8');
+    for (const match of text.matchAll(/^(?:import|export)\b[^;]*?["'](\.{1,2}\/[^"']+)["']/gm)) pending.push(path.resolve(path.dirname(current), match[1]!));
+  }
+  return [...seen];
+}
+
+// Issue 28: `svc start` loads each role's stages only when it runs that role. dist/ is one bundle
+// with a chunk per role (scripts/build.mjs) that src/daemon.ts imports dynamically; a static import
+// of a role's module from the daemon's wiring would pull it (fastify, typebox, pg-boss, the
+// ingesters) into every process's start again.
+test('the compiled svc command loads no role’s stages before it knows the roles', () => {
+  if (!distIsCurrent(root)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
+  const closure = staticClosure(path.join(root, 'dist/cli/entry.js'));
+  const text = closure.map((file) => fs.readFileSync(file, 'utf8')).join('\n');
+  // esbuild heads each bundled module with a `// <path>` comment.
+  for (const absent of [
+    /^\/\/ src\/api\/index\.ts$/m,
+    /^\/\/ src\/http\.ts$/m,
+    /^\/\/ src\/dashboard\//m,
+    /^\/\/ src\/ingest\/evm\/ingester\.ts$/m,
+    /node_modules\/fastify\/fastify\.js$/m,
+    /node_modules\/pg-boss\//m,
+    /node_modules\/typebox\//m,
+  ]) {
+    expect(text).not.toMatch(absent);
+  }
+  // …and they are in dist/, one import away.
+  const all = fs.readdirSync(path.join(root, 'dist/chunks')).map((name) => fs.readFileSync(path.join(root, 'dist/chunks', name), 'utf8'));
+  expect(all.some((chunk) => /^\/\/ src\/api\/index\.ts$/m.test(chunk))).toBe(true);
+  expect(all.some((chunk) => /node_modules\/pg-boss\//m.test(chunk))).toBe(true);
+});
