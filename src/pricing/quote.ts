@@ -36,6 +36,8 @@ export interface QuoteRequest {
 /** The token amount (base units of `currency` on `chain`) and how it was reached. */
 export interface Quoted {
   amount: bigint;
+  /** Decimals of `amount` (the token's on the chain). */
+  decimals: number;
   price: FiatPrice;
   quote: PriceQuote;
 }
@@ -112,7 +114,7 @@ export async function quotePrice(deps: PricingDeps, request: QuoteRequest): Prom
   if (!request.livemode) {
     const fiatUsd = fiatPair ? sandboxAnswer(fiatPair) : ONE_USD;
     const tokenUsd = sandboxAnswer(tokenPair);
-    return { amount: convert(fiatUsd, tokenUsd), price, quote: { source: 'sandbox', rate: rateText(fiatUsd, tokenUsd), feeds: [], quotedAt } };
+    return { amount: convert(fiatUsd, tokenUsd), decimals: tokenDecimals, price, quote: { source: 'sandbox', rate: rateText(fiatUsd, tokenUsd), feeds: [], quotedAt } };
   }
 
   const pairs = fiatPair ? [fiatPair, tokenPair] : [tokenPair];
@@ -129,7 +131,7 @@ export async function quotePrice(deps: PricingDeps, request: QuoteRequest): Prom
       const fiatUsd = fiatPair ? readings[0]!.answer : ONE_USD;
       const tokenUsd = readings[readings.length - 1]!.answer;
       const amount = convert(fiatUsd, tokenUsd);
-      return { amount, price, quote: { source: 'chainlink', rate: rateText(fiatUsd, tokenUsd), feeds: readings.map((r) => r.reading), quotedAt } };
+      return { amount, decimals: tokenDecimals, price, quote: { source: 'chainlink', rate: rateText(fiatUsd, tokenUsd), feeds: readings.map((r) => r.reading), quotedAt } };
     } catch (error) {
       // An RPC that does not answer: the same feeds on the next chain may. A feed's own answer
       // (stale, not a price, off the peg) is the market's, and refuses at once.
