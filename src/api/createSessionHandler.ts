@@ -7,21 +7,14 @@ import { createSession, type CreateSessionParams } from '../payments/sessions.ts
 import type { Session } from '../payments/session.ts';
 import { liveChains } from '../internal/config.ts';
 import { sessionLinks, type SessionLinks } from './views.ts';
-import { badRequest } from '../internal/errors.ts';
 import { formatAmount } from '../internal/money.ts';
-import { quotePrice, type FiatPrice, type PricingDeps } from '../pricing/index.ts';
+import { quotePrice, requireAmountOrPrice, type FiatPrice, type PricingDeps } from '../pricing/index.ts';
 
 /** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
 export type CreateSessionBodyFields = Omit<
   CreateSessionParams,
   'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'feeBps' | 'chains' | 'paymentLinkId' | 'liveChains' | 'amount' | 'price' | 'priceQuote'
 > & { amount?: string | undefined; price?: FiatPrice | undefined };
-
-/** Exactly one of `amount` (token units) and `price` (fiat, issue 26): a 400 otherwise. */
-export function requireAmountOrPrice(body: { amount?: string | undefined; price?: unknown }): void {
-  if (body.amount !== undefined && body.price !== undefined) throw badRequest('give either amount (in the token) or price (in a fiat currency), not both');
-  if (body.amount === undefined && body.price === undefined) throw badRequest('amount or price is required');
-}
 
 /**
  * The token amount of a creation: `amount` as given, or `price` converted now (src/pricing:

@@ -37,22 +37,29 @@ export const PriceViewSchema = Nullable(
 export const PriceQuoteViewSchema = Nullable(
   Type.Object(
     {
-      source: Type.Unsafe<'chainlink' | 'sandbox'>({ type: 'string', enum: ['chainlink', 'sandbox'], description: '`chainlink` (live) or `sandbox` (fixed rates).' }),
-      rate: Type.String({ description: 'Token units per one unit of the fiat currency, decimal text rounded to 8 places (the amount is computed from the exact answers and rounded up to a base unit).' }),
+      source: Type.Unsafe<'chainlink' | 'sandbox'>({
+        type: 'string',
+        enum: ['chainlink', 'sandbox'],
+        description: '`chainlink` (live) or `sandbox` (fixed rates).',
+      }),
+      rate: Type.String({
+        description:
+          'Token units per one unit of the fiat currency, decimal text rounded to 8 places (the amount is computed from the exact answers and rounded up to a base unit).',
+      }),
       feeds: Type.Array(
         Type.Object(
           {
-            pair: Type.Unsafe<string>({ type: 'string', enum: [...FEED_PAIRS], description: 'The feed\'s pair, `EUR/USD` or `USDC/USD`.' }),
+            pair: Type.Unsafe<string>({ type: 'string', enum: [...FEED_PAIRS], description: "The feed's pair, `EUR/USD` or `USDC/USD`." }),
             chain: ChainSchema,
             address: Type.String({ description: 'The Chainlink feed (proxy) contract.' }),
             roundId: Type.String({ description: 'The round read, integer text.' }),
-            answer: Type.String({ description: 'The round\'s answer, integer text at `decimals`.' }),
+            answer: Type.String({ description: "The round's answer, integer text at `decimals`." }),
             decimals: Type.Integer(),
             updatedAt: Type.String({ format: 'date-time', description: 'When the round was updated on chain.' }),
           },
           { additionalProperties: false },
         ),
-        { description: 'The feeds read: the fiat\'s /USD (none for USD), then the token\'s /USD; empty in the sandbox.' },
+        { description: "The feeds read: the fiat's /USD (none for USD), then the token's /USD; empty in the sandbox." },
       ),
       quotedAt: Type.String({ format: 'date-time', description: 'When the price was converted.' }),
     },

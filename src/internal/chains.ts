@@ -93,7 +93,8 @@ function validate(file: string, expectedName: ChainName, raw: unknown): ChainCon
     if (chain.kind !== 'evm') fail(file, 'priceFeeds are Chainlink contracts on EVM chains');
     for (const [pair, feed] of Object.entries(chain.priceFeeds)) {
       if (!(FEED_PAIRS as readonly string[]).includes(pair)) fail(file, `priceFeeds: unknown pair ${pair} (one of ${FEED_PAIRS.join(', ')})`);
-      if (!(Number.isInteger(feed?.heartbeatSeconds) && feed!.heartbeatSeconds > 0)) fail(file, `priceFeeds ${pair}: heartbeatSeconds must be a positive integer`);
+      if (!(Number.isInteger(feed?.heartbeatSeconds) && feed!.heartbeatSeconds > 0))
+        fail(file, `priceFeeds ${pair}: heartbeatSeconds must be a positive integer`);
       if (canonicalAddress(expectedName, feed!.address) !== feed!.address) fail(file, `priceFeeds ${pair}: address must be a checksummed (EIP-55) address`);
     }
   }

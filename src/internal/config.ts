@@ -172,7 +172,8 @@ export const VARIABLES = {
     doc: "How far a stablecoin's Chainlink USD price may be from 1.00, in basis points (200 = ±2 %), before a session priced in a fiat currency is refused (422) instead of priced off the peg",
     default: '200',
     parse: (raw: string) => {
-      if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1 || Number(raw) > 5_000) throw new Error('must be a whole number of basis points from 1 to 5000 (200 = 2 %)');
+      if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1 || Number(raw) > 5_000)
+        throw new Error('must be a whole number of basis points from 1 to 5000 (200 = 2 %)');
       return Number(raw);
     },
   },

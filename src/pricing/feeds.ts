@@ -59,16 +59,18 @@ async function callData(lookups: Pick<TransactionLookups, 'callContract'>, chain
  * API's lookup pool: failover, cooldowns, metrics), or returns the cached reading.
  * @throws {UnavailableError} no RPC URL, every URL failed, or nothing answers at the address.
  */
-export async function readFeed(lookups: Pick<TransactionLookups, 'callContract'>, cache: FeedCache | undefined, chain: ChainName, address: string): Promise<FeedRound> {
+export async function readFeed(
+  lookups: Pick<TransactionLookups, 'callContract'>,
+  cache: FeedCache | undefined,
+  chain: ChainName,
+  address: string,
+): Promise<FeedRound> {
   const key = `${chain}:${address}`;
   const now = Date.now();
   const cached = cache?.entries.get(key);
   if (cached && now - cached.at < cache!.ttlMs) return cached.round;
   const round = (async () => {
-    const [decimalsData, latestData] = await Promise.all([
-      callData(lookups, chain, address, 'decimals'),
-      callData(lookups, chain, address, 'latestRoundData'),
-    ]);
+    const [decimalsData, latestData] = await Promise.all([callData(lookups, chain, address, 'decimals'), callData(lookups, chain, address, 'latestRoundData')]);
     const decimals = decodeFunctionResult({ abi: AGGREGATOR_ABI, functionName: 'decimals', data: decimalsData });
     const [roundId, answer, , updatedAt] = decodeFunctionResult({ abi: AGGREGATOR_ABI, functionName: 'latestRoundData', data: latestData });
     return { roundId, answer, decimals: Number(decimals), updatedAt };

@@ -55,3 +55,16 @@ export function storedPrice(price: { amount: string; currency: string }): FiatPr
   const parsed = parsePrice(price);
   return { amount: price.amount, currency: parsed.currency };
 }
+
+/**
+ * A creation gives exactly one of `amount` (token units) and `price` (fiat), and no line items
+ * with a price (their unit amounts are token amounts that must add up to the amount, which a
+ * price only fixes later). Checked before anything else, so no feed is read for a bad body.
+ * @throws {InvalidRequestError} 400 saying which.
+ */
+export function requireAmountOrPrice(body: { amount?: string | undefined; price?: unknown; lineItems?: readonly unknown[] | undefined }): void {
+  if (body.amount !== undefined && body.price !== undefined) throw badRequest('give either amount (in the token) or price (in a fiat currency), not both');
+  if (body.amount === undefined && body.price === undefined) throw badRequest('amount or price is required');
+  if (body.price !== undefined && body.lineItems && body.lineItems.length > 0)
+    throw badRequest('lineItems cannot be combined with price: give description instead');
+}

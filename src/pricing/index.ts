@@ -5,7 +5,7 @@
  */
 export { quotePrice, STALE_GRACE_SECONDS, type PricingDeps, type QuoteRequest, type Quoted } from './quote.ts';
 export { createFeedCache, FEED_CACHE_MS, type FeedCache } from './feeds.ts';
-export { FIAT_DECIMALS, parsePrice, storedPrice } from './fiat.ts';
+export { FIAT_DECIMALS, parsePrice, requireAmountOrPrice, storedPrice } from './fiat.ts';
 export { SANDBOX_RATES } from './sandboxRates.ts';
 export { rateText, tokenUnits, withinPeg } from './convert.ts';
 export type { FeedReading, FiatPrice, PriceQuote } from './types.ts';

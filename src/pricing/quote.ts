@@ -56,7 +56,10 @@ function candidates(deps: PricingDeps, chains: Record<ChainName, ChainConfig>, c
 /** Checks one round before it prices anything; every refusal is a 422 that names the feed. */
 function checkRound(deps: PricingDeps, reading: FeedReading, round: FeedRound, heartbeatSeconds: number): void {
   const where = `the Chainlink ${reading.pair} feed on ${reading.chain} (${reading.address})`;
-  if (round.answer <= 0n) throw new UnprocessableError(`${where} answers ${round.answer}, which is not a price; the price cannot be converted now: retry later, or give amount instead of price`);
+  if (round.answer <= 0n)
+    throw new UnprocessableError(
+      `${where} answers ${round.answer}, which is not a price; the price cannot be converted now: retry later, or give amount instead of price`,
+    );
   const now = BigInt(Math.floor((deps.now?.() ?? new Date()).getTime() / 1000));
   if (now - round.updatedAt > BigInt(heartbeatSeconds + STALE_GRACE_SECONDS)) {
     throw new UnprocessableError(
@@ -114,7 +117,12 @@ export async function quotePrice(deps: PricingDeps, request: QuoteRequest): Prom
   if (!request.livemode) {
     const fiatUsd = fiatPair ? sandboxAnswer(fiatPair) : ONE_USD;
     const tokenUsd = sandboxAnswer(tokenPair);
-    return { amount: convert(fiatUsd, tokenUsd), decimals: tokenDecimals, price, quote: { source: 'sandbox', rate: rateText(fiatUsd, tokenUsd), feeds: [], quotedAt } };
+    return {
+      amount: convert(fiatUsd, tokenUsd),
+      decimals: tokenDecimals,
+      price,
+      quote: { source: 'sandbox', rate: rateText(fiatUsd, tokenUsd), feeds: [], quotedAt },
+    };
   }
 
   const pairs = fiatPair ? [fiatPair, tokenPair] : [tokenPair];
@@ -131,7 +139,12 @@ export async function quotePrice(deps: PricingDeps, request: QuoteRequest): Prom
       const fiatUsd = fiatPair ? readings[0]!.answer : ONE_USD;
       const tokenUsd = readings[readings.length - 1]!.answer;
       const amount = convert(fiatUsd, tokenUsd);
-      return { amount, decimals: tokenDecimals, price, quote: { source: 'chainlink', rate: rateText(fiatUsd, tokenUsd), feeds: readings.map((r) => r.reading), quotedAt } };
+      return {
+        amount,
+        decimals: tokenDecimals,
+        price,
+        quote: { source: 'chainlink', rate: rateText(fiatUsd, tokenUsd), feeds: readings.map((r) => r.reading), quotedAt },
+      };
     } catch (error) {
       // An RPC that does not answer: the same feeds on the next chain may. A feed's own answer
       // (stale, not a price, off the peg) is the market's, and refuses at once.

@@ -58,7 +58,15 @@ describe('live sessions priced in a fiat currency, from Chainlink feeds on anvil
         decimals: 8,
         updatedAt: expect.any(String),
       },
-      { pair: 'USDC/USD', chain: 'polygon', address: feedAddress('polygon', 'USDC/USD'), roundId: '36893488147419111111', answer: '99980000', decimals: 8, updatedAt: expect.any(String) },
+      {
+        pair: 'USDC/USD',
+        chain: 'polygon',
+        address: feedAddress('polygon', 'USDC/USD'),
+        roundId: '36893488147419111111',
+        answer: '99980000',
+        decimals: 8,
+        updatedAt: expect.any(String),
+      },
     ]);
     expect(Math.abs(Date.parse(quote.feeds[0].updatedAt) - Date.now())).toBeLessThan(60_000);
     const read = await call('GET', `/api/v1/payments/${created.body.id}`, { key: m.live });
@@ -82,8 +90,18 @@ describe('live sessions priced in a fiat currency, from Chainlink feeds on anvil
   });
 
   test.each([
-    ['a stale EUR/USD feed (older than its 27 s heartbeat plus 60 s)', 'EUR/USD', { answer: EUR_USD, ageSeconds: 120 }, /EUR\/USD feed on polygon .* longer ago than its heartbeat of 27 s/],
-    ['USDC off its peg (0.97 USD, band ±2 %)', 'USDC/USD', { answer: 97_000_000n }, /USDC is at 0\.97 USD .* outside the peg band of ±2 % \(SVC_PEG_BAND_BPS\)/],
+    [
+      'a stale EUR/USD feed (older than its 27 s heartbeat plus 60 s)',
+      'EUR/USD',
+      { answer: EUR_USD, ageSeconds: 120 },
+      /EUR\/USD feed on polygon .* longer ago than its heartbeat of 27 s/,
+    ],
+    [
+      'USDC off its peg (0.97 USD, band ±2 %)',
+      'USDC/USD',
+      { answer: 97_000_000n },
+      /USDC is at 0\.97 USD .* outside the peg band of ±2 % \(SVC_PEG_BAND_BPS\)/,
+    ],
     ['an answer of 0', 'EUR/USD', { answer: 0n }, /EUR\/USD feed on polygon .* answers 0, which is not a price/],
     ['a negative answer', 'USDC/USD', { answer: -1n }, /USDC\/USD feed on polygon .* answers -1/],
   ] as const)('%s: 422 and nothing written', async (_name, pair, round, error) => {
