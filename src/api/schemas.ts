@@ -1,9 +1,9 @@
 import { Type, type TSchema, type Static } from 'typebox';
 import { CHAIN_NAMES, type ChainName } from '../internal/config.ts';
 import { CURRENCIES, type Currency } from '../internal/chains.ts';
-import { PriceInputSchema as PriceInputSchemaRef, PriceQuoteViewSchema, PriceViewSchema } from './priceSchemas.ts';
+import { PriceInputSchema as PriceInputSchemaRef, PriceQuoteViewSchema, PriceViewSchema } from '../pricing/schemas.ts';
 
-export { PriceInputSchema, PriceQuoteViewSchema, PriceViewSchema } from './priceSchemas.ts';
+export { PriceInputSchema, PriceQuoteViewSchema, PriceViewSchema } from '../pricing/schemas.ts';
 import { AMOUNT_LIMITS, EXPIRES_IN } from '../payments/terms.ts';
 import { LINE_ITEM_LIMITS, MAX_LINE_ITEMS } from '../payments/purchase.ts';
 

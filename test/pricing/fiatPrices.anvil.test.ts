@@ -158,5 +158,11 @@ describe('live sessions priced in a fiat currency, from Chainlink feeds on anvil
     for (const row of rows) {
       expect(row.data).toMatchObject({ amount: '52.991092', price: { amount: '49.00', currency: 'EUR' }, priceQuote: created.body.priceQuote });
     }
+    // The customer's instructions and receipt show the price and the rate.
+    const instructions = await call('GET', `/checkout/${created.body.id}`, { headers: { accept: 'application/json' } });
+    expect(instructions.body).toMatchObject({ price: { amount: '49.00', currency: 'EUR' }, priceQuote: { rate: '1.08145085' } });
+    const receipt = await call('GET', `/checkout/${created.body.id}/receipt`, { headers: { accept: 'text/html' } });
+    expect(receipt.status).toBe(200);
+    expect(receipt.body).toContain('<dd id="fiat-price">49.00 EUR at 1.08145085 USDC per EUR (Chainlink)</dd>');
   });
 });

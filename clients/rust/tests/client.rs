@@ -15,7 +15,7 @@ fn client(url: &str) -> ClientBuilder {
 fn session() -> serde_json::Value {
     json!({
         "id": "ses_1", "amount": "25", "displayAmount": "25", "currency": "USDC", "chain": "base", "checkoutUrl": "http://127.0.0.1/c/ses_1",
-        "attribution": "amount", "depositAddress": null, "description": null, "lineItems": null, "cancelUrl": null, "receiptUrl": "http://127.0.0.1/checkout/ses_1/receipt", "paymentAddress": "0xabc", "merchantWallet": "0xabc", "amountDue": "25", "amountDueBaseUnits": "25000000", "amountReceived": "0",
+        "attribution": "amount", "depositAddress": null, "description": null, "lineItems": null, "cancelUrl": null, "price": null, "priceQuote": null, "receiptUrl": "http://127.0.0.1/checkout/ses_1/receipt", "paymentAddress": "0xabc", "merchantWallet": "0xabc", "amountDue": "25", "amountDueBaseUnits": "25000000", "amountReceived": "0",
         "amountPending": "0", "decimals": 6, "tokens": [{"symbol": "USDC", "address": "0xtoken"}], "fee": "0.25", "feeBaseUnits": "250000",
         "reference": null, "txHash": null, "confirmations": 0, "requiredConfirmations": 12, "metadata": {}, "webhookUrl": null, "successUrl": null,
         "paymentLinkId": null, "livemode": false, "createdAt": "2026-01-01T00:00:00.000Z", "expiresAt": "2026-01-01T01:00:00.000Z",

@@ -4,7 +4,7 @@ import { FEED_PAIRS, FIAT_CURRENCIES, type FiatCurrency } from '../internal/chai
 
 /** The schemas of fiat prices (issue 26; src/pricing): the creation's `price`, the views' `price` and `priceQuote`. */
 
-const Nullable = (schema: TSchema, description: string) => Type.Union([schema, Type.Null()], { description });
+const Nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
 const ChainSchema = Type.Unsafe<ChainName>({ type: 'string', enum: [...CHAIN_NAMES] });
 
 /** `price` of a creation (issue 26): a fiat price instead of a token `amount`. */
