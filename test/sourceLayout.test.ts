@@ -25,7 +25,7 @@ const LAYERS: string[][] = [
   ['internal', 'receiver'],
   ['store'],
   ['accounts', 'ingest'],
-  ['payments'],
+  ['payments', 'pricing'],
   ['engine', 'delivery', 'deposits'],
   ['checkout'],
   ['sandbox', 'x402'],

@@ -129,7 +129,7 @@ func TestPathEscapingQueryAndBody(t *testing.T) {
 	if _, err := c.Refunds.Complete(ctx, "rf/1 x", &RefundCompleteParams{TxHash: "0xabc"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Sessions.Create(ctx, &SessionCreateParams{Amount: "25", Currency: CurrencyUSDC, Chain: ChainBase, Metadata: map[string]string{"order": "42"}}); err != nil {
+	if _, err := c.Sessions.Create(ctx, &SessionCreateParams{Amount: String("25"), Currency: CurrencyUSDC, Chain: ChainBase, Metadata: map[string]string{"order": "42"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.WebhookEndpoints.Update(ctx, "we_1", &WebhookEndpointUpdateParams{Description: Null[string]()}); err != nil {
@@ -197,7 +197,7 @@ func TestIdempotencyKeyKeptAcrossRetriesAndNewPerCall(t *testing.T) {
 		return answer{status: 201, json: payment}
 	})
 	c := client(server.baseURL())
-	params := &PaymentCreateParams{Amount: "25", Currency: CurrencyUSDC, Chain: ChainBase}
+	params := &PaymentCreateParams{Amount: String("25"), Currency: CurrencyUSDC, Chain: ChainBase}
 	created, err := c.Payments.Create(ctx, params)
 	if err != nil || created.ID != "ses_1" {
 		t.Fatal(created, err)

@@ -34,6 +34,44 @@ const (
 	SessionAttributionAddress SessionAttribution = "address"
 )
 
+// SessionPriceCurrency: one of the values below; a value this version does not know is kept as it came.
+type SessionPriceCurrency string
+
+// The values of SessionPriceCurrency.
+const (
+	SessionPriceCurrencyUSD SessionPriceCurrency = "USD"
+	SessionPriceCurrencyEUR SessionPriceCurrency = "EUR"
+	SessionPriceCurrencyGBP SessionPriceCurrency = "GBP"
+	SessionPriceCurrencyJPY SessionPriceCurrency = "JPY"
+	SessionPriceCurrencyCHF SessionPriceCurrency = "CHF"
+	SessionPriceCurrencyCAD SessionPriceCurrency = "CAD"
+	SessionPriceCurrencyAUD SessionPriceCurrency = "AUD"
+)
+
+// SessionPriceQuoteSource: `chainlink` (live) or `sandbox` (fixed rates).
+type SessionPriceQuoteSource string
+
+// The values of SessionPriceQuoteSource.
+const (
+	SessionPriceQuoteSourceChainlink SessionPriceQuoteSource = "chainlink"
+	SessionPriceQuoteSourceSandbox   SessionPriceQuoteSource = "sandbox"
+)
+
+// SessionPriceQuoteFeedsPair: The feed's pair, `EUR/USD` or `USDC/USD`.
+type SessionPriceQuoteFeedsPair string
+
+// The values of SessionPriceQuoteFeedsPair.
+const (
+	SessionPriceQuoteFeedsPairEURUSD  SessionPriceQuoteFeedsPair = "EUR/USD"
+	SessionPriceQuoteFeedsPairGBPUSD  SessionPriceQuoteFeedsPair = "GBP/USD"
+	SessionPriceQuoteFeedsPairJPYUSD  SessionPriceQuoteFeedsPair = "JPY/USD"
+	SessionPriceQuoteFeedsPairCHFUSD  SessionPriceQuoteFeedsPair = "CHF/USD"
+	SessionPriceQuoteFeedsPairCADUSD  SessionPriceQuoteFeedsPair = "CAD/USD"
+	SessionPriceQuoteFeedsPairAUDUSD  SessionPriceQuoteFeedsPair = "AUD/USD"
+	SessionPriceQuoteFeedsPairUSDTUSD SessionPriceQuoteFeedsPair = "USDT/USD"
+	SessionPriceQuoteFeedsPairUSDCUSD SessionPriceQuoteFeedsPair = "USDC/USD"
+)
+
 // SessionStatus: Session state; `created` until a payment is seen.
 type SessionStatus string
 
@@ -253,6 +291,41 @@ type SessionLineItems struct {
 	Amount string `json:"amount"`
 }
 
+// SessionPrice: The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+type SessionPrice struct {
+	// Decimal text, as given.
+	Amount   string               `json:"amount"`
+	Currency SessionPriceCurrency `json:"currency"`
+}
+
+// SessionPriceQuoteFeeds: a JSON object of the API.
+type SessionPriceQuoteFeeds struct {
+	// The feed's pair, `EUR/USD` or `USDC/USD`.
+	Pair  SessionPriceQuoteFeedsPair `json:"pair"`
+	Chain Chain                      `json:"chain"`
+	// The Chainlink feed (proxy) contract.
+	Address string `json:"address"`
+	// The round read, integer text.
+	RoundID string `json:"roundId"`
+	// The round's answer, integer text at `decimals`.
+	Answer   string `json:"answer"`
+	Decimals int64  `json:"decimals"`
+	// When the round was updated on chain.
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// SessionPriceQuote: How `price` became `amount`, or null without a price.
+type SessionPriceQuote struct {
+	// `chainlink` (live) or `sandbox` (fixed rates).
+	Source SessionPriceQuoteSource `json:"source"`
+	// Token units per one unit of the fiat currency, decimal text rounded to 8 places (the amount is computed from the exact answers and rounded up to a base unit).
+	Rate string `json:"rate"`
+	// The feeds read: the fiat's /USD (none for USD), then the token's /USD; empty in the sandbox.
+	Feeds []SessionPriceQuoteFeeds `json:"feeds"`
+	// When the price was converted.
+	QuotedAt string `json:"quotedAt"`
+}
+
 // Session: A payment session as Interface A shows it (spec §2.1), plus what a payer needs.
 type Session struct {
 	// Session identifier (`ses_…`); the same id works in both interfaces.
@@ -315,6 +388,10 @@ type Session struct {
 	LineItems []SessionLineItems `json:"lineItems"`
 	// Where the checkout page's "Cancel and return" link takes the customer, or null.
 	CancelURL *string `json:"cancelUrl"`
+	// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+	Price *SessionPrice `json:"price"`
+	// How `price` became `amount`, or null without a price.
+	PriceQuote *SessionPriceQuote `json:"priceQuote"`
 	// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
 	ReceiptURL string `json:"receiptUrl"`
 	// false for sandbox sessions (test keys).
@@ -342,7 +419,9 @@ type SessionCreateParamsLineItems struct {
 // SessionCreateParams: a JSON object of the API.
 type SessionCreateParams struct {
 	// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-	Amount string `json:"amount"`
+	Amount *string `json:"amount,omitempty"`
+	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
@@ -429,6 +508,10 @@ type Payment struct {
 	LineItems []SessionLineItems `json:"lineItems"`
 	// Where the checkout page's "Cancel and return" link takes the customer, or null.
 	CancelURL *string `json:"cancelUrl"`
+	// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+	Price *SessionPrice `json:"price"`
+	// How `price` became `amount`, or null without a price.
+	PriceQuote *SessionPriceQuote `json:"priceQuote"`
 	// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
 	ReceiptURL string `json:"receiptUrl"`
 	// false for sandbox sessions (test keys).
@@ -446,7 +529,9 @@ type Payment struct {
 // PaymentCreateParams: a JSON object of the API.
 type PaymentCreateParams struct {
 	// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-	Amount string `json:"amount"`
+	Amount *string `json:"amount,omitempty"`
+	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
@@ -492,7 +577,9 @@ type PaymentListParams struct {
 // CheckoutSessionCreateParams: a JSON object of the API.
 type CheckoutSessionCreateParams struct {
 	// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-	Amount string `json:"amount"`
+	Amount *string `json:"amount,omitempty"`
+	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
@@ -524,8 +611,11 @@ type PaymentLink struct {
 	// Public URL: each visit creates a fresh payment session and redirects (303) to its checkout page.
 	URL string `json:"url"`
 	// false once deactivated: visits then get 410.
-	Active bool   `json:"active"`
-	Amount string `json:"amount"`
+	Active bool `json:"active"`
+	// Token amount of each session, decimal text; null when the link is priced in a fiat currency (`price`).
+	Amount *string `json:"amount"`
+	// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+	Price *SessionPrice `json:"price"`
 	// The stablecoin.
 	Currency Currency `json:"currency"`
 	// The chain to pay on.
@@ -556,7 +646,9 @@ type PaymentLink struct {
 // PaymentLinkCreateParams: a JSON object of the API.
 type PaymentLinkCreateParams struct {
 	// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-	Amount string `json:"amount"`
+	Amount *string `json:"amount,omitempty"`
+	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
 	Currency Currency `json:"currency"`
 	// The chain to pay on.

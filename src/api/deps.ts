@@ -7,6 +7,7 @@ import type { RateLimits } from './rateLimits.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { X402 } from '../x402/index.ts';
 import type { TransactionLookups } from '../ingest/lookup.ts';
+import type { PricingDeps } from '../pricing/index.ts';
 
 /** What route modules are given: real dependencies, passed in (tests pass their own). */
 export interface ApiDeps {
@@ -25,4 +26,6 @@ export interface ApiDeps {
   x402?: X402;
   /** Chain lookups for payers' transaction proofs and refund completion; `createApi` makes them from `config.rpc` when not given. */
   lookups: TransactionLookups;
+  /** Fiat prices (src/pricing): the same lookups, SVC_PEG_BAND_BPS and this API's short cache of feed readings. */
+  pricing: PricingDeps;
 }

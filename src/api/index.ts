@@ -29,6 +29,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 import { x402FacilitatorRoutes, x402ResourceRoutes } from './routes/x402.ts';
 import { createTransactionLookups } from '../ingest/lookup.ts';
+import { createFeedCache } from '../pricing/index.ts';
 
 export type { ApiDeps };
 
@@ -40,9 +41,11 @@ export type { ApiDeps };
 export type Surface = (app: FastifyInstance, deps: ApiDeps) => void;
 
 /** What {@link createApi} takes: the API's dependencies, with defaults for the ones it can make. */
-export type CreateApiParams = Omit<ApiDeps, 'startedAt' | 'lookups'> & {
+export type CreateApiParams = Omit<ApiDeps, 'startedAt' | 'lookups' | 'pricing'> & {
   startedAt?: Date;
   lookups?: ApiDeps['lookups'];
+  /** How long a Chainlink feed reading is reused (default FEED_CACHE_MS, 5 s; tests that move a feed pass 0). */
+  priceCacheMs?: number;
   /** Registered after the API's routes, in order; see src/http.ts for the daemon's. */
   surfaces?: readonly Surface[];
 };
@@ -135,14 +138,16 @@ export function createApi(params: CreateApiParams): FastifyInstance {
   // Every database wait of a request is bounded, so a frozen database gives 503s, not hung
   // requests; the workers sharing this pool keep their unbounded store (see Store.bounded).
   const store = params.store.bounded({ connectMs: API_DB_CONNECT_MS, queryMs: params.config.apiDbTimeoutMs });
-  const { surfaces = [], ...rest } = params;
+  const { surfaces = [], priceCacheMs, ...rest } = params;
+  // Payers' transaction proofs, refund completion and fiat prices read the chains with the
+  // configured RPC URLs (read only; the ingest role stores transfers), one client per chain made on first use.
+  const lookups = params.lookups ?? createTransactionLookups({ config: params.config, logger: params.logger, metrics: params.metrics });
   const deps: ApiDeps = {
     ...rest,
     store,
     startedAt: params.startedAt ?? new Date(),
-    // Payers' transaction proofs and refund completion look transactions up on the chains with the
-    // configured RPC URLs (read only; the ingest role stores transfers), one client per chain made on first use.
-    lookups: params.lookups ?? createTransactionLookups({ config: params.config, logger: params.logger, metrics: params.metrics }),
+    lookups,
+    pricing: { lookups, pegBandBps: params.config.pegBandBps, cache: createFeedCache(priceCacheMs) },
   };
   const limits = { ...DEFAULT_RATE_LIMITS, ...deps.rateLimits };
   const timeouts = deps.config.httpTimeouts;
@@ -207,7 +212,6 @@ export function createApi(params: CreateApiParams): FastifyInstance {
       { prefix },
     );
   }
-  const lookups = deps.lookups;
   app.addHook('onClose', async () => lookups.close());
   for (const surface of surfaces) surface(app, deps);
   app.register(async (root) => {

@@ -1,6 +1,9 @@
 import { Type, type TSchema, type Static } from 'typebox';
 import { CHAIN_NAMES, type ChainName } from '../internal/config.ts';
 import { CURRENCIES, type Currency } from '../internal/chains.ts';
+import { PriceInputSchema as PriceInputSchemaRef, PriceQuoteViewSchema, PriceViewSchema } from '../pricing/schemas.ts';
+
+export { PriceInputSchema, PriceQuoteViewSchema, PriceViewSchema } from '../pricing/schemas.ts';
 import { AMOUNT_LIMITS, EXPIRES_IN } from '../payments/terms.ts';
 import { LINE_ITEM_LIMITS, MAX_LINE_ITEMS } from '../payments/purchase.ts';
 
@@ -236,6 +239,8 @@ const sessionFields = {
   description: Nullable(Type.String(), 'What is being bought, or null.'),
   lineItems: LineItemsViewSchema,
   cancelUrl: Nullable(Type.String(), 'Where the checkout page\'s "Cancel and return" link takes the customer, or null.'),
+  price: PriceViewSchema,
+  priceQuote: PriceQuoteViewSchema,
   receiptUrl: Type.String({
     format: 'uri',
     description: "The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).",
@@ -273,7 +278,8 @@ export const PaymentBSchema = Type.Object(
 /** POST /sessions (Interface A). */
 export const CreateSessionBody = Type.Object(
   {
-    amount: AmountSchema,
+    amount: Type.Optional(AmountSchema),
+    price: Type.Optional(PriceInputSchemaRef),
     currency: CurrencySchema,
     chain: ChainSchema,
     merchantWallet: Type.Optional(PayToWalletSchema),
@@ -302,7 +308,7 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
     404: 'No such resource for this merchant and mode.',
     409: 'Conflict: an idempotent request with this key is still running, or the state forbids the action.',
     410: 'Gone.',
-    422: 'This Idempotency-Key was used with a different request.',
+    422: 'This Idempotency-Key was used with a different request; or a fiat `price` cannot be converted now (a stale price feed, no price, a token off its peg).',
     429: 'Rate limited; see Retry-After.',
     503: 'The database is unreachable; retry after Retry-After seconds.',
   };

@@ -50,6 +50,8 @@ export type SessionViewFields = Pick<
   | 'description'
   | 'lineItems'
   | 'cancelUrl'
+  | 'price'
+  | 'priceQuote'
   | 'createdAt'
   | 'expiresAt'
   | 'confirmedAt'
@@ -104,6 +106,8 @@ function sessionFields(row: SessionViewFields, links: SessionLinks) {
     description: row.description,
     lineItems: lineItemsView(row.lineItems, row.decimals),
     cancelUrl: row.cancelUrl,
+    price: row.price,
+    priceQuote: row.priceQuote,
     receiptUrl: `${checkoutUrl(publicUrl, row.id)}/receipt`,
     livemode: row.livemode,
     createdAt: row.createdAt.toISOString(),

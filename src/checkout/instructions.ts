@@ -121,6 +121,8 @@ export function buildInstructions(
     },
     description: session.description,
     lineItems: lineItemsView(session.lineItems, session.decimals),
+    price: session.price,
+    priceQuote: session.priceQuote,
     cancelUrl: httpUrlOrNull(session.cancelUrl),
     receiptUrl: urls.receiptUrl,
     chain: session.chain,

@@ -72,6 +72,7 @@ ${purchaseSection(i)}
 <div><dt>Amount paid</dt><dd>${shown(i.amountReceived)} ${escapeHtml(i.token.symbol)}${i.amountReceived !== i.amountDue ? ` (asked: ${shown(i.amountDue)})` : ''}</dd></div>
 <div><dt>Paid to</dt><dd><code id="recipient">${escapeHtml(i.recipient)}</code></dd></div>
 <div><dt>Transaction${transactions.length === 1 ? '' : 's'}</dt><dd><ul id="transactions">${txRows}</ul></dd></div>
+${i.price && i.priceQuote ? `<div><dt>Price</dt><dd id="fiat-price">${escapeHtml(i.price.amount)} ${escapeHtml(i.price.currency)} at ${escapeHtml(i.priceQuote.rate)} ${escapeHtml(i.currency)} per ${escapeHtml(i.price.currency)}${i.priceQuote.source === 'sandbox' ? ' (sandbox rate)' : ' (Chainlink)'}</dd></div>` : ''}
 <div><dt>Payment reference</dt><dd><code id="session-id">${escapeHtml(i.id)}</code></dd></div>
 </dl>
 ${supportLine(i.merchant)}

@@ -1,3 +1,4 @@
+import { PriceQuoteViewSchema, PriceViewSchema } from '../pricing/schemas.ts';
 import { Type, type Static, type TSchema } from 'typebox';
 import { CHAIN_NAMES } from '../internal/config.ts';
 import { CURRENCIES } from '../internal/chains.ts';
@@ -74,6 +75,8 @@ export const PaymentInstructionsSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    price: PriceViewSchema,
+    priceQuote: PriceQuoteViewSchema,
     description: Nullable(Type.String(), 'What is being bought, or null.'),
     lineItems: Nullable(
       Type.Array(

@@ -41,6 +41,8 @@ const CHECKOUT_FIELDS = [
   'cancelUrl',
   'description',
   'lineItems',
+  'price',
+  'priceQuote',
   'createdAt',
   'expiresAt',
   'confirmedAt',

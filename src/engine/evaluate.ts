@@ -201,6 +201,8 @@ async function evaluateOne(
     failureReason: row.failureReason,
     description: row.description,
     lineItems: row.lineItems,
+    price: row.price,
+    priceQuote: row.priceQuote,
     metadata: row.metadata,
   };
   const stamps = { detected_at: row.detectedAt, confirmed_at: row.confirmedAt, settled_at: row.settledAt, expired_at: row.expiredAt, failed_at: row.failedAt };

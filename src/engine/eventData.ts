@@ -26,6 +26,8 @@ export type PaymentView = Pick<
   | 'metadata'
   | 'description'
   | 'lineItems'
+  | 'price'
+  | 'priceQuote'
 >;
 
 /**
@@ -59,6 +61,9 @@ export function paymentEventData(view: PaymentView): Record<string, unknown> {
     metadata: view.metadata,
     description: view.description,
     lineItems: lineItemsView(view.lineItems, view.decimals),
+    // The fiat price the amount was converted from and how (issue 26), null for token amounts.
+    price: view.price,
+    priceQuote: view.priceQuote,
     livemode: view.livemode,
   };
   // `address` mode only, so `amount` mode events keep their exact shape.

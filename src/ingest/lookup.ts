@@ -60,6 +60,12 @@ export interface TransactionLookups {
    * @throws {UnavailableError} no RPC URL for the chain, or every URL failed.
    */
   isValidContractSignature(params: { chain: ChainName; address: string; hash: Hex; signature: Hex }): Promise<boolean>;
+  /**
+   * One read-only `eth_call` to `to` with `data` at the latest block (price feeds: src/pricing):
+   * its return data, or null when the call reverts or the address answers nothing (no code).
+   * @throws {UnavailableError} no RPC URL for the chain (or not an EVM chain), or every URL failed.
+   */
+  callContract(chain: ChainName, call: { to: string; data: Hex }): Promise<Hex | null>;
   close(): Promise<void>;
 }
 
@@ -200,6 +206,19 @@ export function createTransactionLookups(params: {
       } catch {
         return false;
       }
+    },
+    async callContract(chain, call) {
+      if (chain === 'solana' || !chains[chain] || urlsOf(chain).length === 0) {
+        throw new UnavailableError(`this gateway has no RPC URL for ${chain}, so it cannot read a contract there`);
+      }
+      let answer: Hex;
+      try {
+        answer = await evmRpc(chain).request<Hex>('eth_call', [{ to: call.to, data: call.data }, 'latest']);
+      } catch (error) {
+        if (error instanceof RpcRequestRejected) return null;
+        throw new UnavailableError(`${chain}: the chain's RPC did not answer; retry in a few seconds`, { cause: error });
+      }
+      return answer && answer !== '0x' ? answer : null;
     },
     async close() {
       await Promise.all([...evm.values()].map((rpc) => rpc.close()));

@@ -47,7 +47,27 @@ export interface ChainConfig {
   };
   logs?: { initialRange: number; maxRange: number; backfillBlocks: number };
   rpcEnv: { http: string; ws: string };
+  /**
+   * Chainlink Data Feeds on this chain (EVM only), by pair (`EUR/USD`, `USDC/USD`): the feed's
+   * proxy address and heartbeat. Fiat-priced sessions read them (src/pricing, docs/checkout.md).
+   */
+  priceFeeds?: Partial<Record<FeedPair, PriceFeedConfig>>;
+  priceFeedsSource?: string;
   tokens: TokenConfig[];
+}
+
+/** The fiat currencies a price may be written in (issue 26), USD first. */
+export const FIAT_CURRENCIES = ['USD', 'EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD'] as const;
+export type FiatCurrency = (typeof FIAT_CURRENCIES)[number];
+
+/** The feeds a chain may carry: each non-USD fiat's and each stablecoin's price in USD. */
+export const FEED_PAIRS = [...FIAT_CURRENCIES.filter((fiat) => fiat !== 'USD'), ...CURRENCIES].map((base) => `${base}/USD` as const);
+export type FeedPair = (typeof FEED_PAIRS)[number];
+
+/** One Chainlink feed: its proxy (EACAggregatorProxy) and how often it is updated at the least. */
+export interface PriceFeedConfig {
+  address: string;
+  heartbeatSeconds: number;
 }
 
 function fail(file: string, problem: string): never {
@@ -69,6 +89,15 @@ function validate(file: string, expectedName: ChainName, raw: unknown): ChainCon
     fail(file, 'logs.initialRange must be >= 1 and <= logs.maxRange');
   }
   if (!Array.isArray(chain.tokens) || chain.tokens.length === 0) fail(file, 'tokens must list at least one token');
+  if (chain.priceFeeds !== undefined) {
+    if (chain.kind !== 'evm') fail(file, 'priceFeeds are Chainlink contracts on EVM chains');
+    for (const [pair, feed] of Object.entries(chain.priceFeeds)) {
+      if (!(FEED_PAIRS as readonly string[]).includes(pair)) fail(file, `priceFeeds: unknown pair ${pair} (one of ${FEED_PAIRS.join(', ')})`);
+      if (!(Number.isInteger(feed?.heartbeatSeconds) && feed!.heartbeatSeconds > 0))
+        fail(file, `priceFeeds ${pair}: heartbeatSeconds must be a positive integer`);
+      if (canonicalAddress(expectedName, feed!.address) !== feed!.address) fail(file, `priceFeeds ${pair}: address must be a checksummed (EIP-55) address`);
+    }
+  }
   for (const token of chain.tokens) {
     if (!CURRENCIES.includes(token.currency)) fail(file, `token ${token.symbol}: currency must be USDT or USDC`);
     if (!(Number.isInteger(token.decimals) && token.decimals >= 0 && token.decimals <= 36)) fail(file, `token ${token.symbol}: bad decimals`);

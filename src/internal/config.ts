@@ -65,6 +65,8 @@ export interface Config {
   monitorWindowSeconds: number;
   /** The operator's flat fee per payment in basis points (SVC_FEE_BPS; 100 = the spec's 1 %). */
   feeBps: number;
+  /** SVC_PEG_BAND_BPS: how far (basis points) a stablecoin's USD feed may be from 1 before fiat prices are refused (src/pricing). */
+  pegBandBps: number;
   /** Block time of the sandbox's simulated chains, in milliseconds (the same for every chain). */
   sandboxBlockMs: number;
   /** Longest wait of the HTTP layer for one database statement, in milliseconds (then 503). */
@@ -169,6 +171,16 @@ export const VARIABLES = {
     default: '100',
     parse: (raw: string) => {
       if (!/^\d+$/.test(raw.trim()) || Number(raw) > 10_000) throw new Error('must be a whole number of basis points from 0 to 10000 (100 = 1 %)');
+      return Number(raw);
+    },
+  },
+  pegBandBps: {
+    name: 'SVC_PEG_BAND_BPS',
+    doc: "How far a stablecoin's Chainlink USD price may be from 1.00, in basis points (200 = ±2 %), before a session priced in a fiat currency is refused (422) instead of priced off the peg",
+    default: '200',
+    parse: (raw: string) => {
+      if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1 || Number(raw) > 5_000)
+        throw new Error('must be a whole number of basis points from 1 to 5000 (200 = 2 %)');
       return Number(raw);
     },
   },
@@ -281,6 +293,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: read(VARIABLES.encryptionKey),
     monitorWindowSeconds: read(VARIABLES.monitorWindowSeconds) ?? 86400,
     feeBps: read(VARIABLES.feeBps) ?? 100,
+    pegBandBps: read(VARIABLES.pegBandBps) ?? 200,
     sandboxBlockMs: read(VARIABLES.sandboxBlockMs) ?? 250,
     apiDbTimeoutMs: read(VARIABLES.apiDbTimeoutMs) ?? 10_000,
     metricsPort: read(VARIABLES.metricsPort),

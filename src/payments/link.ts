@@ -2,6 +2,7 @@ import type { ChainName } from '../internal/config.ts';
 import type { Currency } from '../internal/chains.ts';
 import type { Attribution } from './attribution.ts';
 import type { StoredLineItem } from './purchase.ts';
+import type { FiatPrice } from '../pricing/types.ts';
 
 /**
  * The payment link model: one type, one column list, one mapper. A payment link is a reusable
@@ -17,7 +18,10 @@ export interface PaymentLink {
   chain: ChainName;
   currency: Currency;
   decimals: number;
-  amount: bigint;
+  /** The token amount of each session, or null when the link is priced in a fiat currency (`price`). */
+  amount: bigint | null;
+  /** The fiat price each visit's session converts into the token at that visit (issue 26), or null. */
+  price: FiatPrice | null;
   /** The fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit. */
   merchantWallet: string | null;
   metadata: Record<string, string>;
@@ -48,6 +52,7 @@ const FIELD_SQL: Record<keyof PaymentLink, string> = {
   currency: 'l.currency',
   decimals: 'l.decimals',
   amount: 'l.amount::text',
+  price: 'l.price',
   merchantWallet: 'l.merchant_wallet',
   metadata: 'l.metadata',
   webhookUrl: 'l.webhook_url',
@@ -69,4 +74,7 @@ export const LINK_COLUMNS = Object.entries(FIELD_SQL)
   .join(', ');
 
 /** A row read with {@link LINK_COLUMNS} as a payment link (amount text becomes bigint). */
-export const toPaymentLink = (raw: Record<string, unknown>): PaymentLink => ({ ...(raw as unknown as PaymentLink), amount: BigInt(raw.amount as string) });
+export const toPaymentLink = (raw: Record<string, unknown>): PaymentLink => ({
+  ...(raw as unknown as PaymentLink),
+  amount: raw.amount === null || raw.amount === undefined ? null : BigInt(raw.amount as string),
+});

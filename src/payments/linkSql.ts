@@ -16,6 +16,12 @@ export const insertLink = () =>
      attribution, description, line_items, cancel_url)
    VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16) RETURNING ${LINK_COLUMNS}`;
 
+/**
+ * Makes a just-inserted link fiat-priced (issue 26), in the creation's transaction: $1 id, $2 price
+ * (JSON). Its token amount is then decided at each visit, so the placeholder amount goes.
+ */
+export const setLinkPrice = () => `UPDATE payment_links AS l SET price = $2::jsonb, amount = NULL WHERE l.id = $1 RETURNING ${LINK_COLUMNS}`;
+
 /** One link of a merchant and mode. $1 id, $2 merchant, $3 livemode. */
 export const selectLink = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3`;
 

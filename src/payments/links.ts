@@ -4,12 +4,15 @@ import { formatAmount } from '../internal/money.ts';
 import { GoneError, notFound, RateLimitedError } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import type { Session } from './session.ts';
-import { checkSessionTerms, type CheckedTerms, type SessionTerms } from './terms.ts';
+import { AMOUNT_LIMITS, checkSessionTerms, type CheckedTerms, type SessionTerms } from './terms.ts';
 import { dueOffsetBound, lockDueAmounts } from './dueAmounts.ts';
 import { createSession, type CreateSessionParams } from './sessions.ts';
 import { toPaymentLink, type PaymentLink } from './link.ts';
 import * as linkSql from './linkSql.ts';
 import { checkPurchase, lineItemsView, type PurchaseInput } from './purchase.ts';
+import type { FiatPrice } from '../pricing/types.ts';
+import { requireAmountOrPrice, storedPrice } from '../pricing/fiat.ts';
+import { badRequest } from '../internal/errors.ts';
 
 /**
  * The payment link operations: create, read, list, (de)activate, and a visit, which makes a
@@ -34,7 +37,10 @@ export const MAX_OPEN_SESSIONS_PER_LINK = 200;
 export const MAX_LINK_RESERVATIONS_PER_PRICE = 1_000;
 
 /** What a merchant asks of a new link: a session's terms, and what each session carries. */
-export interface CreateLinkParams extends SessionTerms, PurchaseInput {
+export interface CreateLinkParams extends Omit<SessionTerms, 'amount'>, PurchaseInput {
+  /** Token amount of each session; or `price`, a fiat price converted at each visit (exactly one). */
+  amount?: string | undefined;
+  price?: FiatPrice | undefined;
   // `attribution` (from SessionTerms): fixed on the link when given; absent, each visit takes the merchant's default.
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
@@ -46,7 +52,11 @@ export interface CreateLinkParams extends SessionTerms, PurchaseInput {
  * ({@link checkSessionTerms}): a link that no visit could pay is a 4xx here.
  */
 export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Promise<PaymentLink> {
-  const terms = await checkSessionTerms(sql, params);
+  requireAmountOrPrice(params);
+  const price = params.price && storedPrice(params.price);
+  // A fiat-priced link's terms are checked now with a placeholder amount (the smallest allowed):
+  // its token amount is only known at each visit, when the session's terms are checked in full.
+  const terms = await checkSessionTerms(sql, { ...params, amount: params.amount ?? AMOUNT_LIMITS.min });
   const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: params.currency });
   const { rows } = await sql.query(linkSql.insertLink(), [
     newId('plink'),
@@ -67,7 +77,9 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
     purchase.lineItems && JSON.stringify(purchase.lineItems),
     purchase.cancelUrl,
   ]);
-  return toPaymentLink(rows[0]!);
+  if (!price) return toPaymentLink(rows[0]!);
+  const { rows: priced } = await sql.query(linkSql.setLinkPrice(), [rows[0]!.id, JSON.stringify(price)]);
+  return toPaymentLink(priced[0]!);
 }
 
 /** One link of a merchant and mode, or undefined. */
@@ -108,7 +120,17 @@ export async function setPaymentLinkActive(
  */
 export async function openSessionFromLink(
   store: Store,
-  params: { linkId: string; monitorWindowSeconds: number; feeBps: number; liveChains: readonly ChainName[] },
+  params: {
+    linkId: string;
+    monitorWindowSeconds: number;
+    feeBps: number;
+    liveChains: readonly ChainName[];
+    /**
+     * Converts a fiat-priced link's price for this visit (the API passes src/pricing's quote): the
+     * session's amount, price and quote. Without it such a link cannot be visited.
+     */
+    quote?: ((link: PaymentLink) => Promise<Pick<CreateSessionParams, 'amount' | 'price' | 'priceQuote'>>) | undefined;
+  },
 ): Promise<Session> {
   return store.transaction(async (sql) => {
     const { rows } = await sql.query(linkSql.lockLinkById(), [params.linkId]);
@@ -123,10 +145,15 @@ export async function openSessionFromLink(
         retryAfterSeconds: Math.min(60, Math.max(1, open[0]!.seconds ?? 60)),
       });
     }
+    // A fiat-priced link's amount is decided now, for this visit's session (issue 26).
+    let priced: Pick<CreateSessionParams, 'amount' | 'price' | 'priceQuote'>;
+    if (link.amount !== null) priced = { amount: formatAmount(link.amount, link.decimals) };
+    else if (params.quote) priced = await params.quote(link);
+    else throw badRequest('this payment link is priced in a fiat currency, which this gateway cannot convert here');
     const session: CreateSessionParams = {
       merchantId: link.merchantId,
       livemode: link.livemode,
-      amount: formatAmount(link.amount, link.decimals),
+      ...priced,
       currency: link.currency,
       chain: link.chain,
       merchantWallet: link.merchantWallet ?? undefined,

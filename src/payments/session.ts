@@ -3,6 +3,7 @@ import type { Currency } from '../internal/chains.ts';
 import type { PaymentStatus } from './stateMachine.ts';
 import type { Attribution } from './attribution.ts';
 import type { StoredLineItem } from './purchase.ts';
+import type { FiatPrice, PriceQuote } from '../pricing/types.ts';
 
 /**
  * The payment session model: one type, one column list, one mapper. Every reader of a
@@ -65,6 +66,10 @@ export interface Session {
   lineItems: StoredLineItem[] | null;
   /** Where the checkout page's "Cancel" takes the customer back to, or null. */
   cancelUrl: string | null;
+  /** The fiat price the merchant gave instead of a token amount (issue 26), or null. */
+  price: FiatPrice | null;
+  /** How `price` became `amount` (rate, feeds, rounds), or null: set together with `price`. */
+  priceQuote: PriceQuote | null;
   createdAt: Date;
   updatedAt: Date;
   expiresAt: Date;
@@ -109,6 +114,8 @@ const FIELD_SQL: Record<keyof Session, string> = {
   description: 's.description',
   lineItems: 's.line_items',
   cancelUrl: 's.cancel_url',
+  price: 's.price',
+  priceQuote: 's.price_quote',
   createdAt: 's.created_at',
   updatedAt: 's.updated_at',
   expiresAt: 's.expires_at',

@@ -207,3 +207,11 @@ export const assignReference = () => `UPDATE payment_sessions SET reference = co
 
 /** The merchant of a sandbox session. $1 id. */
 export const selectSandboxSessionMerchant = () => `SELECT s.merchant_id FROM payment_sessions s WHERE s.id = $1 AND s.livemode = false`;
+
+/**
+ * Records a fiat-priced session's price and quote (issue 26), in the creation's transaction right
+ * after its INSERT: $1 id, $2 price (JSON), $3 quote (JSON). Returns the session.
+ */
+export const setPrice = () =>
+  `UPDATE payment_sessions AS s SET price = $2::jsonb, price_quote = $3::jsonb WHERE s.id = $1
+   RETURNING ${SESSION_COLUMNS}`;

@@ -9,6 +9,8 @@ import { dueOffsetBound, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts
 import * as sessionSql from './sessionSql.ts';
 import { depositAddressFor } from './attribution.ts';
 import { checkPurchase, type PurchaseInput } from './purchase.ts';
+import type { FiatPrice, PriceQuote } from '../pricing/types.ts';
+import { badRequest } from '../internal/errors.ts';
 
 /** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
 
@@ -25,6 +27,12 @@ export interface CreateSessionParams extends SessionTerms, PurchaseInput {
    * rate does not touch it). Unset: the spec's 1 %; every path of the daemon passes the config's.
    */
   feeBps?: number | undefined;
+  /**
+   * A fiat price and the quote that made `amount` from it (src/pricing: the caller converts it
+   * before creating; `amount` is then the converted token amount). Both or neither.
+   */
+  price?: FiatPrice | undefined;
+  priceQuote?: PriceQuote | undefined;
 }
 
 /**
@@ -50,6 +58,16 @@ function newSolanaReference(): string {
  * when no unique due amount is left.
  */
 export async function createSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
+  const session = await insertSession(sql, params);
+  if (!params.price) return session;
+  const { rows } = await sql.query(sessionSql.setPrice(), [session.id, JSON.stringify(params.price), JSON.stringify(params.priceQuote)]);
+  return toSession(rows[0]!);
+}
+
+async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
+  // Line items are written in token units and must add up to `amount`: with a fiat price the
+  // amount is only known after conversion, so items would be a guess (docs/checkout.md).
+  if (params.price && params.lineItems && params.lineItems.length > 0) throw badRequest('lineItems cannot be combined with price: give description instead');
   const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
   const purchase = checkPurchase(params, { amount, decimals, currency: params.currency });
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must

@@ -34,7 +34,7 @@ export const EVERY_CHAIN_LIVE: Record<string, string> = Object.fromEntries(
 /** A real API (fastify) on `store`, as the daemon builds it, with every chain live unless `env` says otherwise. */
 export function buildApi(
   store: Store,
-  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups; sandbox?: Sandbox } = {},
+  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; lookups?: TransactionLookups; sandbox?: Sandbox; priceCacheMs?: number } = {},
 ): FastifyInstance {
   const config = loadConfig({ SVC_PUBLIC_URL: PUBLIC_URL, LOG_LEVEL: 'silent', ...EVERY_CHAIN_LIVE, ...options.env });
   return createHttp({
@@ -46,6 +46,7 @@ export function buildApi(
     rateLimits: options.rateLimits ?? GENEROUS_LIMITS,
     ...(options.lookups ? { lookups: options.lookups } : {}),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.priceCacheMs !== undefined ? { priceCacheMs: options.priceCacheMs } : {}),
   });
 }
 
@@ -135,7 +136,7 @@ export function createSocketClient(baseUrl: string, checker?: Pick<OpenApiChecke
  */
 export function useApi(
   db: TestDatabase,
-  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; checked?: boolean; lookups?: TransactionLookups } = {},
+  options: { rateLimits?: Partial<RateLimits>; env?: Record<string, string>; checked?: boolean; lookups?: TransactionLookups; priceCacheMs?: number } = {},
 ) {
   let app: FastifyInstance | undefined;
   let client: ReturnType<typeof createClient> | undefined;

@@ -98,6 +98,7 @@ export function useScriptedChainRpc() {
       available: (chain) => lookups!.available(chain),
       lookup: (chain, hash) => lookups!.lookup(chain, hash),
       isValidContractSignature: (check) => lookups!.isValidContractSignature(check),
+      callContract: (chain, call) => lookups!.callContract(chain, call),
       close: async () => {},
     } satisfies TransactionLookups,
   };

@@ -40,6 +40,7 @@ const PINNED: Record<string, string> = {
   '033_wallet_sole_verified.sql': 'd53ac9cef99104e547ae49601e1af6304b7a50e5ff11d220ee0ad8f45918f4f3',
   '040_merchant_brand.sql': '926b99b08a994410fdef003f788c77349aeca616b05c681644105da00d91bef0',
   '041_purchase_details.sql': 'bfd831aafe38e37ac6ea93233adc83479495461d21b501017d484d8471c43a10',
+  '044_fiat_prices.sql': '1ff339f417051ddcbb95062730316059268020dfe87f69093e7c98a64a8b25ef',
   '047_x402_permit2.sql': 'ec61702f11320c3ad11160cb425d772d3c08ebec96f6252f885cd0c2c138875b',
   '054_x402_svm_method.sql': '1271d8c831cbc70096baf5acbcd003c2b951860f1c1816b5f5a03b3769694971',
   // As first landed (b29aaff); its correction is 012.

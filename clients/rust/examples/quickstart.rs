@@ -44,7 +44,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
 
-    let session = gateway.sessions().create(&SessionCreateParams::new("25.00", Currency::Usdc, Chain::Base).webhook_url(webhook_url))?;
+    let session = gateway.sessions().create(&SessionCreateParams::new(Currency::Usdc, Chain::Base).amount("25.00").webhook_url(webhook_url))?;
     println!("created {}: pay {} {} on {} to {}", session.id, session.amount_due, session.currency, session.chain, session.payment_address);
 
     for payment in gateway.payments().list_all(&PaymentListParams::new().limit(10)) {

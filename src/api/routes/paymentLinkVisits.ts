@@ -7,6 +7,7 @@ import { liveChains } from '../../internal/config.ts';
 import { refusalAnswer } from '../httpErrors.ts';
 import { errorResponses } from '../schemas.ts';
 import { checkoutUrl } from '../views.ts';
+import { amountOf } from '../createSessionHandler.ts';
 import { sendMessagePage, wantsPage } from '../../checkout/index.ts';
 
 /**
@@ -33,7 +34,7 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
         ),
         response: {
           303: Type.Null({ description: "Redirect to the new session's checkoutUrl (Location header)." }),
-          ...errorResponses(400, 404, 409, 410, 429),
+          ...errorResponses(400, 404, 409, 410, 422, 429),
         },
       },
     },
@@ -57,6 +58,7 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
       monitorWindowSeconds: deps.config.monitorWindowSeconds,
       feeBps: deps.config.feeBps,
       liveChains: liveChains(deps.config),
+      quote: (link) => amountOf(deps.pricing, { price: link.price!, chain: link.chain, currency: link.currency }, link.livemode),
     });
     return reply.header('cache-control', 'no-store').redirect(checkoutUrl(deps.config.publicUrl, session.id), 303);
   }
@@ -69,6 +71,11 @@ function customerMessage(status: number): { title: string; text: string } {
       return { title: 'Payment link not found', text: 'This payment link is not valid. Check the link you were given, or return to the merchant.' };
     case 410:
       return { title: 'Payment link no longer active', text: 'The merchant has turned this payment link off. Return to the merchant for a new one.' };
+    case 422:
+      return {
+        title: 'Price not available right now',
+        text: 'The price of this payment link cannot be converted right now. Please try again in a few minutes.',
+      };
     case 429:
       return { title: 'Too many checkouts open', text: 'Many checkouts of this link are open right now. Please try again later.' };
     default:

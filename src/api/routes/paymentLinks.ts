@@ -29,6 +29,8 @@ import {
   UrlSchema,
   WRITE_ERRORS,
   PayToWalletSchema,
+  PriceInputSchema,
+  PriceViewSchema,
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
@@ -40,7 +42,10 @@ const PaymentLinkSchema = Type.Object(
     id: Type.String({ description: 'Payment link identifier (`plink_…`).' }),
     url: Type.String({ format: 'uri', description: 'Public URL: each visit creates a fresh payment session and redirects (303) to its checkout page.' }),
     active: Type.Boolean({ description: 'false once deactivated: visits then get 410.' }),
-    amount: Type.String(),
+    amount: Type.Union([Type.String(), Type.Null()], {
+      description: 'Token amount of each session, decimal text; null when the link is priced in a fiat currency (`price`).',
+    }),
+    price: PriceViewSchema,
     currency: CurrencySchema,
     chain: ChainSchema,
     merchantWallet: Type.Union([Type.String(), Type.Null()], {
@@ -67,7 +72,8 @@ const PaymentLinkSchema = Type.Object(
 
 export const CreatePaymentLinkBody = Type.Object(
   {
-    amount: AmountSchema,
+    amount: Type.Optional(AmountSchema),
+    price: Type.Optional(PriceInputSchema),
     currency: CurrencySchema,
     chain: ChainSchema,
     merchantWallet: Type.Optional(PayToWalletSchema),
@@ -118,7 +124,8 @@ export function paymentLinkView(link: PaymentLink, publicUrl: string) {
     id: link.id,
     url: paymentLinkUrl(publicUrl, link.id),
     active: link.active,
-    amount: formatAmount(link.amount, link.decimals),
+    amount: link.amount === null ? null : formatAmount(link.amount, link.decimals),
+    price: link.price,
     currency: link.currency,
     chain: link.chain,
     merchantWallet: link.merchantWallet,
@@ -151,7 +158,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'Create a payment link',
         description:
-          'The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them.',
+          'The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it).',
         body: CreatePaymentLinkBody,
         response: { 201: PaymentLinkSchema, ...errorResponses(...WRITE_ERRORS) },
       },
@@ -162,7 +169,14 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
         const answer = paymentLinkView(link, deps.config.publicUrl);
         await auditApiChange(sql, request, 'payment_link.created', {
           target: link.id,
-          details: { amount: answer.amount, currency: link.currency, chain: link.chain, merchantWallet: link.merchantWallet, webhookUrl: link.webhookUrl },
+          details: {
+            amount: answer.amount,
+            price: link.price,
+            currency: link.currency,
+            chain: link.chain,
+            merchantWallet: link.merchantWallet,
+            webhookUrl: link.webhookUrl,
+          },
         });
         await saveIdempotentResponse(sql, request, 201, answer);
         return answer;

@@ -1,3 +1,4 @@
+import { amountOf } from '../createSessionHandler.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -121,6 +122,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
           monitorWindowSeconds: deps.config.monitorWindowSeconds,
           feeBps: deps.config.feeBps,
           liveChains: liveChains(deps.config),
+          quote: (link) => amountOf(deps.pricing, { price: link.price!, chain: link.chain, currency: link.currency }, link.livemode),
         });
         return send(reply, await x402.session({ sessionId: session.id }), https);
       }

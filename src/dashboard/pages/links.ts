@@ -52,7 +52,7 @@ async function linkCard(ctx: DashboardContext, deps: DashboardDeps, link: Paymen
   const url = paymentLinkUrl(deps.config.publicUrl, link.id);
   const canManage = ctx.can('links.manage');
   return html`<li class="link-card${highlight ? ' created' : ''}" id="${link.id}">
-<div class="link-head"><strong>${formatDisplayAmount(link.amount, link.decimals)} ${link.currency}</strong> on ${link.chain}
+<div class="link-head"><strong>${link.price ? `${link.price.amount} ${link.price.currency} in ${link.currency}` : `${formatDisplayAmount(link.amount!, link.decimals)} ${link.currency}`}</strong> on ${link.chain}
 <span class="badge ${link.active ? 'live' : 'off'}">${link.active ? 'active' : 'deactivated'}</span></div>
 <p class="link-url"><code id="url-${link.id}">${url}</code> <button type="button" class="secondary copy" data-copy="url-${link.id}">Copy URL<span class="sr-only"> of ${link.id}</span></button></p>
 <p class="help"><code>${link.id}</code> · ${link.sessionsCreated} checkout${link.sessionsCreated === 1 ? '' : 's'} opened · created ${when(link.createdAt)}${
@@ -153,7 +153,8 @@ export const linksPage: DashboardPageModule = (routes, deps) => {
           target: link.id,
           sql,
           details: {
-            amount: formatAmount(link.amount, link.decimals),
+            amount: link.amount === null ? null : formatAmount(link.amount, link.decimals),
+            price: link.price,
             currency: link.currency,
             chain: link.chain,
             // Where its money goes (null: the chain's default wallet at each visit) and who hears of it.

@@ -115,6 +115,7 @@ function summary(session: Session, publicUrl: string): Html {
   return html`<dl class="facts">
 <dt>Status</dt><dd class="payment-status">${statusBadge(session.status)}</dd>
 <dt>Amount</dt><dd>${money(session.amount, d, session.currency)}</dd>
+${session.price && session.priceQuote ? html`<dt>Price</dt><dd id="fiat-price">${session.price.amount} ${session.price.currency} at ${session.priceQuote.rate} ${session.currency} per ${session.price.currency} <span class="help">(${session.priceQuote.source === 'sandbox' ? 'sandbox rate' : session.priceQuote.feeds.map((feed) => `${feed.pair} round ${feed.roundId} on ${feed.chain}, ${feed.updatedAt}`).join('; ')})</span></dd>` : ''}
 <dt>Due (unique amount)</dt><dd>${money(session.amountDue, d, session.currency)}</dd>
 <dt>Received (confirmed)</dt><dd class="received">${money(session.amountReceived, d, session.currency)}</dd>
 <dt>Pending (seen, not confirmed)</dt><dd>${money(session.amountPending, d, session.currency)}</dd>

@@ -78,7 +78,7 @@ func run() error {
 	webhookURL := fmt.Sprintf("http://%s/webhooks", listener.Addr())
 
 	session, err := gateway.Sessions.Create(ctx, &svcgateway.SessionCreateParams{
-		Amount:     "25.00",
+		Amount:     svcgateway.String("25.00"),
 		Currency:   svcgateway.CurrencyUSDC,
 		Chain:      svcgateway.ChainBase,
 		WebhookURL: &webhookURL,

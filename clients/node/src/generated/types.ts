@@ -10,6 +10,14 @@ export type Chain = 'polygon' | 'solana' | 'base' | 'bsc' | 'arbitrum' | 'optimi
 /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
 export type SessionAttribution = 'amount' | 'address';
 
+export type SessionPriceCurrency = 'USD' | 'EUR' | 'GBP' | 'JPY' | 'CHF' | 'CAD' | 'AUD';
+
+/** `chainlink` (live) or `sandbox` (fixed rates). */
+export type SessionPriceQuoteSource = 'chainlink' | 'sandbox';
+
+/** The feed's pair, `EUR/USD` or `USDC/USD`. */
+export type SessionPriceQuoteFeedsPair = 'EUR/USD' | 'GBP/USD' | 'JPY/USD' | 'CHF/USD' | 'CAD/USD' | 'AUD/USD' | 'USDT/USD' | 'USDC/USD';
+
 /** Session state; `created` until a payment is seen. */
 export type SessionStatus = 'created' | 'pending' | 'confirming' | 'confirmed' | 'settled' | 'expired' | 'failed';
 
@@ -92,6 +100,40 @@ export interface SessionLineItems {
   amount: string;
 }
 
+/** The fiat price the token amount was converted from, or null when the merchant gave a token amount. */
+export interface SessionPrice {
+  /** Decimal text, as given. */
+  amount: string;
+  currency: SessionPriceCurrency;
+}
+
+export interface SessionPriceQuoteFeeds {
+  /** The feed's pair, `EUR/USD` or `USDC/USD`. */
+  pair: SessionPriceQuoteFeedsPair;
+  chain: Chain;
+  /** The Chainlink feed (proxy) contract. */
+  address: string;
+  /** The round read, integer text. */
+  roundId: string;
+  /** The round's answer, integer text at `decimals`. */
+  answer: string;
+  decimals: number;
+  /** When the round was updated on chain. */
+  updatedAt: string;
+}
+
+/** How `price` became `amount`, or null without a price. */
+export interface SessionPriceQuote {
+  /** `chainlink` (live) or `sandbox` (fixed rates). */
+  source: SessionPriceQuoteSource;
+  /** Token units per one unit of the fiat currency, decimal text rounded to 8 places (the amount is computed from the exact answers and rounded up to a base unit). */
+  rate: string;
+  /** The feeds read: the fiat's /USD (none for USD), then the token's /USD; empty in the sandbox. */
+  feeds: SessionPriceQuoteFeeds[];
+  /** When the price was converted. */
+  quotedAt: string;
+}
+
 /** A payment session as Interface A shows it (spec §2.1), plus what a payer needs. */
 export interface Session {
   /** Session identifier (`ses_…`); the same id works in both interfaces. */
@@ -154,6 +196,10 @@ export interface Session {
   lineItems: SessionLineItems[] | null;
   /** Where the checkout page's "Cancel and return" link takes the customer, or null. */
   cancelUrl: string | null;
+  /** The fiat price the token amount was converted from, or null when the merchant gave a token amount. */
+  price: SessionPrice | null;
+  /** How `price` became `amount`, or null without a price. */
+  priceQuote: SessionPriceQuote | null;
   /** The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before). */
   receiptUrl: string;
   /** false for sandbox sessions (test keys). */
@@ -179,7 +225,9 @@ export interface SessionCreateParamsLineItems {
 
 export interface SessionCreateParams {
   /** Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision). */
-  amount: string;
+  amount?: string;
+  /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
+  price?: SessionPrice;
   /** The stablecoin. */
   currency: Currency;
   /** The chain to pay on. */
@@ -266,6 +314,10 @@ export interface Payment {
   lineItems: SessionLineItems[] | null;
   /** Where the checkout page's "Cancel and return" link takes the customer, or null. */
   cancelUrl: string | null;
+  /** The fiat price the token amount was converted from, or null when the merchant gave a token amount. */
+  price: SessionPrice | null;
+  /** How `price` became `amount`, or null without a price. */
+  priceQuote: SessionPriceQuote | null;
   /** The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before). */
   receiptUrl: string;
   /** false for sandbox sessions (test keys). */
@@ -282,7 +334,9 @@ export interface Payment {
 
 export interface PaymentCreateParams {
   /** Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision). */
-  amount: string;
+  amount?: string;
+  /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
+  price?: SessionPrice;
   /** The stablecoin. */
   currency: Currency;
   /** The chain to pay on. */
@@ -326,7 +380,9 @@ export interface PaymentListParams {
 
 export interface CheckoutSessionCreateParams {
   /** Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision). */
-  amount: string;
+  amount?: string;
+  /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
+  price?: SessionPrice;
   /** The stablecoin. */
   currency: Currency;
   /** The chain to pay on. */
@@ -359,7 +415,10 @@ export interface PaymentLink {
   url: string;
   /** false once deactivated: visits then get 410. */
   active: boolean;
-  amount: string;
+  /** Token amount of each session, decimal text; null when the link is priced in a fiat currency (`price`). */
+  amount: string | null;
+  /** The fiat price the token amount was converted from, or null when the merchant gave a token amount. */
+  price: SessionPrice | null;
   /** The stablecoin. */
   currency: Currency;
   /** The chain to pay on. */
@@ -389,7 +448,9 @@ export interface PaymentLink {
 
 export interface PaymentLinkCreateParams {
   /** Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision). */
-  amount: string;
+  amount?: string;
+  /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
+  price?: SessionPrice;
   /** The stablecoin. */
   currency: Currency;
   /** The chain to pay on. */

@@ -33,6 +33,10 @@ from .types import (
     Session,
     SessionAttribution,
     SessionCreateParamsLineItems,
+    SessionPrice,
+    SessionPriceCurrency,
+    SessionPriceQuoteFeedsPair,
+    SessionPriceQuoteSource,
     SessionStatus,
     Status,
     TokenVariant,
@@ -119,7 +123,8 @@ class SessionsResource(_Resource):
     def create(
         self,
         *,
-        amount: str,
+        amount: Union[str, NotGiven] = NOT_GIVEN,
+        price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
         currency: Currency,
         chain: Chain,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
@@ -142,7 +147,7 @@ class SessionsResource(_Resource):
         return self._transport.request(
             "POST",
             "/sessions",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -185,7 +190,8 @@ class PaymentsResource(_Resource):
     def create(
         self,
         *,
-        amount: str,
+        amount: Union[str, NotGiven] = NOT_GIVEN,
+        price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
         currency: Currency,
         chain: Chain,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
@@ -208,7 +214,7 @@ class PaymentsResource(_Resource):
         return self._transport.request(
             "POST",
             "/payments",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -261,7 +267,8 @@ class CheckoutSessionsResource(_Resource):
     def create(
         self,
         *,
-        amount: str,
+        amount: Union[str, NotGiven] = NOT_GIVEN,
+        price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
         currency: Currency,
         chain: Chain,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
@@ -284,7 +291,7 @@ class CheckoutSessionsResource(_Resource):
         return self._transport.request(
             "POST",
             "/checkout/sessions",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -313,7 +320,8 @@ class PaymentLinksResource(_Resource):
     def create(
         self,
         *,
-        amount: str,
+        amount: Union[str, NotGiven] = NOT_GIVEN,
+        price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
         currency: Currency,
         chain: Chain,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
@@ -329,14 +337,14 @@ class PaymentLinksResource(_Resource):
     ) -> PaymentLink:
         """Create a payment link
 
-        The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them.
+        The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it).
 
         ``POST /payment-links``
         """
         return self._transport.request(
             "POST",
             "/payment-links",
-            body=_params({"amount": amount, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 

@@ -13,6 +13,14 @@ Chain = Literal["polygon", "solana", "base", "bsc", "arbitrum", "optimism"]
 # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
 SessionAttribution = Literal["amount", "address"]
 
+SessionPriceCurrency = Literal["USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD"]
+
+# `chainlink` (live) or `sandbox` (fixed rates).
+SessionPriceQuoteSource = Literal["chainlink", "sandbox"]
+
+# The feed's pair, `EUR/USD` or `USDC/USD`.
+SessionPriceQuoteFeedsPair = Literal["EUR/USD", "GBP/USD", "JPY/USD", "CHF/USD", "CAD/USD", "AUD/USD", "USDT/USD", "USDC/USD"]
+
 # Session state; `created` until a payment is seen.
 SessionStatus = Literal["created", "pending", "confirming", "confirmed", "settled", "expired", "failed"]
 
@@ -117,6 +125,62 @@ class SessionLineItems(_SessionLineItemsRequired):
     """SessionLineItems (JSON object)."""
 
 
+_SessionPriceRequired = TypedDict(
+    "_SessionPriceRequired",
+    {
+        # Decimal text, as given.
+        "amount": str,
+        "currency": SessionPriceCurrency,
+    },
+)
+
+
+class SessionPrice(_SessionPriceRequired):
+    """The fiat price the token amount was converted from, or null when the merchant gave a token amount."""
+
+
+_SessionPriceQuoteFeedsRequired = TypedDict(
+    "_SessionPriceQuoteFeedsRequired",
+    {
+        # The feed's pair, `EUR/USD` or `USDC/USD`.
+        "pair": SessionPriceQuoteFeedsPair,
+        "chain": Chain,
+        # The Chainlink feed (proxy) contract.
+        "address": str,
+        # The round read, integer text.
+        "roundId": str,
+        # The round's answer, integer text at `decimals`.
+        "answer": str,
+        "decimals": int,
+        # When the round was updated on chain.
+        "updatedAt": str,
+    },
+)
+
+
+class SessionPriceQuoteFeeds(_SessionPriceQuoteFeedsRequired):
+    """SessionPriceQuoteFeeds (JSON object)."""
+
+
+_SessionPriceQuoteRequired = TypedDict(
+    "_SessionPriceQuoteRequired",
+    {
+        # `chainlink` (live) or `sandbox` (fixed rates).
+        "source": SessionPriceQuoteSource,
+        # Token units per one unit of the fiat currency, decimal text rounded to 8 places (the amount is computed from the exact answers and rounded up to a base unit).
+        "rate": str,
+        # The feeds read: the fiat's /USD (none for USD), then the token's /USD; empty in the sandbox.
+        "feeds": List[SessionPriceQuoteFeeds],
+        # When the price was converted.
+        "quotedAt": str,
+    },
+)
+
+
+class SessionPriceQuote(_SessionPriceQuoteRequired):
+    """How `price` became `amount`, or null without a price."""
+
+
 _SessionRequired = TypedDict(
     "_SessionRequired",
     {
@@ -180,6 +244,10 @@ _SessionRequired = TypedDict(
         "lineItems": Optional[List[SessionLineItems]],
         # Where the checkout page's "Cancel and return" link takes the customer, or null.
         "cancelUrl": Optional[str],
+        # The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+        "price": Optional[SessionPrice],
+        # How `price` became `amount`, or null without a price.
+        "priceQuote": Optional[SessionPriceQuote],
         # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
         "receiptUrl": str,
         # false for sandbox sessions (test keys).
@@ -220,8 +288,6 @@ class SessionCreateParamsLineItems(_SessionCreateParamsLineItemsRequired):
 _SessionCreateParamsRequired = TypedDict(
     "_SessionCreateParamsRequired",
     {
-        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-        "amount": str,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
@@ -231,6 +297,10 @@ _SessionCreateParamsRequired = TypedDict(
 _SessionCreateParamsOptional = TypedDict(
     "_SessionCreateParamsOptional",
     {
+        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
+        "amount": str,
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        "price": SessionPrice,
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
@@ -321,6 +391,10 @@ _PaymentRequired = TypedDict(
         "lineItems": Optional[List[SessionLineItems]],
         # Where the checkout page's "Cancel and return" link takes the customer, or null.
         "cancelUrl": Optional[str],
+        # The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+        "price": Optional[SessionPrice],
+        # How `price` became `amount`, or null without a price.
+        "priceQuote": Optional[SessionPriceQuote],
         # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
         "receiptUrl": str,
         # false for sandbox sessions (test keys).
@@ -344,8 +418,6 @@ class Payment(_PaymentRequired):
 _PaymentCreateParamsRequired = TypedDict(
     "_PaymentCreateParamsRequired",
     {
-        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-        "amount": str,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
@@ -355,6 +427,10 @@ _PaymentCreateParamsRequired = TypedDict(
 _PaymentCreateParamsOptional = TypedDict(
     "_PaymentCreateParamsOptional",
     {
+        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
+        "amount": str,
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        "price": SessionPrice,
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
@@ -416,8 +492,6 @@ class PaymentListParams(_PaymentListParamsRequired, _PaymentListParamsOptional):
 _CheckoutSessionCreateParamsRequired = TypedDict(
     "_CheckoutSessionCreateParamsRequired",
     {
-        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-        "amount": str,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
@@ -427,6 +501,10 @@ _CheckoutSessionCreateParamsRequired = TypedDict(
 _CheckoutSessionCreateParamsOptional = TypedDict(
     "_CheckoutSessionCreateParamsOptional",
     {
+        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
+        "amount": str,
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        "price": SessionPrice,
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
@@ -463,7 +541,10 @@ _PaymentLinkRequired = TypedDict(
         "url": str,
         # false once deactivated: visits then get 410.
         "active": bool,
-        "amount": str,
+        # Token amount of each session, decimal text; null when the link is priced in a fiat currency (`price`).
+        "amount": Optional[str],
+        # The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+        "price": Optional[SessionPrice],
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
@@ -500,8 +581,6 @@ class PaymentLink(_PaymentLinkRequired):
 _PaymentLinkCreateParamsRequired = TypedDict(
     "_PaymentLinkCreateParamsRequired",
     {
-        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-        "amount": str,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
@@ -511,6 +590,10 @@ _PaymentLinkCreateParamsRequired = TypedDict(
 _PaymentLinkCreateParamsOptional = TypedDict(
     "_PaymentLinkCreateParamsOptional",
     {
+        # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
+        "amount": str,
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        "price": SessionPrice,
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
@@ -1756,6 +1839,9 @@ __all__ = [
     "Currency",
     "Chain",
     "SessionAttribution",
+    "SessionPriceCurrency",
+    "SessionPriceQuoteSource",
+    "SessionPriceQuoteFeedsPair",
     "SessionStatus",
     "PaymentStatus",
     "TokenVariant",
@@ -1776,6 +1862,9 @@ __all__ = [
     "Health",
     "Token",
     "SessionLineItems",
+    "SessionPrice",
+    "SessionPriceQuoteFeeds",
+    "SessionPriceQuote",
     "Session",
     "SessionCreateParamsLineItems",
     "SessionCreateParams",

@@ -106,6 +106,125 @@ impl fmt::Display for SessionAttribution {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionPriceCurrency {
+    #[serde(rename = "USD")]
+    Usd,
+    #[serde(rename = "EUR")]
+    Eur,
+    #[serde(rename = "GBP")]
+    Gbp,
+    #[serde(rename = "JPY")]
+    Jpy,
+    #[serde(rename = "CHF")]
+    Chf,
+    #[serde(rename = "CAD")]
+    Cad,
+    #[serde(rename = "AUD")]
+    Aud,
+    /// A value this version of the library does not know (the gateway added it later); never sent.
+    #[serde(other, skip_serializing)]
+    Unrecognized,
+}
+
+impl SessionPriceCurrency {
+    /// The value on the wire (`"unrecognized"` for [`SessionPriceCurrency::Unrecognized`]).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SessionPriceCurrency::Usd => "USD",
+            SessionPriceCurrency::Eur => "EUR",
+            SessionPriceCurrency::Gbp => "GBP",
+            SessionPriceCurrency::Jpy => "JPY",
+            SessionPriceCurrency::Chf => "CHF",
+            SessionPriceCurrency::Cad => "CAD",
+            SessionPriceCurrency::Aud => "AUD",
+            SessionPriceCurrency::Unrecognized => "unrecognized",
+        }
+    }
+}
+
+impl fmt::Display for SessionPriceCurrency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `chainlink` (live) or `sandbox` (fixed rates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionPriceQuoteSource {
+    #[serde(rename = "chainlink")]
+    Chainlink,
+    #[serde(rename = "sandbox")]
+    Sandbox,
+    /// A value this version of the library does not know (the gateway added it later); never sent.
+    #[serde(other, skip_serializing)]
+    Unrecognized,
+}
+
+impl SessionPriceQuoteSource {
+    /// The value on the wire (`"unrecognized"` for [`SessionPriceQuoteSource::Unrecognized`]).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SessionPriceQuoteSource::Chainlink => "chainlink",
+            SessionPriceQuoteSource::Sandbox => "sandbox",
+            SessionPriceQuoteSource::Unrecognized => "unrecognized",
+        }
+    }
+}
+
+impl fmt::Display for SessionPriceQuoteSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The feed's pair, `EUR/USD` or `USDC/USD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionPriceQuoteFeedsPair {
+    #[serde(rename = "EUR/USD")]
+    EurUsd,
+    #[serde(rename = "GBP/USD")]
+    GbpUsd,
+    #[serde(rename = "JPY/USD")]
+    JpyUsd,
+    #[serde(rename = "CHF/USD")]
+    ChfUsd,
+    #[serde(rename = "CAD/USD")]
+    CadUsd,
+    #[serde(rename = "AUD/USD")]
+    AudUsd,
+    #[serde(rename = "USDT/USD")]
+    UsdtUsd,
+    #[serde(rename = "USDC/USD")]
+    UsdcUsd,
+    /// A value this version of the library does not know (the gateway added it later); never sent.
+    #[serde(other, skip_serializing)]
+    Unrecognized,
+}
+
+impl SessionPriceQuoteFeedsPair {
+    /// The value on the wire (`"unrecognized"` for [`SessionPriceQuoteFeedsPair::Unrecognized`]).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SessionPriceQuoteFeedsPair::EurUsd => "EUR/USD",
+            SessionPriceQuoteFeedsPair::GbpUsd => "GBP/USD",
+            SessionPriceQuoteFeedsPair::JpyUsd => "JPY/USD",
+            SessionPriceQuoteFeedsPair::ChfUsd => "CHF/USD",
+            SessionPriceQuoteFeedsPair::CadUsd => "CAD/USD",
+            SessionPriceQuoteFeedsPair::AudUsd => "AUD/USD",
+            SessionPriceQuoteFeedsPair::UsdtUsd => "USDT/USD",
+            SessionPriceQuoteFeedsPair::UsdcUsd => "USDC/USD",
+            SessionPriceQuoteFeedsPair::Unrecognized => "unrecognized",
+        }
+    }
+}
+
+impl fmt::Display for SessionPriceQuoteFeedsPair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Session state; `created` until a payment is seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionStatus {
@@ -735,6 +854,47 @@ pub struct SessionLineItems {
     pub amount: String,
 }
 
+/// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPrice {
+    /// Decimal text, as given.
+    pub amount: String,
+    pub currency: SessionPriceCurrency,
+}
+
+/// SessionPriceQuoteFeeds (a JSON object of the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPriceQuoteFeeds {
+    /// The feed's pair, `EUR/USD` or `USDC/USD`.
+    pub pair: SessionPriceQuoteFeedsPair,
+    pub chain: Chain,
+    /// The Chainlink feed (proxy) contract.
+    pub address: String,
+    /// The round read, integer text.
+    pub round_id: String,
+    /// The round's answer, integer text at `decimals`.
+    pub answer: String,
+    pub decimals: i64,
+    /// When the round was updated on chain.
+    pub updated_at: String,
+}
+
+/// How `price` became `amount`, or null without a price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPriceQuote {
+    /// `chainlink` (live) or `sandbox` (fixed rates).
+    pub source: SessionPriceQuoteSource,
+    /// Token units per one unit of the fiat currency, decimal text rounded to 8 places (the amount is computed from the exact answers and rounded up to a base unit).
+    pub rate: String,
+    /// The feeds read: the fiat's /USD (none for USD), then the token's /USD; empty in the sandbox.
+    pub feeds: Vec<SessionPriceQuoteFeeds>,
+    /// When the price was converted.
+    pub quoted_at: String,
+}
+
 /// A payment session as Interface A shows it (spec §2.1), plus what a payer needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -799,6 +959,10 @@ pub struct Session {
     pub line_items: Option<Vec<SessionLineItems>>,
     /// Where the checkout page's "Cancel and return" link takes the customer, or null.
     pub cancel_url: Option<String>,
+    /// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+    pub price: Option<SessionPrice>,
+    /// How `price` became `amount`, or null without a price.
+    pub price_quote: Option<SessionPriceQuote>,
     /// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
     pub receipt_url: String,
     /// false for sandbox sessions (test keys).
@@ -830,7 +994,11 @@ pub struct SessionCreateParamsLineItems {
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-    pub amount: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<SessionPrice>,
     /// The stablecoin.
     pub currency: Currency,
     /// The chain to pay on.
@@ -866,11 +1034,12 @@ pub struct SessionCreateParams {
 
 impl SessionCreateParams {
     /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(amount: impl Into<String>, currency: Currency, chain: Chain) -> Self {
+    pub fn new(currency: Currency, chain: Chain) -> Self {
         SessionCreateParams {
-            amount: amount.into(),
             currency,
             chain,
+            amount: None,
+            price: None,
             merchant_wallet: None,
             webhook_url: None,
             success_url: None,
@@ -881,6 +1050,18 @@ impl SessionCreateParams {
             expires_in: None,
             attribution: None,
         }
+    }
+
+    /// Sets `amount`.
+    pub fn amount(mut self, amount: impl Into<String>) -> Self {
+        self.amount = Some(amount.into());
+        self
+    }
+
+    /// Sets `price`.
+    pub fn price(mut self, price: SessionPrice) -> Self {
+        self.price = Some(price);
+        self
     }
 
     /// Sets `merchantWallet`.
@@ -1002,6 +1183,10 @@ pub struct Payment {
     pub line_items: Option<Vec<SessionLineItems>>,
     /// Where the checkout page's "Cancel and return" link takes the customer, or null.
     pub cancel_url: Option<String>,
+    /// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+    pub price: Option<SessionPrice>,
+    /// How `price` became `amount`, or null without a price.
+    pub price_quote: Option<SessionPriceQuote>,
     /// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
     pub receipt_url: String,
     /// false for sandbox sessions (test keys).
@@ -1021,7 +1206,11 @@ pub struct Payment {
 #[serde(rename_all = "camelCase")]
 pub struct PaymentCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-    pub amount: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<SessionPrice>,
     /// The stablecoin.
     pub currency: Currency,
     /// The chain to pay on.
@@ -1057,11 +1246,12 @@ pub struct PaymentCreateParams {
 
 impl PaymentCreateParams {
     /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(amount: impl Into<String>, currency: Currency, chain: Chain) -> Self {
+    pub fn new(currency: Currency, chain: Chain) -> Self {
         PaymentCreateParams {
-            amount: amount.into(),
             currency,
             chain,
+            amount: None,
+            price: None,
             merchant_wallet: None,
             webhook_url: None,
             success_url: None,
@@ -1072,6 +1262,18 @@ impl PaymentCreateParams {
             expires_in: None,
             attribution: None,
         }
+    }
+
+    /// Sets `amount`.
+    pub fn amount(mut self, amount: impl Into<String>) -> Self {
+        self.amount = Some(amount.into());
+        self
+    }
+
+    /// Sets `price`.
+    pub fn price(mut self, price: SessionPrice) -> Self {
+        self.price = Some(price);
+        self
     }
 
     /// Sets `merchantWallet`.
@@ -1210,7 +1412,11 @@ impl PaymentListParams {
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutSessionCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-    pub amount: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<SessionPrice>,
     /// The stablecoin.
     pub currency: Currency,
     /// The chain to pay on.
@@ -1246,11 +1452,12 @@ pub struct CheckoutSessionCreateParams {
 
 impl CheckoutSessionCreateParams {
     /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(amount: impl Into<String>, currency: Currency, chain: Chain) -> Self {
+    pub fn new(currency: Currency, chain: Chain) -> Self {
         CheckoutSessionCreateParams {
-            amount: amount.into(),
             currency,
             chain,
+            amount: None,
+            price: None,
             merchant_wallet: None,
             webhook_url: None,
             success_url: None,
@@ -1261,6 +1468,18 @@ impl CheckoutSessionCreateParams {
             expires_in: None,
             attribution: None,
         }
+    }
+
+    /// Sets `amount`.
+    pub fn amount(mut self, amount: impl Into<String>) -> Self {
+        self.amount = Some(amount.into());
+        self
+    }
+
+    /// Sets `price`.
+    pub fn price(mut self, price: SessionPrice) -> Self {
+        self.price = Some(price);
+        self
     }
 
     /// Sets `merchantWallet`.
@@ -1328,7 +1547,10 @@ pub struct PaymentLink {
     pub url: String,
     /// false once deactivated: visits then get 410.
     pub active: bool,
-    pub amount: String,
+    /// Token amount of each session, decimal text; null when the link is priced in a fiat currency (`price`).
+    pub amount: Option<String>,
+    /// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
+    pub price: Option<SessionPrice>,
     /// The stablecoin.
     pub currency: Currency,
     /// The chain to pay on.
@@ -1361,7 +1583,11 @@ pub struct PaymentLink {
 #[serde(rename_all = "camelCase")]
 pub struct PaymentLinkCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
-    pub amount: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<SessionPrice>,
     /// The stablecoin.
     pub currency: Currency,
     /// The chain to pay on.
@@ -1397,11 +1623,12 @@ pub struct PaymentLinkCreateParams {
 
 impl PaymentLinkCreateParams {
     /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(amount: impl Into<String>, currency: Currency, chain: Chain) -> Self {
+    pub fn new(currency: Currency, chain: Chain) -> Self {
         PaymentLinkCreateParams {
-            amount: amount.into(),
             currency,
             chain,
+            amount: None,
+            price: None,
             merchant_wallet: None,
             metadata: None,
             webhook_url: None,
@@ -1412,6 +1639,18 @@ impl PaymentLinkCreateParams {
             expires_in: None,
             attribution: None,
         }
+    }
+
+    /// Sets `amount`.
+    pub fn amount(mut self, amount: impl Into<String>) -> Self {
+        self.amount = Some(amount.into());
+        self
+    }
+
+    /// Sets `price`.
+    pub fn price(mut self, price: SessionPrice) -> Self {
+        self.price = Some(price);
+        self
     }
 
     /// Sets `merchantWallet`.
