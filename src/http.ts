@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createApi, type CreateApiParams, type Surface } from './api/index.ts';
 import { registerCheckout } from './checkout/index.ts';
+import { liveChains } from './internal/config.ts';
 import { registerDashboard } from './dashboard/index.ts';
 import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from './sandbox/checkout.ts';
 
@@ -13,6 +14,7 @@ export const checkoutSurface: Surface = (app, deps) => {
     ...deps,
     sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined,
     x402UrlOf: (session) => deps.x402?.urlOf(session) ?? null,
+    choice: { config: { monitorWindowSeconds: deps.config.monitorWindowSeconds, feeBps: deps.config.feeBps, liveChains: liveChains(deps.config) } },
   });
   sandboxCheckoutRoutes(app, deps);
 };

@@ -2,6 +2,8 @@ import { payerAddress, payerReference, type Session } from '../payments/session.
 import { formatAmount, formatDisplayAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
 import { lineItemsView } from '../payments/purchase.ts';
+import { optionsOf } from '../payments/options.ts';
+import type { PendingChoice } from '../payments/choices.ts';
 
 /**
  * Interface B reports the session state `created` as `pending` (spec §3: "a newly created
@@ -50,6 +52,7 @@ export type SessionViewFields = Pick<
   | 'description'
   | 'lineItems'
   | 'cancelUrl'
+  | 'paymentOptions'
   | 'createdAt'
   | 'expiresAt'
   | 'confirmedAt'
@@ -63,6 +66,8 @@ export type SessionViewFields = Pick<
 export interface SessionLinks {
   publicUrl: string;
   x402Url(row: SessionViewFields): string | null;
+  /** A waiting session's x402 resource, where x402 can pay one of its options here (choiceViews.ts). */
+  x402PendingUrl?(choice: PendingChoice): string | null;
 }
 
 /** The links of `deps`' sessions: {@link SessionLinks}. */
@@ -104,6 +109,8 @@ function sessionFields(row: SessionViewFields, links: SessionLinks) {
     description: row.description,
     lineItems: lineItemsView(row.lineItems, row.decimals),
     cancelUrl: row.cancelUrl,
+    paymentOptions: optionsOf(row),
+    choice: { chain: row.chain, currency: row.currency },
     receiptUrl: `${checkoutUrl(publicUrl, row.id)}/receipt`,
     livemode: row.livemode,
     createdAt: row.createdAt.toISOString(),

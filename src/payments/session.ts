@@ -3,6 +3,7 @@ import type { Currency } from '../internal/chains.ts';
 import type { PaymentStatus } from './stateMachine.ts';
 import type { Attribution } from './attribution.ts';
 import type { StoredLineItem } from './purchase.ts';
+import type { PaymentOption } from './options.ts';
 
 /**
  * The payment session model: one type, one column list, one mapper. Every reader of a
@@ -65,6 +66,8 @@ export interface Session {
   lineItems: StoredLineItem[] | null;
   /** Where the checkout page's "Cancel" takes the customer back to, or null. */
   cancelUrl: string | null;
+  /** The pairs the session accepted when the customer chose (options.ts), or null for a single-pair session (its own pair). */
+  paymentOptions: PaymentOption[] | null;
   createdAt: Date;
   updatedAt: Date;
   expiresAt: Date;
@@ -109,6 +112,7 @@ const FIELD_SQL: Record<keyof Session, string> = {
   description: 's.description',
   lineItems: 's.line_items',
   cancelUrl: 's.cancel_url',
+  paymentOptions: 's.payment_options',
   createdAt: 's.created_at',
   updatedAt: 's.updated_at',
   expiresAt: 's.expires_at',

@@ -9,6 +9,7 @@ import { dueOffsetBound, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts
 import * as sessionSql from './sessionSql.ts';
 import { depositAddressFor } from './attribution.ts';
 import { checkPurchase, type PurchaseInput } from './purchase.ts';
+import type { PaymentOption } from './options.ts';
 
 /** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
 
@@ -18,6 +19,11 @@ export interface CreateSessionParams extends SessionTerms, PurchaseInput {
   webhookUrl?: string | undefined;
   successUrl?: string | undefined;
   paymentLinkId?: string | undefined;
+  /**
+   * The customer's choice among several pairs (choices.ts, a link's visit): the pairs offered, and
+   * for a session that existed before the choice its id and the seconds left of its lifetime.
+   */
+  chosen?: { paymentOptions: PaymentOption[]; id?: string | undefined; secondsLeft?: number | undefined } | undefined;
   /** From config.monitorWindowSeconds. */
   monitorWindowSeconds: number;
   /**
@@ -50,7 +56,10 @@ function newSolanaReference(): string {
  * when no unique due amount is left.
  */
 export async function createSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
-  const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
+  const { chain, decimals, amount, expiresIn: requestedLifetime, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
+  // A chosen session keeps the expiry it had before the choice.
+  const expiresIn = params.chosen?.secondsLeft ?? requestedLifetime;
+  const paymentOptions = params.chosen ? JSON.stringify(params.chosen.paymentOptions) : null;
   const purchase = checkPurchase(params, { amount, decimals, currency: params.currency });
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
   // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
@@ -60,7 +69,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
 
   if (attribution === 'address') {
     // Its own address tells its payments apart: the plain amount, no due-amount lock or pick.
-    const id = newId('ses');
+    const id = params.chosen?.id ?? newId('ses');
     const { rows } = await sql.query(INSERT_ADDRESS_SESSION, [
       id,
       params.merchantId,
@@ -83,6 +92,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
       purchase.description,
       purchase.lineItems && JSON.stringify(purchase.lineItems),
       purchase.cancelUrl,
+      paymentOptions,
     ]);
     return toSession(rows[0]!);
   }
@@ -90,7 +100,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
   // The INSERT picks the unique due amount itself, under the locks just taken.
   const { rows } = await sql.query(INSERT_SESSION, [
-    newId('ses'),
+    params.chosen?.id ?? newId('ses'),
     params.merchantId,
     params.livemode,
     params.chain,
@@ -112,6 +122,7 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
     purchase.description,
     purchase.lineItems && JSON.stringify(purchase.lineItems),
     purchase.cancelUrl,
+    paymentOptions,
   ]);
   if (!rows[0]) throw noDueAmountLeft({ ...tuple, amount });
   return toSession(rows[0]);

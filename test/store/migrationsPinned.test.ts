@@ -40,6 +40,7 @@ const PINNED: Record<string, string> = {
   '033_wallet_sole_verified.sql': 'd53ac9cef99104e547ae49601e1af6304b7a50e5ff11d220ee0ad8f45918f4f3',
   '040_merchant_brand.sql': '926b99b08a994410fdef003f788c77349aeca616b05c681644105da00d91bef0',
   '041_purchase_details.sql': 'bfd831aafe38e37ac6ea93233adc83479495461d21b501017d484d8471c43a10',
+  '043_payment_options.sql': '96b74d1d73918d59ac886c76fac91cc79efdc2f5a36b739d6332c260d09c95bf',
   // As first landed (b29aaff); its correction is 012.
 };
 
