@@ -4,7 +4,7 @@ import type { Store } from '../store/index.ts';
 import { badRequest } from '../internal/errors.ts';
 import { chooseOption, getPendingChoiceWithMerchant, type ChoiceConfig } from '../payments/choices.ts';
 import type { PaymentOption } from '../payments/options.ts';
-import { buildChoice, chooserStyles, parseChoiceBody, PaymentChoiceSchema, renderChooserPage, type ChooserSession } from './chooser.ts';
+import { buildChoice, chooserStyles, chooserViewOf, parseChoiceBody, PaymentChoiceSchema, renderChooserPage, type ChooserSession } from './chooser.ts';
 import { loadCheckoutSession, type CheckoutSession } from './view.ts';
 import type { PaymentInstructions } from './schema.ts';
 import { CheckoutErrorSchema, PaymentInstructionsSchema } from './schema.ts';
@@ -53,8 +53,9 @@ async function answerPendingChoice(deps: ChoiceDeps, reply: FastifyReply, params
     reply.header('Access-Control-Allow-Origin', '*');
     return reply.type('application/json; charset=utf-8').send(buildChoice(session, { publicUrl: deps.publicUrl, x402Url: x402.url, x402Pairs: x402.pairs }));
   }
-  setPageHeaders(reply, { csp: pageCsp(deps.frameAncestors, chooserStyles(session)), framable: deps.frameAncestors.length > 0 });
-  const html = renderChooserPage(session, { action: `/checkout/${encodeURIComponent(session.id)}/choice` });
+  const view = chooserViewOf(session);
+  setPageHeaders(reply, { csp: pageCsp(deps.frameAncestors, chooserStyles(view)), framable: deps.frameAncestors.length > 0 });
+  const html = renderChooserPage(view, { action: `/checkout/${encodeURIComponent(session.id)}/choice` });
   return reply.type('text/html; charset=utf-8').send(html);
 }
 

@@ -137,8 +137,16 @@ export function parseChoiceBody(body: unknown): PaymentOption | undefined {
   return { chain: chain as ChainName, currency: currency as PaymentOption['currency'] };
 }
 
+/** What the chooser page shows: a waiting session's, or a payment link's before any session exists. */
+export type ChooserView = Pick<ChooserSession, 'paymentOptions' | 'terms' | 'livemode' | 'merchantName' | 'merchantBrand'> & { expired: boolean };
+
+/** A waiting session as the chooser page shows it. */
+export function chooserViewOf(session: ChooserSession): ChooserView {
+  return { ...session, expired: choiceExpired(session) };
+}
+
 /** The merchant as the chooser page shows it (no logo: it is served per chosen session). */
-function merchantOf(session: ChooserSession) {
+function merchantOf(session: ChooserView) {
   return {
     name: session.merchantName,
     logoUrl: null,
@@ -149,7 +157,7 @@ function merchantOf(session: ChooserSession) {
 }
 
 /** The extra inline styles the chooser page carries, for its CSP. */
-export function chooserStyles(session: ChooserSession): string[] {
+export function chooserStyles(session: ChooserView): string[] {
   return [CHOOSER_STYLE, brandStyle(merchantOf(session))];
 }
 
@@ -158,10 +166,10 @@ export function chooserStyles(session: ChooserSession): string[] {
  * costs, the network-fee note) in a fieldset with a legend, and a submit button. A plain form
  * posting to `action` (no script needed), so it works with the strict CSP and without JavaScript.
  */
-export function renderChooserPage(session: ChooserSession, params: { action: string; title?: string }): string {
+export function renderChooserPage(session: ChooserView, params: { action: string; title?: string }): string {
   const merchant = merchantOf(session);
   const options = choiceOptions(session);
-  const expired = choiceExpired(session);
+  const expired = session.expired;
   const radios = options
     .map((option, i) => {
       const id = `option-${option.chain}-${option.currency}`;

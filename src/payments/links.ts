@@ -1,7 +1,7 @@
 import type { Sql, Store } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { formatAmount } from '../internal/money.ts';
-import { GoneError, notFound, RateLimitedError } from '../internal/errors.ts';
+import { badRequest, GoneError, notFound, RateLimitedError } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import type { Session } from './session.ts';
 import { checkSessionTerms, type CheckedTerms, type SessionTerms } from './terms.ts';
@@ -10,6 +10,7 @@ import { createSession, type CreateSessionParams } from './sessions.ts';
 import { toPaymentLink, type PaymentLink } from './link.ts';
 import * as linkSql from './linkSql.ts';
 import { checkPurchase, lineItemsView, type PurchaseInput } from './purchase.ts';
+import { amountForChoice, checkPaymentOptions, optionsOf, pairName, samePair, type PaymentOption } from './options.ts';
 
 /**
  * The payment link operations: create, read, list, (de)activate, and a visit, which makes a
@@ -34,7 +35,9 @@ export const MAX_OPEN_SESSIONS_PER_LINK = 200;
 export const MAX_LINK_RESERVATIONS_PER_PRICE = 1_000;
 
 /** What a merchant asks of a new link: a session's terms, and what each session carries. */
-export interface CreateLinkParams extends SessionTerms, PurchaseInput {
+export interface CreateLinkParams extends Omit<SessionTerms, 'chain' | 'currency'>, Partial<Pick<SessionTerms, 'chain' | 'currency'>>, PurchaseInput {
+  /** The pairs each visit's customer chooses from; neither this nor `chain`: every pair the merchant can receive (options.ts). */
+  paymentOptions?: PaymentOption[] | undefined;
   // `attribution` (from SessionTerms): fixed on the link when given; absent, each visit takes the merchant's default.
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
@@ -46,14 +49,25 @@ export interface CreateLinkParams extends SessionTerms, PurchaseInput {
  * ({@link checkSessionTerms}): a link that no visit could pay is a 4xx here.
  */
 export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Promise<PaymentLink> {
-  const terms = await checkSessionTerms(sql, params);
-  const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: params.currency });
+  const { chain, currency, paymentOptions: requested } = params;
+  if (requested !== undefined && (chain !== undefined || currency !== undefined)) {
+    throw badRequest('give either chain and currency (one pair) or paymentOptions (the pairs the customer chooses from), not both');
+  }
+  if ((chain === undefined) !== (currency === undefined))
+    throw badRequest('chain and currency go together: give both, or neither (with or without paymentOptions)');
+  // Several pairs: each checked now; the link's own columns hold the first, and each visit's customer chooses.
+  const options =
+    chain && currency
+      ? [{ pair: { chain, currency }, terms: await checkSessionTerms(sql, { ...params, chain, currency }) }]
+      : await checkPaymentOptions(sql, params);
+  const { pair, terms } = options[0]!;
+  const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: pair.currency });
   const { rows } = await sql.query(linkSql.insertLink(), [
     newId('plink'),
     params.merchantId,
     params.livemode,
-    params.chain,
-    params.currency,
+    pair.chain,
+    pair.currency,
     terms.decimals,
     terms.amount.toString(),
     terms.merchantWallet ?? null,
@@ -66,6 +80,7 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
     purchase.description,
     purchase.lineItems && JSON.stringify(purchase.lineItems),
     purchase.cancelUrl,
+    options.length > 1 ? JSON.stringify(options.map((option) => option.pair)) : null,
   ]);
   return toPaymentLink(rows[0]!);
 }
@@ -73,6 +88,12 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
 /** One link of a merchant and mode, or undefined. */
 export async function getPaymentLink(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<PaymentLink | undefined> {
   const { rows } = await sql.query(linkSql.selectLink(), [params.id, params.merchantId, params.livemode]);
+  return rows[0] && toPaymentLink(rows[0]);
+}
+
+/** One link by its public id alone (a visit), or undefined. */
+export async function getPaymentLinkById(sql: Sql, id: string): Promise<PaymentLink | undefined> {
+  const { rows } = await sql.query(linkSql.selectLinkById(), [id]);
   return rows[0] && toPaymentLink(rows[0]);
 }
 
@@ -108,7 +129,7 @@ export async function setPaymentLinkActive(
  */
 export async function openSessionFromLink(
   store: Store,
-  params: { linkId: string; monitorWindowSeconds: number; feeBps: number; liveChains: readonly ChainName[] },
+  params: { linkId: string; monitorWindowSeconds: number; feeBps: number; liveChains: readonly ChainName[]; pair?: PaymentOption | undefined },
 ): Promise<Session> {
   return store.transaction(async (sql) => {
     const { rows } = await sql.query(linkSql.lockLinkById(), [params.linkId]);
@@ -123,12 +144,17 @@ export async function openSessionFromLink(
         retryAfterSeconds: Math.min(60, Math.max(1, open[0]!.seconds ?? 60)),
       });
     }
+    // A link with several pairs makes a session only once its customer chose one (never on a mere visit).
+    const options = optionsOf(link);
+    const pair = params.pair ?? (options.length === 1 ? options[0]! : undefined);
+    if (!pair) throw badRequest('this payment link lets the customer choose the chain and token: choose one of its paymentOptions');
+    if (!options.some((option) => samePair(option, pair))) throw badRequest(`${pairName(pair)} is not among this payment link's options`);
     const session: CreateSessionParams = {
       merchantId: link.merchantId,
       livemode: link.livemode,
-      amount: formatAmount(link.amount, link.decimals),
-      currency: link.currency,
-      chain: link.chain,
+      amount: amountForChoice({ amount: formatAmount(link.amount, link.decimals) }, pair),
+      currency: pair.currency,
+      chain: pair.chain,
       merchantWallet: link.merchantWallet ?? undefined,
       metadata: link.metadata,
       webhookUrl: link.webhookUrl ?? undefined,
@@ -142,6 +168,7 @@ export async function openSessionFromLink(
       feeBps: params.feeBps,
       liveChains: params.liveChains,
       attribution: link.attribution ?? undefined,
+      chosen: link.paymentOptions ? { paymentOptions: link.paymentOptions } : undefined,
     };
     // `address` mode reserves no due amount (each session has its own address): only the
     // per-link bound on open sessions above applies.

@@ -169,7 +169,7 @@ describe('paymentOptions on the create routes', () => {
     expect(same.map((answer) => answer.status)).toEqual([200, 200]);
     expect(same[0]!.body.amountDueBaseUnits).toBe(same[1]!.body.amountDueBaseUnits);
     const { rows } = await db.store.query('SELECT count(*)::int AS n FROM payment_sessions WHERE id = ANY($1)', [[a.body.id, b.body.id]]);
-    expect(rows[0].n).toBe(2);
+    expect(rows[0]!.n).toBe(2);
   });
 
   test("a test-mode session's options are its mode's: a pair off its list is refused, and the chosen session stays in test mode", async () => {

@@ -13,6 +13,7 @@ import { badRequest, notFound } from '../../internal/errors.ts';
 import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
 import type { PaymentLink } from '../../payments/link.ts';
 import { lineItemsView } from '../../payments/purchase.ts';
+import { optionsOf } from '../../payments/options.ts';
 import {
   AmountSchema,
   AttributionSchema,
@@ -29,6 +30,8 @@ import {
   UrlSchema,
   WRITE_ERRORS,
   PayToWalletSchema,
+  PaymentOptionSchema,
+  PaymentOptionsInputSchema,
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
@@ -41,8 +44,12 @@ const PaymentLinkSchema = Type.Object(
     url: Type.String({ format: 'uri', description: 'Public URL: each visit creates a fresh payment session and redirects (303) to its checkout page.' }),
     active: Type.Boolean({ description: 'false once deactivated: visits then get 410.' }),
     amount: Type.String(),
-    currency: CurrencySchema,
-    chain: ChainSchema,
+    currency: Type.Union([CurrencySchema, Type.Null()], { description: "The stablecoin; null when each visit's customer chooses among `paymentOptions`." }),
+    chain: Type.Union([ChainSchema, Type.Null()], { description: "The chain; null when each visit's customer chooses among `paymentOptions`." }),
+    paymentOptions: Type.Array(PaymentOptionSchema, {
+      description:
+        "The pairs each visit's customer chooses from (one: no choice). With several, a visit shows the chooser and makes a session only once the customer chooses.",
+    }),
     merchantWallet: Type.Union([Type.String(), Type.Null()], {
       description: "Fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit.",
     }),
@@ -68,8 +75,9 @@ const PaymentLinkSchema = Type.Object(
 export const CreatePaymentLinkBody = Type.Object(
   {
     amount: AmountSchema,
-    currency: CurrencySchema,
-    chain: ChainSchema,
+    currency: Type.Optional(CurrencySchema),
+    chain: Type.Optional(ChainSchema),
+    paymentOptions: Type.Optional(PaymentOptionsInputSchema),
     merchantWallet: Type.Optional(PayToWalletSchema),
     metadata: Type.Optional(MetadataSchema),
     webhookUrl: Type.Optional(UrlSchema),
@@ -119,8 +127,9 @@ export function paymentLinkView(link: PaymentLink, publicUrl: string) {
     url: paymentLinkUrl(publicUrl, link.id),
     active: link.active,
     amount: formatAmount(link.amount, link.decimals),
-    currency: link.currency,
-    chain: link.chain,
+    currency: link.paymentOptions ? null : link.currency,
+    chain: link.paymentOptions ? null : link.chain,
+    paymentOptions: optionsOf(link),
     merchantWallet: link.merchantWallet,
     metadata: link.metadata,
     webhookUrl: link.webhookUrl,
@@ -151,7 +160,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'Create a payment link',
         description:
-          'The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them.',
+          'The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) each pair is checked, and a visit shows the customer the chooser: the session is created only when the customer chooses (`POST /pay/{id}/choice`).',
         body: CreatePaymentLinkBody,
         response: { 201: PaymentLinkSchema, ...errorResponses(...WRITE_ERRORS) },
       },
@@ -162,7 +171,14 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
         const answer = paymentLinkView(link, deps.config.publicUrl);
         await auditApiChange(sql, request, 'payment_link.created', {
           target: link.id,
-          details: { amount: answer.amount, currency: link.currency, chain: link.chain, merchantWallet: link.merchantWallet, webhookUrl: link.webhookUrl },
+          details: {
+            amount: answer.amount,
+            currency: answer.currency,
+            chain: answer.chain,
+            paymentOptions: answer.paymentOptions,
+            merchantWallet: link.merchantWallet,
+            webhookUrl: link.webhookUrl,
+          },
         });
         await saveIdempotentResponse(sql, request, 201, answer);
         return answer;
