@@ -36,7 +36,7 @@ async function api(method: string, path: string, body?: unknown) {
     headers: { authorization: `Bearer ${merchant.live}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
-  return { status: response.status, body: await response.json() };
+  return { status: response.status, body: (await response.json()) as any };
 }
 
 beforeAll(async () => {
@@ -76,7 +76,7 @@ test('an agent chooses USDT through the API, pays it on anvil; the session confi
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ chain: 'polygon', currency: 'USDT' }),
   });
-  const instructions = await chosen.json();
+  const instructions = (await chosen.json()) as any;
   expect(instructions).toMatchObject({ chain: 'polygon', currency: 'USDT', recipient: WALLET, payable: true });
   await payOnAnvil(instructions);
   await waitFor(
