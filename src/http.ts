@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { createApi, type CreateApiParams, type Surface } from './api/index.ts';
 import { refusalAnswer } from './api/httpErrors.ts';
 import { registerCheckout } from './checkout/index.ts';
+import { liveChains } from './internal/config.ts';
 import { registerDashboard } from './dashboard/index.ts';
 import { sandboxCheckoutPanel, sandboxCheckoutRoutes } from './sandbox/checkout.ts';
 
@@ -14,6 +15,7 @@ export const checkoutSurface: Surface = (app, deps) => {
     ...deps,
     sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined,
     x402UrlOf: (session) => deps.x402?.urlOf(session) ?? null,
+    choice: { config: { monitorWindowSeconds: deps.config.monitorWindowSeconds, feeBps: deps.config.feeBps, liveChains: liveChains(deps.config) } },
   });
   sandboxCheckoutRoutes(app, { ...deps, refusalOf: refusalAnswer });
 };

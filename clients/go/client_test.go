@@ -129,7 +129,7 @@ func TestPathEscapingQueryAndBody(t *testing.T) {
 	if _, err := c.Refunds.Complete(ctx, "rf/1 x", &RefundCompleteParams{TxHash: "0xabc"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Sessions.Create(ctx, &SessionCreateParams{Amount: String("25"), Currency: CurrencyUSDC, Chain: ChainBase, Metadata: map[string]string{"order": "42"}}); err != nil {
+	if _, err := c.Sessions.Create(ctx, &SessionCreateParams{Amount: String("25"), Currency: Ptr(CurrencyUSDC), Chain: Ptr(ChainBase), Metadata: map[string]string{"order": "42"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.WebhookEndpoints.Update(ctx, "we_1", &WebhookEndpointUpdateParams{Description: Null[string]()}); err != nil {
@@ -197,7 +197,7 @@ func TestIdempotencyKeyKeptAcrossRetriesAndNewPerCall(t *testing.T) {
 		return answer{status: 201, json: payment}
 	})
 	c := client(server.baseURL())
-	params := &PaymentCreateParams{Amount: String("25"), Currency: CurrencyUSDC, Chain: ChainBase}
+	params := &PaymentCreateParams{Amount: String("25"), Currency: Ptr(CurrencyUSDC), Chain: Ptr(ChainBase)}
 	created, err := c.Payments.Create(ctx, params)
 	if err != nil || created.ID != "ses_1" {
 		t.Fatal(created, err)
@@ -411,7 +411,7 @@ func TestEnumsKeepValuesTheyDoNotKnow(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"id":"ses_1","chain":"tron","status":"pending","txHash":null,"tokens":[{"symbol":"USDT","address":"T1"}]}`), &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.Chain != "tron" || p.TxHash != nil || p.Tokens[0].Symbol != "USDT" {
+	if p.Chain == nil || *p.Chain != "tron" || p.TxHash != nil || p.Tokens[0].Symbol != "USDT" {
 		t.Errorf("%+v", p)
 	}
 }

@@ -88,7 +88,7 @@ type SessionsService struct{ t *transport }
 
 // Create: Create a payment session
 //
-// Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has chosen a default wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`).
+// Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has chosen a default wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`). With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) the customer chooses the chain and token first (docs/checkout.md).
 //
 // POST /sessions
 func (s *SessionsService) Create(ctx context.Context, params *SessionCreateParams, opts ...RequestOption) (*Session, error) {
@@ -142,7 +142,7 @@ type CheckoutSessionsService struct{ t *transport }
 
 // Create: Create a checkout session
 //
-// The same as POST /payments; redirect the customer to `checkoutUrl`.
+// The same as POST /payments; redirect the customer to `checkoutUrl`. With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) the page asks the customer to choose the chain and token first.
 //
 // POST /checkout/sessions
 func (s *CheckoutSessionsService) Create(ctx context.Context, params *CheckoutSessionCreateParams, opts ...RequestOption) (*Payment, error) {
@@ -163,7 +163,7 @@ type PaymentLinksService struct{ t *transport }
 
 // Create: Create a payment link
 //
-// The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it).
+// The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it). With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) each pair is checked, and a visit shows the customer the chooser: the session is created only when the customer chooses (`POST /pay/{id}/choice`); a fiat `price` goes with one pair for now.
 //
 // POST /payment-links
 func (s *PaymentLinksService) Create(ctx context.Context, params *PaymentLinkCreateParams, opts ...RequestOption) (*PaymentLink, error) {

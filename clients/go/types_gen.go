@@ -326,54 +326,62 @@ type SessionPriceQuote struct {
 	QuotedAt string `json:"quotedAt"`
 }
 
+// SessionPaymentOptions: A (chain, currency) pair the customer may pay with.
+type SessionPaymentOptions struct {
+	// The chain to pay on.
+	Chain Chain `json:"chain"`
+	// The stablecoin.
+	Currency Currency `json:"currency"`
+}
+
 // Session: A payment session as Interface A shows it (spec §2.1), plus what a payer needs.
 type Session struct {
 	// Session identifier (`ses_…`); the same id works in both interfaces.
 	ID string `json:"id"`
-	// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
-	Amount string `json:"amount"`
-	// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
-	DisplayAmount string `json:"displayAmount"`
-	// The stablecoin.
-	Currency Currency `json:"currency"`
-	// The chain to pay on.
-	Chain Chain `json:"chain"`
+	// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option.
+	Amount *string `json:"amount"`
+	// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option.
+	DisplayAmount *string `json:"displayAmount"`
+	// The stablecoin. null until the customer chooses a payment option.
+	Currency *Currency `json:"currency"`
+	// The chain to pay on. null until the customer chooses a payment option.
+	Chain *Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
 	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
 	X402URL *string `json:"x402Url"`
-	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
-	PaymentAddress string `json:"paymentAddress"`
-	// The merchant wallet, where the money ends (in `amount` mode also where to pay).
-	MerchantWallet string `json:"merchantWallet"`
-	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
-	Attribution SessionAttribution `json:"attribution"`
+	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
+	PaymentAddress *string `json:"paymentAddress"`
+	// The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option.
+	MerchantWallet *string `json:"merchantWallet"`
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option.
+	Attribution *SessionAttribution `json:"attribution"`
 	// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
 	DepositAddress *string `json:"depositAddress"`
-	// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
-	AmountDue string `json:"amountDue"`
-	// `amountDue` in the token base units (integer text).
-	AmountDueBaseUnits string `json:"amountDueBaseUnits"`
+	// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option.
+	AmountDue *string `json:"amountDue"`
+	// `amountDue` in the token base units (integer text). null until the customer chooses a payment option.
+	AmountDueBaseUnits *string `json:"amountDueBaseUnits"`
 	// Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it.
 	AmountReceived string `json:"amountReceived"`
 	// Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it.
 	AmountPending string `json:"amountPending"`
-	// Decimals of the token on this chain (6; 18 on bsc).
-	Decimals int64 `json:"decimals"`
+	// Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option.
+	Decimals *int64 `json:"decimals"`
 	// Token contracts or mints accepted for this session.
 	Tokens []Token `json:"tokens"`
-	// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
-	Fee string `json:"fee"`
-	// `fee` in base units.
-	FeeBaseUnits string `json:"feeBaseUnits"`
+	// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option.
+	Fee *string `json:"fee"`
+	// `fee` in base units. null until the customer chooses a payment option.
+	FeeBaseUnits *string `json:"feeBaseUnits"`
 	// Solana Pay reference key to include in the transfer (solana only; null elsewhere).
 	Reference *string `json:"reference"`
 	// Null until a transaction is seen.
 	TxHash *string `json:"txHash"`
 	// Block confirmations of the payment so far.
 	Confirmations int64 `json:"confirmations"`
-	// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized).
-	RequiredConfirmations int64 `json:"requiredConfirmations"`
+	// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option.
+	RequiredConfirmations *int64 `json:"requiredConfirmations"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata"`
 	// Per-session webhook address.
@@ -402,6 +410,10 @@ type Session struct {
 	ExpiresAt string `json:"expiresAt"`
 	// When the payment was confirmed.
 	ConfirmedAt *string `json:"confirmedAt"`
+	// The pairs the customer may pay with; a single-pair session lists its one pair.
+	PaymentOptions []SessionPaymentOptions `json:"paymentOptions"`
+	// The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`).
+	Choice *SessionPaymentOptions `json:"choice"`
 	// Session state; `created` until a payment is seen.
 	Status SessionStatus `json:"status"`
 }
@@ -423,9 +435,11 @@ type SessionCreateParams struct {
 	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
 	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
-	Currency Currency `json:"currency"`
+	Currency *Currency `json:"currency,omitempty"`
 	// The chain to pay on.
-	Chain Chain `json:"chain"`
+	Chain *Chain `json:"chain,omitempty"`
+	// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+	PaymentOptions []SessionPaymentOptions `json:"paymentOptions,omitempty"`
 	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
@@ -450,50 +464,50 @@ type SessionCreateParams struct {
 type Payment struct {
 	// Session identifier (`ses_…`); the same id works in both interfaces.
 	ID string `json:"id"`
-	// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
-	Amount string `json:"amount"`
-	// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
-	DisplayAmount string `json:"displayAmount"`
-	// The stablecoin.
-	Currency Currency `json:"currency"`
-	// The chain to pay on.
-	Chain Chain `json:"chain"`
+	// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option.
+	Amount *string `json:"amount"`
+	// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option.
+	DisplayAmount *string `json:"displayAmount"`
+	// The stablecoin. null until the customer chooses a payment option.
+	Currency *Currency `json:"currency"`
+	// The chain to pay on. null until the customer chooses a payment option.
+	Chain *Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
 	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
 	X402URL *string `json:"x402Url"`
-	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
-	PaymentAddress string `json:"paymentAddress"`
-	// The merchant wallet, where the money ends (in `amount` mode also where to pay).
-	MerchantWallet string `json:"merchantWallet"`
-	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
-	Attribution SessionAttribution `json:"attribution"`
+	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
+	PaymentAddress *string `json:"paymentAddress"`
+	// The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option.
+	MerchantWallet *string `json:"merchantWallet"`
+	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option.
+	Attribution *SessionAttribution `json:"attribution"`
 	// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
 	DepositAddress *string `json:"depositAddress"`
-	// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
-	AmountDue string `json:"amountDue"`
-	// `amountDue` in the token base units (integer text).
-	AmountDueBaseUnits string `json:"amountDueBaseUnits"`
+	// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option.
+	AmountDue *string `json:"amountDue"`
+	// `amountDue` in the token base units (integer text). null until the customer chooses a payment option.
+	AmountDueBaseUnits *string `json:"amountDueBaseUnits"`
 	// Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it.
 	AmountReceived string `json:"amountReceived"`
 	// Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it.
 	AmountPending string `json:"amountPending"`
-	// Decimals of the token on this chain (6; 18 on bsc).
-	Decimals int64 `json:"decimals"`
+	// Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option.
+	Decimals *int64 `json:"decimals"`
 	// Token contracts or mints accepted for this session.
 	Tokens []Token `json:"tokens"`
-	// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
-	Fee string `json:"fee"`
-	// `fee` in base units.
-	FeeBaseUnits string `json:"feeBaseUnits"`
+	// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option.
+	Fee *string `json:"fee"`
+	// `fee` in base units. null until the customer chooses a payment option.
+	FeeBaseUnits *string `json:"feeBaseUnits"`
 	// Solana Pay reference key to include in the transfer (solana only; null elsewhere).
 	Reference *string `json:"reference"`
 	// Null until a transaction is seen.
 	TxHash *string `json:"txHash"`
 	// Block confirmations of the payment so far.
 	Confirmations int64 `json:"confirmations"`
-	// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized).
-	RequiredConfirmations int64 `json:"requiredConfirmations"`
+	// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option.
+	RequiredConfirmations *int64 `json:"requiredConfirmations"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
 	Metadata map[string]string `json:"metadata"`
 	// Per-session webhook address.
@@ -522,6 +536,10 @@ type Payment struct {
 	ExpiresAt string `json:"expiresAt"`
 	// When the payment was confirmed.
 	ConfirmedAt *string `json:"confirmedAt"`
+	// The pairs the customer may pay with; a single-pair session lists its one pair.
+	PaymentOptions []SessionPaymentOptions `json:"paymentOptions"`
+	// The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`).
+	Choice *SessionPaymentOptions `json:"choice"`
 	// Payment state; a new payment is `pending` (the session state `created`).
 	Status PaymentStatus `json:"status"`
 }
@@ -533,9 +551,11 @@ type PaymentCreateParams struct {
 	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
 	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
-	Currency Currency `json:"currency"`
+	Currency *Currency `json:"currency,omitempty"`
 	// The chain to pay on.
-	Chain Chain `json:"chain"`
+	Chain *Chain `json:"chain,omitempty"`
+	// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+	PaymentOptions []SessionPaymentOptions `json:"paymentOptions,omitempty"`
 	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
@@ -581,9 +601,11 @@ type CheckoutSessionCreateParams struct {
 	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
 	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
-	Currency Currency `json:"currency"`
+	Currency *Currency `json:"currency,omitempty"`
 	// The chain to pay on.
-	Chain Chain `json:"chain"`
+	Chain *Chain `json:"chain,omitempty"`
+	// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+	PaymentOptions []SessionPaymentOptions `json:"paymentOptions,omitempty"`
 	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters.
@@ -616,10 +638,12 @@ type PaymentLink struct {
 	Amount *string `json:"amount"`
 	// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
 	Price *SessionPrice `json:"price"`
-	// The stablecoin.
-	Currency Currency `json:"currency"`
-	// The chain to pay on.
-	Chain Chain `json:"chain"`
+	// The stablecoin; null when each visit's customer chooses among `paymentOptions`.
+	Currency *Currency `json:"currency"`
+	// The chain; null when each visit's customer chooses among `paymentOptions`.
+	Chain *Chain `json:"chain"`
+	// The pairs each visit's customer chooses from (one: no choice). With several, a visit shows the chooser and makes a session only once the customer chooses.
+	PaymentOptions []SessionPaymentOptions `json:"paymentOptions"`
 	// Fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit.
 	MerchantWallet *string `json:"merchantWallet"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
@@ -650,9 +674,11 @@ type PaymentLinkCreateParams struct {
 	// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
 	Price *SessionPrice `json:"price,omitempty"`
 	// The stablecoin.
-	Currency Currency `json:"currency"`
+	Currency *Currency `json:"currency,omitempty"`
 	// The chain to pay on.
-	Chain Chain `json:"chain"`
+	Chain *Chain `json:"chain,omitempty"`
+	// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+	PaymentOptions []SessionPaymentOptions `json:"paymentOptions,omitempty"`
 	// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
 	MerchantWallet *string `json:"merchantWallet,omitempty"`
 	// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.

@@ -6,6 +6,7 @@ import { PriceInputSchema as PriceInputSchemaRef, PriceQuoteViewSchema, PriceVie
 export { PriceInputSchema, PriceQuoteViewSchema, PriceViewSchema } from '../pricing/schemas.ts';
 import { AMOUNT_LIMITS, EXPIRES_IN } from '../payments/terms.ts';
 import { LINE_ITEM_LIMITS, MAX_LINE_ITEMS } from '../payments/purchase.ts';
+import { MAX_PAYMENT_OPTIONS } from '../payments/options.ts';
 
 /**
  * The request and response schemas of both interfaces. The same objects validate requests
@@ -251,13 +252,57 @@ const sessionFields = {
   confirmedAt: NullableDateTime('When the payment was confirmed.'),
 };
 
+/** One accepted (chain, currency) pair. */
+export const PaymentOptionSchema = Type.Object(
+  { chain: ChainSchema, currency: CurrencySchema },
+  { additionalProperties: false, description: 'A (chain, currency) pair the customer may pay with.' },
+);
+
+/** `paymentOptions` of a creation (src/payments/options.ts checks each pair). */
+export const PaymentOptionsInputSchema = Type.Array(PaymentOptionSchema, {
+  minItems: 1,
+  maxItems: MAX_PAYMENT_OPTIONS,
+  description: `The (chain, currency) pairs the customer may choose from, 1..${MAX_PAYMENT_OPTIONS}, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with \`chain\`/\`currency\` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then \`chain\`, \`currency\`, \`amount\` and the payment fields are null and nothing is reserved. \`amount\` is that many units of whichever stablecoin is chosen.`,
+});
+
+/** A session field that is null until the customer chooses among several payment options. */
+function nullBeforeChoice<T extends TSchema>(schema: T) {
+  return Type.Union([schema, Type.Null()], {
+    description: `${(schema as { description?: string }).description ?? ''} null until the customer chooses a payment option.`.trim(),
+  });
+}
+
+/** {@link sessionFields} with the fields a waiting session has not got made nullable, and the options and choice. */
+const choosableSessionFields = {
+  ...sessionFields,
+  amount: nullBeforeChoice(sessionFields.amount),
+  displayAmount: nullBeforeChoice(sessionFields.displayAmount),
+  currency: nullBeforeChoice(sessionFields.currency),
+  chain: nullBeforeChoice(sessionFields.chain),
+  paymentAddress: nullBeforeChoice(sessionFields.paymentAddress),
+  merchantWallet: nullBeforeChoice(sessionFields.merchantWallet),
+  attribution: nullBeforeChoice(sessionFields.attribution),
+  amountDue: nullBeforeChoice(sessionFields.amountDue),
+  amountDueBaseUnits: nullBeforeChoice(sessionFields.amountDueBaseUnits),
+  decimals: nullBeforeChoice(sessionFields.decimals),
+  fee: nullBeforeChoice(sessionFields.fee),
+  feeBaseUnits: nullBeforeChoice(sessionFields.feeBaseUnits),
+  requiredConfirmations: nullBeforeChoice(sessionFields.requiredConfirmations),
+  paymentOptions: Type.Array(PaymentOptionSchema, {
+    description: 'The pairs the customer may pay with; a single-pair session lists its one pair.',
+  }),
+  choice: Type.Union([PaymentOptionSchema, Type.Null()], {
+    description: "The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`).",
+  }),
+};
+
 const STATUS_A = ['created', 'pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'];
 const STATUS_B = ['pending', 'confirming', 'confirmed', 'settled', 'expired', 'failed'];
 
 /** Interface A's payment session (spec §2.1) plus the payer's fields. */
 export const SessionASchema = Type.Object(
   {
-    ...sessionFields,
+    ...choosableSessionFields,
     status: Type.Unsafe<string>({ type: 'string', enum: STATUS_A, description: 'Session state; `created` until a payment is seen.' }),
   },
   { additionalProperties: false, description: 'A payment session as Interface A shows it (spec §2.1), plus what a payer needs.' },
@@ -266,7 +311,7 @@ export const SessionASchema = Type.Object(
 /** Interface B's payment (spec §2.2): the same session, `created` reported as `pending`. */
 export const PaymentBSchema = Type.Object(
   {
-    ...sessionFields,
+    ...choosableSessionFields,
     status: Type.Unsafe<string>({ type: 'string', enum: STATUS_B, description: 'Payment state; a new payment is `pending` (the session state `created`).' }),
   },
   {
@@ -280,8 +325,9 @@ export const CreateSessionBody = Type.Object(
   {
     amount: Type.Optional(AmountSchema),
     price: Type.Optional(PriceInputSchemaRef),
-    currency: CurrencySchema,
-    chain: ChainSchema,
+    currency: Type.Optional(CurrencySchema),
+    chain: Type.Optional(ChainSchema),
+    paymentOptions: Type.Optional(PaymentOptionsInputSchema),
     merchantWallet: Type.Optional(PayToWalletSchema),
     webhookUrl: Type.Optional(UrlSchema),
     successUrl: Type.Optional(UrlSchema),

@@ -2,6 +2,8 @@ import { payerAddress, payerReference, type Session } from '../payments/session.
 import { formatAmount, formatDisplayAmount } from '../internal/money.ts';
 import { loadChains } from '../internal/chains.ts';
 import { lineItemsView } from '../payments/purchase.ts';
+import { optionsOf } from '../payments/options.ts';
+import type { PendingChoice } from '../payments/choices.ts';
 
 /**
  * Interface B reports the session state `created` as `pending` (spec §3: "a newly created
@@ -52,6 +54,7 @@ export type SessionViewFields = Pick<
   | 'cancelUrl'
   | 'price'
   | 'priceQuote'
+  | 'paymentOptions'
   | 'createdAt'
   | 'expiresAt'
   | 'confirmedAt'
@@ -65,6 +68,8 @@ export type SessionViewFields = Pick<
 export interface SessionLinks {
   publicUrl: string;
   x402Url(row: SessionViewFields): string | null;
+  /** A waiting session's x402 resource, where x402 can pay one of its options here (choiceViews.ts). */
+  x402PendingUrl?(choice: PendingChoice): string | null;
 }
 
 /** The links of `deps`' sessions: {@link SessionLinks}. */
@@ -108,6 +113,8 @@ function sessionFields(row: SessionViewFields, links: SessionLinks) {
     cancelUrl: row.cancelUrl,
     price: row.price,
     priceQuote: row.priceQuote,
+    paymentOptions: optionsOf(row),
+    choice: { chain: row.chain, currency: row.currency },
     receiptUrl: `${checkoutUrl(publicUrl, row.id)}/receipt`,
     livemode: row.livemode,
     createdAt: row.createdAt.toISOString(),

@@ -13,7 +13,6 @@ import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './re
 import { setCommonHeaders, setPageHeaders } from './securityHeaders.ts';
 import {
   CheckoutErrorSchema,
-  PaymentInstructionsSchema,
   PaymentStatusSchema,
   RefundRequestBody,
   RefundRequestResponse,
@@ -24,6 +23,7 @@ import { proveTransaction } from './proof.ts';
 import type { TransactionLookups } from '../ingest/lookup.ts';
 import { receiptRoutes } from './receiptRoutes.ts';
 import { restartPathOf } from './wayBack.ts';
+import { CHECKOUT_JSON, choiceRoutes, type ChoiceWiring } from './choiceRoutes.ts';
 
 export { buildInstructions, checkoutUrls } from './instructions.ts';
 export { loadCheckoutSession, checkoutViewOf, CHECKOUT_VIEWS, type CheckoutView, type CheckoutSession } from './view.ts';
@@ -41,6 +41,8 @@ export interface CheckoutDeps {
   lookups: TransactionLookups;
   /** A session's x402 resource where it can be paid with x402 here (the x402 stage's `urlOf`); unset: none. */
   x402UrlOf?: (session: CheckoutSession) => string | null;
+  /** The customer's choice of chain and token (choiceRoutes.ts); unset: choices are refused. */
+  choice?: ChoiceWiring | undefined;
 }
 
 // No pattern or size: every id reaches the handler, so a browser gets the not-found page for any of them.
@@ -114,6 +116,7 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
   const instructionsOf = (session: CheckoutSession) =>
     buildInstructions(session, { publicUrl: deps.config.publicUrl, x402Url: deps.x402UrlOf?.(session) ?? null });
   receiptRoutes(app, { store: deps.store, https, instructionsOf, load });
+  const answerChooser = choiceRoutes(app, { ...deps.choice, store: deps.store, https, publicUrl: deps.config.publicUrl, frameAncestors, instructionsOf });
 
   app.get<{ Params: { sessionId: string } }>(
     '/checkout/:sessionId',
@@ -129,7 +132,7 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
           200: {
             description: 'The page (text/html) or the payment instructions (application/json), by Accept.',
             content: {
-              'application/json': { schema: PaymentInstructionsSchema },
+              'application/json': CHECKOUT_JSON,
               'text/html': { schema: { type: 'string', description: 'The checkout page.' } },
             },
           },
@@ -142,6 +145,9 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
       const json = prefersJson(request.headers.accept);
       const session = await loadCheckoutSession(deps.store, request.params.sessionId);
       if (!session) {
+        // A session waiting for its customer's choice of chain and token: the chooser (chooser.ts).
+        const chooser = await answerChooser(reply, { id: request.params.sessionId, json });
+        if (chooser) return chooser;
         if (json) throw notFound(`no checkout session ${request.params.sessionId}`);
         setPageHeaders(reply, page);
         return reply.status(404).type('text/html; charset=utf-8').send(renderNotFoundPage());

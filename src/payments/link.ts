@@ -3,6 +3,7 @@ import type { Currency } from '../internal/chains.ts';
 import type { Attribution } from './attribution.ts';
 import type { StoredLineItem } from './purchase.ts';
 import type { FiatPrice } from '../pricing/types.ts';
+import type { PaymentOption } from './options.ts';
 
 /**
  * The payment link model: one type, one column list, one mapper. A payment link is a reusable
@@ -35,6 +36,8 @@ export interface PaymentLink {
   expiresIn: number;
   /** The mode of each session the link makes, or null for the merchant's default at each visit. */
   attribution: Attribution | null;
+  /** The pairs the customer chooses from (options.ts), or null: only `chain`/`currency`. With several, `chain`/`currency`/`decimals` hold the first. */
+  paymentOptions: PaymentOption[] | null;
   /** False once deactivated (links are deactivated, never deleted). */
   active: boolean;
   /** How many sessions visits have made. */
@@ -62,6 +65,7 @@ const FIELD_SQL: Record<keyof PaymentLink, string> = {
   cancelUrl: 'l.cancel_url',
   expiresIn: 'l.expires_in',
   attribution: 'l.attribution',
+  paymentOptions: 'l.payment_options',
   active: 'l.active',
   sessionsCreated: 'l.sessions_created',
   createdAt: 'l.created_at',

@@ -9,12 +9,12 @@ import { LINK_COLUMNS } from './link.ts';
  * A new payment link. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
  * $7 amount, $8 fixed wallet or null, $9 metadata, $10 webhook URL, $11 success URL, $12 session lifetime,
  * $13 attribution mode or null (the merchant's default at each visit), $14 description, $15 line
- * items (JSON), $16 cancel URL.
+ * items (JSON), $16 cancel URL, $17 payment options (JSON, or null: only $4/$5).
  */
 export const insertLink = () =>
   `INSERT INTO payment_links AS l (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in,
-     attribution, description, line_items, cancel_url)
-   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16) RETURNING ${LINK_COLUMNS}`;
+     attribution, description, line_items, cancel_url, payment_options)
+   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17::jsonb) RETURNING ${LINK_COLUMNS}`;
 
 /**
  * Makes a just-inserted link fiat-priced (issue 26), in the creation's transaction: $1 id, $2 price
@@ -24,6 +24,9 @@ export const setLinkPrice = () => `UPDATE payment_links AS l SET price = $2::jso
 
 /** One link of a merchant and mode. $1 id, $2 merchant, $3 livemode. */
 export const selectLink = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3`;
+
+/** One link by id alone (a visit's read, unlocked). $1 id. */
+export const selectLinkById = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1`;
 
 /** One link by id alone, locked (a visit: the link id is public). $1 id. */
 export const lockLinkById = () => `SELECT ${LINK_COLUMNS} FROM payment_links l WHERE l.id = $1 FOR UPDATE`;

@@ -1,7 +1,7 @@
 import type { Sql, Store } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { formatAmount } from '../internal/money.ts';
-import { GoneError, notFound, RateLimitedError } from '../internal/errors.ts';
+import { badRequest, GoneError, notFound, RateLimitedError } from '../internal/errors.ts';
 import { newId } from '../internal/crypto.ts';
 import type { Session } from './session.ts';
 import { AMOUNT_LIMITS, checkSessionTerms, type CheckedTerms, type SessionTerms } from './terms.ts';
@@ -12,7 +12,7 @@ import * as linkSql from './linkSql.ts';
 import { checkPurchase, lineItemsView, type PurchaseInput } from './purchase.ts';
 import type { FiatPrice } from '../pricing/types.ts';
 import { requireAmountOrPrice, storedPrice } from '../pricing/fiat.ts';
-import { badRequest } from '../internal/errors.ts';
+import { amountForChoice, checkPaymentOptions, optionsOf, pairName, samePair, type PaymentOption } from './options.ts';
 
 /**
  * The payment link operations: create, read, list, (de)activate, and a visit, which makes a
@@ -37,10 +37,12 @@ export const MAX_OPEN_SESSIONS_PER_LINK = 200;
 export const MAX_LINK_RESERVATIONS_PER_PRICE = 1_000;
 
 /** What a merchant asks of a new link: a session's terms, and what each session carries. */
-export interface CreateLinkParams extends Omit<SessionTerms, 'amount'>, PurchaseInput {
+export interface CreateLinkParams extends Omit<SessionTerms, 'amount' | 'chain' | 'currency'>, Partial<Pick<SessionTerms, 'chain' | 'currency'>>, PurchaseInput {
   /** Token amount of each session; or `price`, a fiat price converted at each visit (exactly one). */
   amount?: string | undefined;
   price?: FiatPrice | undefined;
+  /** The pairs each visit's customer chooses from; neither this nor `chain`: every pair the merchant can receive (options.ts). */
+  paymentOptions?: PaymentOption[] | undefined;
   // `attribution` (from SessionTerms): fixed on the link when given; absent, each visit takes the merchant's default.
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
@@ -54,16 +56,31 @@ export interface CreateLinkParams extends Omit<SessionTerms, 'amount'>, Purchase
 export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Promise<PaymentLink> {
   requireAmountOrPrice(params);
   const price = params.price && storedPrice(params.price);
+  const { chain, currency, paymentOptions: requested } = params;
+  if (requested !== undefined && (chain !== undefined || currency !== undefined)) {
+    throw badRequest('give either chain and currency (one pair) or paymentOptions (the pairs the customer chooses from), not both');
+  }
+  if ((chain === undefined) !== (currency === undefined))
+    throw badRequest('chain and currency go together: give both, or neither (with or without paymentOptions)');
   // A fiat-priced link's terms are checked now with a placeholder amount (the smallest allowed):
   // its token amount is only known at each visit, when the session's terms are checked in full.
-  const terms = await checkSessionTerms(sql, { ...params, amount: params.amount ?? AMOUNT_LIMITS.min });
-  const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: params.currency });
+  const checkable = { ...params, amount: params.amount ?? AMOUNT_LIMITS.min };
+  // Several pairs: each checked now; the link's own columns hold the first, and each visit's customer chooses.
+  const options =
+    chain && currency
+      ? [{ pair: { chain, currency }, terms: await checkSessionTerms(sql, { ...checkable, chain, currency }) }]
+      : await checkPaymentOptions(sql, checkable);
+  if (price && options.length > 1) {
+    throw badRequest('a fiat price goes with one chain and currency for now: give chain and currency (or one paymentOptions entry) with price, or a token amount with several options');
+  }
+  const { pair, terms } = options[0]!;
+  const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: pair.currency });
   const { rows } = await sql.query(linkSql.insertLink(), [
     newId('plink'),
     params.merchantId,
     params.livemode,
-    params.chain,
-    params.currency,
+    pair.chain,
+    pair.currency,
     terms.decimals,
     terms.amount.toString(),
     terms.merchantWallet ?? null,
@@ -76,6 +93,7 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
     purchase.description,
     purchase.lineItems && JSON.stringify(purchase.lineItems),
     purchase.cancelUrl,
+    options.length > 1 ? JSON.stringify(options.map((option) => option.pair)) : null,
   ]);
   if (!price) return toPaymentLink(rows[0]!);
   const { rows: priced } = await sql.query(linkSql.setLinkPrice(), [rows[0]!.id, JSON.stringify(price)]);
@@ -85,6 +103,12 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
 /** One link of a merchant and mode, or undefined. */
 export async function getPaymentLink(sql: Sql, params: { merchantId: string; livemode: boolean; id: string }): Promise<PaymentLink | undefined> {
   const { rows } = await sql.query(linkSql.selectLink(), [params.id, params.merchantId, params.livemode]);
+  return rows[0] && toPaymentLink(rows[0]);
+}
+
+/** One link by its public id alone (a visit), or undefined. */
+export async function getPaymentLinkById(sql: Sql, id: string): Promise<PaymentLink | undefined> {
+  const { rows } = await sql.query(linkSql.selectLinkById(), [id]);
   return rows[0] && toPaymentLink(rows[0]);
 }
 
@@ -125,6 +149,8 @@ export async function openSessionFromLink(
     monitorWindowSeconds: number;
     feeBps: number;
     liveChains: readonly ChainName[];
+    /** The customer's choice among the link's options (required when it has several). */
+    pair?: PaymentOption | undefined;
     /**
      * Converts a fiat-priced link's price for this visit (the API passes src/pricing's quote): the
      * session's amount, price and quote. Without it such a link cannot be visited.
@@ -145,17 +171,22 @@ export async function openSessionFromLink(
         retryAfterSeconds: Math.min(60, Math.max(1, open[0]!.seconds ?? 60)),
       });
     }
-    // A fiat-priced link's amount is decided now, for this visit's session (issue 26).
+    // A link with several pairs makes a session only once its customer chose one (never on a mere visit).
+    const options = optionsOf(link);
+    const pair = params.pair ?? (options.length === 1 ? options[0]! : undefined);
+    if (!pair) throw badRequest('this payment link lets the customer choose the chain and token: choose one of its paymentOptions');
+    if (!options.some((option) => samePair(option, pair))) throw badRequest(`${pairName(pair)} is not among this payment link's options`);
+    // A fiat-priced link's amount is decided now, for this visit's session (issue 26); such a link has one pair.
     let priced: Pick<CreateSessionParams, 'amount' | 'price' | 'priceQuote'>;
-    if (link.amount !== null) priced = { amount: formatAmount(link.amount, link.decimals) };
+    if (link.amount !== null) priced = { amount: amountForChoice({ amount: formatAmount(link.amount, link.decimals) }, pair) };
     else if (params.quote) priced = await params.quote(link);
     else throw badRequest('this payment link is priced in a fiat currency, which this gateway cannot convert here');
     const session: CreateSessionParams = {
       merchantId: link.merchantId,
       livemode: link.livemode,
       ...priced,
-      currency: link.currency,
-      chain: link.chain,
+      currency: pair.currency,
+      chain: pair.chain,
       merchantWallet: link.merchantWallet ?? undefined,
       metadata: link.metadata,
       webhookUrl: link.webhookUrl ?? undefined,
@@ -169,6 +200,7 @@ export async function openSessionFromLink(
       feeBps: params.feeBps,
       liveChains: params.liveChains,
       attribution: link.attribution ?? undefined,
+      chosen: link.paymentOptions ? { paymentOptions: link.paymentOptions } : undefined,
     };
     // `address` mode reserves no due amount (each session has its own address): only the
     // per-link bound on open sessions above applies.

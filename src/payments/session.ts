@@ -4,6 +4,7 @@ import type { PaymentStatus } from './stateMachine.ts';
 import type { Attribution } from './attribution.ts';
 import type { StoredLineItem } from './purchase.ts';
 import type { FiatPrice, PriceQuote } from '../pricing/types.ts';
+import type { PaymentOption } from './options.ts';
 
 /**
  * The payment session model: one type, one column list, one mapper. Every reader of a
@@ -70,6 +71,8 @@ export interface Session {
   price: FiatPrice | null;
   /** How `price` became `amount` (rate, feeds, rounds), or null: set together with `price`. */
   priceQuote: PriceQuote | null;
+  /** The pairs the session accepted when the customer chose (options.ts), or null for a single-pair session (its own pair). */
+  paymentOptions: PaymentOption[] | null;
   createdAt: Date;
   updatedAt: Date;
   expiresAt: Date;
@@ -116,6 +119,7 @@ const FIELD_SQL: Record<keyof Session, string> = {
   cancelUrl: 's.cancel_url',
   price: 's.price',
   priceQuote: 's.price_quote',
+  paymentOptions: 's.payment_options',
   createdAt: 's.created_at',
   updatedAt: 's.updated_at',
   expiresAt: 's.expires_at',

@@ -12,7 +12,7 @@ import { SESSION_COLUMNS } from './session.ts';
  * $7 amount, $8 the due-offset bound (exclusive), $9 fee, $10 token addresses, $11 pay-to,
  * $12 reference, $13 required confirmations, $14 metadata, $15 webhook URL, $16 success URL,
  * $17 payment link, $18 lifetime in seconds, $19 monitoring window in seconds, $20 description,
- * $21 line items (JSON), $22 cancel URL.
+ * $21 line items (JSON), $22 cancel URL, $23 payment options (JSON, or null: the session's own pair).
  *
  * The due amount is `amount + k`, k in [0, bound), that no `amount` mode session on the same (chain,
  * currency, pay_to) holds while its monitoring window is open, in either mode (an `address` mode
@@ -56,9 +56,9 @@ export const insertSession = () =>
    )
    INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
      token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
-     expires_at, monitor_until, description, line_items, cancel_url)
+     expires_at, monitor_until, description, line_items, cancel_url, payment_options)
    SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
-     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19), $20, $21::jsonb, $22
+     now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19), $20, $21::jsonb, $22, $23::jsonb
      FROM due WHERE due.amount_due < $7::numeric + $8::numeric
    RETURNING ${SESSION_COLUMNS}`;
 
@@ -68,14 +68,14 @@ export const insertSession = () =>
  * $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals, $7 amount, $8 fee, $9 token
  * addresses, $10 pay-to, $11 deposit address, $12 required confirmations, $13 metadata, $14 webhook
  * URL, $15 success URL, $16 payment link, $17 lifetime in seconds, $18 monitoring window in seconds,
- * $19 description, $20 line items (JSON), $21 cancel URL.
+ * $19 description, $20 line items (JSON), $21 cancel URL, $22 payment options (JSON or null).
  */
 export const insertAddressSession = () =>
   `INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
      token_addresses, pay_to, deposit_address, attribution, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
-     expires_at, monitor_until, description, line_items, cancel_url)
+     expires_at, monitor_until, description, line_items, cancel_url, payment_options)
    VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $7::numeric, $8::numeric, $9, $10, $11, 'address', $12, $13, $14, $15, $16,
-     now() + make_interval(secs => $17), now() + make_interval(secs => $17 + $18), $19, $20::jsonb, $21)
+     now() + make_interval(secs => $17), now() + make_interval(secs => $17 + $18), $19, $20::jsonb, $21, $22::jsonb)
    RETURNING ${SESSION_COLUMNS}`;
 
 /** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */

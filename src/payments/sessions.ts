@@ -11,6 +11,7 @@ import { depositAddressFor } from './attribution.ts';
 import { checkPurchase, type PurchaseInput } from './purchase.ts';
 import type { FiatPrice, PriceQuote } from '../pricing/types.ts';
 import { badRequest } from '../internal/errors.ts';
+import type { PaymentOption } from './options.ts';
 
 /** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
 
@@ -20,6 +21,11 @@ export interface CreateSessionParams extends SessionTerms, PurchaseInput {
   webhookUrl?: string | undefined;
   successUrl?: string | undefined;
   paymentLinkId?: string | undefined;
+  /**
+   * The customer's choice among several pairs (choices.ts, a link's visit): the pairs offered, and
+   * for a session that existed before the choice its id and the seconds left of its lifetime.
+   */
+  chosen?: { paymentOptions: PaymentOption[]; id?: string | undefined; secondsLeft?: number | undefined } | undefined;
   /** From config.monitorWindowSeconds. */
   monitorWindowSeconds: number;
   /**
@@ -68,7 +74,10 @@ async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Ses
   // Line items are written in token units and must add up to `amount`: with a fiat price the
   // amount is only known after conversion, so items would be a guess (docs/checkout.md).
   if (params.price && params.lineItems && params.lineItems.length > 0) throw badRequest('lineItems cannot be combined with price: give description instead');
-  const { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
+  const { chain, decimals, amount, expiresIn: requestedLifetime, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
+  // A chosen session keeps the expiry it had before the choice.
+  const expiresIn = params.chosen?.secondsLeft ?? requestedLifetime;
+  const paymentOptions = params.chosen ? JSON.stringify(params.chosen.paymentOptions) : null;
   const purchase = checkPurchase(params, { amount, decimals, currency: params.currency });
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
   // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
@@ -78,7 +87,7 @@ async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Ses
 
   if (attribution === 'address') {
     // Its own address tells its payments apart: the plain amount, no due-amount lock or pick.
-    const id = newId('ses');
+    const id = params.chosen?.id ?? newId('ses');
     const { rows } = await sql.query(INSERT_ADDRESS_SESSION, [
       id,
       params.merchantId,
@@ -101,6 +110,7 @@ async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Ses
       purchase.description,
       purchase.lineItems && JSON.stringify(purchase.lineItems),
       purchase.cancelUrl,
+      paymentOptions,
     ]);
     return toSession(rows[0]!);
   }
@@ -108,7 +118,7 @@ async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Ses
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
   // The INSERT picks the unique due amount itself, under the locks just taken.
   const { rows } = await sql.query(INSERT_SESSION, [
-    newId('ses'),
+    params.chosen?.id ?? newId('ses'),
     params.merchantId,
     params.livemode,
     params.chain,
@@ -130,6 +140,7 @@ async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Ses
     purchase.description,
     purchase.lineItems && JSON.stringify(purchase.lineItems),
     purchase.cancelUrl,
+    paymentOptions,
   ]);
   if (!rows[0]) throw noDueAmountLeft({ ...tuple, amount });
   return toSession(rows[0]);

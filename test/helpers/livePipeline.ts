@@ -116,6 +116,8 @@ export function startLivePipeline(params: { store: Store; connectionString: stri
 export async function startVerifyingReceiver() {
   let secret = '';
   const received: VerifiedHook[] = [];
+  /** Every verified envelope whole (its `data`: chain, currency, amounts). */
+  const envelopes: { event: string; data: Record<string, unknown> }[] = [];
   const server = http.createServer((request, response) => {
     let body = '';
     request.on('data', (chunk) => (body += chunk));
@@ -128,6 +130,7 @@ export async function startVerifyingReceiver() {
       }
       const envelope = JSON.parse(body);
       received.push({ event: envelope.event, sessionId: envelope.data.id, livemode: envelope.livemode });
+      envelopes.push({ event: envelope.event, data: envelope.data });
       response.writeHead(200).end();
     });
   });
@@ -135,6 +138,7 @@ export async function startVerifyingReceiver() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
     received,
+    envelopes,
     useSecret(value: string): void {
       secret = value;
     },

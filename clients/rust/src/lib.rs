@@ -8,7 +8,7 @@
 //! use svc_gateway::{Chain, Client, Currency, PaymentCreateParams};
 //!
 //! let client = Client::new(std::env::var("SVC_API_KEY").unwrap());
-//! let payment = client.payments().create(&PaymentCreateParams::new(Currency::Usdc, Chain::Base).amount("25.00"))?;
+//! let payment = client.payments().create(&PaymentCreateParams::new().amount("25.00").currency(Currency::Usdc).chain(Chain::Base))?;
 //! for payment in client.payments().list_all(None) {
 //!     let payment = payment?;
 //!     println!("{} {}", payment.id, payment.status);

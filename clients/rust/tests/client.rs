@@ -19,7 +19,8 @@ fn session() -> serde_json::Value {
         "amountPending": "0", "decimals": 6, "tokens": [{"symbol": "USDC", "address": "0xtoken"}], "fee": "0.25", "feeBaseUnits": "250000",
         "reference": null, "txHash": null, "confirmations": 0, "requiredConfirmations": 12, "metadata": {}, "webhookUrl": null, "successUrl": null,
         "paymentLinkId": null, "livemode": false, "createdAt": "2026-01-01T00:00:00.000Z", "expiresAt": "2026-01-01T01:00:00.000Z",
-        "confirmedAt": null, "status": "pending"
+        "confirmedAt": null, "status": "pending",
+        "paymentOptions": [{"chain": "base", "currency": "USDC"}], "choice": {"chain": "base", "currency": "USDC"}
     })
 }
 
@@ -57,7 +58,7 @@ fn path_parameters_are_escaped_queries_and_bodies_go_under_their_wire_names() {
     let _ = gateway.refunds().complete("rf/1 x", &RefundCompleteParams::new("0xabc"));
     let mut metadata = std::collections::BTreeMap::new();
     metadata.insert("order".to_string(), "42".to_string());
-    let _ = gateway.sessions().create(&SessionCreateParams::new(Currency::Usdc, Chain::Base).amount("25").metadata(metadata));
+    let _ = gateway.sessions().create(&SessionCreateParams::new().amount("25").currency(Currency::Usdc).chain(Chain::Base).metadata(metadata));
     let _ = gateway.webhook_endpoints().update("we_1", &WebhookEndpointUpdateParams::new().description(None));
     let _ = gateway.sandbox().pay("ses_1", None);
     let seen: Vec<(String, String, String)> = server.seen().into_iter().map(|r| (r.method, r.url, r.body)).collect();
@@ -103,7 +104,7 @@ fn every_operation_of_the_snapshot_has_a_method() {
 fn a_post_keeps_one_idempotency_key_across_its_retries_and_the_next_call_gets_a_new_one() {
     let server = Scripted::start(|_, index| if index < 2 { json(503, json!({"error": "unavailable"})) } else { json(201, session()) });
     let gateway = client(&server.url).build();
-    let params = PaymentCreateParams::new(Currency::Usdc, Chain::Base).amount("25");
+    let params = PaymentCreateParams::new().amount("25").currency(Currency::Usdc).chain(Chain::Base);
     assert_eq!(gateway.payments().create(&params).unwrap().id, "ses_1");
     gateway.payments().create(&params).unwrap();
     gateway.payments().with_options(RequestOptions::new().idempotency_key("order-42")).create(&params).unwrap();
@@ -288,7 +289,7 @@ fn enums_take_values_newer_than_the_library() {
     let mut body = session();
     body["chain"] = json!("tron");
     let parsed: Session = serde_json::from_value(body).unwrap();
-    assert_eq!(parsed.chain, Chain::Unrecognized);
+    assert_eq!(parsed.chain, Some(Chain::Unrecognized));
     assert_eq!(parsed.tokens[0].symbol, "USDC");
     assert_eq!(Chain::Base.to_string(), "base");
     assert!(serde_json::to_string(&Chain::Unrecognized).is_err(), "an unrecognised value is never sent");

@@ -5,6 +5,7 @@ import { createSessionHandler } from '../createSessionHandler.ts';
 import { readPaymentB } from './payments.ts';
 import { CreatePaymentBody, IdParam, PaymentBSchema, READ_ERRORS, WRITE_ERRORS, errorResponses } from '../schemas.ts';
 import { paymentViewB } from '../views.ts';
+import { pendingViewB } from '../choiceViews.ts';
 
 /**
  * `POST /checkout/sessions` (Interface B): a payment session meant for the hosted checkout page,
@@ -34,11 +35,12 @@ export function checkoutSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
       schema: {
         tags: ['Interface B'],
         summary: 'Create a checkout session',
-        description: 'The same as POST /payments; redirect the customer to `checkoutUrl`.',
+        description:
+          'The same as POST /payments; redirect the customer to `checkoutUrl`. With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) the page asks the customer to choose the chain and token first.',
         body: CreatePaymentBody,
         response: { 201: PaymentBSchema, ...errorResponses(...WRITE_ERRORS) },
       },
     },
-    createSessionHandler(deps, paymentViewB),
+    createSessionHandler(deps, paymentViewB, pendingViewB),
   );
 }

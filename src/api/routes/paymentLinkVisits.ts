@@ -9,6 +9,8 @@ import { errorResponses } from '../schemas.ts';
 import { checkoutUrl } from '../views.ts';
 import { amountOf } from '../createSessionHandler.ts';
 import { sendMessagePage, wantsPage } from '../../checkout/index.ts';
+import type { PaymentOption } from '../../payments/options.ts';
+import { answerLinkChooser, LinkChoiceSchema, paymentLinkChoiceRoute } from './paymentLinkChoice.ts';
 
 /**
  * `GET /pay/:linkId` at the root of the public URL, no authentication: creates a fresh session
@@ -25,7 +27,7 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
         tags: ['Payment links (public)'],
         summary: 'Visit a payment link',
         description:
-          'Creates a fresh payment session from the link and redirects (303) to its checkout page. 429 with `Retry-After` while the link has 200 unpaid checkouts open, or while unpaid link checkouts still hold 1,000 due amounts at its price and wallet (each holds one until its late-payment window ends).',
+          'Creates a fresh payment session from the link and redirects (303) to its checkout page. A link with several `paymentOptions` answers the chooser instead (200: a page, or JSON `payment_link_choice` for clients preferring JSON) and creates nothing until the customer chooses (POST /pay/{linkId}/choice). 429 with `Retry-After` while the link has 200 unpaid checkouts open, or while unpaid link checkouts still hold 1,000 due amounts at its price and wallet (each holds one until its late-payment window ends).',
         // Any string: a link pasted with a stray character still reaches the handler, whose 404
         // is a page for the customer's browser.
         params: Type.Object(
@@ -33,6 +35,10 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
           { additionalProperties: false },
         ),
         response: {
+          200: {
+            description: 'A link with several payment options: the chooser.',
+            content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: LinkChoiceSchema } },
+          },
           303: Type.Null({ description: "Redirect to the new session's checkoutUrl (Location header)." }),
           ...errorResponses(400, 404, 409, 410, 422, 429),
         },
@@ -40,7 +46,7 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
     },
     async (request, reply) => {
       try {
-        return await visit(request.params.linkId!, reply);
+        return (await answerLinkChooser(deps, request, reply, request.params.linkId!)) ?? (await visit(request.params.linkId!, reply));
       } catch (error) {
         // The link is opened by customers in a browser: they get a page that says what happened,
         // not the API's JSON (which API clients, and anything not naming text/html, still get).
@@ -52,8 +58,20 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
     },
   );
 
-  async function visit(linkId: string, reply: FastifyReply) {
+  paymentLinkChoiceRoute(app, deps, async (linkId, reply, pair, request) => {
+    try {
+      return await visit(linkId, reply, pair);
+    } catch (error) {
+      const answer = refusalAnswer(error);
+      if (!answer || !request.headers['content-type']?.startsWith('application/x-www-form-urlencoded')) throw error;
+      reply.headers(answer.headers);
+      return sendMessagePage(reply, { status: answer.status, ...customerMessage(answer.status), https: deps.config.publicUrl.startsWith('https:') });
+    }
+  });
+
+  async function visit(linkId: string, reply: FastifyReply, pair?: PaymentOption) {
     const session = await openSessionFromLink(deps.store, {
+      pair,
       linkId,
       monitorWindowSeconds: deps.config.monitorWindowSeconds,
       feeBps: deps.config.feeBps,

@@ -13,6 +13,7 @@ import { badRequest, notFound } from '../../internal/errors.ts';
 import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
 import type { PaymentLink } from '../../payments/link.ts';
 import { lineItemsView } from '../../payments/purchase.ts';
+import { optionsOf } from '../../payments/options.ts';
 import {
   AmountSchema,
   AttributionSchema,
@@ -31,6 +32,8 @@ import {
   PayToWalletSchema,
   PriceInputSchema,
   PriceViewSchema,
+  PaymentOptionSchema,
+  PaymentOptionsInputSchema,
   errorResponses,
   pagingQuery,
 } from '../schemas.ts';
@@ -46,8 +49,12 @@ const PaymentLinkSchema = Type.Object(
       description: 'Token amount of each session, decimal text; null when the link is priced in a fiat currency (`price`).',
     }),
     price: PriceViewSchema,
-    currency: CurrencySchema,
-    chain: ChainSchema,
+    currency: Type.Union([CurrencySchema, Type.Null()], { description: "The stablecoin; null when each visit's customer chooses among `paymentOptions`." }),
+    chain: Type.Union([ChainSchema, Type.Null()], { description: "The chain; null when each visit's customer chooses among `paymentOptions`." }),
+    paymentOptions: Type.Array(PaymentOptionSchema, {
+      description:
+        "The pairs each visit's customer chooses from (one: no choice). With several, a visit shows the chooser and makes a session only once the customer chooses.",
+    }),
     merchantWallet: Type.Union([Type.String(), Type.Null()], {
       description: "Fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit.",
     }),
@@ -74,8 +81,9 @@ export const CreatePaymentLinkBody = Type.Object(
   {
     amount: Type.Optional(AmountSchema),
     price: Type.Optional(PriceInputSchema),
-    currency: CurrencySchema,
-    chain: ChainSchema,
+    currency: Type.Optional(CurrencySchema),
+    chain: Type.Optional(ChainSchema),
+    paymentOptions: Type.Optional(PaymentOptionsInputSchema),
     merchantWallet: Type.Optional(PayToWalletSchema),
     metadata: Type.Optional(MetadataSchema),
     webhookUrl: Type.Optional(UrlSchema),
@@ -126,8 +134,9 @@ export function paymentLinkView(link: PaymentLink, publicUrl: string) {
     active: link.active,
     amount: link.amount === null ? null : formatAmount(link.amount, link.decimals),
     price: link.price,
-    currency: link.currency,
-    chain: link.chain,
+    currency: link.paymentOptions ? null : link.currency,
+    chain: link.paymentOptions ? null : link.chain,
+    paymentOptions: optionsOf(link),
     merchantWallet: link.merchantWallet,
     metadata: link.metadata,
     webhookUrl: link.webhookUrl,
@@ -158,7 +167,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
         tags: ['Interface B'],
         summary: 'Create a payment link',
         description:
-          'The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it).',
+          'The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it). With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) each pair is checked, and a visit shows the customer the chooser: the session is created only when the customer chooses (`POST /pay/{id}/choice`); a fiat `price` goes with one pair for now.',
         body: CreatePaymentLinkBody,
         response: { 201: PaymentLinkSchema, ...errorResponses(...WRITE_ERRORS) },
       },
@@ -172,8 +181,9 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
           details: {
             amount: answer.amount,
             price: link.price,
-            currency: link.currency,
-            chain: link.chain,
+            currency: answer.currency,
+            chain: answer.chain,
+            paymentOptions: answer.paymentOptions,
             merchantWallet: link.merchantWallet,
             webhookUrl: link.webhookUrl,
           },

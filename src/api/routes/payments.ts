@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiDeps } from '../deps.ts';
+import { getPendingChoice } from '../../payments/choices.ts';
+import { pendingViewB } from '../choiceViews.ts';
 import { authOf } from '../auth.ts';
 import { createSessionHandler } from '../createSessionHandler.ts';
 import { getSession, listSessions } from '../../payments/sessions.ts';
@@ -77,7 +79,7 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         response: { 201: PaymentBSchema, ...errorResponses(...WRITE_ERRORS) },
       },
     },
-    createSessionHandler(deps, paymentViewB),
+    createSessionHandler(deps, paymentViewB, pendingViewB),
   );
 
   typed.get(
@@ -138,8 +140,12 @@ export function paymentRoutes(app: FastifyInstance, deps: ApiDeps): void {
 export function readPaymentB(deps: ApiDeps, noun: string) {
   return async (request: FastifyRequest<{ Params: { id?: string } }>) => {
     const auth = authOf(request);
-    const row = await getSession(deps.store, { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! });
-    if (!row) throw notFound(`${noun} ${request.params.id} not found`);
-    return paymentViewB(row, sessionLinks(deps));
+    const scope = { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! };
+    const row = await getSession(deps.store, scope);
+    if (row) return paymentViewB(row, sessionLinks(deps));
+    // A session still waiting for its customer's choice (another merchant's or mode's is not found).
+    const pending = await getPendingChoice(deps.store, scope);
+    if (!pending) throw notFound(`${noun} ${request.params.id} not found`);
+    return pendingViewB(pending, sessionLinks(deps));
   };
 }

@@ -79,14 +79,14 @@ func run() error {
 
 	session, err := gateway.Sessions.Create(ctx, &svcgateway.SessionCreateParams{
 		Amount:     svcgateway.String("25.00"),
-		Currency:   svcgateway.CurrencyUSDC,
-		Chain:      svcgateway.ChainBase,
+		Currency:   svcgateway.Ptr(svcgateway.CurrencyUSDC),
+		Chain:      svcgateway.Ptr(svcgateway.ChainBase),
 		WebhookURL: &webhookURL,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("created %s: pay %s %s on %s to %s\n", session.ID, session.AmountDue, session.Currency, session.Chain, session.PaymentAddress)
+	fmt.Printf("created %s: pay %v %v on %v to %v\n", session.ID, deref(session.AmountDue), deref(session.Currency), deref(session.Chain), deref(session.PaymentAddress))
 
 	payments := gateway.Payments.ListAll(ctx, &svcgateway.PaymentListParams{Limit: svcgateway.Int(10)})
 	for payments.Next() {
@@ -114,4 +114,12 @@ func run() error {
 	case <-time.After(30 * time.Second):
 		return errors.New("no payment.confirmed webhook within 30 s")
 	}
+}
+
+// deref prints a field that is null until the customer chooses a payment option.
+func deref[T any](v *T) any {
+	if v == nil {
+		return "(not chosen yet)"
+	}
+	return *v
 }

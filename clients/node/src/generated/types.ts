@@ -134,54 +134,62 @@ export interface SessionPriceQuote {
   quotedAt: string;
 }
 
+/** A (chain, currency) pair the customer may pay with. */
+export interface SessionPaymentOptions {
+  /** The chain to pay on. */
+  chain: Chain;
+  /** The stablecoin. */
+  currency: Currency;
+}
+
 /** A payment session as Interface A shows it (spec §2.1), plus what a payer needs. */
 export interface Session {
   /** Session identifier (`ses_…`); the same id works in both interfaces. */
   id: string;
-  /** The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. */
-  amount: string;
-  /** The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). */
-  displayAmount: string;
-  /** The stablecoin. */
-  currency: Currency;
-  /** The chain to pay on. */
-  chain: Chain;
+  /** The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option. */
+  amount: string | null;
+  /** The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option. */
+  displayAmount: string | null;
+  /** The stablecoin. null until the customer chooses a payment option. */
+  currency: Currency | null;
+  /** The chain to pay on. null until the customer chooses a payment option. */
+  chain: Chain | null;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
   /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running. */
   x402Url: string | null;
-  /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. */
-  paymentAddress: string;
-  /** The merchant wallet, where the money ends (in `amount` mode also where to pay). */
-  merchantWallet: string;
-  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
-  attribution: SessionAttribution;
+  /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option. */
+  paymentAddress: string | null;
+  /** The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option. */
+  merchantWallet: string | null;
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option. */
+  attribution: SessionAttribution | null;
   /** `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode. */
   depositAddress: string | null;
-  /** The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. */
-  amountDue: string;
-  /** `amountDue` in the token base units (integer text). */
-  amountDueBaseUnits: string;
+  /** The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option. */
+  amountDue: string | null;
+  /** `amountDue` in the token base units (integer text). null until the customer chooses a payment option. */
+  amountDueBaseUnits: string | null;
   /** Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it. */
   amountReceived: string;
   /** Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it. */
   amountPending: string;
-  /** Decimals of the token on this chain (6; 18 on bsc). */
-  decimals: number;
+  /** Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option. */
+  decimals: number | null;
   /** Token contracts or mints accepted for this session. */
   tokens: Token[];
-  /** The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. */
-  fee: string;
-  /** `fee` in base units. */
-  feeBaseUnits: string;
+  /** The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option. */
+  fee: string | null;
+  /** `fee` in base units. null until the customer chooses a payment option. */
+  feeBaseUnits: string | null;
   /** Solana Pay reference key to include in the transfer (solana only; null elsewhere). */
   reference: string | null;
   /** Null until a transaction is seen. */
   txHash: string | null;
   /** Block confirmations of the payment so far. */
   confirmations: number;
-  /** Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). */
-  requiredConfirmations: number;
+  /** Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option. */
+  requiredConfirmations: number | null;
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata: Record<string, string>;
   /** Per-session webhook address. */
@@ -210,6 +218,10 @@ export interface Session {
   expiresAt: string;
   /** When the payment was confirmed. */
   confirmedAt: string | null;
+  /** The pairs the customer may pay with; a single-pair session lists its one pair. */
+  paymentOptions: SessionPaymentOptions[];
+  /** The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`). */
+  choice: SessionPaymentOptions | null;
   /** Session state; `created` until a payment is seen. */
   status: SessionStatus;
 }
@@ -229,9 +241,11 @@ export interface SessionCreateParams {
   /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
   price?: SessionPrice;
   /** The stablecoin. */
-  currency: Currency;
+  currency?: Currency;
   /** The chain to pay on. */
-  chain: Chain;
+  chain?: Chain;
+  /** The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen. */
+  paymentOptions?: SessionPaymentOptions[];
   /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
@@ -256,50 +270,50 @@ export interface SessionCreateParams {
 export interface Payment {
   /** Session identifier (`ses_…`); the same id works in both interfaces. */
   id: string;
-  /** The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. */
-  amount: string;
-  /** The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). */
-  displayAmount: string;
-  /** The stablecoin. */
-  currency: Currency;
-  /** The chain to pay on. */
-  chain: Chain;
+  /** The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option. */
+  amount: string | null;
+  /** The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option. */
+  displayAmount: string | null;
+  /** The stablecoin. null until the customer chooses a payment option. */
+  currency: Currency | null;
+  /** The chain to pay on. null until the customer chooses a payment option. */
+  chain: Chain | null;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
   /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running. */
   x402Url: string | null;
-  /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. */
-  paymentAddress: string;
-  /** The merchant wallet, where the money ends (in `amount` mode also where to pay). */
-  merchantWallet: string;
-  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
-  attribution: SessionAttribution;
+  /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option. */
+  paymentAddress: string | null;
+  /** The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option. */
+  merchantWallet: string | null;
+  /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option. */
+  attribution: SessionAttribution | null;
   /** `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode. */
   depositAddress: string | null;
-  /** The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. */
-  amountDue: string;
-  /** `amountDue` in the token base units (integer text). */
-  amountDueBaseUnits: string;
+  /** The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option. */
+  amountDue: string | null;
+  /** `amountDue` in the token base units (integer text). null until the customer chooses a payment option. */
+  amountDueBaseUnits: string | null;
   /** Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it. */
   amountReceived: string;
   /** Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it. */
   amountPending: string;
-  /** Decimals of the token on this chain (6; 18 on bsc). */
-  decimals: number;
+  /** Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option. */
+  decimals: number | null;
   /** Token contracts or mints accepted for this session. */
   tokens: Token[];
-  /** The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. */
-  fee: string;
-  /** `fee` in base units. */
-  feeBaseUnits: string;
+  /** The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option. */
+  fee: string | null;
+  /** `fee` in base units. null until the customer chooses a payment option. */
+  feeBaseUnits: string | null;
   /** Solana Pay reference key to include in the transfer (solana only; null elsewhere). */
   reference: string | null;
   /** Null until a transaction is seen. */
   txHash: string | null;
   /** Block confirmations of the payment so far. */
   confirmations: number;
-  /** Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). */
-  requiredConfirmations: number;
+  /** Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option. */
+  requiredConfirmations: number | null;
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
   metadata: Record<string, string>;
   /** Per-session webhook address. */
@@ -328,6 +342,10 @@ export interface Payment {
   expiresAt: string;
   /** When the payment was confirmed. */
   confirmedAt: string | null;
+  /** The pairs the customer may pay with; a single-pair session lists its one pair. */
+  paymentOptions: SessionPaymentOptions[];
+  /** The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`). */
+  choice: SessionPaymentOptions | null;
   /** Payment state; a new payment is `pending` (the session state `created`). */
   status: PaymentStatus;
 }
@@ -338,9 +356,11 @@ export interface PaymentCreateParams {
   /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
   price?: SessionPrice;
   /** The stablecoin. */
-  currency: Currency;
+  currency?: Currency;
   /** The chain to pay on. */
-  chain: Chain;
+  chain?: Chain;
+  /** The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen. */
+  paymentOptions?: SessionPaymentOptions[];
   /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
@@ -384,9 +404,11 @@ export interface CheckoutSessionCreateParams {
   /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
   price?: SessionPrice;
   /** The stablecoin. */
-  currency: Currency;
+  currency?: Currency;
   /** The chain to pay on. */
-  chain: Chain;
+  chain?: Chain;
+  /** The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen. */
+  paymentOptions?: SessionPaymentOptions[];
   /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** An absolute http(s) URL, at most 2048 characters. */
@@ -419,10 +441,12 @@ export interface PaymentLink {
   amount: string | null;
   /** The fiat price the token amount was converted from, or null when the merchant gave a token amount. */
   price: SessionPrice | null;
-  /** The stablecoin. */
-  currency: Currency;
-  /** The chain to pay on. */
-  chain: Chain;
+  /** The stablecoin; null when each visit's customer chooses among `paymentOptions`. */
+  currency: Currency | null;
+  /** The chain; null when each visit's customer chooses among `paymentOptions`. */
+  chain: Chain | null;
+  /** The pairs each visit's customer chooses from (one: no choice). With several, a visit shows the chooser and makes a session only once the customer chooses. */
+  paymentOptions: SessionPaymentOptions[];
   /** Fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit. */
   merchantWallet: string | null;
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */
@@ -452,9 +476,11 @@ export interface PaymentLinkCreateParams {
   /** A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency"). */
   price?: SessionPrice;
   /** The stablecoin. */
-  currency: Currency;
+  currency?: Currency;
   /** The chain to pay on. */
-  chain: Chain;
+  chain?: Chain;
+  /** The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen. */
+  paymentOptions?: SessionPaymentOptions[];
   /** Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400. */
   merchantWallet?: string;
   /** Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters. */

@@ -33,6 +33,7 @@ from .types import (
     Session,
     SessionAttribution,
     SessionCreateParamsLineItems,
+    SessionPaymentOptions,
     SessionPrice,
     SessionPriceCurrency,
     SessionPriceQuoteFeedsPair,
@@ -125,8 +126,9 @@ class SessionsResource(_Resource):
         *,
         amount: Union[str, NotGiven] = NOT_GIVEN,
         price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
-        currency: Currency,
-        chain: Chain,
+        currency: Union[Currency, NotGiven] = NOT_GIVEN,
+        chain: Union[Chain, NotGiven] = NOT_GIVEN,
+        payment_options: Union[List[SessionPaymentOptions], NotGiven] = NOT_GIVEN,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
@@ -140,14 +142,14 @@ class SessionsResource(_Resource):
     ) -> Session:
         """Create a payment session
 
-        Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has chosen a default wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`).
+        Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has chosen a default wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`). With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) the customer chooses the chain and token first (docs/checkout.md).
 
         ``POST /sessions``
         """
         return self._transport.request(
             "POST",
             "/sessions",
-            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "paymentOptions": payment_options, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -192,8 +194,9 @@ class PaymentsResource(_Resource):
         *,
         amount: Union[str, NotGiven] = NOT_GIVEN,
         price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
-        currency: Currency,
-        chain: Chain,
+        currency: Union[Currency, NotGiven] = NOT_GIVEN,
+        chain: Union[Chain, NotGiven] = NOT_GIVEN,
+        payment_options: Union[List[SessionPaymentOptions], NotGiven] = NOT_GIVEN,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
@@ -214,7 +217,7 @@ class PaymentsResource(_Resource):
         return self._transport.request(
             "POST",
             "/payments",
-            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "paymentOptions": payment_options, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -269,8 +272,9 @@ class CheckoutSessionsResource(_Resource):
         *,
         amount: Union[str, NotGiven] = NOT_GIVEN,
         price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
-        currency: Currency,
-        chain: Chain,
+        currency: Union[Currency, NotGiven] = NOT_GIVEN,
+        chain: Union[Chain, NotGiven] = NOT_GIVEN,
+        payment_options: Union[List[SessionPaymentOptions], NotGiven] = NOT_GIVEN,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
         success_url: Union[str, NotGiven] = NOT_GIVEN,
@@ -284,14 +288,14 @@ class CheckoutSessionsResource(_Resource):
     ) -> Payment:
         """Create a checkout session
 
-        The same as POST /payments; redirect the customer to `checkoutUrl`.
+        The same as POST /payments; redirect the customer to `checkoutUrl`. With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) the page asks the customer to choose the chain and token first.
 
         ``POST /checkout/sessions``
         """
         return self._transport.request(
             "POST",
             "/checkout/sessions",
-            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "paymentOptions": payment_options, "merchantWallet": merchant_wallet, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "metadata": metadata, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 
@@ -322,8 +326,9 @@ class PaymentLinksResource(_Resource):
         *,
         amount: Union[str, NotGiven] = NOT_GIVEN,
         price: Union[SessionPrice, NotGiven] = NOT_GIVEN,
-        currency: Currency,
-        chain: Chain,
+        currency: Union[Currency, NotGiven] = NOT_GIVEN,
+        chain: Union[Chain, NotGiven] = NOT_GIVEN,
+        payment_options: Union[List[SessionPaymentOptions], NotGiven] = NOT_GIVEN,
         merchant_wallet: Union[str, NotGiven] = NOT_GIVEN,
         metadata: Union[Dict[str, str], NotGiven] = NOT_GIVEN,
         webhook_url: Union[str, NotGiven] = NOT_GIVEN,
@@ -337,14 +342,14 @@ class PaymentLinksResource(_Resource):
     ) -> PaymentLink:
         """Create a payment link
 
-        The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it).
+        The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it). With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) each pair is checked, and a visit shows the customer the chooser: the session is created only when the customer chooses (`POST /pay/{id}/choice`); a fiat `price` goes with one pair for now.
 
         ``POST /payment-links``
         """
         return self._transport.request(
             "POST",
             "/payment-links",
-            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "paymentOptions": payment_options, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "expiresIn": expires_in, "attribution": attribution}),
             options=options,
         )
 

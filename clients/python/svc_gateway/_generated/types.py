@@ -181,55 +181,70 @@ class SessionPriceQuote(_SessionPriceQuoteRequired):
     """How `price` became `amount`, or null without a price."""
 
 
+_SessionPaymentOptionsRequired = TypedDict(
+    "_SessionPaymentOptionsRequired",
+    {
+        # The chain to pay on.
+        "chain": Chain,
+        # The stablecoin.
+        "currency": Currency,
+    },
+)
+
+
+class SessionPaymentOptions(_SessionPaymentOptionsRequired):
+    """A (chain, currency) pair the customer may pay with."""
+
+
 _SessionRequired = TypedDict(
     "_SessionRequired",
     {
         # Session identifier (`ses_…`); the same id works in both interfaces.
         "id": str,
-        # The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
-        "amount": str,
-        # The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
-        "displayAmount": str,
-        # The stablecoin.
-        "currency": Currency,
-        # The chain to pay on.
-        "chain": Chain,
+        # The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option.
+        "amount": Optional[str],
+        # The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option.
+        "displayAmount": Optional[str],
+        # The stablecoin. null until the customer chooses a payment option.
+        "currency": Optional[Currency],
+        # The chain to pay on. null until the customer chooses a payment option.
+        "chain": Optional[Chain],
         # Hosted checkout page for the customer.
         "checkoutUrl": str,
         # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
         "x402Url": Optional[str],
-        # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
-        "paymentAddress": str,
-        # The merchant wallet, where the money ends (in `amount` mode also where to pay).
-        "merchantWallet": str,
-        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
-        "attribution": SessionAttribution,
+        # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
+        "paymentAddress": Optional[str],
+        # The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option.
+        "merchantWallet": Optional[str],
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option.
+        "attribution": Optional[SessionAttribution],
         # `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
         "depositAddress": Optional[str],
-        # The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
-        "amountDue": str,
-        # `amountDue` in the token base units (integer text).
-        "amountDueBaseUnits": str,
+        # The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option.
+        "amountDue": Optional[str],
+        # `amountDue` in the token base units (integer text). null until the customer chooses a payment option.
+        "amountDueBaseUnits": Optional[str],
         # Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it.
         "amountReceived": str,
         # Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it.
         "amountPending": str,
-        # Decimals of the token on this chain (6; 18 on bsc).
-        "decimals": int,
+        # Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option.
+        "decimals": Optional[int],
         # Token contracts or mints accepted for this session.
         "tokens": List[Token],
-        # The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
-        "fee": str,
-        # `fee` in base units.
-        "feeBaseUnits": str,
+        # The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option.
+        "fee": Optional[str],
+        # `fee` in base units. null until the customer chooses a payment option.
+        "feeBaseUnits": Optional[str],
         # Solana Pay reference key to include in the transfer (solana only; null elsewhere).
         "reference": Optional[str],
         # Null until a transaction is seen.
         "txHash": Optional[str],
         # Block confirmations of the payment so far.
         "confirmations": int,
-        # Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized).
-        "requiredConfirmations": int,
+        # Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option.
+        "requiredConfirmations": Optional[int],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Per-session webhook address.
@@ -258,6 +273,10 @@ _SessionRequired = TypedDict(
         "expiresAt": str,
         # When the payment was confirmed.
         "confirmedAt": Optional[str],
+        # The pairs the customer may pay with; a single-pair session lists its one pair.
+        "paymentOptions": List[SessionPaymentOptions],
+        # The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`).
+        "choice": Optional[SessionPaymentOptions],
         # Session state; `created` until a payment is seen.
         "status": SessionStatus,
     },
@@ -288,10 +307,6 @@ class SessionCreateParamsLineItems(_SessionCreateParamsLineItemsRequired):
 _SessionCreateParamsRequired = TypedDict(
     "_SessionCreateParamsRequired",
     {
-        # The stablecoin.
-        "currency": Currency,
-        # The chain to pay on.
-        "chain": Chain,
     },
 )
 _SessionCreateParamsOptional = TypedDict(
@@ -301,6 +316,12 @@ _SessionCreateParamsOptional = TypedDict(
         "amount": str,
         # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
+        # The stablecoin.
+        "currency": Currency,
+        # The chain to pay on.
+        "chain": Chain,
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
@@ -333,50 +354,50 @@ _PaymentRequired = TypedDict(
     {
         # Session identifier (`ses_…`); the same id works in both interfaces.
         "id": str,
-        # The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
-        "amount": str,
-        # The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
-        "displayAmount": str,
-        # The stablecoin.
-        "currency": Currency,
-        # The chain to pay on.
-        "chain": Chain,
+        # The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option.
+        "amount": Optional[str],
+        # The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option.
+        "displayAmount": Optional[str],
+        # The stablecoin. null until the customer chooses a payment option.
+        "currency": Optional[Currency],
+        # The chain to pay on. null until the customer chooses a payment option.
+        "chain": Optional[Chain],
         # Hosted checkout page for the customer.
         "checkoutUrl": str,
         # The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
         "x402Url": Optional[str],
-        # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
-        "paymentAddress": str,
-        # The merchant wallet, where the money ends (in `amount` mode also where to pay).
-        "merchantWallet": str,
-        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
-        "attribution": SessionAttribution,
+        # Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
+        "paymentAddress": Optional[str],
+        # The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option.
+        "merchantWallet": Optional[str],
+        # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option.
+        "attribution": Optional[SessionAttribution],
         # `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
         "depositAddress": Optional[str],
-        # The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
-        "amountDue": str,
-        # `amountDue` in the token base units (integer text).
-        "amountDueBaseUnits": str,
+        # The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option.
+        "amountDue": Optional[str],
+        # `amountDue` in the token base units (integer text). null until the customer chooses a payment option.
+        "amountDueBaseUnits": Optional[str],
         # Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it.
         "amountReceived": str,
         # Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it.
         "amountPending": str,
-        # Decimals of the token on this chain (6; 18 on bsc).
-        "decimals": int,
+        # Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option.
+        "decimals": Optional[int],
         # Token contracts or mints accepted for this session.
         "tokens": List[Token],
-        # The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
-        "fee": str,
-        # `fee` in base units.
-        "feeBaseUnits": str,
+        # The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option.
+        "fee": Optional[str],
+        # `fee` in base units. null until the customer chooses a payment option.
+        "feeBaseUnits": Optional[str],
         # Solana Pay reference key to include in the transfer (solana only; null elsewhere).
         "reference": Optional[str],
         # Null until a transaction is seen.
         "txHash": Optional[str],
         # Block confirmations of the payment so far.
         "confirmations": int,
-        # Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized).
-        "requiredConfirmations": int,
+        # Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option.
+        "requiredConfirmations": Optional[int],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
         "metadata": Dict[str, str],
         # Per-session webhook address.
@@ -405,6 +426,10 @@ _PaymentRequired = TypedDict(
         "expiresAt": str,
         # When the payment was confirmed.
         "confirmedAt": Optional[str],
+        # The pairs the customer may pay with; a single-pair session lists its one pair.
+        "paymentOptions": List[SessionPaymentOptions],
+        # The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`).
+        "choice": Optional[SessionPaymentOptions],
         # Payment state; a new payment is `pending` (the session state `created`).
         "status": PaymentStatus,
     },
@@ -418,10 +443,6 @@ class Payment(_PaymentRequired):
 _PaymentCreateParamsRequired = TypedDict(
     "_PaymentCreateParamsRequired",
     {
-        # The stablecoin.
-        "currency": Currency,
-        # The chain to pay on.
-        "chain": Chain,
     },
 )
 _PaymentCreateParamsOptional = TypedDict(
@@ -431,6 +452,12 @@ _PaymentCreateParamsOptional = TypedDict(
         "amount": str,
         # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
+        # The stablecoin.
+        "currency": Currency,
+        # The chain to pay on.
+        "chain": Chain,
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
@@ -492,10 +519,6 @@ class PaymentListParams(_PaymentListParamsRequired, _PaymentListParamsOptional):
 _CheckoutSessionCreateParamsRequired = TypedDict(
     "_CheckoutSessionCreateParamsRequired",
     {
-        # The stablecoin.
-        "currency": Currency,
-        # The chain to pay on.
-        "chain": Chain,
     },
 )
 _CheckoutSessionCreateParamsOptional = TypedDict(
@@ -505,6 +528,12 @@ _CheckoutSessionCreateParamsOptional = TypedDict(
         "amount": str,
         # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
+        # The stablecoin.
+        "currency": Currency,
+        # The chain to pay on.
+        "chain": Chain,
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # An absolute http(s) URL, at most 2048 characters.
@@ -545,10 +574,12 @@ _PaymentLinkRequired = TypedDict(
         "amount": Optional[str],
         # The fiat price the token amount was converted from, or null when the merchant gave a token amount.
         "price": Optional[SessionPrice],
-        # The stablecoin.
-        "currency": Currency,
-        # The chain to pay on.
-        "chain": Chain,
+        # The stablecoin; null when each visit's customer chooses among `paymentOptions`.
+        "currency": Optional[Currency],
+        # The chain; null when each visit's customer chooses among `paymentOptions`.
+        "chain": Optional[Chain],
+        # The pairs each visit's customer chooses from (one: no choice). With several, a visit shows the chooser and makes a session only once the customer chooses.
+        "paymentOptions": List[SessionPaymentOptions],
         # Fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit.
         "merchantWallet": Optional[str],
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
@@ -581,10 +612,6 @@ class PaymentLink(_PaymentLinkRequired):
 _PaymentLinkCreateParamsRequired = TypedDict(
     "_PaymentLinkCreateParamsRequired",
     {
-        # The stablecoin.
-        "currency": Currency,
-        # The chain to pay on.
-        "chain": Chain,
     },
 )
 _PaymentLinkCreateParamsOptional = TypedDict(
@@ -594,6 +621,12 @@ _PaymentLinkCreateParamsOptional = TypedDict(
         "amount": str,
         # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
+        # The stablecoin.
+        "currency": Currency,
+        # The chain to pay on.
+        "chain": Chain,
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
         # Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
@@ -1865,6 +1898,7 @@ __all__ = [
     "SessionPrice",
     "SessionPriceQuoteFeeds",
     "SessionPriceQuote",
+    "SessionPaymentOptions",
     "Session",
     "SessionCreateParamsLineItems",
     "SessionCreateParams",

@@ -139,11 +139,11 @@ impl<'a> SessionsResource<'a> {
 
     /// Create a payment session
     ///
-    /// Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has chosen a default wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`).
+    /// Creates a session in state `created`. `merchantWallet` (an extension of Interface A) is optional when the merchant has chosen a default wallet on the chain. The due amount may exceed `amount` by less than one cent, to tell concurrent sessions on one wallet apart (see `amountDue`). With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) the customer chooses the chain and token first (docs/checkout.md).
     ///
     /// `POST /sessions`
-    pub fn create(&self, params: &SessionCreateParams) -> Result<Session, Error> {
-        self.transport.call(Request { method: "POST", path: "/sessions".to_string(), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    pub fn create<'p>(&self, params: impl Into<Option<&'p SessionCreateParams>>) -> Result<Session, Error> {
+        self.transport.call(Request { method: "POST", path: "/sessions".to_string(), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
     }
 
     /// Retrieve a payment session (for polling)
@@ -180,8 +180,8 @@ impl<'a> PaymentsResource<'a> {
     /// Creates a payment session; answers 201 with the payment in state `pending`. `merchantWallet` is required unless the merchant has chosen a default wallet on the chain (then that one is used).
     ///
     /// `POST /payments`
-    pub fn create(&self, params: &PaymentCreateParams) -> Result<Payment, Error> {
-        self.transport.call(Request { method: "POST", path: "/payments".to_string(), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    pub fn create<'p>(&self, params: impl Into<Option<&'p PaymentCreateParams>>) -> Result<Payment, Error> {
+        self.transport.call(Request { method: "POST", path: "/payments".to_string(), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
     }
 
     /// List payments
@@ -217,11 +217,11 @@ impl<'a> CheckoutSessionsResource<'a> {
 
     /// Create a checkout session
     ///
-    /// The same as POST /payments; redirect the customer to `checkoutUrl`.
+    /// The same as POST /payments; redirect the customer to `checkoutUrl`. With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) the page asks the customer to choose the chain and token first.
     ///
     /// `POST /checkout/sessions`
-    pub fn create(&self, params: &CheckoutSessionCreateParams) -> Result<Payment, Error> {
-        self.transport.call(Request { method: "POST", path: "/checkout/sessions".to_string(), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    pub fn create<'p>(&self, params: impl Into<Option<&'p CheckoutSessionCreateParams>>) -> Result<Payment, Error> {
+        self.transport.call(Request { method: "POST", path: "/checkout/sessions".to_string(), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
     }
 
     /// Retrieve a checkout session
@@ -250,11 +250,11 @@ impl<'a> PaymentLinksResource<'a> {
 
     /// Create a payment link
     ///
-    /// The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it).
+    /// The amount, currency, chain and wallet are checked now, exactly as for a payment (a live link on a chain this gateway does not watch is a 409; a currency this merchant cannot accept on the chain is a 400); each visit to `url` creates a session with them. With `price` instead of `amount`, each visit converts the fiat price into the token then (a 422 at the visit when the feeds cannot price it). With `paymentOptions` (or without `chain` and `currency`: every pair the merchant can receive) each pair is checked, and a visit shows the customer the chooser: the session is created only when the customer chooses (`POST /pay/{id}/choice`); a fiat `price` goes with one pair for now.
     ///
     /// `POST /payment-links`
-    pub fn create(&self, params: &PaymentLinkCreateParams) -> Result<PaymentLink, Error> {
-        self.transport.call(Request { method: "POST", path: "/payment-links".to_string(), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    pub fn create<'p>(&self, params: impl Into<Option<&'p PaymentLinkCreateParams>>) -> Result<PaymentLink, Error> {
+        self.transport.call(Request { method: "POST", path: "/payment-links".to_string(), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
     }
 
     /// List payment links

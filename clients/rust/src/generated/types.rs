@@ -895,56 +895,66 @@ pub struct SessionPriceQuote {
     pub quoted_at: String,
 }
 
+/// A (chain, currency) pair the customer may pay with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPaymentOptions {
+    /// The chain to pay on.
+    pub chain: Chain,
+    /// The stablecoin.
+    pub currency: Currency,
+}
+
 /// A payment session as Interface A shows it (spec §2.1), plus what a payer needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
     /// Session identifier (`ses_…`); the same id works in both interfaces.
     pub id: String,
-    /// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
-    pub amount: String,
-    /// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
-    pub display_amount: String,
-    /// The stablecoin.
-    pub currency: Currency,
-    /// The chain to pay on.
-    pub chain: Chain,
+    /// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option.
+    pub amount: Option<String>,
+    /// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option.
+    pub display_amount: Option<String>,
+    /// The stablecoin. null until the customer chooses a payment option.
+    pub currency: Option<Currency>,
+    /// The chain to pay on. null until the customer chooses a payment option.
+    pub chain: Option<Chain>,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
     /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
     pub x402_url: Option<String>,
-    /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
-    pub payment_address: String,
-    /// The merchant wallet, where the money ends (in `amount` mode also where to pay).
-    pub merchant_wallet: String,
-    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
-    pub attribution: SessionAttribution,
+    /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
+    pub payment_address: Option<String>,
+    /// The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option.
+    pub merchant_wallet: Option<String>,
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option.
+    pub attribution: Option<SessionAttribution>,
     /// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
     pub deposit_address: Option<String>,
-    /// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
-    pub amount_due: String,
-    /// `amountDue` in the token base units (integer text).
-    pub amount_due_base_units: String,
+    /// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option.
+    pub amount_due: Option<String>,
+    /// `amountDue` in the token base units (integer text). null until the customer chooses a payment option.
+    pub amount_due_base_units: Option<String>,
     /// Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it.
     pub amount_received: String,
     /// Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it.
     pub amount_pending: String,
-    /// Decimals of the token on this chain (6; 18 on bsc).
-    pub decimals: i64,
+    /// Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option.
+    pub decimals: Option<i64>,
     /// Token contracts or mints accepted for this session.
     pub tokens: Vec<Token>,
-    /// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
-    pub fee: String,
-    /// `fee` in base units.
-    pub fee_base_units: String,
+    /// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option.
+    pub fee: Option<String>,
+    /// `fee` in base units. null until the customer chooses a payment option.
+    pub fee_base_units: Option<String>,
     /// Solana Pay reference key to include in the transfer (solana only; null elsewhere).
     pub reference: Option<String>,
     /// Null until a transaction is seen.
     pub tx_hash: Option<String>,
     /// Block confirmations of the payment so far.
     pub confirmations: i64,
-    /// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized).
-    pub required_confirmations: i64,
+    /// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option.
+    pub required_confirmations: Option<i64>,
     /// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
     pub metadata: BTreeMap<String, String>,
     /// Per-session webhook address.
@@ -973,6 +983,10 @@ pub struct Session {
     pub expires_at: String,
     /// When the payment was confirmed.
     pub confirmed_at: Option<String>,
+    /// The pairs the customer may pay with; a single-pair session lists its one pair.
+    pub payment_options: Vec<SessionPaymentOptions>,
+    /// The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`).
+    pub choice: Option<SessionPaymentOptions>,
     /// Session state; `created` until a payment is seen.
     pub status: SessionStatus,
 }
@@ -990,7 +1004,7 @@ pub struct SessionCreateParamsLineItems {
 }
 
 /// SessionCreateParams (a JSON object of the API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
@@ -1000,9 +1014,14 @@ pub struct SessionCreateParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
-    pub currency: Currency,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<Currency>,
     /// The chain to pay on.
-    pub chain: Chain,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Chain>,
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
@@ -1033,23 +1052,9 @@ pub struct SessionCreateParams {
 }
 
 impl SessionCreateParams {
-    /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(currency: Currency, chain: Chain) -> Self {
-        SessionCreateParams {
-            currency,
-            chain,
-            amount: None,
-            price: None,
-            merchant_wallet: None,
-            webhook_url: None,
-            success_url: None,
-            cancel_url: None,
-            description: None,
-            line_items: None,
-            metadata: None,
-            expires_in: None,
-            attribution: None,
-        }
+    /// No fields set (the same as `Default::default()`).
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Sets `amount`.
@@ -1061,6 +1066,24 @@ impl SessionCreateParams {
     /// Sets `price`.
     pub fn price(mut self, price: SessionPrice) -> Self {
         self.price = Some(price);
+        self
+    }
+
+    /// Sets `currency`.
+    pub fn currency(mut self, currency: Currency) -> Self {
+        self.currency = Some(currency);
+        self
+    }
+
+    /// Sets `chain`.
+    pub fn chain(mut self, chain: Chain) -> Self {
+        self.chain = Some(chain);
+        self
+    }
+
+    /// Sets `paymentOptions`.
+    pub fn payment_options(mut self, payment_options: Vec<SessionPaymentOptions>) -> Self {
+        self.payment_options = Some(payment_options);
         self
     }
 
@@ -1125,50 +1148,50 @@ impl SessionCreateParams {
 pub struct Payment {
     /// Session identifier (`ses_…`); the same id works in both interfaces.
     pub id: String,
-    /// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`.
-    pub amount: String,
-    /// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`).
-    pub display_amount: String,
-    /// The stablecoin.
-    pub currency: Currency,
-    /// The chain to pay on.
-    pub chain: Chain,
+    /// The amount the merchant asked for, as a number: canonical decimal text, trailing zeros dropped (`"5.00"` is echoed as `"5"`, `"19.90"` as `"19.9"`). For people, show `displayAmount`. null until the customer chooses a payment option.
+    pub amount: Option<String>,
+    /// The requested amount for people: `amount` with at least the currency's display precision, two decimals (`"5.00"`, `"19.90"`, `"1.00005"`). null until the customer chooses a payment option.
+    pub display_amount: Option<String>,
+    /// The stablecoin. null until the customer chooses a payment option.
+    pub currency: Option<Currency>,
+    /// The chain to pay on. null until the customer chooses a payment option.
+    pub chain: Option<Chain>,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
     /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
     pub x402_url: Option<String>,
-    /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode.
-    pub payment_address: String,
-    /// The merchant wallet, where the money ends (in `amount` mode also where to pay).
-    pub merchant_wallet: String,
-    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
-    pub attribution: SessionAttribution,
+    /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
+    pub payment_address: Option<String>,
+    /// The merchant wallet, where the money ends (in `amount` mode also where to pay). null until the customer chooses a payment option.
+    pub merchant_wallet: Option<String>,
+    /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. null until the customer chooses a payment option.
+    pub attribution: Option<SessionAttribution>,
     /// `address` mode: the session's own deposit address, where the payer sends any amount (it forwards only to `merchantWallet`); null in `amount` mode.
     pub deposit_address: Option<String>,
-    /// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself.
-    pub amount_due: String,
-    /// `amountDue` in the token base units (integer text).
-    pub amount_due_base_units: String,
+    /// The amount the payer must send, decimal text. `amount` mode: `amount` plus a unique offset below one cent that tells concurrent sessions on the same wallet apart, to be sent exactly. `address` mode: `amount` itself. null until the customer chooses a payment option.
+    pub amount_due: Option<String>,
+    /// `amountDue` in the token base units (integer text). null until the customer chooses a payment option.
+    pub amount_due_base_units: Option<String>,
     /// Confirmed money, decimal text: the counted transfers that meet the chain's confirmation rule (the rule of `payment.confirmed`). Refunds are bounded by it.
     pub amount_received: String,
     /// Money seen on chain but not confirmed yet, decimal text (e.g. a second payment to a confirmed session). Not refundable; it moves into `amountReceived` when it confirms, or vanishes if a reorg removes it.
     pub amount_pending: String,
-    /// Decimals of the token on this chain (6; 18 on bsc).
-    pub decimals: i64,
+    /// Decimals of the token on this chain (6; 18 on bsc). null until the customer chooses a payment option.
+    pub decimals: Option<i64>,
     /// Token contracts or mints accepted for this session.
     pub tokens: Vec<Token>,
-    /// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole.
-    pub fee: String,
-    /// `fee` in base units.
-    pub fee_base_units: String,
+    /// The flat fee of this payment, decimal text (rounded half up to a base unit): the operator's rate (`SVC_FEE_BPS`, by default the spec's 1 %) when the session was created. Accounting only: the payment reaches the merchant's wallet whole. null until the customer chooses a payment option.
+    pub fee: Option<String>,
+    /// `fee` in base units. null until the customer chooses a payment option.
+    pub fee_base_units: Option<String>,
     /// Solana Pay reference key to include in the transfer (solana only; null elsewhere).
     pub reference: Option<String>,
     /// Null until a transaction is seen.
     pub tx_hash: Option<String>,
     /// Block confirmations of the payment so far.
     pub confirmations: i64,
-    /// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized).
-    pub required_confirmations: i64,
+    /// Confirmations needed before `confirmed` (EVM: the chain rule; solana: 32, finalized). null until the customer chooses a payment option.
+    pub required_confirmations: Option<i64>,
     /// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
     pub metadata: BTreeMap<String, String>,
     /// Per-session webhook address.
@@ -1197,12 +1220,16 @@ pub struct Payment {
     pub expires_at: String,
     /// When the payment was confirmed.
     pub confirmed_at: Option<String>,
+    /// The pairs the customer may pay with; a single-pair session lists its one pair.
+    pub payment_options: Vec<SessionPaymentOptions>,
+    /// The pair being paid with: null while the customer has not chosen among several options, then fixed (the session's `chain` and `currency`).
+    pub choice: Option<SessionPaymentOptions>,
     /// Payment state; a new payment is `pending` (the session state `created`).
     pub status: PaymentStatus,
 }
 
 /// PaymentCreateParams (a JSON object of the API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PaymentCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
@@ -1212,9 +1239,14 @@ pub struct PaymentCreateParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
-    pub currency: Currency,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<Currency>,
     /// The chain to pay on.
-    pub chain: Chain,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Chain>,
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
@@ -1245,23 +1277,9 @@ pub struct PaymentCreateParams {
 }
 
 impl PaymentCreateParams {
-    /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(currency: Currency, chain: Chain) -> Self {
-        PaymentCreateParams {
-            currency,
-            chain,
-            amount: None,
-            price: None,
-            merchant_wallet: None,
-            webhook_url: None,
-            success_url: None,
-            cancel_url: None,
-            description: None,
-            line_items: None,
-            metadata: None,
-            expires_in: None,
-            attribution: None,
-        }
+    /// No fields set (the same as `Default::default()`).
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Sets `amount`.
@@ -1273,6 +1291,24 @@ impl PaymentCreateParams {
     /// Sets `price`.
     pub fn price(mut self, price: SessionPrice) -> Self {
         self.price = Some(price);
+        self
+    }
+
+    /// Sets `currency`.
+    pub fn currency(mut self, currency: Currency) -> Self {
+        self.currency = Some(currency);
+        self
+    }
+
+    /// Sets `chain`.
+    pub fn chain(mut self, chain: Chain) -> Self {
+        self.chain = Some(chain);
+        self
+    }
+
+    /// Sets `paymentOptions`.
+    pub fn payment_options(mut self, payment_options: Vec<SessionPaymentOptions>) -> Self {
+        self.payment_options = Some(payment_options);
         self
     }
 
@@ -1408,7 +1444,7 @@ impl PaymentListParams {
 }
 
 /// CheckoutSessionCreateParams (a JSON object of the API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutSessionCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
@@ -1418,9 +1454,14 @@ pub struct CheckoutSessionCreateParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
-    pub currency: Currency,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<Currency>,
     /// The chain to pay on.
-    pub chain: Chain,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Chain>,
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
@@ -1451,23 +1492,9 @@ pub struct CheckoutSessionCreateParams {
 }
 
 impl CheckoutSessionCreateParams {
-    /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(currency: Currency, chain: Chain) -> Self {
-        CheckoutSessionCreateParams {
-            currency,
-            chain,
-            amount: None,
-            price: None,
-            merchant_wallet: None,
-            webhook_url: None,
-            success_url: None,
-            cancel_url: None,
-            description: None,
-            line_items: None,
-            metadata: None,
-            expires_in: None,
-            attribution: None,
-        }
+    /// No fields set (the same as `Default::default()`).
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Sets `amount`.
@@ -1479,6 +1506,24 @@ impl CheckoutSessionCreateParams {
     /// Sets `price`.
     pub fn price(mut self, price: SessionPrice) -> Self {
         self.price = Some(price);
+        self
+    }
+
+    /// Sets `currency`.
+    pub fn currency(mut self, currency: Currency) -> Self {
+        self.currency = Some(currency);
+        self
+    }
+
+    /// Sets `chain`.
+    pub fn chain(mut self, chain: Chain) -> Self {
+        self.chain = Some(chain);
+        self
+    }
+
+    /// Sets `paymentOptions`.
+    pub fn payment_options(mut self, payment_options: Vec<SessionPaymentOptions>) -> Self {
+        self.payment_options = Some(payment_options);
         self
     }
 
@@ -1551,10 +1596,12 @@ pub struct PaymentLink {
     pub amount: Option<String>,
     /// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
     pub price: Option<SessionPrice>,
-    /// The stablecoin.
-    pub currency: Currency,
-    /// The chain to pay on.
-    pub chain: Chain,
+    /// The stablecoin; null when each visit's customer chooses among `paymentOptions`.
+    pub currency: Option<Currency>,
+    /// The chain; null when each visit's customer chooses among `paymentOptions`.
+    pub chain: Option<Chain>,
+    /// The pairs each visit's customer chooses from (one: no choice). With several, a visit shows the chooser and makes a session only once the customer chooses.
+    pub payment_options: Vec<SessionPaymentOptions>,
     /// Fixed receiving wallet, or null for the merchant's default wallet on the chain at each visit.
     pub merchant_wallet: Option<String>,
     /// Your own string key/value pairs, returned as given: at most 50 keys, keys 1..40 characters, values strings of at most 500 characters.
@@ -1579,7 +1626,7 @@ pub struct PaymentLink {
 }
 
 /// PaymentLinkCreateParams (a JSON object of the API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PaymentLinkCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
@@ -1589,9 +1636,14 @@ pub struct PaymentLinkCreateParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
-    pub currency: Currency,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<Currency>,
     /// The chain to pay on.
-    pub chain: Chain,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Chain>,
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_wallet: Option<String>,
@@ -1622,23 +1674,9 @@ pub struct PaymentLinkCreateParams {
 }
 
 impl PaymentLinkCreateParams {
-    /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(currency: Currency, chain: Chain) -> Self {
-        PaymentLinkCreateParams {
-            currency,
-            chain,
-            amount: None,
-            price: None,
-            merchant_wallet: None,
-            metadata: None,
-            webhook_url: None,
-            success_url: None,
-            cancel_url: None,
-            description: None,
-            line_items: None,
-            expires_in: None,
-            attribution: None,
-        }
+    /// No fields set (the same as `Default::default()`).
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Sets `amount`.
@@ -1650,6 +1688,24 @@ impl PaymentLinkCreateParams {
     /// Sets `price`.
     pub fn price(mut self, price: SessionPrice) -> Self {
         self.price = Some(price);
+        self
+    }
+
+    /// Sets `currency`.
+    pub fn currency(mut self, currency: Currency) -> Self {
+        self.currency = Some(currency);
+        self
+    }
+
+    /// Sets `chain`.
+    pub fn chain(mut self, chain: Chain) -> Self {
+        self.chain = Some(chain);
+        self
+    }
+
+    /// Sets `paymentOptions`.
+    pub fn payment_options(mut self, payment_options: Vec<SessionPaymentOptions>) -> Self {
+        self.payment_options = Some(payment_options);
         self
     }
 
