@@ -5,7 +5,7 @@
 // Standard library only; Go 1.19 or newer.
 //
 //	client := svcgateway.NewClient(os.Getenv("SVC_API_KEY"))
-//	payment, err := client.Payments.Create(ctx, &svcgateway.PaymentCreateParams{Amount: svcgateway.String("25.00"), Currency: svcgateway.CurrencyUSDC, Chain: svcgateway.ChainBase})
+//	payment, err := client.Payments.Create(ctx, &svcgateway.PaymentCreateParams{Amount: svcgateway.String("25.00"), Currency: svcgateway.Ptr(svcgateway.CurrencyUSDC), Chain: svcgateway.Ptr(svcgateway.ChainBase)})
 package svcgateway
 
 import (
