@@ -33,6 +33,8 @@ export interface PaymentLink {
   attribution: Attribution | null;
   /** False once deactivated (links are deactivated, never deleted). */
   active: boolean;
+  /** Opted in to x402 discovery (`GET /discovery/resources`, docs/agents.md "Discovery"); false by default. */
+  x402Discoverable: boolean;
   /** How many sessions visits have made. */
   sessionsCreated: number;
   createdAt: Date;
@@ -58,6 +60,7 @@ const FIELD_SQL: Record<keyof PaymentLink, string> = {
   expiresIn: 'l.expires_in',
   attribution: 'l.attribution',
   active: 'l.active',
+  x402Discoverable: 'l.x402_discoverable',
   sessionsCreated: 'l.sessions_created',
   createdAt: 'l.created_at',
   updatedAt: 'l.updated_at',
