@@ -166,8 +166,8 @@ describe('x402Discoverable on payment links', () => {
     const viewer = await addUserWithPassword(db.store, { merchantId: shop.id, role: 'viewer' });
     const dev = await signedInClient(app, developer.email);
     const page = await dev.get('/dashboard/links');
-    const livemode = !page.body.includes(links.testMode);
-    const target = livemode ? links.notOpted : links.testMode;
+    const livemode = !page.body.includes(links.testMode!);
+    const target = livemode ? links.notOpted! : links.testMode!;
     expect((await call('PATCH', `/api/v1/payment-links/${links.testMode}`, { key: shop.test, body: { x402Discoverable: false } })).status).toBe(200);
     expect(page.body).toContain('List in x402 discovery');
     expect((await dev.post(`/dashboard/links/${target}/discoverable`)).status).toBe(303);
