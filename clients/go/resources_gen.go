@@ -191,7 +191,7 @@ func (s *PaymentLinksService) Retrieve(ctx context.Context, id string, opts ...R
 	return call[PaymentLink](ctx, s.t, request{method: "GET", path: "/payment-links/" + url.PathEscape(id)}, opts)
 }
 
-// Update: Deactivate or reactivate a payment link
+// Update: Deactivate or reactivate a payment link, or list it in x402 discovery
 //
 // PATCH /payment-links/{id}
 func (s *PaymentLinksService) Update(ctx context.Context, id string, params *PaymentLinkUpdateParams, opts ...RequestOption) (*PaymentLink, error) {

@@ -660,6 +660,8 @@ type PaymentLink struct {
 	ExpiresIn int64 `json:"expiresIn"`
 	// The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
 	Attribution *SessionAttribution `json:"attribution"`
+	// Listed by x402 discovery (`GET /discovery/resources`, docs/agents.md "Discovery") while active, live and payable with x402 here.
+	X402Discoverable bool `json:"x402Discoverable"`
 	// How many sessions visits have created.
 	SessionsCreated int64  `json:"sessionsCreated"`
 	Livemode        bool   `json:"livemode"`
@@ -697,6 +699,8 @@ type PaymentLinkCreateParams struct {
 	ExpiresIn *int64 `json:"expiresIn,omitempty"`
 	// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
 	Attribution *SessionAttribution `json:"attribution,omitempty"`
+	// true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false.
+	X402Discoverable *bool `json:"x402Discoverable,omitempty"`
 }
 
 // PaymentLinkListParams: a JSON object of the API.
@@ -711,7 +715,9 @@ type PaymentLinkListParams struct {
 // PaymentLinkUpdateParams: a JSON object of the API.
 type PaymentLinkUpdateParams struct {
 	// false deactivates the link; true reactivates it.
-	Active bool `json:"active"`
+	Active *bool `json:"active,omitempty"`
+	// true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false.
+	X402Discoverable *bool `json:"x402Discoverable,omitempty"`
 }
 
 // CurrencyToken: a JSON object of the API.

@@ -38,6 +38,7 @@ export const AUDIT_ACTIONS = [
   'transfer.attributed',
   'payment_link.created',
   'payment_link.deactivated',
+  'payment_link.x402_discoverable_changed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -28,6 +28,7 @@ import { transferRoutes } from './routes/transfers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { eventRoutes } from './routes/events.ts';
 import { x402FacilitatorRoutes, x402ResourceRoutes } from './routes/x402.ts';
+import { discoveryRoutes, facilitatorDiscoveryRoutes } from './routes/discovery.ts';
 import { createTransactionLookups } from '../ingest/lookup.ts';
 import { createFeedCache } from '../pricing/index.ts';
 
@@ -103,6 +104,7 @@ const ROUTE_MODULES: ((app: FastifyInstance, deps: ApiDeps) => void)[] = [
   sandboxRoutes,
   feeRoutes,
   x402FacilitatorRoutes,
+  facilitatorDiscoveryRoutes,
 ];
 
 /** The spec's base path is `/api/v1`; one listing writes `/v1`. Both serve the same routes. */
@@ -218,6 +220,7 @@ export function createApi(params: CreateApiParams): FastifyInstance {
     // Inside a plugin so @fastify/swagger (loaded first) sees these routes too.
     publicPaymentLinkRoutes(root, deps);
     x402ResourceRoutes(root, deps);
+    discoveryRoutes(root, deps);
     // With a dedicated metrics port (SVC_METRICS_PORT) the public API port does not expose them.
     if (deps.config.metricsPort === undefined) {
       root.get('/metrics', { config: { auth: 'none' } }, async (_request, reply) => {

@@ -40,6 +40,8 @@ export interface PaymentLink {
   paymentOptions: PaymentOption[] | null;
   /** False once deactivated (links are deactivated, never deleted). */
   active: boolean;
+  /** Opted in to x402 discovery (`GET /discovery/resources`, docs/agents.md "Discovery"); false by default. */
+  x402Discoverable: boolean;
   /** How many sessions visits have made. */
   sessionsCreated: number;
   createdAt: Date;
@@ -67,6 +69,7 @@ const FIELD_SQL: Record<keyof PaymentLink, string> = {
   attribution: 'l.attribution',
   paymentOptions: 'l.payment_options',
   active: 'l.active',
+  x402Discoverable: 'l.x402_discoverable',
   sessionsCreated: 'l.sessions_created',
   createdAt: 'l.created_at',
   updatedAt: 'l.updated_at',

@@ -9,12 +9,12 @@ import { LINK_COLUMNS } from './link.ts';
  * A new payment link. $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals,
  * $7 amount, $8 fixed wallet or null, $9 metadata, $10 webhook URL, $11 success URL, $12 session lifetime,
  * $13 attribution mode or null (the merchant's default at each visit), $14 description, $15 line
- * items (JSON), $16 cancel URL, $17 payment options (JSON, or null: only $4/$5).
+ * items (JSON), $16 cancel URL, $17 payment options (JSON, or null: only $4/$5), $18 listed by x402 discovery.
  */
 export const insertLink = () =>
   `INSERT INTO payment_links AS l (id, merchant_id, livemode, chain, currency, decimals, amount, merchant_wallet, metadata, webhook_url, success_url, expires_in,
-     attribution, description, line_items, cancel_url, payment_options)
-   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17::jsonb) RETURNING ${LINK_COLUMNS}`;
+     attribution, description, line_items, cancel_url, payment_options, x402_discoverable)
+   VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17::jsonb, $18) RETURNING ${LINK_COLUMNS}`;
 
 /**
  * Makes a just-inserted link fiat-priced (issue 26), in the creation's transaction: $1 id, $2 price
@@ -44,6 +44,33 @@ export const listLinks = () =>
 /** Activates or deactivates a link of a merchant and mode, and returns it. $1 id, $2 merchant, $3 livemode, $4 active. */
 export const setLinkActive = () =>
   `UPDATE payment_links l SET active = $4, updated_at = now() WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3 RETURNING ${LINK_COLUMNS}`;
+
+/**
+ * Opts a link of a merchant and mode in to x402 discovery or out of it, and returns it; a change
+ * moves `updated_at` (discovery's `lastUpdated`). $1 id, $2 merchant, $3 livemode, $4 discoverable.
+ */
+export const setLinkDiscoverable = () =>
+  `UPDATE payment_links l SET x402_discoverable = $4, updated_at = CASE WHEN l.x402_discoverable = $4 THEN l.updated_at ELSE now() END
+    WHERE l.id = $1 AND l.merchant_id = $2 AND l.livemode = $3 RETURNING ${LINK_COLUMNS}`;
+
+/**
+ * A page of the links x402 discovery lists (docs/agents.md "Discovery"): opted in, active, live,
+ * on one of the offers $1 (text[] of `chain:currency:<merchant accepts bridged tokens>`) x402 takes here, paying
+ * to a wallet (the link's own, else the chain's default) that is $2 when $2 is not null
+ * (case-insensitively: EVM addresses), newest first. Each row: the link, its `payTo`, the merchant's name and
+ * `acceptBridged` (which tokens its sessions take), and `total` (every matching row). $3 limit, $4 offset.
+ */
+export const listDiscoverableLinks = () =>
+  `SELECT ${LINK_COLUMNS}, d.pay_to AS "payTo", m.name AS "merchantName", coalesce(m.accept_bridged_tokens, false) AS "acceptBridged",
+          count(*) OVER ()::int AS total
+     FROM payment_links l
+     JOIN merchants m ON m.id = l.merchant_id
+     CROSS JOIN LATERAL (SELECT coalesce(l.merchant_wallet,
+       (SELECT w.address FROM wallets w WHERE w.merchant_id = l.merchant_id AND w.chain = l.chain AND w.is_default)) AS pay_to) d
+    WHERE l.x402_discoverable AND l.active AND l.livemode AND (l.chain || ':' || l.currency || ':' || m.accept_bridged_tokens::text) = ANY($1::text[])
+      -- A fiat-priced link (amount null: converted at each visit) is not listed yet: its token amount is not known here.
+      AND l.amount IS NOT NULL AND d.pay_to IS NOT NULL AND ($2::text IS NULL OR lower(d.pay_to) = lower($2))
+    ORDER BY l.created_at DESC, l.id DESC LIMIT $3 OFFSET $4`;
 
 /** Counts one more session made by a link. $1 id. */
 export const countLinkSession = () => `UPDATE payment_links SET sessions_created = sessions_created + 1 WHERE id = $1`;

@@ -47,6 +47,8 @@ export interface CreateLinkParams extends Omit<SessionTerms, 'amount' | 'chain' 
   metadata?: Record<string, string> | undefined;
   webhookUrl?: string | undefined;
   successUrl?: string | undefined;
+  /** Listed by x402 discovery (docs/agents.md "Discovery"); false when absent. */
+  x402Discoverable?: boolean | undefined;
 }
 
 /**
@@ -94,6 +96,7 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
     purchase.lineItems && JSON.stringify(purchase.lineItems),
     purchase.cancelUrl,
     options.length > 1 ? JSON.stringify(options.map((option) => option.pair)) : null,
+    params.x402Discoverable ?? false,
   ]);
   if (!price) return toPaymentLink(rows[0]!);
   const { rows: priced } = await sql.query(linkSql.setLinkPrice(), [rows[0]!.id, JSON.stringify(price)]);
@@ -134,6 +137,42 @@ export async function setPaymentLinkActive(
 ): Promise<PaymentLink | undefined> {
   const { rows } = await sql.query(linkSql.setLinkActive(), [params.id, params.merchantId, params.livemode, params.active]);
   return rows[0] && toPaymentLink(rows[0]);
+}
+
+/** Opts a link in to x402 discovery or out of it; undefined when the merchant has no such link. */
+export async function setPaymentLinkDiscoverable(
+  sql: Sql,
+  params: { merchantId: string; livemode: boolean; id: string; discoverable: boolean },
+): Promise<PaymentLink | undefined> {
+  const { rows } = await sql.query(linkSql.setLinkDiscoverable(), [params.id, params.merchantId, params.livemode, params.discoverable]);
+  return rows[0] && toPaymentLink(rows[0]);
+}
+
+/** A listed link as x402 discovery reads it: the link, where its money goes, and its merchant. */
+export interface DiscoverableLink {
+  link: PaymentLink;
+  payTo: string;
+  merchantName: string;
+  acceptBridged: boolean;
+}
+
+/**
+ * A page of the links x402 discovery lists ({@link linkSql.listDiscoverableLinks}: opted in,
+ * active, live, on a `chain:currency` of `pairs`), newest first, and how many match in all.
+ */
+export async function listDiscoverableLinks(
+  sql: Sql,
+  params: { pairs: string[]; payTo?: string | undefined; limit: number; offset: number },
+): Promise<{ links: DiscoverableLink[]; total: number }> {
+  if (params.pairs.length === 0) return { links: [], total: 0 };
+  const { rows } = await sql.query(linkSql.listDiscoverableLinks(), [params.pairs, params.payTo ?? null, params.limit, params.offset]);
+  const links = rows.map((row) => {
+    const { payTo, merchantName, acceptBridged, total: _total, ...link } = row as Record<string, unknown>;
+    return { link: toPaymentLink(link), payTo: payTo as string, merchantName: merchantName as string, acceptBridged: acceptBridged as boolean };
+  });
+  // An offset past the end returns no row to carry the count: count again without it.
+  const total = rows[0] ? (rows[0].total as number) : params.offset > 0 ? (await listDiscoverableLinks(sql, { ...params, limit: 1, offset: 0 })).total : 0;
+  return { links, total };
 }
 
 /**

@@ -15,7 +15,7 @@ import { amountRemaining, checkoutViewOf } from '../checkout/view.ts';
 import { REASONS, type Refusal } from './authorization.ts';
 import { createX402Metrics, type X402Metrics } from './metrics.ts';
 import { createRelayer, type Relayer } from './relayer.ts';
-import { paymentRequired, requirementsFor, requirementsV1, sessionX402Url, x402Offer } from './requirements.ts';
+import { paymentRequired, requirementsFor, requirementsV1, sessionX402Url, x402Offer, type X402Offer } from './requirements.ts';
 import { x402Unavailable } from './availability.ts';
 import { payerAddress, type Session } from '../payments/session.ts';
 import { permit2Unavailable, probePermit2 } from './permit2/availability.ts';
@@ -28,7 +28,7 @@ import { createSvmX402, svmOffer, type SvmX402 } from './svm/index.ts';
 import type { SvmFeePayer } from './svm/feePayer.ts';
 import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
 
-export { sessionX402Url, x402Offer } from './requirements.ts';
+export { sessionX402Url, x402Offer, requirementsFor, type X402Offer } from './requirements.ts';
 export { HEADERS, encodeHeader } from './wire.ts';
 export type { SettleResponse, PaymentRequired } from './wire.ts';
 
@@ -48,6 +48,8 @@ export interface X402 {
   readonly svm: SvmX402;
   /** The `x402Url` a session advertises: null where it has no x402 offer or x402 is not enabled on its chain here. */
   urlOf(session: X402UrlFields): string | null;
+  /** The x402 offer a session with these terms would make, where this process can take it (as {@link X402.urlOf}); else undefined. */
+  offerOf(session: Pick<Session, 'chain' | 'livemode' | 'tokenAddresses'>): X402Offer | undefined;
   /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */
   session(params: { sessionId: string; payment?: { header: string; version: 1 | 2 } | undefined }): Promise<SessionAnswer>;
   /** `POST /x402/verify`. */
@@ -248,6 +250,10 @@ export function createX402(params: X402Params): X402 {
     },
 
     supported: (livemode) => supportedKinds({ livemode, chains, relayers }),
+    offerOf: (session) =>
+      (x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]))
+        ? undefined
+        : x402Offer(session, chains[session.chain]),
     probe,
 
     async recover() {

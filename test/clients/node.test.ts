@@ -59,7 +59,7 @@ describe('authentication and requests', () => {
   test('attribution goes in the create body as given; depositAddress and attribution come back typed (issue 25)', async () => {
     const server = await serve(() => ({ status: 201, json: { ...PAYMENT, attribution: 'address', depositAddress: '0xD3p0', paymentAddress: '0xD3p0' } }));
     const created = await client(server.url).payments.create({ amount: '25', currency: 'USDC', chain: 'base', attribution: 'address' });
-    const typed: { attribution: 'amount' | 'address'; depositAddress: string | null } = created;
+    const typed: { attribution: 'amount' | 'address' | null; depositAddress: string | null } = created;
     expect(typed).toMatchObject({ attribution: 'address', depositAddress: '0xD3p0' });
     expect(JSON.parse(server.seen[0]!.body)).toEqual({ amount: '25', currency: 'USDC', chain: 'base', attribution: 'address' });
   });

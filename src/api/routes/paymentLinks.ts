@@ -10,7 +10,7 @@ import { saveIdempotentResponse } from '../idempotency.ts';
 import { liveChains } from '../../internal/config.ts';
 import { formatAmount } from '../../internal/money.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
-import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
+import { createPaymentLink, getPaymentLink, listPaymentLinks, setPaymentLinkActive, setPaymentLinkDiscoverable } from '../../payments/links.ts';
 import type { PaymentLink } from '../../payments/link.ts';
 import { lineItemsView } from '../../payments/purchase.ts';
 import { optionsOf } from '../../payments/options.ts';
@@ -39,6 +39,10 @@ import {
 } from '../schemas.ts';
 
 export { publicPaymentLinkRoutes } from './paymentLinkVisits.ts';
+
+const X402DiscoverableSchema = Type.Boolean({
+  description: 'true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false.',
+});
 
 const PaymentLinkSchema = Type.Object(
   {
@@ -69,6 +73,9 @@ const PaymentLinkSchema = Type.Object(
       description:
         "The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).",
     }),
+    x402Discoverable: Type.Boolean({
+      description: 'Listed by x402 discovery (`GET /discovery/resources`, docs/agents.md "Discovery") while active, live and payable with x402 here.',
+    }),
     sessionsCreated: Type.Integer({ description: 'How many sessions visits have created.' }),
     livemode: Type.Boolean(),
     createdAt: Type.String({ format: 'date-time' }),
@@ -93,13 +100,17 @@ export const CreatePaymentLinkBody = Type.Object(
     lineItems: Type.Optional(LineItemsInputSchema),
     expiresIn: Type.Optional(ExpiresInSchema),
     attribution: Type.Optional(AttributionSchema),
+    x402Discoverable: Type.Optional(X402DiscoverableSchema),
   },
   { additionalProperties: false },
 );
 
 const UpdatePaymentLinkBody = Type.Object(
-  { active: Type.Boolean({ description: 'false deactivates the link; true reactivates it.' }) },
-  { additionalProperties: false },
+  {
+    active: Type.Optional(Type.Boolean({ description: 'false deactivates the link; true reactivates it.' })),
+    x402Discoverable: Type.Optional(X402DiscoverableSchema),
+  },
+  { additionalProperties: false, minProperties: 1 },
 );
 
 /** `${publicUrl}/pay/<linkId>`. */
@@ -146,6 +157,7 @@ export function paymentLinkView(link: PaymentLink, publicUrl: string) {
     lineItems: lineItemsView(link.lineItems, link.decimals),
     expiresIn: link.expiresIn,
     attribution: link.attribution,
+    x402Discoverable: link.x402Discoverable,
     sessionsCreated: link.sessionsCreated,
     livemode: link.livemode,
     createdAt: link.createdAt.toISOString(),
@@ -186,6 +198,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
             paymentOptions: answer.paymentOptions,
             merchantWallet: link.merchantWallet,
             webhookUrl: link.webhookUrl,
+            x402Discoverable: link.x402Discoverable,
           },
         });
         await saveIdempotentResponse(sql, request, 201, answer);
@@ -248,7 +261,7 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     {
       schema: {
         tags: ['Interface B'],
-        summary: 'Deactivate or reactivate a payment link',
+        summary: 'Deactivate or reactivate a payment link, or list it in x402 discovery',
         params: IdParam('id', 'plink'),
         body: UpdatePaymentLinkBody,
         response: { 200: PaymentLinkSchema, ...errorResponses(400, 401, 403, 404, 429) },
@@ -256,16 +269,22 @@ export function paymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
     async (request) => {
       const auth = authOf(request);
+      const { active, x402Discoverable } = request.body;
+      const target = { merchantId: auth.merchantId, livemode: auth.livemode, id: request.params.id! };
       const link = await deps.store.transaction(async (sql) => {
-        const changed = await setPaymentLinkActive(sql, {
-          merchantId: auth.merchantId,
-          livemode: auth.livemode,
-          id: request.params.id!,
-          active: request.body.active,
-        });
-        if (!changed) throw notFound(`payment link ${request.params.id} not found`);
+        const before = await getPaymentLink(sql, target);
+        if (!before) throw notFound(`payment link ${request.params.id} not found`);
+        let changed = before;
+        if (active !== undefined) changed = (await setPaymentLinkActive(sql, { ...target, active }))!;
         // As the dashboard: deactivation is recorded (reactivation routes nothing new).
-        if (!request.body.active) await auditApiChange(sql, request, 'payment_link.deactivated', { target: changed.id });
+        if (active === false) await auditApiChange(sql, request, 'payment_link.deactivated', { target: changed.id });
+        if (x402Discoverable !== undefined) {
+          changed = (await setPaymentLinkDiscoverable(sql, { ...target, discoverable: x402Discoverable }))!;
+          // Publishing a link (its price, wallet, description) is recorded both ways, when it changes.
+          if (before.x402Discoverable !== x402Discoverable) {
+            await auditApiChange(sql, request, 'payment_link.x402_discoverable_changed', { target: changed.id, details: { x402Discoverable } });
+          }
+        }
         return changed;
       });
       return paymentLinkView(link, deps.config.publicUrl);

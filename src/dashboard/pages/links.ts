@@ -8,7 +8,7 @@ import { CHAIN_NAMES } from '../../internal/config.ts';
 import { badRequest, notFound } from '../../internal/errors.ts';
 import { formatAmount, formatDisplayAmount } from '../../internal/money.ts';
 import type { PaymentLink } from '../../payments/link.ts';
-import { getPaymentLink, listPaymentLinks, setPaymentLinkActive } from '../../payments/links.ts';
+import { getPaymentLink, listPaymentLinks, setPaymentLinkActive, setPaymentLinkDiscoverable } from '../../payments/links.ts';
 import { assetUrl } from '../assets.ts';
 import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, type Html } from '../html.ts';
@@ -17,7 +17,7 @@ import { when } from './paymentParts.ts';
 
 const PAGE_SIZE = 25;
 
-const FORM_FIELDS = ['amount', 'currency', 'chain', 'merchantWallet', 'expiresIn', 'successUrl', 'webhookUrl', 'metadata'] as const;
+const FORM_FIELDS = ['amount', 'currency', 'chain', 'merchantWallet', 'expiresIn', 'successUrl', 'webhookUrl', 'metadata', 'x402Discoverable'] as const;
 type LinkForm = Record<(typeof FORM_FIELDS)[number], string>;
 
 /**
@@ -28,6 +28,7 @@ type LinkForm = Record<(typeof FORM_FIELDS)[number], string>;
 export function linkBodyOf(form: LinkForm): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const name of ['amount', 'currency', 'chain', 'merchantWallet', 'successUrl', 'webhookUrl'] as const) if (form[name]) body[name] = form[name];
+  if (form.x402Discoverable) body.x402Discoverable = true;
   if (form.expiresIn) body.expiresIn = /^\d{1,9}$/.test(form.expiresIn) ? Number(form.expiresIn) : form.expiresIn;
   if (form.metadata) {
     const metadata: Record<string, string> = Object.create(null);
@@ -53,7 +54,9 @@ async function linkCard(ctx: DashboardContext, deps: DashboardDeps, link: Paymen
   const canManage = ctx.can('links.manage');
   return html`<li class="link-card${highlight ? ' created' : ''}" id="${link.id}">
 <div class="link-head"><strong>${link.price ? `${link.price.amount} ${link.price.currency} in ${link.currency}` : `${formatDisplayAmount(link.amount!, link.decimals)} ${link.currency}`}</strong> on ${link.chain}
-<span class="badge ${link.active ? 'live' : 'off'}">${link.active ? 'active' : 'deactivated'}</span></div>
+<span class="badge ${link.active ? 'live' : 'off'}">${link.active ? 'active' : 'deactivated'}</span>${
+    link.x402Discoverable ? html` <span class="badge" title="Listed by GET /discovery/resources">x402 discovery</span>` : ''
+  }</div>
 <p class="link-url"><code id="url-${link.id}">${url}</code> <button type="button" class="secondary copy" data-copy="url-${link.id}">Copy URL<span class="sr-only"> of ${link.id}</span></button></p>
 <p class="help"><code>${link.id}</code> · ${link.sessionsCreated} checkout${link.sessionsCreated === 1 ? '' : 's'} opened · created ${when(link.createdAt)}${
     link.merchantWallet ? html` · pays to <code>${link.merchantWallet}</code>` : ' · pays to your default wallet'
@@ -64,6 +67,13 @@ ${
     ? html`<form method="post" action="/dashboard/links/${link.id}/${link.active ? 'deactivate' : 'activate'}"${
         link.active ? html` data-confirm="Deactivate this link? Visits then get 410 Gone."` : ''
       }>${ctx.csrfField()}<button type="submit" class="${link.active ? 'danger' : 'secondary'}">${link.active ? 'Deactivate' : 'Reactivate'}<span class="sr-only"> ${link.id}</span></button></form>`
+    : ''
+}
+${
+  canManage
+    ? html`<form method="post" action="/dashboard/links/${link.id}/${link.x402Discoverable ? 'undiscoverable' : 'discoverable'}">${ctx.csrfField()}<button type="submit" class="secondary">${
+        link.x402Discoverable ? 'Remove from x402 discovery' : 'List in x402 discovery'
+      }<span class="sr-only"> ${link.id}</span></button></form>`
     : ''
 }
 </li>`;
@@ -95,6 +105,8 @@ ${ctx.csrfField()}
 <input id="link-webhook" name="webhookUrl" type="url" autocomplete="off" value="${values.webhookUrl ?? ''}">
 <label for="link-metadata">Metadata (one key=value a line, optional)</label>
 <textarea id="link-metadata" name="metadata" rows="3">${values.metadata ?? ''}</textarea>
+<label><input type="checkbox" name="x402Discoverable" value="on"${values.x402Discoverable ? html` checked` : ''} aria-describedby="link-discoverable-help"> List in x402 discovery</label>
+<p class="help" id="link-discoverable-help">Agents find the link at /discovery/resources (live links, where x402 is enabled): its price, wallet, description and your name become public.</p>
 <button type="submit">Create link</button>
 </form>`;
 }
@@ -160,6 +172,7 @@ export const linksPage: DashboardPageModule = (routes, deps) => {
             // Where its money goes (null: the chain's default wallet at each visit) and who hears of it.
             merchantWallet: link.merchantWallet,
             webhookUrl: link.webhookUrl,
+            x402Discoverable: link.x402Discoverable,
           },
         });
         return link;
@@ -178,6 +191,26 @@ export const linksPage: DashboardPageModule = (routes, deps) => {
         const changed = await setPaymentLinkActive(sql, { merchantId: ctx.merchant.id, livemode: ctx.livemode, id: request.params.id, active });
         if (!changed) throw notFound(`payment link ${request.params.id} not found`);
         if (!active) await ctx.audit('payment_link.deactivated', { target: changed.id, sql });
+        return changed;
+      });
+      return redirect(`/dashboard/links#${link.id}`);
+    });
+  }
+
+  for (const [action, discoverable] of [
+    ['discoverable', true],
+    ['undiscoverable', false],
+  ] as const) {
+    routes.post<{ id: string }>(`/links/:id/${action}`, { nav: 'links', permission: 'links.manage' }, async (ctx, request) => {
+      const target = { merchantId: ctx.merchant.id, livemode: ctx.livemode, id: request.params.id };
+      const link = await ctx.store.transaction(async (sql) => {
+        const before = await getPaymentLink(sql, target);
+        if (!before) throw notFound(`payment link ${request.params.id} not found`);
+        const changed = (await setPaymentLinkDiscoverable(sql, { ...target, discoverable }))!;
+        // As the API: publishing a link or withdrawing it is recorded when it changes.
+        if (before.x402Discoverable !== discoverable) {
+          await ctx.audit('payment_link.x402_discoverable_changed', { target: changed.id, sql, details: { x402Discoverable: discoverable } });
+        }
         return changed;
       });
       return redirect(`/dashboard/links#${link.id}`);

@@ -116,11 +116,11 @@ export function createResources(transport: Transport) {
       retrieve: (id: string, options?: RequestOptions): Promise<T.PaymentLink> =>
         transport.request<T.PaymentLink>({ method: 'GET', path: `/payment-links/${encodeURIComponent(id)}` }, options),
       /**
-       * Deactivate or reactivate a payment link
+       * Deactivate or reactivate a payment link, or list it in x402 discovery
        *
        * `PATCH /payment-links/{id}`
        */
-      update: (id: string, params: T.PaymentLinkUpdateParams, options?: RequestOptions): Promise<T.PaymentLink> =>
+      update: (id: string, params: T.PaymentLinkUpdateParams = {}, options?: RequestOptions): Promise<T.PaymentLink> =>
         transport.request<T.PaymentLink>({ method: 'PATCH', path: `/payment-links/${encodeURIComponent(id)}`, body: params }, options),
     },
     /** Currencies and chains this gateway accepts, with limits and confirmation rules. */

@@ -463,6 +463,8 @@ export interface PaymentLink {
   expiresIn: number;
   /** The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference). */
   attribution: SessionAttribution | null;
+  /** Listed by x402 discovery (`GET /discovery/resources`, docs/agents.md "Discovery") while active, live and payable with x402 here. */
+  x402Discoverable: boolean;
   /** How many sessions visits have created. */
   sessionsCreated: number;
   livemode: boolean;
@@ -499,6 +501,8 @@ export interface PaymentLinkCreateParams {
   expiresIn?: number;
   /** How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400. */
   attribution?: SessionAttribution;
+  /** true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false. */
+  x402Discoverable?: boolean;
 }
 
 export interface PaymentLinkListParams {
@@ -511,7 +515,9 @@ export interface PaymentLinkListParams {
 
 export interface PaymentLinkUpdateParams {
   /** false deactivates the link; true reactivates it. */
-  active: boolean;
+  active?: boolean;
+  /** true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false. */
+  x402Discoverable?: boolean;
 }
 
 export interface CurrencyToken {

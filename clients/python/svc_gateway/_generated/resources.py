@@ -338,6 +338,7 @@ class PaymentLinksResource(_Resource):
         line_items: Union[List[SessionCreateParamsLineItems], NotGiven] = NOT_GIVEN,
         expires_in: Union[int, NotGiven] = NOT_GIVEN,
         attribution: Union[SessionAttribution, NotGiven] = NOT_GIVEN,
+        x402_discoverable: Union[bool, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> PaymentLink:
         """Create a payment link
@@ -349,7 +350,7 @@ class PaymentLinksResource(_Resource):
         return self._transport.request(
             "POST",
             "/payment-links",
-            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "paymentOptions": payment_options, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "expiresIn": expires_in, "attribution": attribution}),
+            body=_params({"amount": amount, "price": price, "currency": currency, "chain": chain, "paymentOptions": payment_options, "merchantWallet": merchant_wallet, "metadata": metadata, "webhookUrl": webhook_url, "successUrl": success_url, "cancelUrl": cancel_url, "description": description, "lineItems": line_items, "expiresIn": expires_in, "attribution": attribution, "x402Discoverable": x402_discoverable}),
             options=options,
         )
 
@@ -405,17 +406,18 @@ class PaymentLinksResource(_Resource):
         self,
         id: str,
         *,
-        active: bool,
+        active: Union[bool, NotGiven] = NOT_GIVEN,
+        x402_discoverable: Union[bool, NotGiven] = NOT_GIVEN,
         options: Optional[RequestOptions] = None,
     ) -> PaymentLink:
-        """Deactivate or reactivate a payment link
+        """Deactivate or reactivate a payment link, or list it in x402 discovery
 
         ``PATCH /payment-links/{id}``
         """
         return self._transport.request(
             "PATCH",
             f"/payment-links/{_quote(id)}",
-            body=_params({"active": active}),
+            body=_params({"active": active, "x402Discoverable": x402_discoverable}),
             options=options,
         )
 

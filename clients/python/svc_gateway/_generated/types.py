@@ -596,6 +596,8 @@ _PaymentLinkRequired = TypedDict(
         "expiresIn": int,
         # The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
         "attribution": Optional[SessionAttribution],
+        # Listed by x402 discovery (`GET /discovery/resources`, docs/agents.md "Discovery") while active, live and payable with x402 here.
+        "x402Discoverable": bool,
         # How many sessions visits have created.
         "sessionsCreated": int,
         "livemode": bool,
@@ -645,6 +647,8 @@ _PaymentLinkCreateParamsOptional = TypedDict(
         "expiresIn": int,
         # How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
         "attribution": SessionAttribution,
+        # true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false.
+        "x402Discoverable": bool,
     },
     total=False,
 )
@@ -679,13 +683,21 @@ class PaymentLinkListParams(_PaymentLinkListParamsRequired, _PaymentLinkListPara
 _PaymentLinkUpdateParamsRequired = TypedDict(
     "_PaymentLinkUpdateParamsRequired",
     {
+    },
+)
+_PaymentLinkUpdateParamsOptional = TypedDict(
+    "_PaymentLinkUpdateParamsOptional",
+    {
         # false deactivates the link; true reactivates it.
         "active": bool,
+        # true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false.
+        "x402Discoverable": bool,
     },
+    total=False,
 )
 
 
-class PaymentLinkUpdateParams(_PaymentLinkUpdateParamsRequired):
+class PaymentLinkUpdateParams(_PaymentLinkUpdateParamsRequired, _PaymentLinkUpdateParamsOptional):
     """PaymentLinkUpdateParams (JSON object)."""
 
 

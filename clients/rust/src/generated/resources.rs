@@ -278,11 +278,11 @@ impl<'a> PaymentLinksResource<'a> {
         self.transport.call(Request { method: "GET", path: format!("/payment-links/{}", encode_path(id)), query: Vec::new(), body: None }, &self.options)
     }
 
-    /// Deactivate or reactivate a payment link
+    /// Deactivate or reactivate a payment link, or list it in x402 discovery
     ///
     /// `PATCH /payment-links/{id}`
-    pub fn update(&self, id: &str, params: &PaymentLinkUpdateParams) -> Result<PaymentLink, Error> {
-        self.transport.call(Request { method: "PATCH", path: format!("/payment-links/{}", encode_path(id)), query: Vec::new(), body: Some(body_of(Some(params))?) }, &self.options)
+    pub fn update<'p>(&self, id: &str, params: impl Into<Option<&'p PaymentLinkUpdateParams>>) -> Result<PaymentLink, Error> {
+        self.transport.call(Request { method: "PATCH", path: format!("/payment-links/{}", encode_path(id)), query: Vec::new(), body: Some(body_of(params.into())?) }, &self.options)
     }
 }
 

@@ -1618,6 +1618,8 @@ pub struct PaymentLink {
     pub expires_in: i64,
     /// The attribution mode of each session the link makes (`amount` or `address`), or null for the merchant's default at each visit (solana: always its Solana Pay reference).
     pub attribution: Option<SessionAttribution>,
+    /// Listed by x402 discovery (`GET /discovery/resources`, docs/agents.md "Discovery") while active, live and payable with x402 here.
+    pub x402_discoverable: bool,
     /// How many sessions visits have created.
     pub sessions_created: i64,
     pub livemode: bool,
@@ -1671,6 +1673,9 @@ pub struct PaymentLinkCreateParams {
     /// How a payment is attributed to this session. `amount`: the payer sends a unique due amount to the merchant's shared wallet. `address` (EVM chains only): the payer sends any amount to the session's own deposit address, which only ever forwards to the merchant's wallet; the due amount is the plain amount. Omitted: the merchant's default (`svc merchants update --attribution`, dashboard Settings). Solana sessions always use their Solana Pay reference: `address` there is a 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<SessionAttribution>,
+    /// true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x402_discoverable: Option<bool>,
 }
 
 impl PaymentLinkCreateParams {
@@ -1762,6 +1767,12 @@ impl PaymentLinkCreateParams {
         self.attribution = Some(attribution);
         self
     }
+
+    /// Sets `x402Discoverable`.
+    pub fn x402_discoverable(mut self, x402_discoverable: bool) -> Self {
+        self.x402_discoverable = Some(x402_discoverable);
+        self
+    }
 }
 
 /// PaymentLinkListParams (a JSON object of the API).
@@ -1804,19 +1815,33 @@ impl PaymentLinkListParams {
 }
 
 /// PaymentLinkUpdateParams (a JSON object of the API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PaymentLinkUpdateParams {
     /// false deactivates the link; true reactivates it.
-    pub active: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
+    /// true lists the link in x402 discovery (`GET /discovery/resources`), public: its price, wallet, description and your name; default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x402_discoverable: Option<bool>,
 }
 
 impl PaymentLinkUpdateParams {
-    /// The required fields; set the optional ones with the methods named after them.
-    pub fn new(active: bool) -> Self {
-        PaymentLinkUpdateParams {
-            active,
-        }
+    /// No fields set (the same as `Default::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `active`.
+    pub fn active(mut self, active: bool) -> Self {
+        self.active = Some(active);
+        self
+    }
+
+    /// Sets `x402Discoverable`.
+    pub fn x402_discoverable(mut self, x402_discoverable: bool) -> Self {
+        self.x402_discoverable = Some(x402_discoverable);
+        self
     }
 }
 
