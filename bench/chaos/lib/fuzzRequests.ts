@@ -76,7 +76,16 @@ function credentials(kind: KeyKind, keys: KeyRing): fc.Arbitrary<Record<string, 
   if (kind === 'none') return fc.constant({});
   if (kind === 'malformed') {
     return fc.oneof(
-      fc.constantFrom('svc_test_', `svc_live_${'A'.repeat(32)}`, `svc_test_${'A'.repeat(500)}`, `${keys.test}x`, keys.test.slice(0, -1), keys.test.toUpperCase()).map((k) => ({ authorization: `Bearer ${k}` })),
+      fc
+        .constantFrom(
+          'svc_test_',
+          `svc_live_${'A'.repeat(32)}`,
+          `svc_test_${'A'.repeat(500)}`,
+          `${keys.test}x`,
+          keys.test.slice(0, -1),
+          keys.test.toUpperCase(),
+        )
+        .map((k) => ({ authorization: `Bearer ${k}` })),
       headerText().map((text) => ({ authorization: text })),
       fc.constant({ authorization: `Basic ${Buffer.from(`${keys.test}:`).toString('base64')}` }),
       fc.constant({ authorization: `Bearer ${keys.test}`, 'x-api-key': keys.otherMerchant }),
@@ -91,7 +100,10 @@ const wellFormed = (text: string) => text.replace(/[\ud800-\udbff](?![\udc00-\ud
 /** A path parameter: a real id (either merchant's), an odd string, or a broken encoding. */
 function pathValue(schema: Schema, ids: IdPool): fc.Arbitrary<string> {
   return fc.oneof(
-    { weight: 5, arbitrary: fuzzValue(schema, ids).map((value) => encodeURIComponent(wellFormed(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null')))) },
+    {
+      weight: 5,
+      arbitrary: fuzzValue(schema, ids).map((value) => encodeURIComponent(wellFormed(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null')))),
+    },
     { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%c0%af', '..', '.%2e', 'a%2fb', '%00', `${'x'.repeat(5_000)}`) },
     { weight: 1, arbitrary: oddString().map((text) => encodeURIComponent(wellFormed(text))) },
   );
@@ -107,12 +119,15 @@ function queryString(operation: Operation, ids: IdPool): fc.Arbitrary<string> {
     { maxLength: 4 },
   );
   return fc.oneof(
-    { weight: 8, arbitrary: pairs.map((list) => {
-      const search = new URLSearchParams();
-      for (const [name, value] of list) search.append(name, wellFormed(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null')));
-      const text = search.toString();
-      return text ? `?${text}` : '';
-    }) },
+    {
+      weight: 8,
+      arbitrary: pairs.map((list) => {
+        const search = new URLSearchParams();
+        for (const [name, value] of list) search.append(name, wellFormed(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null')));
+        const text = search.toString();
+        return text ? `?${text}` : '';
+      }),
+    },
     { weight: 1, arbitrary: fc.constantFrom('?limit=%zz', '?limit=1&limit=2', `?startingAfter=${'a'.repeat(10_000)}`, '?&&&=', '?createdGte=%00') },
   );
 }

@@ -78,9 +78,22 @@ async function seedObjects(url: string, keys: string[]): Promise<void> {
   }
 }
 
+function safeJson(text: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 function describe(request: FuzzRequest): string {
   const body = request.body === undefined ? '' : ` body ${JSON.stringify(request.body.toString().slice(0, 300))}`;
-  const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, name === 'authorization' || name === 'x-api-key' ? `${value.slice(0, 16)}…` : value.slice(0, 80)]));
+  const headers = Object.fromEntries(
+    Object.entries(request.headers).map(([name, value]) => [
+      name,
+      name === 'authorization' || name === 'x-api-key' ? `${value.slice(0, 16)}…` : value.slice(0, 80),
+    ]),
+  );
   return `${request.method} ${request.path.slice(0, 300)} ${JSON.stringify(headers)}${body}`;
 }
 
@@ -114,7 +127,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const document = (await (await fetch(`${daemon.url}/api/v1/openapi.json`)).json()) as Parameters<typeof operationsOf>[0];
     const operations = operationsOf(document);
     for (const operation of operations) perOperation.set(`${operation.method} ${operation.template}`, 0);
-    log(`daemon pid ${daemon.pid}; ${operations.length} operations in the document; ${options.requests} requests, ${options.concurrency} at once, seed ${options.seed}`);
+    log(
+      `daemon pid ${daemon.pid}; ${operations.length} operations in the document; ${options.requests} requests, ${options.concurrency} at once, seed ${options.seed}`,
+    );
 
     // Built again every 20 batches with the ids the run has made since (building takes seconds).
     let arbitrary: fc.Arbitrary<FuzzRequest> | undefined;
@@ -171,8 +186,18 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
           const body = await response.body.text().catch((error) => `(body unreadable: ${error})`);
           // The checkout and payment-link pages are for people: their 404 is an HTML page.
           const page = request.method === 'GET' && PAGES.test(request.operation) && String(response.headers['content-type']).startsWith('text/html');
-          const defect = page ? undefined : answerDefect({ status, body, method: request.method });
+          // x402's 402 is the protocol's PaymentRequired object ({x402Version, error, accepts}), not ours to reshape.
+          const x402 = status === 402 && request.operation.endsWith('/x402') && typeof safeJson(body)?.error === 'string';
+          const defect = page || x402 ? undefined : answerDefect({ status, body, method: request.method });
           if (defect) note(`${defect}: ${body.slice(0, 120)}`, request);
+          // The daemon's own account of a 5xx (its error log line), for the report.
+          if (status >= 500)
+            log(
+              `    daemon log: ${daemon.recentLogs
+                .filter((line) => line.includes('"level":50') || line.includes('rror'))
+                .slice(-2)
+                .join('\n    ')}`,
+            );
         }
       };
       await Promise.all(Array.from({ length: options.concurrency }, worker));
@@ -182,7 +207,10 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     if (daemon.exits.length > 0) {
       defects.set('the daemon exited', { count: daemon.exits.length, example: `${JSON.stringify(daemon.exits)}\n${daemon.recentLogs.slice(-10).join('\n')}` });
     }
-    const health = await fetch(`${daemon.url}/api/v1/health`).then((r) => r.status, () => 0);
+    const health = await fetch(`${daemon.url}/api/v1/health`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (health !== 200) defects.set(`/health answers ${health} after the run`, { count: 1, example: '' });
     for (const [operation, count] of perOperation) if (count === 0) defects.set(`operation never exercised: ${operation}`, { count: 1, example: '' });
     return {

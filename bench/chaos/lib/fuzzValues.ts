@@ -130,8 +130,10 @@ function validString(schema: Schema, ids: IdPool): fc.Arbitrary<string> {
   const idPrefix = pattern ? /^\^([a-z]+)_/.exec(pattern)?.[1] : undefined;
   const known = idPrefix ? ids.byPrefix.get(idPrefix) : undefined;
   if (known && known.length > 0) return fc.constantFrom(...known);
-  if (schema.format === 'date-time') return fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
-  if (schema.format === 'uri' || pattern?.includes('[hH][tT]')) return fc.constantFrom('https://example.com/hook', 'https://shop.example/done', 'http://127.0.0.1:9/x');
+  if (schema.format === 'date-time')
+    return fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+  if (schema.format === 'uri' || pattern?.includes('[hH][tT]'))
+    return fc.constantFrom('https://example.com/hook', 'https://shop.example/done', 'http://127.0.0.1:9/x');
   if (pattern?.includes('[0-9]+)?$')) return fc.constantFrom('1', '12.5', '0.01', '1000000', '25.00', '0.000001');
   if (pattern) {
     try {
@@ -160,7 +162,13 @@ export function fuzzBody(schema: Schema | undefined, ids: IdPool): fc.Arbitrary<
   const mutated = fc
     .tuple(
       validValue(schema, ids),
-      fc.array(fc.tuple(fc.constantFrom(...(properties.length > 0 ? properties.map(([name]) => name) : ['x'])), fc.oneof(fuzzValue(undefined, ids), wrongValue(), oddString(), fc.constant(undefined))), { maxLength: 3 }),
+      fc.array(
+        fc.tuple(
+          fc.constantFrom(...(properties.length > 0 ? properties.map(([name]) => name) : ['x'])),
+          fc.oneof(fuzzValue(undefined, ids), wrongValue(), oddString(), fc.constant(undefined)),
+        ),
+        { maxLength: 3 },
+      ),
       fc.option(fc.tuple(fc.string({ maxLength: 12 }), wrongValue())),
     )
     .map(([base, changes, extra]) => {
