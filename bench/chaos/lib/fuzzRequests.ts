@@ -150,7 +150,7 @@ export function requestFor(operation: Operation, keys: KeyRing, ids: IdPool): fc
     .chain((parts) =>
       credentials(parts.kind, keys).map((auth) => {
         let path = operation.template;
-        pathParams.forEach((p, index) => (path = path.replace(`{${p.name}}`, parts.pathValues[index]!)));
+        for (const [index, p] of pathParams.entries()) path = path.replace(`{${p.name}}`, parts.pathValues[index]!);
         if (apiPath && parts.interfaceB) path = path.replace('/api/v1/', '/v1/');
         const headers: Record<string, string> = { ...auth };
         if (parts.body !== null) headers['content-type'] = parts.contentType ?? 'application/json';

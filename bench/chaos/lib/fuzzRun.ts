@@ -150,7 +150,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
               headers: { ...request.headers, 'x-forwarded-for': spreadAddress() },
               ...(request.body !== undefined ? { body: request.body } : {}),
             });
-          let response;
+          let response: Awaited<ReturnType<typeof send>>;
           try {
             response = await send();
             // A 503 says a database wait ran out (the machine is shared and loaded): the same

@@ -40,7 +40,7 @@ export function createAppendedEvents(store: Store, owner: Owner) {
         [made.map((envelope) => envelope.id)],
       );
       const created = new Map(rows.map((row) => [row.id, Number(row.ms)]));
-      made.forEach((envelope) => all.push({ id: envelope.id, seq: all.length, type: envelope.event, at, createdMs: created.get(envelope.id)! }));
+      for (const envelope of made) all.push({ id: envelope.id, seq: all.length, type: envelope.event, at, createdMs: created.get(envelope.id)! });
     },
     /**
      * Replay windows [from, to) covering every event of `type` written before `until`, each

@@ -91,8 +91,19 @@ export async function runReceiverOutage(options: OutageOptions): Promise<OutageR
     let bReenabledAt: Date | undefined;
     let steps = 0;
     const phases = [
-      { at: TIMELINE.outageStart, run: () => ((receivers.a.mode = 'down-500'), (receivers.b.mode = 'down-reset')) },
-      { at: TIMELINE.aBack, run: () => (receivers.a.mode = 'up') },
+      {
+        at: TIMELINE.outageStart,
+        run: () => {
+          receivers.a.mode = 'down-500';
+          receivers.b.mode = 'down-reset';
+        },
+      },
+      {
+        at: TIMELINE.aBack,
+        run: () => {
+          receivers.a.mode = 'up';
+        },
+      },
       {
         at: TIMELINE.bReenabled,
         run: async () => {
