@@ -169,7 +169,11 @@ export async function auditOutage(params: {
   const cDisabled = disabledOf(endpoints.c);
   const cAttempts = attempts.filter((attempt) => attempt.endpoint_id === endpoints.c);
   if (!cDisabled || !String(cDisabled.data.reason).includes('410')) defects.push('C answered 410 Gone but was not disabled for it');
-  if (cAttempts.length !== 1) defects.push(`C had ${cAttempts.length} attempts (410 Gone disables at the first)`);
+  // Deliveries already in flight when the first 410 came back are sent (a batch is claimed at
+  // once); none may start after C was disabled.
+  const cDisabledAt = cDisabled ? Date.parse(cDisabled.data.disabledAt) : Number.POSITIVE_INFINITY;
+  const cLate = cAttempts.filter((attempt) => attempt.started_at.getTime() > cDisabledAt);
+  if (cLate.length > 0) defects.push(`C had ${cLate.length} attempts after its 410 disabled it`);
 
   const duplicates = (counts: Map<string, number>) => [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
   return {
