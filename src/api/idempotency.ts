@@ -37,15 +37,37 @@ declare module 'fastify' {
 }
 
 /** JSON with object keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same request. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
+function canonicalJson(root: unknown): string {
+  // Iterative, not recursive: a body of a few KiB can nest thousands of levels, deeper than the
+  // call stack (a recursive walk threw RangeError, a 500; found by bench/chaos/fuzz.ts).
+  type Item = { text: string } | { value: unknown };
+  const out: string[] = [];
+  const stack: Item[] = [{ value: root }];
+  const pushAll = (items: Item[]) => {
+    for (let i = items.length - 1; i >= 0; i--) stack.push(items[i]!);
+  };
+  while (stack.length > 0) {
+    const item = stack.pop()!;
+    if ('text' in item) {
+      out.push(item.text);
+      continue;
+    }
+    const { value } = item;
+    if (Array.isArray(value)) {
+      pushAll([{ text: '[' }, ...value.flatMap((inner, i): Item[] => (i > 0 ? [{ text: ',' }, { value: inner }] : [{ value: inner }])), { text: ']' }]);
+    } else if (value && typeof value === 'object') {
+      const keys = Object.keys(value).sort();
+      const entries = keys.flatMap((key, i): Item[] => [
+        ...(i > 0 ? [{ text: ',' }] : []),
+        { text: `${JSON.stringify(key)}:` },
+        { value: (value as Record<string, unknown>)[key] },
+      ]);
+      pushAll([{ text: '{' }, ...entries, { text: '}' }]);
+    } else {
+      out.push(JSON.stringify(value) ?? 'null');
+    }
   }
-  return JSON.stringify(value) ?? 'null';
+  return out.join('');
 }
 
 /** What identifies "the same request": method, path without the `/api/v1` or `/v1` prefix, body. */

@@ -55,7 +55,11 @@ export function isUniqueViolation(error: unknown): boolean {
  * SQLSTATEs and socket errors that mean "the database cannot be reached right now" (class 08,
  * connection exceptions, is matched by its prefix). 57014 is a statement cancelled by
  * `statement_timeout`, 55P03 a lock wait ended by `lock_timeout` (both set just under the HTTP
- * layer's own limit); 57P01-03 an administrator or crash shutdown; 53300 too many connections.
+ * layer's own limit); 57P01-03 an administrator or crash shutdown; class 53 (insufficient
+ * resources: too many connections, disk full, out of memory) is matched by its prefix. 25006 is a
+ * write refused by a read-only database: a hot standby (a failover that has not switched the
+ * service yet) or `default_transaction_read_only` set by an operator; a retry reaches the primary
+ * once it is back.
  */
 const UNAVAILABLE_CODES = new Set([
   '55P03',
@@ -69,7 +73,7 @@ const UNAVAILABLE_CODES = new Set([
   '57P02',
   '57P03',
   '57014',
-  '53300',
+  '25006',
 ]);
 
 /** pg's own errors for a connection that broke or never came (they carry no code). */
@@ -84,7 +88,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   for (let current = error as { code?: string; message?: string; cause?: unknown; errors?: unknown[] } | undefined, depth = 0; current && depth < 5; depth++) {
     if (current instanceof DatabaseTimeoutError) return true;
     const code = current.code;
-    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || code.startsWith('53'))) return true;
     if (UNAVAILABLE_MESSAGES.test(current.message ?? '')) return true;
     if (Array.isArray(current.errors) && current.errors.some(isDatabaseUnavailable)) return true;
     current = current.cause as typeof current;
