@@ -17,9 +17,25 @@ import { quotePrice, requireAmountOrPrice, type FiatPrice, type PricingDeps } fr
 /** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
 export type CreateSessionBodyFields = Omit<
   CreateSessionParams,
-  'merchantId' | 'livemode' | 'monitorWindowSeconds' | 'feeBps' | 'chains' | 'paymentLinkId' | 'liveChains' | 'chosen' | 'chain' | 'currency' | 'amount' | 'price' | 'priceQuote'
+  | 'merchantId'
+  | 'livemode'
+  | 'monitorWindowSeconds'
+  | 'feeBps'
+  | 'chains'
+  | 'paymentLinkId'
+  | 'liveChains'
+  | 'chosen'
+  | 'chain'
+  | 'currency'
+  | 'amount'
+  | 'price'
+  | 'priceQuote'
 > &
-  Partial<Pick<CreateSessionParams, 'chain' | 'currency'>> & { paymentOptions?: PaymentOption[] | undefined; amount?: string | undefined; price?: FiatPrice | undefined };
+  Partial<Pick<CreateSessionParams, 'chain' | 'currency'>> & {
+    paymentOptions?: PaymentOption[] | undefined;
+    amount?: string | undefined;
+    price?: FiatPrice | undefined;
+  };
 
 /**
  * The token amount of a creation: `amount` as given, or `price` converted now (src/pricing:
@@ -56,11 +72,15 @@ export async function createFromBody(
   }
   if ((chain === undefined) !== (currency === undefined))
     throw badRequest('chain and currency go together: give both, or neither (with or without paymentOptions)');
-  const single = async (pair: PaymentOption) =>
-    ({ session: await createSession(sql, { ...rest, ...context, ...pair, ...(await amountOf(pricing, { amount, price, ...pair }, context.livemode)) }) });
+  const single = async (pair: PaymentOption) => ({
+    session: await createSession(sql, { ...rest, ...context, ...pair, ...(await amountOf(pricing, { amount, price, ...pair }, context.livemode)) }),
+  });
   if (chain !== undefined && currency !== undefined) return single({ chain, currency });
   if (paymentOptions?.length === 1) return single(paymentOptions[0]!);
-  if (price) throw badRequest('a fiat price needs one chain and currency for now: give chain and currency (or one paymentOptions entry) with price, or a token amount with several options');
+  if (price)
+    throw badRequest(
+      'a fiat price needs one chain and currency for now: give chain and currency (or one paymentOptions entry) with price, or a token amount with several options',
+    );
   const pending = await createPendingChoice(sql, { ...rest, amount: amount!, ...context, paymentOptions });
   if (pending.paymentOptions.length > 1) return { pending };
   // Defaults that came to one pair: no choice to wait for. The waiting row goes (same transaction).
@@ -92,13 +112,18 @@ export function createSessionHandler<View, PendingView>(
       if (claim && claim.kind !== 'claimed') return { unclaimed: claim };
       // Priced after the claim (a replay answers the stored session without reading a feed),
       // inside the transaction, so a refusal (422) leaves nothing written.
-      const made = await createFromBody(sql, body, {
-        merchantId: auth.merchantId,
-        livemode: auth.livemode,
-        monitorWindowSeconds: deps.config.monitorWindowSeconds,
-        feeBps: deps.config.feeBps,
-        liveChains: liveChains(deps.config),
-      }, deps.pricing);
+      const made = await createFromBody(
+        sql,
+        body,
+        {
+          merchantId: auth.merchantId,
+          livemode: auth.livemode,
+          monitorWindowSeconds: deps.config.monitorWindowSeconds,
+          feeBps: deps.config.feeBps,
+          liveChains: liveChains(deps.config),
+        },
+        deps.pricing,
+      );
       const created = 'session' in made ? view(made.session, sessionLinks(deps)) : pendingView(made.pending, sessionLinks(deps));
       await saveIdempotentResponse(sql, request, 201, created);
       return { created };

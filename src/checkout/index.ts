@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Store } from '../store/index.ts';
 import type { Config } from '../internal/config.ts';
@@ -6,7 +6,7 @@ import type { Logger } from '../internal/logger.ts';
 import { notFound } from '../internal/errors.ts';
 import { loadCheckoutSession, loadCheckoutSessions, type CheckoutSession } from './view.ts';
 import { buildInstructions, statusOf } from './instructions.ts';
-import { pageCsp, pageCspFor, renderCheckoutPage, renderMessagePage, renderNotFoundPage, type SandboxPanel } from './page.ts';
+import { pageCsp, pageCspFor, renderCheckoutPage, renderNotFoundPage, type SandboxPanel } from './page.ts';
 import { qrSvg } from './qr.ts';
 import { createBatchedReader, createLiveFeeds, runLiveFeed } from './liveFeed.ts';
 import { MAX_REFUND_REQUESTS_PER_SESSION, requestRefundFromCheckout } from './refundRequest.ts';
@@ -51,35 +51,8 @@ const SessionParams = Type.Object({ sessionId: Type.String({ minLength: 1, descr
 /** Views after which nothing on the page changes any more (the live feed ends there). */
 const FINAL_VIEWS = ['paid', 'expired', 'failed'];
 
-/** Whether a customer's browser is asking (it names text/html and does not prefer JSON): it should get a page, not JSON. */
-export function wantsPage(accept: string | undefined): boolean {
-  return Boolean(accept?.toLowerCase().includes('text/html')) && !prefersJson(accept);
-}
-
-/** Answers a browser with a one-message page in the checkout's style and headers (no framing, strict CSP). */
-export function sendMessagePage(reply: FastifyReply, params: { status: number; title: string; text: string; https: boolean }): FastifyReply {
-  setCommonHeaders(reply, { https: params.https });
-  setPageHeaders(reply, { csp: pageCsp(), framable: false });
-  return reply.status(params.status).type('text/html; charset=utf-8').send(renderMessagePage(params.title, params.text));
-}
-
-/**
- * Whether the client asked for JSON: an explicit `application/json` that it prefers at least as
- * much as an explicit `text/html`. Browsers name text/html; `*\/*` alone gets the page.
- */
-export function prefersJson(accept: string | undefined): boolean {
-  if (!accept) return false;
-  let json: number | undefined;
-  let html: number | undefined;
-  for (const part of accept.split(',')) {
-    const [type, ...params] = part.trim().toLowerCase().split(';');
-    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
-    if (type === 'application/json') json = Number.isFinite(q) ? q : 0;
-    if (type === 'text/html') html = Number.isFinite(q) ? q : 0;
-  }
-  return json !== undefined && json > 0 && (html === undefined || json >= html);
-}
+export { prefersJson, sendMessagePage, wantsPage } from './negotiation.ts';
+import { prefersJson } from './negotiation.ts';
 
 /**
  * The hosted checkout, at the root (not under /api/v1), with no API key: the session id in the

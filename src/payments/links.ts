@@ -37,7 +37,10 @@ export const MAX_OPEN_SESSIONS_PER_LINK = 200;
 export const MAX_LINK_RESERVATIONS_PER_PRICE = 1_000;
 
 /** What a merchant asks of a new link: a session's terms, and what each session carries. */
-export interface CreateLinkParams extends Omit<SessionTerms, 'amount' | 'chain' | 'currency'>, Partial<Pick<SessionTerms, 'chain' | 'currency'>>, PurchaseInput {
+export interface CreateLinkParams
+  extends Omit<SessionTerms, 'amount' | 'chain' | 'currency'>,
+    Partial<Pick<SessionTerms, 'chain' | 'currency'>>,
+    PurchaseInput {
   /** Token amount of each session; or `price`, a fiat price converted at each visit (exactly one). */
   amount?: string | undefined;
   price?: FiatPrice | undefined;
@@ -73,7 +76,9 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
       ? [{ pair: { chain, currency }, terms: await checkSessionTerms(sql, { ...checkable, chain, currency }) }]
       : await checkPaymentOptions(sql, checkable);
   if (price && options.length > 1) {
-    throw badRequest('a fiat price goes with one chain and currency for now: give chain and currency (or one paymentOptions entry) with price, or a token amount with several options');
+    throw badRequest(
+      'a fiat price goes with one chain and currency for now: give chain and currency (or one paymentOptions entry) with price, or a token amount with several options',
+    );
   }
   const { pair, terms } = options[0]!;
   const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: pair.currency });
