@@ -44,8 +44,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
 
-    let session = gateway.sessions().create(&SessionCreateParams::new().amount("25.00").currency(Currency::Usdc).chain(Chain::Base).webhook_url(webhook_url))?;
-    println!("created {}: pay {} {} on {} to {}", session.id, session.amount_due.unwrap_or_default(), session.currency.map(|c| c.to_string()).unwrap_or_default(), session.chain.map(|c| c.to_string()).unwrap_or_default(), session.payment_address.unwrap_or_default());
+    let session =
+        gateway.sessions().create(&SessionCreateParams::new().amount("25.00").currency(Currency::Usdc).chain(Chain::Base).webhook_url(webhook_url))?;
+    println!(
+        "created {}: pay {} {} on {} to {}",
+        session.id,
+        session.amount_due.unwrap_or_default(),
+        session.currency.map(|c| c.to_string()).unwrap_or_default(),
+        session.chain.map(|c| c.to_string()).unwrap_or_default(),
+        session.payment_address.unwrap_or_default()
+    );
 
     for payment in gateway.payments().list_all(&PaymentListParams::new().limit(10)) {
         let payment = payment?;
