@@ -221,7 +221,7 @@ describe('payments pages over HTTP', () => {
     const requested = await owner.post(`/dashboard/payments/${b.id}/refunds`, { amount: '5', address: WALLET, reason: 'broken mug' });
     expect(requested.status, formError(requested.body)).toBe(303);
     const after = await owner.get(String(requested.headers.location));
-    expect(after.body).toContain(`requested: 5 USDC to ${WALLET}.`);
+    expect(after.body).toContain(`requested: 5.00 USDC to ${WALLET}.`);
     const refunds = await api.call('GET', `/api/v1/refunds?paymentId=${b.id}`, { key: m.test });
     expect(refunds.body.data).toEqual([expect.objectContaining({ amount: '5', status: 'requested', reason: 'broken mug' })]);
     expect(payment.body).toContain(`trf_${id.slice(4)}`);

@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 mod common;
 
 use std::sync::{Arc, Mutex};
