@@ -311,7 +311,7 @@ describe('unique due amounts', () => {
 
 describe('validation: a 400 that says what is wrong, and writes nothing', () => {
   const cases: [string, unknown, string | RegExp][] = [
-    ['missing amount', { currency: 'USDC', chain: 'polygon', merchantWallet: WALLET }, 'missing required field "amount"'],
+    ['missing amount', { currency: 'USDC', chain: 'polygon', merchantWallet: WALLET }, 'amount or price is required'],
     ['amount as a JSON number', body({ amount: 25 }), 'amount must be a string'],
     ['negative amount', body({ amount: '-1' }), 'amount must be decimal text such as "12.50" (digits, one optional point, no sign or exponent)'],
     ['zero amount', body({ amount: '0' }), 'amount must be a positive number'],

@@ -7,7 +7,7 @@ import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { newMerchant, WALLET } from '../helpers/api.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { loadConfig } from '../../src/internal/config.ts';
-import { formatAmount } from '../../src/internal/money.ts';
+import { formatDisplayAmount } from '../../src/internal/money.ts';
 import { makeSession } from '../helpers/checkoutSessions.ts';
 import { startLivePipeline } from '../helpers/livePipeline.ts';
 import {
@@ -121,8 +121,8 @@ test('an underpayment on anvil shows what is left; paying the QR code for the re
   await anvil.waitMined(await anvil.pay(token as Address, wallet, part));
   await waitText(page.locator('#status'), /^Payment detected: \d+ of 32 confirmations\.$/, 20_000);
   await anvil.mine(32);
-  await waitText(page.locator('#status'), 'Partly paid: 12 USDC still to pay.', 20_000);
-  await waitText(page.locator('#received'), formatAmount(part, 6));
+  await waitText(page.locator('#status'), 'Partly paid: 12.00 USDC still to pay.', 20_000);
+  await waitText(page.locator('#received'), formatDisplayAmount(part, 6));
   await saveScreenshot(page, 'anvil-underpaid-phone');
 
   const rest = await (async () => {

@@ -177,10 +177,11 @@ describe('checkout page in Chromium', () => {
 
   test('the countdown reaching zero shows the expired view, and the server agrees', async () => {
     const session = await makeSession(db.store, { merchantId: merchant.id, chain: 'arbitrum', merchantWallet: WALLET, amount: '1' });
-    await setSessionState(db.store, session.id, { expiresInSeconds: 3 });
+    // Long enough for a loaded machine to open the page before it expires, short enough to wait out.
+    await setSessionState(db.store, session.id, { expiresInSeconds: 10 });
     const { page, problems } = await open(`${server.url}/checkout/${session.id}`, 'desktop');
     await page.locator('#pay').waitFor({ state: 'visible' });
-    await page.getByRole('heading', { name: 'This payment request has expired' }).waitFor({ state: 'visible', timeout: 8_000 });
+    await page.getByRole('heading', { name: 'This payment request has expired' }).waitFor({ state: 'visible', timeout: 20_000 });
     await page.locator('#pay').waitFor({ state: 'hidden' });
     await waitText(page.locator('#status'), 'This payment request has expired.');
     expect((await instructions(session.id)).view).toBe('expired');
@@ -210,7 +211,7 @@ describe('checkout page in Chromium', () => {
     await page.getByLabel('Your OP Mainnet address for the refund').fill(destination);
     await page.getByLabel('Reason (optional)').fill('Sent too little, order cancelled');
     await page.getByRole('button', { name: 'Request refund' }).click();
-    await waitTextContains(page.locator('#refund-result'), `send 3 USDC to ${destination}`);
+    await waitTextContains(page.locator('#refund-result'), `send 3.00 USDC to ${destination}`);
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
     await saveScreenshot(page, 'refund-requested-phone');
     const { rows } = await db.store.query(`SELECT type, payload FROM events WHERE session_id = $1 AND type = 'refund.requested'`, [session.id]);

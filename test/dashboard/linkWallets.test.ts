@@ -76,9 +76,9 @@ describe('live payment links name only the merchant’s verified wallets unless 
 
     const audit = await linkAudit(merchantId);
     expect(audit.map((entry) => [entry.livemode, entry.details])).toEqual([
-      [true, { amount: '10', currency: 'USDC', chain: 'base', merchantWallet: anywhere, webhookUrl }],
-      [false, { amount: '2', currency: 'USDT', chain: 'polygon', merchantWallet: sandboxWallet, webhookUrl: null }],
-      [false, { amount: '3', currency: 'USDT', chain: 'polygon', merchantWallet: null, webhookUrl: null }],
+      [true, { amount: '10', currency: 'USDC', chain: 'base', merchantWallet: anywhere, webhookUrl, price: null, x402Discoverable: false }],
+      [false, { amount: '2', currency: 'USDT', chain: 'polygon', merchantWallet: sandboxWallet, webhookUrl: null, price: null, x402Discoverable: false }],
+      [false, { amount: '3', currency: 'USDT', chain: 'polygon', merchantWallet: null, webhookUrl: null, price: null, x402Discoverable: false }],
     ]);
   });
 });

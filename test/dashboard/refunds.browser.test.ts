@@ -100,7 +100,7 @@ test('a refund is paid from the merchant wallet on anvil and completed by hash, 
     merchantId,
     'refund.completed',
   ]);
-  expect(rows).toEqual([{ action: 'refund.completed', target: refund.id, details: { txHash: right, amount: '5 USDC', to: customer } }]);
+  expect(rows).toEqual([{ action: 'refund.completed', target: refund.id, details: { txHash: right, amount: '5.00 USDC', to: customer } }]);
   // The two refusals are pages answered with their status (400, then 409); nothing else went wrong.
   expect(problems).toEqual([
     'console: Failed to load resource: the server responded with a status of 400 (Bad Request)',

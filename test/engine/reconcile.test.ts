@@ -82,6 +82,9 @@ describe('reconcile() on stored transfers (as the ingester writes them)', () => 
       // What was bought (issue 26): null when the session gave none.
       description: null,
       lineItems: null,
+      // Priced in a fiat currency (issue 26): null when the session gave a token amount.
+      price: null,
+      priceQuote: null,
       livemode: true,
     });
   });

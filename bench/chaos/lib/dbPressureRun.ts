@@ -152,7 +152,12 @@ export async function runDbPressure(options: DbPressureOptions): Promise<DbPress
     const settleDeadline = Date.now() + options.settleMs;
     let final = await state();
     while (Date.now() < settleDeadline) {
-      const done = final.sessions.every((s) => s.status === 'settled') && final.events.every((e) => receiver.received.has(e.id));
+      // Every delivery row finished too: the receiver can hold a request whose success the worker
+      // has not committed yet (a race the audit would otherwise count as a pending delivery).
+      const done =
+        final.sessions.every((s) => s.status === 'settled') &&
+        final.events.every((e) => receiver.received.has(e.id)) &&
+        final.deliveries.every((row) => row.status === 'succeeded');
       if (done) break;
       await sleep(500);
       final = await state();
