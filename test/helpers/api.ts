@@ -153,3 +153,18 @@ export function useApi(
     call: ((...args) => client!(...args)) as ReturnType<typeof createClient>,
   };
 }
+
+/**
+ * A caller of a gateway listening on `baseUrl` over real HTTP (what x402 clients reach), with
+ * the Bearer `key` of `keyOf()` (read at each call: tests set their merchant in beforeAll).
+ */
+export function httpApi(baseUrlOf: () => string, keyOf: () => string) {
+  return async (method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> => {
+    const response = await fetch(`${baseUrlOf()}${url}`, {
+      method,
+      headers: { authorization: `Bearer ${keyOf()}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+}

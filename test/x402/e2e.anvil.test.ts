@@ -10,7 +10,7 @@ import { HTTPFacilitatorClient } from '@x402/core/server';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { installEip3009Token } from '../helpers/eip3009Token.ts';
-import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { box, GENEROUS_LIMITS, newMerchant, httpApi } from '../helpers/api.ts';
 import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createHttp } from '../../src/http.ts';
@@ -85,14 +85,10 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${baseUrl}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${merchant.live}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
-  });
-  return { status: response.status, body: await response.json() };
-}
+const api = httpApi(
+  () => baseUrl,
+  () => merchant.live,
+);
 
 async function createSession(amount: string) {
   const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDC', chain, merchantWallet: wallet });

@@ -6,7 +6,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { approvePermit2, deployPermit2OnAnvil } from '../helpers/permit2.ts';
-import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { box, GENEROUS_LIMITS, newMerchant, httpApi } from '../helpers/api.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createHttp } from '../../src/http.ts';
@@ -73,6 +73,7 @@ beforeAll(async () => {
   await addWallet(db.store, { merchantId: merchant.id, chain, address: wallet, verifiedBy: 'operator' });
   receiver = await startVerifyingReceiver();
   const registered = await api('POST', '/api/v1/webhooks', { url: receiver.url });
+  expect(registered.status).toBe(201);
   receiver.useSecret(registered.body.secret);
   await pipeline.startDelivery({ chain, webhookAllowPrivate: true });
 });
@@ -84,14 +85,10 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${baseUrl}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${merchant.live}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
-  });
-  return { status: response.status, body: await response.json() };
-}
+const api = httpApi(
+  () => baseUrl,
+  () => merchant.live,
+);
 
 async function createSession(amount: string, extra: Record<string, unknown> = {}) {
   const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDT', chain, merchantWallet: wallet, ...extra });

@@ -4,7 +4,7 @@ import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client, x402HTTP
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { toClientSvmSigner } from '@x402/svm';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
+import { box, GENEROUS_LIMITS, newMerchant, httpApi } from '../helpers/api.ts';
 import { startSolanaRpc, type SolanaTestRpc } from '../helpers/solanaRpc.ts';
 import { startIngesterWithEngine, waitFor } from '../helpers/solanaIngest.ts';
 import { startVerifyingReceiver } from '../helpers/livePipeline.ts';
@@ -96,14 +96,10 @@ afterAll(async () => {
   await rpc?.stop();
 });
 
-async function api(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${baseUrl}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${merchant.live}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
-  });
-  return { status: response.status, body: await response.json() };
-}
+const api = httpApi(
+  () => baseUrl,
+  () => merchant.live,
+);
 
 async function createSession(amount: string) {
   const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDC', chain: 'solana', merchantWallet: wallet.address });
