@@ -9,8 +9,11 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
  * pg-boss error per connection instead of a quiet stop. Here only the daemon hears the terminal;
  * it stops Postgres last, on its one shutdown path (internal/shutdown.ts).
  */
+/** How long a smart shutdown may wait for the daemon's closing sessions before it turns fast. */
+const SMART_SHUTDOWN_MS = 5_000;
+
 export interface PostgresProcess {
-  /** Asks the server for a fast shutdown (SIGINT) and resolves once it has exited. */
+  /** Asks the server to shut down (smart, then fast) and resolves once it has exited. */
   stop(): Promise<void>;
 }
 
@@ -78,8 +81,15 @@ export async function spawnPostgres(params: {
   });
   return {
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      // Smart shutdown (SIGTERM) first: pg's pool.end() resolves before its sockets have closed,
+      // so a fast shutdown could still cut a connection that was on its way out, and pg-boss logs
+      // that as an error. Smart mode lets those sessions finish; a session that lingers past
+      // SMART_SHUTDOWN_MS gets the fast shutdown (SIGINT) it had before.
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGINT'), SMART_SHUTDOWN_MS);
       await exited;
+      clearTimeout(timer);
     },
   };
 }
