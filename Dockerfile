@@ -19,7 +19,7 @@ COPY package.json package-lock.json ./
 # No install scripts: nothing in the build needs them (no embedded Postgres, no anvil), and
 # `prepare` would build before the sources are copied.
 RUN npm install --no-audit --no-fund --ignore-scripts
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
 COPY bin ./bin
 COPY scripts ./scripts
 COPY src ./src
