@@ -19,9 +19,8 @@ export { relayerKeyFileVariableName, relayerKeyVariableName } from './relayerKey
 import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type HttpTimeouts } from './httpTimeouts.ts';
 import { SWEEPER_VARIABLES, readSweeperConfig, type SweeperConfig } from './sweeperConfig.ts';
 
-/** The six chain names of the wire contract, in the order the docs list them. */
-export const CHAIN_NAMES = ['polygon', 'solana', 'base', 'bsc', 'arbitrum', 'optimism'] as const;
-export type ChainName = (typeof CHAIN_NAMES)[number];
+import { CHAIN_NAMES, type ChainName } from './chainNames.ts';
+export { CHAIN_NAMES, type ChainName } from './chainNames.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { CHAIN_NAMES, type ChainName } from './config.ts';
+import { CHAIN_NAMES, type ChainName } from './chainNames.ts';
 
 /** The environment as the configuration reads it. */
 type Env = Record<string, string | undefined>;
