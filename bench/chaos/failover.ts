@@ -12,31 +12,15 @@
  * run shows what an asynchronous standby loses (the RPO) and what the engine repairs from the chain.
  * Exits non-zero on any defect; in async mode the losses the RPO explains are reported, not failed.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { getAddress, type Address } from 'viem';
-import { loadChains } from '../../src/internal/chains.ts';
-import { startAnvil } from '../../test/helpers/anvil.ts';
-import { startFleet } from './lib/fleet.ts';
-import { auditLedger, reportAudit } from './lib/ledgerAudit.ts';
+import { finishRun, startChaosFleet } from './lib/chaosFleet.ts';
+import { runOptions } from './lib/cli.ts';
 import { hasDebianPostgres, startPgCluster } from './lib/pgCluster.ts';
-import { settle } from './lib/settle.ts';
 import { createTcpRouter } from './lib/tcpRouter.ts';
-import { liveMerchant, runPayments, startHookReceiver, startMiner, startPayer, startReaders, type PaymentRecord } from './lib/traffic.ts';
+import { runPayments, startMiner, startReaders, type PaymentRecord } from './lib/traffic.ts';
 
-const { values } = parseArgs({
-  options: {
-    mode: { type: 'string', default: 'both' },
-    before: { type: 'string', default: '20' },
-    after: { type: 'string', default: '20' },
-    lag: { type: 'string', default: '3' },
-    detect: { type: 'string', default: '2' },
-    concurrency: { type: 'string', default: '3' },
-  },
-});
+const options = runOptions({ mode: 'both', before: 20, after: 20, lag: 3, detect: 2, concurrency: 3 });
 const WALLET: Address = getAddress('0x5555555555555555555555555555555555555555');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const seconds = (ms: number | undefined) => (ms === undefined ? 'never' : `${(ms / 1000).toFixed(1)} s`);
@@ -45,21 +29,22 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
   console.log(`\n== failover, ${mode} standby ==`);
   const cluster = await startPgCluster({ mode });
   const rw = await createTcpRouter(cluster.primary.port);
-  const anvil = await startAnvil({ chain: 'polygon' });
-  await anvil.installChainTokens();
-  const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
-  const receiver = await startHookReceiver();
-  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), `svc-failover-${mode}-`));
-  const fleet = await startFleet({
-    databaseUrl: rw.urlFor(cluster.primary.url),
-    rpcUrls: { SVC_POLYGON_RPC_URL: anvil.rpcUrl },
-    names: ['api', 'ingest-1', 'ingest-2', 'worker'],
-    logDir,
-  });
+  let run: Awaited<ReturnType<typeof startChaosFleet>>;
+  try {
+    run = await startChaosFleet({
+      label: `failover-${mode}`,
+      databaseUrl: rw.urlFor(cluster.primary.url),
+      wallet: WALLET,
+      names: ['api', 'ingest-1', 'ingest-2', 'worker'],
+    });
+  } catch (error) {
+    await rw.close();
+    await cluster.close();
+    throw error;
+  }
+  const { anvil, fleet, key, payer, receiver } = run;
   const failing: string[] = [];
   try {
-    const key = await liveMerchant(fleet, WALLET, receiver.url);
-    const payer = await startPayer(anvil, usdc);
     const miner = startMiner(anvil, 250);
     const records: PaymentRecord[] = [];
     let stopped = false;
@@ -69,7 +54,7 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
       wallet: WALLET,
       send: payer.send,
       count: Number.POSITIVE_INFINITY,
-      concurrency: Number(values.concurrency),
+      concurrency: options.concurrency,
       runId: `failover-${mode}-${Date.now()}`,
       records,
       paceMs: 100,
@@ -93,11 +78,11 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
       }
     })();
 
-    await sleep(Number(values.before) * 1000);
+    await sleep(options.before * 1000);
     let lagBytes = 0n;
     if (mode === 'async') {
       cluster.replicationLink.down();
-      await sleep(Number(values.lag) * 1000);
+      await sleep(options.lag * 1000);
       lagBytes = await cluster.lagBytes();
     }
     const acknowledgedBeforeKill = records.filter((record) => record.sessionId).length;
@@ -106,14 +91,14 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     rw.route(undefined);
     const blockAtKill = progress.at(-1)?.block ?? 0n;
     const anvilHeadAtKill = await anvil.blockNumber();
-    await sleep(Number(values.detect) * 1000);
+    await sleep(options.detect * 1000);
     const promoteMs = await cluster.promote();
     rw.route(cluster.standby.port);
     const promotedAt = Date.now();
     console.log(
       `killed the primary at +0 s; standby promoted at +${seconds(promotedAt - killAt)} (pg_promote ${promoteMs.toFixed(0)} ms)${mode === 'async' ? `; WAL not on the standby at the kill: ${lagBytes} bytes` : ''}`,
     );
-    await sleep(Number(values.after) * 1000);
+    await sleep(options.after * 1000);
     stopped = true;
     await traffic;
     await readers.stop();
@@ -121,7 +106,14 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     await watcher;
     await miner.stop();
 
-    const settled = await settle({ databaseUrl: cluster.standby.url, anvil, records, deliveries: receiver.deliveries, timeoutMs: 180_000 });
+    // Async: what the standby never received is the RPO (sessions acknowledged and events delivered in the lag window).
+    const { failing: audit, settled } = await run.settleAndAudit({
+      records,
+      timeoutMs: 180_000,
+      databaseUrl: cluster.standby.url,
+      allowed: mode === 'async' ? ['session.lost', 'event.phantom', 'event.duplicated'] : [],
+    });
+    failing.push(...audit.map((kind) => `${mode}: ${kind}`));
     console.log(`settled in ${seconds(settled.ms)} (sessions still open ${settled.pendingSessions}, events undelivered ${settled.undeliveredEvents})`);
 
     // Time to recover per role, from the kill: the first success of each after it.
@@ -150,19 +142,10 @@ async function runOnce(mode: 'sync' | 'async'): Promise<string[]> {
     console.log(
       `traffic: ${records.filter((r) => r.txHash).length} payments (${acknowledgedBeforeKill} sessions acknowledged before the kill), ${readers.successes.length} reads ok, ${readers.failures.length} failed`,
     );
-
-    const result = await auditLedger({ databaseUrl: cluster.standby.url, anvil, token: usdc, wallet: WALLET, records, deliveries: receiver.deliveries });
-    // Async: what the standby never received is the RPO (sessions acknowledged and events delivered in the lag window).
-    failing.push(...reportAudit(result, mode === 'async' ? ['session.lost', 'event.phantom', 'event.duplicated'] : []).map((kind) => `${mode}: ${kind}`));
-    if (settled.pendingSessions > 0) failing.push(`${mode}: ${settled.pendingSessions} paid sessions never confirmed`);
   } finally {
-    await fleet.stop();
-    await receiver.close();
-    await anvil.stop();
+    await run.stop(failing);
     await rw.close();
     await cluster.close();
-    if (failing.length === 0 && !process.env.CHAOS_KEEP_LOGS) fs.rmSync(logDir, { recursive: true, force: true });
-    else console.log(`role logs kept in ${logDir}`);
   }
   return failing;
 }
@@ -171,8 +154,8 @@ if (!hasDebianPostgres()) {
   console.error('needs Debian PostgreSQL 15 (apt-get install -y postgresql): pg_basebackup and streaming replication');
   process.exit(2);
 }
-const modes = values.mode === 'both' ? (['sync', 'async'] as const) : [values.mode as 'sync' | 'async'];
+const modes = options.mode === 'both' ? (['sync', 'async'] as const) : [options.mode as 'sync' | 'async'];
 const failing: string[] = [];
 for (const mode of modes) failing.push(...(await runOnce(mode)));
-console.log(failing.length === 0 ? '\nPASS' : `\nFAIL: ${failing.join('; ')}`);
-process.exit(failing.length === 0 ? 0 : 1);
+console.log();
+finishRun(failing);

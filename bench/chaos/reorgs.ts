@@ -12,25 +12,18 @@
  *
  *   npx tsx bench/chaos/reorgs.ts [--size 1000] [--max-depth 40]
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { getAddress, parseAbiItem, type Address, type Hash } from 'viem';
 import { loadChains } from '../../src/internal/chains.ts';
-import { freePort, startAnvil, tokenAbi } from '../../test/helpers/anvil.ts';
+import { freePort, PAYER, tokenAbi } from '../../test/helpers/anvil.ts';
 import { benchDatabase } from '../lib.ts';
-import { startFleet } from './lib/fleet.ts';
-import { auditLedger, reportAudit } from './lib/ledgerAudit.ts';
-import { settle } from './lib/settle.ts';
-import { liveMerchant, runPayments, startHookReceiver, startPayer, type PaymentRecord } from './lib/traffic.ts';
+import { finishRun, startChaosFleet } from './lib/chaosFleet.ts';
+import { runOptions } from './lib/cli.ts';
+import { runPayments, type PaymentRecord } from './lib/traffic.ts';
 
-const { values } = parseArgs({
-  options: { size: { type: 'string', default: '1000' }, 'max-depth': { type: 'string', default: '40' }, concurrency: { type: 'string', default: '2' } },
-});
-const SIZE = Number(values.size);
-const MAX_DEPTH = Number(values['max-depth']);
+const options = runOptions({ size: 1000, 'max-depth': 40, concurrency: 2 });
+const SIZE = options.size;
+const MAX_DEPTH = options['max-depth'];
 const CONFIRMED = BigInt(loadChains().polygon.confirmations.confirmed);
 const WALLET: Address = getAddress('0x7777777777777777777777777777777777777777');
 const REPLACER: Address = getAddress('0x000000000000000000000000000000000000bEEF');
@@ -55,25 +48,28 @@ async function metric(url: string, name: string): Promise<number> {
 
 const started = performance.now();
 const database = await benchDatabase('chaos-reorgs', await freePort());
-const anvil = await startAnvil({ chain: 'polygon' });
-await anvil.installChainTokens();
-const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
-const receiver = await startHookReceiver();
-const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chaos-reorgs-'));
-const fleet = await startFleet({
-  databaseUrl: database.connectionString,
-  rpcUrls: { SVC_POLYGON_RPC_URL: anvil.rpcUrl },
-  names: ['api', 'ingest', 'worker'],
-  logDir,
-});
 const failing: string[] = [];
+const run = await startChaosFleet({ label: 'chaos-reorgs', databaseUrl: database.connectionString, wallet: WALLET, names: ['api', 'ingest', 'worker'] }).catch(
+  async (error) => {
+    await database.close();
+    throw error;
+  },
+);
+const { anvil, usdc, fleet, key, payer } = run;
 try {
-  const key = await liveMerchant(fleet, WALLET, receiver.url);
-  const payer = await startPayer(anvil, usdc);
-  await anvil.mine(70); // a chain longer than the deepest reorg
+  // The replacing sender's tokens and gas first, then a chain longer than the deepest reorg: a
+  // reorg that reached the funding would take it back (anvil's rollback drops a setBalance too).
   await anvil.waitMined(await anvil.mint(usdc, REPLACER, 10n ** 30n));
-  await anvil.client.impersonateAccount({ address: REPLACER });
   await anvil.client.setBalance({ address: REPLACER, value: 10n ** 24n });
+  await anvil.mine(70);
+  // anvil.mint stops impersonating its minter, the payer's account; and a reorg's rollback was
+  // seen to drop an impersonation (the payer's sends then fail with "No Signer available"), so
+  // both senders are impersonated again after every reorg.
+  const impersonate = async () => {
+    await anvil.client.impersonateAccount({ address: PAYER });
+    await anvil.client.impersonateAccount({ address: REPLACER });
+  };
+  await impersonate();
   // Payments pause while a reorg is made: the run knows exactly which transfers it dropped.
   let gate: Promise<void> = Promise.resolve();
   const send = async (to: Address, amount: bigint) => {
@@ -82,17 +78,21 @@ try {
   };
   const records: PaymentRecord[] = [];
   let stopped = false;
+  let trafficError: Error | undefined;
   const traffic = runPayments({
     apiUrl: () => fleet.apiUrl,
     key,
     wallet: WALLET,
     send,
     count: Number.POSITIVE_INFINITY,
-    concurrency: Number(values.concurrency),
+    concurrency: options.concurrency,
     runId: `reorgs-${Date.now()}`,
     records,
     paceMs: 50,
     stop: () => stopped,
+  }).catch((error) => {
+    // Failing here, not as an unhandled rejection that would leave the fleet and anvil running.
+    trafficError = error as Error;
   });
   const db = new pg.Client({ connectionString: database.connectionString });
   db.on('error', () => {});
@@ -102,6 +102,7 @@ try {
   const byHash = new Map<string, PaymentRecord>();
   const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, unobserved: 0, maxDepth: 0 };
   for (let i = 0; i < SIZE; i++) {
+    if (trafficError) throw new Error(`payments stopped: ${trafficError.message.split('\n')[0]}`);
     await sleep(50 + Math.random() * 200);
     await anvil.mine(1 + Math.floor(Math.random() * 3));
     let open!: () => void;
@@ -114,6 +115,7 @@ try {
     const depth = Math.min(pickDepth(), Number(head) - 1);
     const lost = await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: head - BigInt(depth) + 1n, toBlock: head });
     await anvil.reorg(depth);
+    await impersonate();
     tally.reorgs++;
     tally.maxDepth = Math.max(tally.maxDepth, depth);
     if (BigInt(depth) > CONFIRMED) tally.deep++;
@@ -153,6 +155,7 @@ try {
   }
   stopped = true;
   await traffic;
+  if (trafficError) throw new Error(`payments stopped: ${(trafficError as Error).message.split('\n')[0]}`);
   await db.end();
   const ingest = fleet.byName('ingest');
   const counted = await metric(ingest.metricsUrl!, 'svc_ingest_reorgs_total');
@@ -163,13 +166,12 @@ try {
     ),
   );
   const paidIds = records.filter((record) => record.sessionId && record.txHash && landed.has(record.txHash.toLowerCase())).map((record) => record.sessionId!);
-  const settled = await settle({ databaseUrl: database.connectionString, anvil, records, deliveries: receiver.deliveries, timeoutMs: 300_000, paidIds });
+  const { failing: audit, settled } = await run.settleAndAudit({ records, timeoutMs: 300_000, paidIds });
   console.log(
     `reorgs: ${tally.reorgs} (deepest ${tally.maxDepth}, ${tally.deep} deeper than the ${CONFIRMED}-block rule) during ${records.length} payments; dropped payments: ${tally.reincluded} re-included, ${tally.replaced} replaced, ${tally.dropped} dropped for good`,
   );
   console.log(`ingester: ${counted} reorgs counted, ${alerted} deep-reorg alerts; settled in ${(settled.ms / 1000).toFixed(0)} s`);
-  const result = await auditLedger({ databaseUrl: database.connectionString, anvil, token: usdc, wallet: WALLET, records, deliveries: receiver.deliveries });
-  failing.push(...reportAudit(result));
+  failing.push(...audit);
   if (ingest.crashes > 0) failing.push('the ingest process restarted: its counters do not cover the run');
   if (alerted !== tally.deep) failing.push(`${tally.deep} reorgs deeper than the confirmation rule, ${alerted} alerted`);
   if (counted !== tally.reorgs) failing.push(`${tally.reorgs} reorgs made, ${counted} counted by the ingester`);
@@ -177,13 +179,7 @@ try {
   console.error(error);
   failing.push(`the run failed: ${(error as Error).message}`);
 } finally {
-  await fleet.stop();
-  await receiver.close();
-  await anvil.stop();
+  await run.stop(failing);
   await database.close();
-  if (failing.length === 0 && !process.env.CHAOS_KEEP_LOGS) fs.rmSync(logDir, { recursive: true, force: true });
-  else console.log(`role logs in ${logDir}`);
 }
-console.log(`total ${((performance.now() - started) / 1000).toFixed(0)} s`);
-console.log(failing.length === 0 ? 'PASS' : `FAIL: ${failing.join('; ')}`);
-process.exit(failing.length === 0 ? 0 : 1);
+finishRun(failing, started);

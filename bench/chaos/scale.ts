@@ -10,53 +10,35 @@
  *
  * DATABASE_URL to use an existing (empty) database; otherwise an embedded Postgres in a temporary folder.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { getAddress, type Address } from 'viem';
-import { loadChains } from '../../src/internal/chains.ts';
-import { freePort, startAnvil } from '../../test/helpers/anvil.ts';
+import { freePort } from '../../test/helpers/anvil.ts';
 import { benchDatabase } from '../lib.ts';
-import { startFleet } from './lib/fleet.ts';
+import { finishRun, startChaosFleet } from './lib/chaosFleet.ts';
+import { runOptions } from './lib/cli.ts';
 import { startFlakyRpc } from './lib/flakyRpc.ts';
-import { auditLedger, reportAudit } from './lib/ledgerAudit.ts';
-import { settle } from './lib/settle.ts';
-import { liveMerchant, runPayments, startHookReceiver, startMiner, startPayer, startReaders, type PaymentRecord } from './lib/traffic.ts';
+import { runPayments, startMiner, startReaders, type PaymentRecord } from './lib/traffic.ts';
 
-const { values } = parseArgs({
-  options: {
-    size: { type: 'string', default: '10000' },
-    kills: { type: 'string', default: '50' },
-    concurrency: { type: 'string', default: '12' },
-    'rpc-failures': { type: 'string', default: '0.1' },
-    'rpc-outages': { type: 'string', default: '3' },
-    'receiver-outage': { type: 'string', default: '30' },
-  },
-});
-const SIZE = Number(values.size);
-const KILLS = Number(values.kills);
+const options = runOptions({ size: 10_000, kills: 50, concurrency: 12, 'rpc-failures': 0.1, 'rpc-outages': 3, 'receiver-outage': 30 });
+const SIZE = options.size;
+const KILLS = options.kills;
 const WALLET: Address = getAddress('0x6666666666666666666666666666666666666666');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const started = performance.now();
 const database = await benchDatabase('chaos-scale', await freePort());
-const anvil = await startAnvil({ chain: 'polygon' });
-await anvil.installChainTokens();
-const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
-const rpc = await startFlakyRpc({ upstream: anvil.rpcUrl, failureRate: Number(values['rpc-failures']) });
-const receiver = await startHookReceiver();
-const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chaos-scale-'));
-const fleet = await startFleet({
-  databaseUrl: database.connectionString,
-  rpcUrls: { SVC_POLYGON_RPC_URL: rpc.url },
-  names: ['api', 'ingest-1', 'ingest-2', 'worker'],
-  logDir,
-});
 const failing: string[] = [];
+const run = await startChaosFleet({
+  label: 'chaos-scale',
+  databaseUrl: database.connectionString,
+  wallet: WALLET,
+  names: ['api', 'ingest-1', 'ingest-2', 'worker'],
+  rpc: (upstream) => startFlakyRpc({ upstream, failureRate: options['rpc-failures'] }),
+}).catch(async (error) => {
+  await database.close();
+  throw error;
+});
+const { anvil, fleet, key, payer, receiver, rpc } = run;
 try {
-  const key = await liveMerchant(fleet, WALLET, receiver.url);
-  const payer = await startPayer(anvil, usdc);
   const miner = startMiner(anvil, 250);
   const records: PaymentRecord[] = [];
   const trafficStarted = performance.now();
@@ -67,7 +49,7 @@ try {
     wallet: WALLET,
     send: payer.send,
     count: SIZE,
-    concurrency: Number(values.concurrency),
+    concurrency: options.concurrency,
     runId: `scale-${Date.now()}`,
     records,
   }).finally(() => (done = true));
@@ -78,7 +60,7 @@ try {
   const kills: Record<string, number> = {};
   const faults = (async () => {
     const paid = () => records.filter((record) => record.txHash).length;
-    const outagesAt = Array.from({ length: Number(values['rpc-outages']) }, (_unused, i) => (i + 1) / (Number(values['rpc-outages']) + 1));
+    const outagesAt = Array.from({ length: options['rpc-outages'] }, (_unused, i) => (i + 1) / (options['rpc-outages'] + 1));
     let receiverDone = false;
     for (let k = 0; k < KILLS && !done; k++) {
       while (!done && paid() < ((k + 1) * SIZE) / (KILLS + 1)) await sleep(100);
@@ -94,7 +76,7 @@ try {
       if (!receiverDone && fraction >= 0.4) {
         receiverDone = true;
         receiver.down();
-        setTimeout(() => receiver.up(), Number(values['receiver-outage']) * 1000);
+        setTimeout(() => receiver.up(), options['receiver-outage'] * 1000);
       }
     }
   })();
@@ -113,7 +95,7 @@ try {
   await readers.stop();
   await miner.stop();
   const trafficS = (performance.now() - trafficStarted) / 1000;
-  const settled = await settle({ databaseUrl: database.connectionString, anvil, records, deliveries: receiver.deliveries, timeoutMs: 600_000 });
+  const { failing: audit, settled } = await run.settleAndAudit({ records, timeoutMs: 600_000 });
   const killed = Object.entries(kills)
     .map(([name, n]) => `${name} ${n}`)
     .join(', ');
@@ -124,22 +106,13 @@ try {
   console.log(
     `role exits on their own: ${fleet.roles.map((role) => `${role.name} ${role.crashes}`).join(', ')}; reads ok ${readers.successes.length}, failed ${readers.failures.length}`,
   );
-  const result = await auditLedger({ databaseUrl: database.connectionString, anvil, token: usdc, wallet: WALLET, records, deliveries: receiver.deliveries });
-  failing.push(...reportAudit(result));
+  failing.push(...audit);
   if (records.some((record) => record.abandoned)) failing.push('sessions never acknowledged');
-  if (settled.pendingSessions > 0) failing.push(`${settled.pendingSessions} paid sessions never confirmed`);
 } catch (error) {
   console.error(error);
   failing.push(`the run failed: ${(error as Error).message}`);
 } finally {
-  await fleet.stop();
-  await receiver.close();
-  await rpc.close();
-  await anvil.stop();
+  await run.stop(failing);
   await database.close();
-  if (failing.length === 0 && !process.env.CHAOS_KEEP_LOGS) fs.rmSync(logDir, { recursive: true, force: true });
-  else console.log(`role logs in ${logDir}`);
 }
-console.log(`total ${((performance.now() - started) / 1000).toFixed(0)} s`);
-console.log(failing.length === 0 ? 'PASS' : `FAIL: ${failing.join('; ')}`);
-process.exit(failing.length === 0 ? 0 : 1);
+finishRun(failing, started);
