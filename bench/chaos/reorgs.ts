@@ -10,7 +10,11 @@
  * every reorg counted (`svc_ingest_reorgs_total`) and every one deeper than the confirmation rule
  * alerted (`svc_ingest_deep_reorgs_total`, the SvcIngestDeepReorg alert).
  *
- *   npx tsx bench/chaos/reorgs.ts [--size 1000] [--max-depth 40]
+ *   npx tsx bench/chaos/reorgs.ts [--size 1000] [--max-depth 40] [--max-minutes 0]
+ *
+ * `--max-minutes` (0: none) stops making reorgs once that many minutes have passed since the
+ * start, then settles and audits the reorgs made (the figure says how many): on a loaded machine,
+ * the largest run that fits the time there is.
  */
 import pg from 'pg';
 import { getAddress, parseAbiItem, type Address, type Hash } from 'viem';
@@ -21,7 +25,7 @@ import { finishRun, startChaosFleet } from './lib/chaosFleet.ts';
 import { runOptions } from './lib/cli.ts';
 import { runPayments, type PaymentRecord } from './lib/traffic.ts';
 
-const options = runOptions({ size: 1000, 'max-depth': 40, concurrency: 2 });
+const options = runOptions({ size: 1000, 'max-depth': 40, concurrency: 2, 'max-minutes': 0 });
 const SIZE = options.size;
 const MAX_DEPTH = options['max-depth'];
 const CONFIRMED = BigInt(loadChains().polygon.confirmations.confirmed);
@@ -101,7 +105,12 @@ try {
     BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
   const byHash = new Map<string, PaymentRecord>();
   const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, unobserved: 0, maxDepth: 0 };
+  const deadline = options['max-minutes'] > 0 ? started + options['max-minutes'] * 60_000 : Number.POSITIVE_INFINITY;
   for (let i = 0; i < SIZE; i++) {
+    if (performance.now() > deadline) {
+      console.log(`  --max-minutes ${options['max-minutes']} reached after ${i} of ${SIZE} reorgs: settling and auditing those`);
+      break;
+    }
     if (trafficError) throw new Error(`payments stopped: ${trafficError.message.split('\n')[0]}`);
     await sleep(50 + Math.random() * 200);
     await anvil.mine(1 + Math.floor(Math.random() * 3));
