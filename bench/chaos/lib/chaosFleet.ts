@@ -116,6 +116,29 @@ export async function startChaosFleet<R extends RpcFront | undefined = undefined
   }
 }
 
+/**
+ * Runs the body of a chaos run on its started setting: an error fails the run with its message
+ * (rather than escaping and leaving processes running); then the setting is stopped, and
+ * `after` (the database's end). @returns what failed (`body` adds its own findings to it).
+ */
+export async function runGuarded(
+  run: Pick<ChaosFleet<RpcFront | undefined>, 'stop'>,
+  body: (failing: string[]) => Promise<void>,
+  after?: () => Promise<void>,
+): Promise<string[]> {
+  const failing: string[] = [];
+  try {
+    await body(failing);
+  } catch (error) {
+    console.error(error);
+    failing.push(`the run failed: ${(error as Error).message}`);
+  } finally {
+    await run.stop(failing);
+    await after?.();
+  }
+  return failing;
+}
+
 /** Prints the run's total time and PASS or FAIL with what failed, and exits 0 or 1. */
 export function finishRun(failing: string[], startedAt?: number): never {
   if (startedAt !== undefined) console.log(`total ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
