@@ -9,37 +9,17 @@
  *
  * DATABASE_URL to use an existing (empty) database; otherwise an embedded cluster in a temporary folder.
  */
-import { parseArgs } from 'node:util';
 import { benchDatabase } from '../lib.ts';
+import { reportDefects, runOptions } from './lib/cli.ts';
 import { runFuzz } from './lib/fuzzRun.ts';
 
-const { values } = parseArgs({
-  options: {
-    requests: { type: 'string', default: '100000' },
-    concurrency: { type: 'string', default: '16' },
-    seed: { type: 'string', default: '1' },
-  },
-});
+const options = runOptions({ requests: 100_000, concurrency: 16, seed: 1 });
 const database = await benchDatabase('fuzz', 54392);
-let failed = true;
+let passed = false;
 try {
-  const report = await runFuzz({
-    databaseUrl: database.connectionString,
-    requests: Number(values.requests),
-    concurrency: Number(values.concurrency),
-    seed: Number(values.seed),
-    log: (line) => console.log(line),
-  });
-  const { defects, ...figures } = report;
-  console.log(JSON.stringify(figures, null, 2));
-  if (defects.length > 0) {
-    console.error(`AUDIT FAILED: ${defects.length} kinds of defect`);
-    for (const defect of defects.slice(0, 40)) console.error(`  ${defect.count} x ${defect.defect}\n      e.g. ${defect.example}`);
-  } else {
-    console.log('AUDIT PASSED: no defect');
-    failed = false;
-  }
+  const report = await runFuzz({ databaseUrl: database.connectionString, ...options, log: (line) => console.log(line) });
+  passed = reportDefects(report, (defect) => `${defect.count} x ${defect.defect}\n      e.g. ${defect.example}`);
 } finally {
   await database.close();
 }
-process.exit(failed ? 1 : 0);
+process.exit(passed ? 0 : 1);

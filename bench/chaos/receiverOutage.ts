@@ -8,31 +8,19 @@
  *
  * DATABASE_URL to use an existing (empty) database; otherwise an embedded cluster in a temporary folder.
  */
-import { parseArgs } from 'node:util';
 import { migrate } from '../../src/store/migrate.ts';
 import { benchDatabase } from '../lib.ts';
+import { reportDefects, runOptions } from './lib/cli.ts';
 import { runReceiverOutage } from './lib/receiverOutageRun.ts';
 
-const { values } = parseArgs({ options: { 'per-hour': { type: 'string', default: '10' } } });
+const options = runOptions({ 'per-hour': 10 });
 const database = await benchDatabase('outage', 54393);
-let failed = true;
+let passed = false;
 try {
   await migrate({ connectionString: database.connectionString });
-  const report = await runReceiverOutage({
-    databaseUrl: database.connectionString,
-    eventsPerHour: Number(values['per-hour']),
-    log: (line) => console.log(line),
-  });
-  const { defects, ...figures } = report;
-  console.log(JSON.stringify(figures, null, 2));
-  if (defects.length > 0) {
-    console.error(`AUDIT FAILED: ${defects.length} defects`);
-    for (const defect of defects.slice(0, 40)) console.error(`  ${defect}`);
-  } else {
-    console.log('AUDIT PASSED: no defect');
-    failed = false;
-  }
+  const report = await runReceiverOutage({ databaseUrl: database.connectionString, eventsPerHour: options['per-hour'], log: (line) => console.log(line) });
+  passed = reportDefects(report);
 } finally {
   await database.close();
 }
-process.exit(failed ? 1 : 0);
+process.exit(passed ? 0 : 1);

@@ -10,27 +10,24 @@
  * every reorg counted (`svc_ingest_reorgs_total`) and every one deeper than the confirmation rule
  * alerted (`svc_ingest_deep_reorgs_total`, the SvcIngestDeepReorg alert).
  *
- *   npx tsx bench/chaos/reorgs.ts [--size 1000] [--max-depth 40]
+ *   npx tsx bench/chaos/reorgs.ts [--size 1000] [--max-depth 40] [--max-minutes 0]
+ *
+ * `--max-minutes` (0: none) stops making reorgs once that many minutes have passed since the
+ * start, then settles and audits the reorgs made (the figure says how many): on a loaded machine,
+ * the largest run that fits the time there is.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { getAddress, parseAbiItem, type Address, type Hash } from 'viem';
 import { loadChains } from '../../src/internal/chains.ts';
-import { freePort, startAnvil, tokenAbi } from '../../test/helpers/anvil.ts';
+import { freePort, PAYER, tokenAbi } from '../../test/helpers/anvil.ts';
 import { benchDatabase } from '../lib.ts';
-import { startFleet } from './lib/fleet.ts';
-import { auditLedger, reportAudit } from './lib/ledgerAudit.ts';
-import { settle } from './lib/settle.ts';
-import { liveMerchant, runPayments, startHookReceiver, startPayer, type PaymentRecord } from './lib/traffic.ts';
+import { finishRun, runGuarded, startChaosFleet } from './lib/chaosFleet.ts';
+import { runOptions } from './lib/cli.ts';
+import { runPayments, type PaymentRecord } from './lib/traffic.ts';
 
-const { values } = parseArgs({
-  options: { size: { type: 'string', default: '1000' }, 'max-depth': { type: 'string', default: '40' }, concurrency: { type: 'string', default: '2' } },
-});
-const SIZE = Number(values.size);
-const MAX_DEPTH = Number(values['max-depth']);
+const options = runOptions({ size: 1000, 'max-depth': 40, concurrency: 2, 'max-minutes': 0 });
+const SIZE = options.size;
+const MAX_DEPTH = options['max-depth'];
 const CONFIRMED = BigInt(loadChains().polygon.confirmations.confirmed);
 const WALLET: Address = getAddress('0x7777777777777777777777777777777777777777');
 const REPLACER: Address = getAddress('0x000000000000000000000000000000000000bEEF');
@@ -55,135 +52,140 @@ async function metric(url: string, name: string): Promise<number> {
 
 const started = performance.now();
 const database = await benchDatabase('chaos-reorgs', await freePort());
-const anvil = await startAnvil({ chain: 'polygon' });
-await anvil.installChainTokens();
-const usdc = loadChains().polygon.tokens.find((token) => token.symbol === 'USDC')!.address as Address;
-const receiver = await startHookReceiver();
-const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chaos-reorgs-'));
-const fleet = await startFleet({
-  databaseUrl: database.connectionString,
-  rpcUrls: { SVC_POLYGON_RPC_URL: anvil.rpcUrl },
-  names: ['api', 'ingest', 'worker'],
-  logDir,
-});
-const failing: string[] = [];
-try {
-  const key = await liveMerchant(fleet, WALLET, receiver.url);
-  const payer = await startPayer(anvil, usdc);
-  await anvil.mine(70); // a chain longer than the deepest reorg
-  await anvil.waitMined(await anvil.mint(usdc, REPLACER, 10n ** 30n));
-  await anvil.client.impersonateAccount({ address: REPLACER });
-  await anvil.client.setBalance({ address: REPLACER, value: 10n ** 24n });
-  // Payments pause while a reorg is made: the run knows exactly which transfers it dropped.
-  let gate: Promise<void> = Promise.resolve();
-  const send = async (to: Address, amount: bigint) => {
-    await gate;
-    return payer.send(to, amount);
-  };
-  const records: PaymentRecord[] = [];
-  let stopped = false;
-  const traffic = runPayments({
-    apiUrl: () => fleet.apiUrl,
-    key,
-    wallet: WALLET,
-    send,
-    count: Number.POSITIVE_INFINITY,
-    concurrency: Number(values.concurrency),
-    runId: `reorgs-${Date.now()}`,
-    records,
-    paceMs: 50,
-    stop: () => stopped,
-  });
-  const db = new pg.Client({ connectionString: database.connectionString });
-  db.on('error', () => {});
-  await db.connect();
-  const processed = async () =>
-    BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
-  const byHash = new Map<string, PaymentRecord>();
-  const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, unobserved: 0, maxDepth: 0 };
-  for (let i = 0; i < SIZE; i++) {
-    await sleep(50 + Math.random() * 200);
-    await anvil.mine(1 + Math.floor(Math.random() * 3));
-    let open!: () => void;
-    gate = new Promise((resolve) => (open = resolve));
-    await sleep(20); // sends already past the gate land first
-    const head = await anvil.blockNumber();
-    // The ingester must have seen the branch it is about to lose (else the reorg is invisible to it).
-    const caughtUp = Date.now() + 10_000;
-    while ((await processed()) < head && Date.now() < caughtUp) await sleep(25);
-    const depth = Math.min(pickDepth(), Number(head) - 1);
-    const lost = await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: head - BigInt(depth) + 1n, toBlock: head });
-    await anvil.reorg(depth);
-    tally.reorgs++;
-    tally.maxDepth = Math.max(tally.maxDepth, depth);
-    if (BigInt(depth) > CONFIRMED) tally.deep++;
-    for (const record of records) if (record.txHash) byHash.set(record.txHash.toLowerCase(), record);
-    for (const log of lost) {
-      const record = byHash.get(log.transactionHash!.toLowerCase());
-      if (!record) continue;
-      const action = Math.random();
-      let hash: Hash | undefined;
-      if (action < 1 / 3) {
-        hash = await payer.send(WALLET, log.args.value!);
-        tally.reincluded++;
-      } else if (action < 2 / 3) {
-        hash = await anvil.client.writeContract({
-          account: REPLACER,
-          chain: anvil.client.chain,
-          address: usdc,
-          abi: tokenAbi,
-          functionName: 'transfer',
-          args: [WALLET, log.args.value!],
-          gas: 100_000n,
-        });
-        tally.replaced++;
-      } else tally.dropped++;
-      if (hash) {
-        byHash.delete(record.txHash!.toLowerCase());
-        record.txHash = hash;
+const run = await startChaosFleet({ label: 'chaos-reorgs', databaseUrl: database.connectionString, wallet: WALLET, names: ['api', 'ingest', 'worker'] }).catch(
+  async (error) => {
+    await database.close();
+    throw error;
+  },
+);
+const { anvil, usdc, fleet, key, payer } = run;
+const failing = await runGuarded(
+  run,
+  async (failing) => {
+    // The replacing sender's tokens and gas first, then a chain longer than the deepest reorg: a
+    // reorg that reached the funding would take it back (anvil's rollback drops a setBalance too).
+    await anvil.waitMined(await anvil.mint(usdc, REPLACER, 10n ** 30n));
+    await anvil.client.setBalance({ address: REPLACER, value: 10n ** 24n });
+    await anvil.mine(70);
+    // anvil.mint stops impersonating its minter, the payer's account; and a reorg's rollback was
+    // seen to drop an impersonation (the payer's sends then fail with "No Signer available"), so
+    // both senders are impersonated again after every reorg.
+    const impersonate = async () => {
+      await anvil.client.impersonateAccount({ address: PAYER });
+      await anvil.client.impersonateAccount({ address: REPLACER });
+    };
+    await impersonate();
+    // Payments pause while a reorg is made: the run knows exactly which transfers it dropped.
+    let gate: Promise<void> = Promise.resolve();
+    const send = async (to: Address, amount: bigint) => {
+      await gate;
+      return payer.send(to, amount);
+    };
+    const records: PaymentRecord[] = [];
+    let stopped = false;
+    let trafficError: Error | undefined;
+    const traffic = runPayments({
+      apiUrl: () => fleet.apiUrl,
+      key,
+      wallet: WALLET,
+      send,
+      count: Number.POSITIVE_INFINITY,
+      concurrency: options.concurrency,
+      runId: `reorgs-${Date.now()}`,
+      records,
+      paceMs: 50,
+      stop: () => stopped,
+    }).catch((error) => {
+      // Failing here, not as an unhandled rejection that would leave the fleet and anvil running.
+      trafficError = error as Error;
+    });
+    const db = new pg.Client({ connectionString: database.connectionString });
+    db.on('error', () => {});
+    await db.connect();
+    const processed = async () =>
+      BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
+    const byHash = new Map<string, PaymentRecord>();
+    const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, unobserved: 0, maxDepth: 0 };
+    const deadline = options['max-minutes'] > 0 ? started + options['max-minutes'] * 60_000 : Number.POSITIVE_INFINITY;
+    for (let i = 0; i < SIZE; i++) {
+      if (performance.now() > deadline) {
+        console.log(`  --max-minutes ${options['max-minutes']} reached after ${i} of ${SIZE} reorgs: settling and auditing those`);
+        break;
       }
+      if (trafficError) throw new Error(`payments stopped: ${trafficError.message.split('\n')[0]}`);
+      await sleep(50 + Math.random() * 200);
+      await anvil.mine(1 + Math.floor(Math.random() * 3));
+      let open!: () => void;
+      gate = new Promise((resolve) => (open = resolve));
+      await sleep(20); // sends already past the gate land first
+      const head = await anvil.blockNumber();
+      // The ingester must have seen the branch it is about to lose (else the reorg is invisible to it).
+      const caughtUp = Date.now() + 10_000;
+      while ((await processed()) < head && Date.now() < caughtUp) await sleep(25);
+      const depth = Math.min(pickDepth(), Number(head) - 1);
+      const lost = await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: head - BigInt(depth) + 1n, toBlock: head });
+      await anvil.reorg(depth);
+      await impersonate();
+      tally.reorgs++;
+      tally.maxDepth = Math.max(tally.maxDepth, depth);
+      if (BigInt(depth) > CONFIRMED) tally.deep++;
+      for (const record of records) if (record.txHash) byHash.set(record.txHash.toLowerCase(), record);
+      for (const log of lost) {
+        const record = byHash.get(log.transactionHash!.toLowerCase());
+        if (!record) continue;
+        const action = Math.random();
+        let hash: Hash | undefined;
+        if (action < 1 / 3) {
+          hash = await payer.send(WALLET, log.args.value!);
+          tally.reincluded++;
+        } else if (action < 2 / 3) {
+          hash = await anvil.client.writeContract({
+            account: REPLACER,
+            chain: anvil.client.chain,
+            address: usdc,
+            abi: tokenAbi,
+            functionName: 'transfer',
+            args: [WALLET, log.args.value!],
+            gas: 100_000n,
+          });
+          tally.replaced++;
+        } else tally.dropped++;
+        if (hash) {
+          byHash.delete(record.txHash!.toLowerCase());
+          record.txHash = hash;
+        }
+      }
+      open();
+      // Each reorg on its own: wait for the ingester's rewind (its checkpoint back at the head).
+      const newHead = await anvil.blockNumber();
+      const rewound = Date.now() + 10_000;
+      while ((await processed()) < newHead && Date.now() < rewound) await sleep(25);
+      if (i % Math.max(1, Math.floor(SIZE / 10)) === 0)
+        console.log(`  ${i + 1} reorgs, ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
-    open();
-    // Each reorg on its own: wait for the ingester's rewind (its checkpoint back at the head).
-    const newHead = await anvil.blockNumber();
-    const rewound = Date.now() + 10_000;
-    while ((await processed()) < newHead && Date.now() < rewound) await sleep(25);
-    if (i % Math.max(1, Math.floor(SIZE / 10)) === 0)
-      console.log(`  ${i + 1} reorgs, ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
-  }
-  stopped = true;
-  await traffic;
-  await db.end();
-  const ingest = fleet.byName('ingest');
-  const counted = await metric(ingest.metricsUrl!, 'svc_ingest_reorgs_total');
-  const alerted = await metric(ingest.metricsUrl!, 'svc_ingest_deep_reorgs_total');
-  const landed = new Set(
-    (await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: 0n, toBlock: 'latest' })).map((log) =>
-      log.transactionHash!.toLowerCase(),
-    ),
-  );
-  const paidIds = records.filter((record) => record.sessionId && record.txHash && landed.has(record.txHash.toLowerCase())).map((record) => record.sessionId!);
-  const settled = await settle({ databaseUrl: database.connectionString, anvil, records, deliveries: receiver.deliveries, timeoutMs: 300_000, paidIds });
-  console.log(
-    `reorgs: ${tally.reorgs} (deepest ${tally.maxDepth}, ${tally.deep} deeper than the ${CONFIRMED}-block rule) during ${records.length} payments; dropped payments: ${tally.reincluded} re-included, ${tally.replaced} replaced, ${tally.dropped} dropped for good`,
-  );
-  console.log(`ingester: ${counted} reorgs counted, ${alerted} deep-reorg alerts; settled in ${(settled.ms / 1000).toFixed(0)} s`);
-  const result = await auditLedger({ databaseUrl: database.connectionString, anvil, token: usdc, wallet: WALLET, records, deliveries: receiver.deliveries });
-  failing.push(...reportAudit(result));
-  if (ingest.crashes > 0) failing.push('the ingest process restarted: its counters do not cover the run');
-  if (alerted !== tally.deep) failing.push(`${tally.deep} reorgs deeper than the confirmation rule, ${alerted} alerted`);
-  if (counted !== tally.reorgs) failing.push(`${tally.reorgs} reorgs made, ${counted} counted by the ingester`);
-} catch (error) {
-  console.error(error);
-  failing.push(`the run failed: ${(error as Error).message}`);
-} finally {
-  await fleet.stop();
-  await receiver.close();
-  await anvil.stop();
-  await database.close();
-  if (failing.length === 0 && !process.env.CHAOS_KEEP_LOGS) fs.rmSync(logDir, { recursive: true, force: true });
-  else console.log(`role logs in ${logDir}`);
-}
-console.log(`total ${((performance.now() - started) / 1000).toFixed(0)} s`);
-console.log(failing.length === 0 ? 'PASS' : `FAIL: ${failing.join('; ')}`);
-process.exit(failing.length === 0 ? 0 : 1);
+    stopped = true;
+    await traffic;
+    if (trafficError) throw new Error(`payments stopped: ${(trafficError as Error).message.split('\n')[0]}`);
+    await db.end();
+    const ingest = fleet.byName('ingest');
+    const counted = await metric(ingest.metricsUrl!, 'svc_ingest_reorgs_total');
+    const alerted = await metric(ingest.metricsUrl!, 'svc_ingest_deep_reorgs_total');
+    const landed = new Set(
+      (await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: 0n, toBlock: 'latest' })).map((log) =>
+        log.transactionHash!.toLowerCase(),
+      ),
+    );
+    const paidIds = records.filter((record) => record.sessionId && record.txHash && landed.has(record.txHash.toLowerCase())).map((record) => record.sessionId!);
+    const { failing: audit, settled } = await run.settleAndAudit({ records, timeoutMs: 300_000, paidIds });
+    console.log(
+      `reorgs: ${tally.reorgs} (deepest ${tally.maxDepth}, ${tally.deep} deeper than the ${CONFIRMED}-block rule) during ${records.length} payments; dropped payments: ${tally.reincluded} re-included, ${tally.replaced} replaced, ${tally.dropped} dropped for good`,
+    );
+    console.log(`ingester: ${counted} reorgs counted, ${alerted} deep-reorg alerts; settled in ${(settled.ms / 1000).toFixed(0)} s`);
+    failing.push(...audit);
+    if (ingest.crashes > 0) failing.push('the ingest process restarted: its counters do not cover the run');
+    if (alerted !== tally.deep) failing.push(`${tally.deep} reorgs deeper than the confirmation rule, ${alerted} alerted`);
+    if (counted !== tally.reorgs) failing.push(`${tally.reorgs} reorgs made, ${counted} counted by the ingester`);
+  },
+  database.close,
+);
+finishRun(failing, started);

@@ -63,9 +63,12 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
         ) c
         WHERE t.target_key IS NOT NULL
      ), due AS (
+       -- Every condition of a claimable row again, due time included: a row another worker
+       -- claimed, attempted and rescheduled since this statement's snapshot is re-checked here
+       -- on its new version (READ COMMITTED's recheck of a locked row), not in candidates.
        SELECT d.id FROM webhook_deliveries d
         WHERE d.id IN (SELECT id FROM candidates)
-          AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until <= $1)
+          AND d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)
         ORDER BY d.next_attempt_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED

@@ -85,9 +85,19 @@ export async function redeliverEvent(
 }
 
 /**
- * Resends to one endpoint every dispatched event of its owner created in [from, to) that the
- * endpoint subscribes to, oldest first, each as a new delivery (with the usual retries).
- * Receivers dedupe on the event id, so replaying what already arrived is harmless.
+ * Resends to one endpoint every event of its owner created in [from, to) that it subscribes to
+ * and **missed**, oldest first, each as a new delivery (with the usual retries). Missed: no
+ * delivery of the event to this endpoint succeeded or is still under way (pending), whatever
+ * its origin; so events that failed while the endpoint was down, that it was disabled for (no
+ * delivery at all, or one its disabling ended), or that came before it was registered. An event
+ * the endpoint already got is not sent again (POST /events/{id}/redeliver does that, one event
+ * at a time), and replaying the same window twice, or two overlapping windows at once, queues
+ * each missed event once (the receiver-outage run's finding: a replay after re-enabling resent
+ * the window's events the endpoint had received before its outage). Run in a transaction.
+ *
+ * Only dispatched events are replayed (an undispatched one is dispatched to the enabled
+ * endpoint as usual). An event a dispatcher is dispatching at this moment is waited for: the
+ * dispatcher may have read the endpoint while it was still disabled and give it no delivery.
  * @returns the number of deliveries made; `undefined` when the endpoint is not the owner's.
  */
 export async function replayEndpoint(
@@ -96,19 +106,30 @@ export async function replayEndpoint(
   endpointId: string,
   window: { from: Date; to: Date },
 ): Promise<{ count: number } | undefined | 'endpoint_disabled' | 'too_many'> {
+  // The endpoint's row lock queues concurrent replays (and status changes) of this endpoint: the
+  // second one sees the first one's deliveries and makes none for the same events.
   const { rows: endpoints } = await sql.query<{ url: string; enabled_events: string[]; status: string }>(
-    'SELECT url, enabled_events, status FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND deleted_at IS NULL',
+    `SELECT url, enabled_events, status FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND livemode = $3 AND deleted_at IS NULL
+        FOR NO KEY UPDATE`,
     [endpointId, owner.merchantId, owner.livemode],
   );
   const endpoint = endpoints[0];
   if (!endpoint) return undefined;
   if (endpoint.status !== 'enabled') return 'endpoint_disabled';
+  const subscribed = `e.merchant_id = $1 AND e.livemode = $2 AND e.created_at >= $3 AND e.created_at < $4 AND ('*' = ANY($5::text[]) OR e.type = ANY($5::text[]))`;
+  const params = [owner.merchantId, owner.livemode, window.from, window.to, endpoint.enabled_events];
+  // Undispatched events of the window (few: the outbox drains in milliseconds): a dispatcher
+  // holds the ones it is dispatching (FOR UPDATE), so this waits for its commit, and it skips
+  // the others (SKIP LOCKED) until this transaction ends, when the endpoint is enabled for it.
+  await sql.query(`SELECT e.id FROM events e WHERE ${subscribed} AND e.dispatched_at IS NULL FOR SHARE`, params);
+  // A new statement, so a new snapshot: it sees what those dispatchers committed.
   const { rows: events } = await sql.query<{ id: string }>(
-    `SELECT id FROM events
-      WHERE merchant_id = $1 AND livemode = $2 AND created_at >= $3 AND created_at < $4 AND dispatched_at IS NOT NULL
-        AND ('*' = ANY($5::text[]) OR type = ANY($5::text[]))
-      ORDER BY seq LIMIT $6`,
-    [owner.merchantId, owner.livemode, window.from, window.to, endpoint.enabled_events, MAX_REPLAY_EVENTS + 1],
+    `SELECT e.id FROM events e
+      WHERE ${subscribed} AND e.dispatched_at IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                         WHERE d.event_id = e.id AND d.endpoint_id = $6 AND d.status IN ('pending', 'succeeded'))
+      ORDER BY e.seq LIMIT $7`,
+    [...params, endpointId, MAX_REPLAY_EVENTS + 1],
   );
   if (events.length > MAX_REPLAY_EVENTS) return 'too_many';
   const target: Target = { endpoint_id: endpointId, url: endpoint.url, target: `endpoint:${endpointId}` };

@@ -94,7 +94,10 @@ export async function auditOutage(params: {
       const gap = list[i]!.started_at.getTime() - list[i - 1]!.started_at.getTime();
       const delay = RETRY_DELAYS_MS[list[i - 1]!.attempt_number - 1]!;
       if (gap < delay * 0.9 - 1 || gap > delay * 1.1 + SLACK_MS)
-        defects.push(`delivery ${deliveryId}: attempt ${list[i]!.attempt_number} came ${gap} ms after the previous one, not ${delay} ms ±10 %`);
+        defects.push(
+          `delivery ${deliveryId} (endpoint ${list[i]!.endpoint_id}): attempt ${list[i]!.attempt_number} came ${gap} ms after the previous one, not ${delay} ms ±10 %` +
+            ` (attempts at simulated hours ${list.map((a) => `${a.attempt_number}:${(sim(a.started_at) / HOUR).toFixed(3)}${a.succeeded ? ' ok' : ''}`).join(', ')})`,
+        );
     }
   }
 
@@ -155,7 +158,10 @@ export async function auditOutage(params: {
   const subscribed = events.filter((event) => event.type === 'payment.confirmed');
   for (const event of subscribed) {
     const n = atB.get(event.id) ?? 0;
-    if (n !== 1) defects.push(`B got event ${event.id} ${n} times (expected once: missed events replayed, later ones dispatched)`);
+    if (n !== 1) {
+      const hour = (params.events.find((e) => e.id === event.id)?.at ?? Number.NaN) / HOUR;
+      defects.push(`B got event ${event.id} (written at hour ${hour.toFixed(1)}) ${n} times (expected once: missed events replayed, later ones dispatched)`);
+    }
   }
   // Replayed events (written before B came back) arrive at the replay, not on some later schedule.
   const writtenAt = new Map(params.events.map((event) => [event.id, event.at]));

@@ -21,7 +21,7 @@ export async function settle(params: {
   const started = performance.now();
   const blocks = params.blocks ?? 100;
   for (let i = 0; i < blocks; i += 10) {
-    await params.anvil.mine(10);
+    await mineRetrying(params.anvil, 10);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   const db = new pg.Client({ connectionString: params.databaseUrl });
@@ -49,4 +49,21 @@ export async function settle(params: {
     await db.end();
   }
   return { ms: performance.now() - started, pendingSessions, undeliveredEvents };
+}
+
+/**
+ * Mines `blocks`, asking again when anvil does not answer in time: after a long run on a loaded
+ * machine one `anvil_mine` can pass viem's 10 s timeout (a 10,000-payment run failed its settle on
+ * that, the payments all made). Gives up after 10 tries.
+ */
+async function mineRetrying(anvil: Anvil, blocks: number): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await anvil.mine(blocks);
+      return;
+    } catch (error) {
+      if (attempt >= 10) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  }
 }

@@ -47,7 +47,7 @@ export function manageForms(ctx: DashboardContext, endpoint: WebhookEndpoint): H
 </section>
 <section class="panel" aria-labelledby="replay-title">
   <h2 id="replay-title">Replay a time window</h2>
-  <p class="help">Sends again every event of this mode created in the window that the endpoint subscribes to, oldest first, as new deliveries (at most ${MAX_REPLAY_EVENTS}). Receivers dedupe on the event id.</p>
+  <p class="help">Sends every event of this mode created in the window that the endpoint subscribes to and has not received (none delivered or still being tried), oldest first, as new deliveries (at most ${MAX_REPLAY_EVENTS}). Replaying the same window again sends nothing twice.</p>
   <form method="post" action="${base}/replay" class="inline">
     ${ctx.csrfField()}
     <div class="stack"><label for="replay-from">From (UTC)</label><input id="replay-from" name="from" type="datetime-local" required value="${hourAgo}"></div>

@@ -995,7 +995,7 @@ class WebhookEndpointsResource(_Resource):
     ) -> WebhookReplay:
         """Replay a time window of events to an endpoint
 
-        Sends again, as new deliveries (with the usual retries), every event of this mode created in [from, to) that the endpoint subscribes to, oldest first, whether or not it arrived before. Receivers dedupe on the event id. At most 1000 events per request: narrow a wider window.
+        Sends, as new deliveries (with the usual retries), every event of this mode created in [from, to) that the endpoint subscribes to and missed, oldest first: each event with no delivery to this endpoint that succeeded or is still pending (failed while it was down, ended by its disabling, made while it was disabled or before it was registered). An event it already received is not sent again (use POST /events/{id}/redeliver), and replaying a window twice queues nothing new. At most 1000 events per request: narrow a wider window.
 
         ``POST /webhooks/{id}/replay``
         """
