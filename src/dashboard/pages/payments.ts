@@ -17,6 +17,8 @@ import {
   type PaymentQuery,
 } from './paymentParts.ts';
 import { CSV_MAX_ROWS, paymentsCsv } from './paymentsCsv.ts';
+import { linkVisitsNote } from './homeFigures.ts';
+import { countLinkVisits } from '../../payments/linkVisits.ts';
 import { paymentPage } from './payment.ts';
 
 type Page = { sessions: Session[]; hasMore: boolean } | { error: string };
@@ -57,6 +59,25 @@ function options(values: readonly string[], chosen: string, anyLabel: string): H
   return html`<option value="">${anyLabel}</option>${values.map((value) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${value}</option>`)}`;
 }
 
+/** The `visits` filter's choices (issue 27): link visits without payment are left out unless asked for. */
+const VISIT_CHOICES = [
+  ['', 'Left out'],
+  ['all', 'Listed too'],
+  ['only', 'Only these'],
+] as const;
+
+/**
+ * Says how many link visits without payment the list leaves out (in its date range), with a link
+ * that lists them; nothing when none is left out or when they are shown.
+ */
+async function visitsNote(ctx: DashboardContext, query: PaymentQuery): Promise<Html> {
+  if (query.visits || query.q) return html``;
+  const checked = sessionFilterOf(query, { merchantId: ctx.merchant.id, livemode: ctx.livemode });
+  if ('error' in checked) return html``;
+  const count = await countLinkVisits(ctx.store, { ...checked.filter });
+  return linkVisitsNote(count, paymentQueryString(query, { visits: 'only', after: '' }));
+}
+
 function filterForm(query: PaymentQuery): Html {
   return html`<form class="filters" method="get" action="/dashboard/payments" role="search">
   <div class="field wide"><label for="q">Search</label>
@@ -67,6 +88,9 @@ function filterForm(query: PaymentQuery): Html {
   <div class="field"><label for="currency">Currency</label><select id="currency" name="currency">${options(CURRENCIES, query.currency, 'Any currency')}</select></div>
   <div class="field"><label for="from">From (UTC)</label><input id="from" name="from" type="date" value="${query.from}"></div>
   <div class="field"><label for="to">To (UTC)</label><input id="to" name="to" type="date" value="${query.to}"></div>
+  <div class="field"><label for="visits">Link visits without payment</label><select id="visits" name="visits">${VISIT_CHOICES.map(
+    ([value, label]) => html`<option value="${value}"${value === query.visits ? html` selected` : ''}>${label}</option>`,
+  )}</select></div>
   <div class="actions"><button type="submit">Apply</button> <a href="/dashboard/payments">Clear</a></div>
 </form>`;
 }
@@ -82,6 +106,7 @@ export const paymentsPages: DashboardPageModule = (routes, deps) => {
 ${filterForm(query)}
 <p class="export"><a class="button secondary" href="/dashboard/payments/export.csv${paymentQueryString(query, { after: '' })}" download>Export CSV</a>
 <span class="help">The filtered payments (all pages, up to ${CSV_MAX_ROWS.toLocaleString('en')} rows), amounts as exact decimal text.</span></p>
+${await visitsNote(ctx, query)}
 ${resultsBlock(query, result)}`,
       { status: 'error' in result ? 400 : 200 },
     );
