@@ -4,7 +4,6 @@ import { formatDisplayAmount } from '../../internal/money.ts';
 import type { PaymentLink } from '../../payments/link.ts';
 import { getPaymentLink } from '../../payments/links.ts';
 import { optionsOf } from '../../payments/options.ts';
-import { lineItemsView } from '../../payments/purchase.ts';
 import { listSessions } from '../../payments/sessions.ts';
 import { assetUrl } from '../assets.ts';
 import { html, safeHref } from '../html.ts';
@@ -58,7 +57,8 @@ export function linkDetailPage(routes: DashboardRoutes, deps: DashboardDeps): vo
     });
     const options = optionsOf(link);
     const url = paymentLinkUrl(deps.config.publicUrl, link.id);
-    const items = lineItemsView(link.lineItems, link.decimals);
+    const items = link.lineItems;
+    const shown = (units: bigint) => formatDisplayAmount(units, link.decimals);
     return page(
       `Payment link ${link.id}`,
       html`<link rel="stylesheet" href="${assetUrl('payments.css')}">
@@ -71,7 +71,7 @@ ${priceFacts(link.price, null, null, options.length > 1 ? "converted into the to
 ${choiceFacts(options, options.length === 1 ? options[0]! : null)}
 ${options.length > 1 ? html`<dt>At a visit</dt><dd class="help">The customer chooses a chain and token; a payment is created only then.</dd>` : ''}
 ${link.description ? html`<dt>Description</dt><dd id="link-description">${link.description}</dd>` : ''}
-${items ? html`<dt>Line items</dt><dd><ul id="link-items">${items.map((item) => html`<li>${item.quantity} × ${item.name}: ${item.unitAmount} each, ${item.amount}</li>`)}</ul></dd>` : ''}
+${items ? html`<dt>Line items</dt><dd><ul id="link-items">${items.map((item) => html`<li>${item.quantity} × ${item.name}: ${shown(BigInt(item.unitAmount))} each, ${shown(BigInt(item.unitAmount) * BigInt(item.quantity))}</li>`)}</ul></dd>` : ''}
 <dt>Pays to</dt><dd>${link.merchantWallet ? html`<code>${link.merchantWallet}</code>` : 'your default wallet on the chosen chain, at each visit'}</dd>
 <dt>Checkout lifetime</dt><dd>${link.expiresIn} s</dd>
 ${link.successUrl ? html`<dt>Success URL</dt><dd><code>${link.successUrl}</code></dd>` : ''}
