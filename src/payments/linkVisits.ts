@@ -32,7 +32,7 @@ export const LINK_VISIT_WITHOUT_PAYMENT = `(s.payment_link_id IS NOT NULL AND s.
 export type LinkVisitsFilter = 'include' | 'hide' | 'only';
 
 /** The most link visits the dashboard counts exactly; past it, it says "more than". */
-export const LINK_VISIT_COUNT_CAP = 10_000;
+export const LINK_VISIT_COUNT_CAP = 1_000;
 
 /**
  * How many of the merchant's sessions of one mode are link visits without payment, created in

@@ -62,7 +62,7 @@ function statusCounts(period: Period, figures: PeriodFigures[]): Html {
 export function linkVisitsNote(count: number, query: string): Html {
   if (count === 0) return html``;
   const shown = count > LINK_VISIT_COUNT_CAP ? `More than ${LINK_VISIT_COUNT_CAP.toLocaleString('en')}` : count.toLocaleString('en');
-  return html`<p class="help link-visits" id="link-visits">${shown} payment-link visit${count === 1 ? '' : 's'} without payment ${count === 1 ? 'is' : 'are'} not counted as payments. <a href="/dashboard/payments${query}">Show link visits without payment</a></p>`;
+  return html`<p class="help link-visits" id="link-visits">${shown} payment-link visit${count === 1 ? '' : 's'} without payment ${count === 1 ? 'is not counted as a payment' : 'are not counted as payments'}. <a href="/dashboard/payments${query}">Show link visits without payment</a></p>`;
 }
 
 /** The headline panel: the period picker, volume and fees per currency, counts by status, and how many link visits without payment were left out. */

@@ -21,7 +21,7 @@ import { linkVisitsNote } from './homeFigures.ts';
 import { countLinkVisits } from '../../payments/linkVisits.ts';
 import { paymentPage } from './payment.ts';
 
-type Page = { sessions: Session[]; hasMore: boolean } | { error: string };
+type Page = { sessions: Session[]; hasMore: boolean; visits: number } | { error: string };
 
 async function readPage(ctx: DashboardContext, query: PaymentQuery): Promise<Page> {
   const checked = sessionFilterOf(query, { merchantId: ctx.merchant.id, livemode: ctx.livemode });
@@ -31,8 +31,12 @@ async function readPage(ctx: DashboardContext, query: PaymentQuery): Promise<Pag
     if (!(await getSession(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, id: query.after })))
       return { error: `after ${JSON.stringify(query.after)} is not a payment of this account` };
   }
-  const rows = await listSessions(ctx.store, { ...checked.filter, limit: PAGE_SIZE + 1 });
-  return { sessions: rows.slice(0, PAGE_SIZE), hasMore: rows.length > PAGE_SIZE };
+  const [rows, visits] = await Promise.all([
+    listSessions(ctx.store, { ...checked.filter, limit: PAGE_SIZE + 1 }),
+    // How many link visits without payment the list leaves out (in its date range), when it leaves them out.
+    checked.filter.linkVisits === 'hide' ? countLinkVisits(ctx.store, checked.filter) : 0,
+  ]);
+  return { sessions: rows.slice(0, PAGE_SIZE), hasMore: rows.length > PAGE_SIZE, visits };
 }
 
 /**
@@ -46,6 +50,7 @@ function resultsBlock(query: PaymentQuery, result: Page): Html {
   return html`<div id="payments-results"${
     live ? html` hx-get="/dashboard/payments/rows${paymentQueryString(query)}" hx-trigger="every ${LIVE_POLL_SECONDS}s" hx-swap="outerHTML"` : ''
   }>
+${linkVisitsNote(result.visits, paymentQueryString(query, { visits: 'only', after: '' }))}
 ${paymentsTable(result.sessions)}
 <nav class="pager" aria-label="Pages">
 ${query.after ? html`<a href="/dashboard/payments${paymentQueryString(query, { after: '' })}">First page</a>` : ''}
@@ -65,18 +70,6 @@ const VISIT_CHOICES = [
   ['all', 'Listed too'],
   ['only', 'Only these'],
 ] as const;
-
-/**
- * Says how many link visits without payment the list leaves out (in its date range), with a link
- * that lists them; nothing when none is left out or when they are shown.
- */
-async function visitsNote(ctx: DashboardContext, query: PaymentQuery): Promise<Html> {
-  if (query.visits || query.q) return html``;
-  const checked = sessionFilterOf(query, { merchantId: ctx.merchant.id, livemode: ctx.livemode });
-  if ('error' in checked) return html``;
-  const count = await countLinkVisits(ctx.store, { ...checked.filter });
-  return linkVisitsNote(count, paymentQueryString(query, { visits: 'only', after: '' }));
-}
 
 function filterForm(query: PaymentQuery): Html {
   return html`<form class="filters" method="get" action="/dashboard/payments" role="search">
@@ -106,7 +99,6 @@ export const paymentsPages: DashboardPageModule = (routes, deps) => {
 ${filterForm(query)}
 <p class="export"><a class="button secondary" href="/dashboard/payments/export.csv${paymentQueryString(query, { after: '' })}" download>Export CSV</a>
 <span class="help">The filtered payments (all pages, up to ${CSV_MAX_ROWS.toLocaleString('en')} rows), amounts as exact decimal text.</span></p>
-${await visitsNote(ctx, query)}
 ${resultsBlock(query, result)}`,
       { status: 'error' in result ? 400 : 200 },
     );
