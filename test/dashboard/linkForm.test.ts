@@ -39,14 +39,22 @@ async function shop() {
 
 const links = async (merchantId: string) =>
   (
-    await db.store.query<{ id: string; chain: string; currency: string; payment_options: unknown; price: unknown; amount: string | null; description: string | null }>(
-      'SELECT id, chain, currency, payment_options, price, amount::text, description FROM payment_links WHERE merchant_id = $1 ORDER BY created_at',
-      [merchantId],
-    )
+    await db.store.query<{
+      id: string;
+      chain: string;
+      currency: string;
+      payment_options: unknown;
+      price: unknown;
+      amount: string | null;
+      description: string | null;
+    }>('SELECT id, chain, currency, payment_options, price, amount::text, description FROM payment_links WHERE merchant_id = $1 ORDER BY created_at', [
+      merchantId,
+    ])
   ).rows;
 
 /** The pair checkboxes of the links page: `[name, checked]`. */
-const pairBoxes = (body: string) => [...body.matchAll(/<input type="checkbox" name="(pay\.[a-z]+\.[A-Z]+)" value="on"( checked)?/g)].map((m) => [m[1], Boolean(m[2])]);
+const pairBoxes = (body: string) =>
+  [...body.matchAll(/<input type="checkbox" name="(pay\.[a-z]+\.[A-Z]+)" value="on"( checked)?/g)].map((m) => [m[1], Boolean(m[2])]);
 
 describe('payment-link form (issue 26)', () => {
   test('every receivable pair is offered and ticked; several ticked make a link with paymentOptions, audited with them', async () => {
@@ -134,7 +142,11 @@ describe('payment-link form (issue 26)', () => {
     });
     expect(wallet.status).toBe(400);
     expect(formError(wallet.body)).toBe('merchantWallet cannot be combined with paymentOptions: each chain is paid to its own default wallet');
-    expect(pairBoxes(wallet.body).filter(([, checked]) => checked).map(([name]) => name)).toEqual(['pay.polygon.USDC', 'pay.base.USDC']);
+    expect(
+      pairBoxes(wallet.body)
+        .filter(([, checked]) => checked)
+        .map(([name]) => name),
+    ).toEqual(['pay.polygon.USDC', 'pay.base.USDC']);
     expect((await links(m.id)).length).toBe(2);
   });
 
@@ -151,7 +163,13 @@ describe('payment-link form (issue 26)', () => {
     expect(formError(both.body)).toBe('give either amount (in the token) or price (in a fiat currency), not both');
 
     // Several pairs with a price: whatever the API answers to the same body (a 400 until fiat-at-choice lands), the form does.
-    const body = { price: { amount: '9.99', currency: 'GBP' }, paymentOptions: [{ chain: 'polygon', currency: 'USDT' }, { chain: 'base', currency: 'USDC' }] };
+    const body = {
+      price: { amount: '9.99', currency: 'GBP' },
+      paymentOptions: [
+        { chain: 'polygon', currency: 'USDT' },
+        { chain: 'base', currency: 'USDC' },
+      ],
+    };
     const form = { priceAmount: '9.99', priceCurrency: 'GBP', pairsShown: '1', 'pay.base.USDC': 'on', 'pay.polygon.USDT': 'on' };
     expect(linkBodyOf(readLinkForm(form))).toEqual(body);
     const before = (await links(m.id)).length;
@@ -181,7 +199,13 @@ describe('payment-link form (issue 26)', () => {
     const { m, owner } = await shop();
     const link = await api.call('POST', '/api/v1/payment-links', {
       key: m.test,
-      body: { amount: '7', paymentOptions: [{ chain: 'base', currency: 'USDC' }, { chain: 'polygon', currency: 'USDT' }] },
+      body: {
+        amount: '7',
+        paymentOptions: [
+          { chain: 'base', currency: 'USDC' },
+          { chain: 'polygon', currency: 'USDT' },
+        ],
+      },
     });
     const chose = await api.call('POST', `/pay/${link.body.id}/choice`, { body: { chain: 'polygon', currency: 'USDT' } });
     expect(chose.status).toBe(303);
@@ -194,7 +218,13 @@ describe('payment-link form (issue 26)', () => {
 
     const waiting = await api.call('POST', '/api/v1/checkout/sessions', {
       key: m.test,
-      body: { amount: '4', paymentOptions: [{ chain: 'base', currency: 'USDC' }, { chain: 'arbitrum', currency: 'USDC' }] },
+      body: {
+        amount: '4',
+        paymentOptions: [
+          { chain: 'base', currency: 'USDC' },
+          { chain: 'arbitrum', currency: 'USDC' },
+        ],
+      },
     });
     expect(waiting.status).toBe(201);
     expect(waiting.body.choice).toBeNull();

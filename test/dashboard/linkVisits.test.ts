@@ -55,7 +55,13 @@ describe('link visits without payment (issue 27)', () => {
     // A link with several options: its session exists only because the customer chose, which is listed.
     const options = await api.call('POST', '/api/v1/payment-links', {
       key: m.test,
-      body: { amount: '2', paymentOptions: [{ chain: 'polygon', currency: 'USDC' }, { chain: 'base', currency: 'USDC' }] },
+      body: {
+        amount: '2',
+        paymentOptions: [
+          { chain: 'polygon', currency: 'USDC' },
+          { chain: 'base', currency: 'USDC' },
+        ],
+      },
     });
     const chose = await api.call('POST', `/pay/${options.body.id}/choice`, { body: { chain: 'base', currency: 'USDC' } });
     const chosen = String(chose.headers.location).split('/checkout/')[1]!;

@@ -5,7 +5,7 @@ import { checkBody } from '../../api/validation.ts';
 import { qrSvg } from '../../checkout/qr.ts';
 import { liveChains } from '../../internal/config.ts';
 import { notFound } from '../../internal/errors.ts';
-import { formatAmount, formatDisplayAmount } from '../../internal/money.ts';
+import { formatAmount } from '../../internal/money.ts';
 import type { PaymentLink } from '../../payments/link.ts';
 import { optionsOf } from '../../payments/options.ts';
 import { getPaymentLink, listPaymentLinks, setPaymentLinkActive, setPaymentLinkDiscoverable } from '../../payments/links.ts';
