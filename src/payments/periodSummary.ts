@@ -1,4 +1,5 @@
 import type { Sql } from '../store/index.ts';
+import { LINK_VISIT_WITHOUT_PAYMENT } from './linkVisits.ts';
 
 /**
  * The headline figures of a period (the dashboard's Home, issue 27): for the merchant's sessions
@@ -18,12 +19,17 @@ export interface PeriodFigures {
   counts: Map<string, number>;
 }
 
-/** $1 merchant, $2 livemode, $3 since (null: all time). The list index (merchant, livemode, created_at) serves it. */
+/**
+ * $1 merchant, $2 livemode, $3 since (null: all time). The list index (merchant, livemode,
+ * created_at) serves it. Link visits without payment are not payments (linkVisits.ts): left out,
+ * as the payments list leaves them out.
+ */
 const periodSql = () =>
   `SELECT s.currency, s.decimals, s.status, count(*)::int AS count, sum(s.amount_confirmed)::text AS volume,
           coalesce(sum(s.fee) FILTER (WHERE s.status IN ('confirmed', 'settled')), 0)::text AS fee
      FROM payment_sessions s
     WHERE s.merchant_id = $1 AND s.livemode = $2 AND ($3::timestamptz IS NULL OR s.created_at >= $3)
+      AND NOT ${LINK_VISIT_WITHOUT_PAYMENT}
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
 
 /**

@@ -1,4 +1,5 @@
 import { SESSION_COLUMNS } from './session.ts';
+import { LINK_VISIT_WITHOUT_PAYMENT } from './linkVisits.ts';
 
 /**
  * The SQL on `payment_sessions` (pg-boss `plans.ts` style): each function returns the text of
@@ -103,8 +104,9 @@ export const selectSessionsWithMerchant = (columns: string) =>
 /**
  * A page of a merchant's sessions, newest first. $1 merchant, $2 livemode, $3 statuses or null,
  * $4 chain or null, $5 currency or null, $6 created at or after or null, $7 created before or
- * null, $8 the session the page starts after or null, $9 limit; with `search`, $10 a search
- * text: the session's id, the hash of a transfer that paid it, or a value of its metadata (any
+ * null, $8 the session the page starts after or null, $9 limit, $10 link visits without
+ * payment (`include`, `hide` or `only`, linkVisits.ts), $11 a payment link or null; with
+ * `search`, $12 a search text: the session's id, the hash of a transfer that paid it, or a value of its metadata (any
  * key). The search is a list of candidate ids, each found by an index (the primary key,
  * transfers' unique key, hash first since migration 027, payment_sessions_metadata of 022), joined to the filters: it
  * costs the matches, never a scan of the merchant's sessions (a separate statement, so the plan
@@ -118,14 +120,16 @@ export const listSessions = (options: { search?: boolean } = {}) =>
       AND ($5::text IS NULL OR s.currency = $5)
       AND ($6::timestamptz IS NULL OR s.created_at >= $6)
       AND ($7::timestamptz IS NULL OR s.created_at < $7)
-      AND ($8::text IS NULL OR (s.created_at, s.id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))${
+      AND ($8::text IS NULL OR (s.created_at, s.id) < (SELECT created_at, id FROM payment_sessions WHERE id = $8))
+      AND ($10::text = 'include' OR ${LINK_VISIT_WITHOUT_PAYMENT} = ($10::text = 'only'))
+      AND ($11::text IS NULL OR s.payment_link_id = $11)${
         options.search
           ? `
       AND s.id IN (
-            SELECT $10::text
-            UNION SELECT t.session_id FROM transfers t WHERE t.tx_hash = $10 AND t.livemode = $2 AND t.session_id IS NOT NULL
+            SELECT $12::text
+            UNION SELECT t.session_id FROM transfers t WHERE t.tx_hash = $12 AND t.livemode = $2 AND t.session_id IS NOT NULL
             UNION SELECT m.id FROM payment_sessions m
-              WHERE m.metadata @? ('$.* ? (@ == ' || to_jsonb($10::text)::text || ')')::jsonpath AND m.merchant_id = $1 AND m.livemode = $2)`
+              WHERE m.metadata @? ('$.* ? (@ == ' || to_jsonb($12::text)::text || ')')::jsonpath AND m.merchant_id = $1 AND m.livemode = $2)`
           : ''
       }
     ORDER BY s.created_at DESC, s.id DESC

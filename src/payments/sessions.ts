@@ -12,6 +12,7 @@ import { checkPurchase, type PurchaseInput } from './purchase.ts';
 import type { FiatPrice, PriceQuote } from '../pricing/types.ts';
 import { badRequest } from '../internal/errors.ts';
 import type { PaymentOption } from './options.ts';
+import type { LinkVisitsFilter } from './linkVisits.ts';
 
 /** The operations on payment sessions: create, read, list, and the few writes outside the engine. */
 
@@ -181,6 +182,10 @@ export interface SessionFilter {
   startingAfter?: string | undefined;
   /** Only the session with this id, paid by a transfer with this hash, or with this metadata value (the dashboard's search). */
   search?: string | undefined;
+  /** Link visits without payment (linkVisits.ts): listed (`include`, the default: the API), left out (`hide`: the dashboard) or alone (`only`). */
+  linkVisits?: LinkVisitsFilter | undefined;
+  /** Only the sessions this payment link made. */
+  paymentLinkId?: string | undefined;
   limit: number;
 }
 
@@ -197,6 +202,8 @@ export async function listSessions(sql: Sql, filter: SessionFilter): Promise<Ses
     filter.createdLt,
     filter.startingAfter ?? null,
     filter.limit,
+    filter.linkVisits ?? 'include',
+    filter.paymentLinkId ?? null,
     ...(search ? [filter.search] : []),
   ]);
   return rows.map((row) => toSession(row));

@@ -77,6 +77,26 @@ test('dashboard pages pass axe at 1280 and 390 px; test payment, figures, phone 
   expect(await scrollsSideways(page)).toBe(false);
   await audit(paymentPath, 'a payment');
   await audit('/links', 'links');
+  // The link form (issue 26): a refusal shown beside it, then a link with every pair the merchant receives and its page.
+  await page.setViewportSize({ width: 1280, height: 900 });
+  const pairBoxes = page.locator('#create-link ul.pair-list input[type="checkbox"]');
+  expect(await pairBoxes.count()).toBeGreaterThan(1);
+  for (const box of await pairBoxes.all()) await box.uncheck();
+  await page.getByLabel('Amount in stablecoin').fill('5');
+  await page.getByRole('button', { name: 'Create link' }).click();
+  await waitText(page.locator('#create-link .form-error'), 'tick at least one chain and token the customer can pay with');
+  violations.push(...(await seriousAxeViolationsAtBothWidths(page, 'links-refused')));
+  await page.setViewportSize({ width: 1280, height: 900 });
+  for (const box of await pairBoxes.all()) await box.check();
+  await page.getByLabel('Or a price in a fiat currency').fill('');
+  await page.getByRole('button', { name: 'Create link' }).click();
+  await waitText(page.locator('.notice'), /^Payment link plink_\w+ created\./);
+  await page.locator('li.link-card.created a[href^="/dashboard/links/plink_"]').click();
+  await waitText(page.locator('#payment-choice'), "Waiting for the customer's choice");
+  violations.push(...(await seriousAxeViolationsAtBothWidths(page, 'a link')));
+  await page.setViewportSize({ width: 390, height: 844 });
+  expect(await scrollsSideways(page)).toBe(false);
+  await page.setViewportSize({ width: 1280, height: 900 });
   await audit('/webhooks', 'webhooks');
   await audit('/settings', 'settings');
 

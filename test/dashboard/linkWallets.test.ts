@@ -20,6 +20,8 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
+const BASE_USDC = { chain: 'base', currency: 'USDC' };
+const POLYGON_USDT = { chain: 'polygon', currency: 'USDT' };
 const newAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const formError = (body: string) => /<p class="form-error" role="alert">([^<]*)<\/p>/.exec(body)?.[1]?.replace(/&#39;/g, "'");
 const linksOf = async (merchantId: string) =>
@@ -76,9 +78,46 @@ describe('live payment links name only the merchant’s verified wallets unless 
 
     const audit = await linkAudit(merchantId);
     expect(audit.map((entry) => [entry.livemode, entry.details])).toEqual([
-      [true, { amount: '10', currency: 'USDC', chain: 'base', merchantWallet: anywhere, webhookUrl, price: null, x402Discoverable: false }],
-      [false, { amount: '2', currency: 'USDT', chain: 'polygon', merchantWallet: sandboxWallet, webhookUrl: null, price: null, x402Discoverable: false }],
-      [false, { amount: '3', currency: 'USDT', chain: 'polygon', merchantWallet: null, webhookUrl: null, price: null, x402Discoverable: false }],
+      // As the API's entry, the pairs the customer may pay with (one here) are recorded too.
+      [
+        true,
+        {
+          amount: '10',
+          currency: 'USDC',
+          chain: 'base',
+          paymentOptions: [BASE_USDC],
+          merchantWallet: anywhere,
+          webhookUrl,
+          price: null,
+          x402Discoverable: false,
+        },
+      ],
+      [
+        false,
+        {
+          amount: '2',
+          currency: 'USDT',
+          chain: 'polygon',
+          paymentOptions: [POLYGON_USDT],
+          merchantWallet: sandboxWallet,
+          webhookUrl: null,
+          price: null,
+          x402Discoverable: false,
+        },
+      ],
+      [
+        false,
+        {
+          amount: '3',
+          currency: 'USDT',
+          chain: 'polygon',
+          paymentOptions: [POLYGON_USDT],
+          merchantWallet: null,
+          webhookUrl: null,
+          price: null,
+          x402Discoverable: false,
+        },
+      ],
     ]);
   });
 });

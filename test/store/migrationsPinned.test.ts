@@ -42,6 +42,7 @@ const PINNED: Record<string, string> = {
   '041_purchase_details.sql': 'bfd831aafe38e37ac6ea93233adc83479495461d21b501017d484d8471c43a10',
   '044_fiat_prices.sql': '1ff339f417051ddcbb95062730316059268020dfe87f69093e7c98a64a8b25ef',
   '047_x402_permit2.sql': 'ec61702f11320c3ad11160cb425d772d3c08ebec96f6252f885cd0c2c138875b',
+  '049_link_visits_index.sql': 'c08e76fcd0718a5940f6a54799e7b52de58f880df7b27bd0b69a8bf44449a049',
   '054_x402_svm_method.sql': '1271d8c831cbc70096baf5acbcd003c2b951860f1c1816b5f5a03b3769694971',
   '043_payment_options.sql': '96b74d1d73918d59ac886c76fac91cc79efdc2f5a36b739d6332c260d09c95bf',
   // As first landed (b29aaff); its correction is 012.

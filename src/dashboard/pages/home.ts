@@ -3,6 +3,7 @@ import { listenerHealth, type ListenerHealth } from '../../ingest/listenerHealth
 import { DISPLAY_DECIMALS, displayDecimal, formatAmount } from '../../internal/money.ts';
 import { dailyVolume, listSessions, type DailyVolume } from '../../payments/sessions.ts';
 import { periodFigures } from '../../payments/periodSummary.ts';
+import { countLinkVisits } from '../../payments/linkVisits.ts';
 import { figuresBlock, periodOf } from './homeFigures.ts';
 import { testPaymentButton } from './testPayment.ts';
 import { assetUrl } from '../assets.ts';
@@ -81,11 +82,12 @@ export const homePage: DashboardPageModule = (routes, deps) => {
     const now = new Date();
     const period = periodOf(request.query.period, now);
     const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * 86_400_000);
-    const [volume, figures, health, recent] = await Promise.all([
+    const [volume, figures, health, recent, visits] = await Promise.all([
       dailyVolume(ctx.store, { ...scope, since }),
       periodFigures(ctx.store, { ...scope, since: period.since }),
       listenerHealth(ctx.store, { config: deps.config, livemode: ctx.livemode, now }),
-      listSessions(ctx.store, { ...scope, statuses: null, createdGte: null, createdLt: null, limit: 8 }),
+      listSessions(ctx.store, { ...scope, statuses: null, createdGte: null, createdLt: null, linkVisits: 'hide', limit: 8 }),
+      countLinkVisits(ctx.store, { ...scope, createdGte: period.since }),
     ]);
     const charts = volumeCharts(volume, now);
     return page(
@@ -94,7 +96,7 @@ export const homePage: DashboardPageModule = (routes, deps) => {
 <script src="${assetUrl('uplot.min.js')}" defer></script><script src="${assetUrl('payments.js')}" defer></script>
 ${testPaymentButton(ctx)}
 <div class="home-grid">
-${figuresBlock(period, figures, ctx.livemode)}
+${figuresBlock(period, figures, ctx.livemode, visits)}
 <section class="panel wide" aria-labelledby="volume-h"><h2 id="volume-h">Volume, last ${CHART_DAYS} days</h2>
 ${charts.length ? charts.map(chartBlock) : html`<p class="empty">No confirmed payment in the last ${CHART_DAYS} days${ctx.livemode ? '' : ' (test data)'}.</p>`}
 </section>

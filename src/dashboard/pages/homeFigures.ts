@@ -3,6 +3,7 @@ import { formatDisplayAmount } from '../../internal/money.ts';
 import type { PeriodFigures } from '../../payments/periodSummary.ts';
 import { html, type Html } from '../html.ts';
 import { STATUSES_B } from './paymentParts.ts';
+import { LINK_VISIT_COUNT_CAP } from '../../payments/linkVisits.ts';
 
 /**
  * Home's headline figures (issue 27): for a period the person picks, the confirmed volume and the
@@ -54,8 +55,18 @@ function statusCounts(period: Period, figures: PeriodFigures[]): Html {
   )}</ul>`;
 }
 
-/** The headline panel: the period picker, volume and fees per currency, counts by status. */
-export function figuresBlock(period: Period, figures: PeriodFigures[], livemode: boolean): Html {
+/**
+ * "N payment-link visits without payment are not counted": visits of a single-pair link that
+ * never saw a transfer are not payments (src/payments/linkVisits.ts); the link lists them.
+ */
+export function linkVisitsNote(count: number, query: string): Html {
+  if (count === 0) return html``;
+  const shown = count > LINK_VISIT_COUNT_CAP ? `More than ${LINK_VISIT_COUNT_CAP.toLocaleString('en')}` : count.toLocaleString('en');
+  return html`<p class="help link-visits" id="link-visits">${shown} payment-link visit${count === 1 ? '' : 's'} without payment ${count === 1 ? 'is not counted as a payment' : 'are not counted as payments'}. <a href="/dashboard/payments${query}">Show link visits without payment</a></p>`;
+}
+
+/** The headline panel: the period picker, volume and fees per currency, counts by status, and how many link visits without payment were left out. */
+export function figuresBlock(period: Period, figures: PeriodFigures[], livemode: boolean, linkVisits = 0): Html {
   const total = figures.reduce((sum, currency) => sum + [...currency.counts.values()].reduce((a, b) => a + b, 0), 0);
   return html`<section class="panel wide" aria-labelledby="figures-h" id="figures">
 <h2 id="figures-h">${period.label}</h2>
@@ -75,6 +86,7 @@ ${figures.map(
 }
 <h3 class="sr-only">Payments by status</h3>
 ${statusCounts(period, figures)}
+${linkVisitsNote(linkVisits, period.since ? `?visits=only&from=${period.since.toISOString().slice(0, 10)}` : '?visits=only')}
 <p class="help">Volume is the confirmed money of the payments created in the period; fees are the gateway's flat fee on the confirmed ones (what <code>GET /fees</code> totals).</p>
 </section>`;
 }

@@ -15,6 +15,9 @@ import { errorBox, field, noticeBox, tryForm } from '../forms.ts';
 import { html, safeHref, type Html } from '../html.ts';
 import { fragment, page, redirect, type DashboardContext, type DashboardDeps, type DashboardRoutes } from '../routes.ts';
 import { otherModeAnswer } from './otherMode.ts';
+import { choiceFacts, priceFacts } from './choiceFacts.ts';
+import { pendingChoicePage, readPendingChoice } from './pendingPayment.ts';
+import { optionsOf } from '../../payments/options.ts';
 import { LIVE_POLL_SECONDS, money, shortAddress, statusBadge, txLink, when } from './paymentParts.ts';
 
 /**
@@ -115,7 +118,8 @@ function summary(session: Session, publicUrl: string): Html {
   return html`<dl class="facts">
 <dt>Status</dt><dd class="payment-status">${statusBadge(session.status)}</dd>
 <dt>Amount</dt><dd>${money(session.amount, d, session.currency)}</dd>
-${session.price && session.priceQuote ? html`<dt>Price</dt><dd id="fiat-price">${session.price.amount} ${session.price.currency} at ${session.priceQuote.rate} ${session.currency} per ${session.price.currency} <span class="help">(${session.priceQuote.source === 'sandbox' ? 'sandbox rate' : session.priceQuote.feeds.map((feed) => `${feed.pair} round ${feed.roundId} on ${feed.chain}, ${feed.updatedAt}`).join('; ')})</span></dd>` : ''}
+${priceFacts(session.price, session.priceQuote, session.currency, '')}
+${choiceFacts(optionsOf(session), { chain: session.chain, currency: session.currency })}
 <dt>Due (unique amount)</dt><dd>${money(session.amountDue, d, session.currency)}</dd>
 <dt>Received (confirmed)</dt><dd class="received">${money(session.amountReceived, d, session.currency)}</dd>
 <dt>Pending (seen, not confirmed)</dt><dd>${money(session.amountPending, d, session.currency)}</dd>
@@ -127,7 +131,7 @@ ${session.depositAddress ? html`<dt>Deposit address</dt><dd><code>${session.depo
 <dt>Expires</dt><dd>${when(session.expiresAt)}</dd>
 ${session.confirmedAt ? html`<dt>Confirmed</dt><dd>${when(session.confirmedAt)}</dd>` : ''}
 ${session.failureReason ? html`<dt>Failure</dt><dd>${session.failureReason}</dd>` : ''}
-${session.paymentLinkId ? html`<dt>Payment link</dt><dd><a href="/dashboard/links#${session.paymentLinkId}"><code>${session.paymentLinkId}</code></a></dd>` : ''}
+${session.paymentLinkId ? html`<dt>Payment link</dt><dd><a href="/dashboard/links/${session.paymentLinkId}"><code>${session.paymentLinkId}</code></a></dd>` : ''}
 <dt>Checkout page</dt><dd><a href="${safeHref(checkoutUrl(publicUrl, session.id))}">${checkoutUrl(publicUrl, session.id)}</a></dd>
 ${Object.entries(session.metadata).map(([key, value]) => html`<dt>Metadata: ${key}</dt><dd>${value}</dd>`)}
 </dl>`;
@@ -216,9 +220,15 @@ export function paymentPage(routes: DashboardRoutes, deps: DashboardDeps): void 
     const elsewhere = await otherModeAnswer(ctx, {
       what: `payment ${id}`,
       path: `/dashboard/payments/${encodeURIComponent(id)}`,
-      exists: async (livemode) => Boolean(await getSession(ctx.store, { merchantId: ctx.merchant.id, livemode, id })),
+      exists: async (livemode) =>
+        Boolean((await getSession(ctx.store, { merchantId: ctx.merchant.id, livemode, id })) ?? (await readPendingChoice(ctx, id, livemode))),
     });
     if (elsewhere) return elsewhere;
+    // A session still waiting for its customer's choice is not a payment row yet: its own page.
+    if (!(await getSession(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, id }))) {
+      const waiting = await readPendingChoice(ctx, id, ctx.livemode);
+      if (waiting) return pendingChoicePage(deps, waiting);
+    }
     const requested = request.query.requested;
     return renderPayment(ctx, deps, id, requested ? { requested } : undefined, 200, request.query.created === 'test');
   });

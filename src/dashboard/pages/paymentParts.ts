@@ -37,9 +37,11 @@ export interface PaymentQuery {
   q: string;
   /** Cursor: the last id of the previous page. */
   after: string;
+  /** Link visits without payment (issue 27): '' left out, `all` listed with the rest, `only` alone. */
+  visits: string;
 }
 
-const QUERY_KEYS = ['status', 'chain', 'currency', 'from', 'to', 'q', 'after'] as const satisfies readonly (keyof PaymentQuery)[];
+const QUERY_KEYS = ['status', 'chain', 'currency', 'from', 'to', 'q', 'visits', 'after'] as const satisfies readonly (keyof PaymentQuery)[];
 
 export function readPaymentQuery(query: Record<string, string | undefined>): PaymentQuery {
   const read = (name: string) => (typeof query[name] === 'string' ? query[name]!.trim().slice(0, 200) : '');
@@ -77,6 +79,7 @@ export function sessionFilterOf(
   if (query.status && !(STATUSES_B as readonly string[]).includes(query.status)) return { error: `status must be one of ${STATUSES_B.join(', ')}` };
   if (query.chain && !(CHAIN_NAMES as readonly string[]).includes(query.chain)) return { error: `chain must be one of ${CHAIN_NAMES.join(', ')}` };
   if (query.currency && !(CURRENCIES as readonly string[]).includes(query.currency)) return { error: `currency must be one of ${CURRENCIES.join(', ')}` };
+  if (query.visits && query.visits !== 'all' && query.visits !== 'only') return { error: 'visits must be all or only' };
   const from = query.from ? day(query.from, 'from') : null;
   if (typeof from === 'string') return { error: from };
   const to = query.to ? day(query.to, 'to') : null;
@@ -90,6 +93,8 @@ export function sessionFilterOf(
       createdGte: from,
       createdLt: to ? new Date(to.getTime() + 86_400_000) : null,
       search: query.q || undefined,
+      // A search names one payment: found whatever it is; otherwise link visits without payment are left out unless asked for.
+      linkVisits: query.q || query.visits === 'all' ? 'include' : query.visits === 'only' ? 'only' : 'hide',
       startingAfter: query.after || undefined,
     },
   };

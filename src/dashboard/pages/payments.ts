@@ -17,9 +17,11 @@ import {
   type PaymentQuery,
 } from './paymentParts.ts';
 import { CSV_MAX_ROWS, paymentsCsv } from './paymentsCsv.ts';
+import { linkVisitsNote } from './homeFigures.ts';
+import { countLinkVisits } from '../../payments/linkVisits.ts';
 import { paymentPage } from './payment.ts';
 
-type Page = { sessions: Session[]; hasMore: boolean } | { error: string };
+type Page = { sessions: Session[]; hasMore: boolean; visits: number } | { error: string };
 
 async function readPage(ctx: DashboardContext, query: PaymentQuery): Promise<Page> {
   const checked = sessionFilterOf(query, { merchantId: ctx.merchant.id, livemode: ctx.livemode });
@@ -29,8 +31,12 @@ async function readPage(ctx: DashboardContext, query: PaymentQuery): Promise<Pag
     if (!(await getSession(ctx.store, { merchantId: ctx.merchant.id, livemode: ctx.livemode, id: query.after })))
       return { error: `after ${JSON.stringify(query.after)} is not a payment of this account` };
   }
-  const rows = await listSessions(ctx.store, { ...checked.filter, limit: PAGE_SIZE + 1 });
-  return { sessions: rows.slice(0, PAGE_SIZE), hasMore: rows.length > PAGE_SIZE };
+  const [rows, visits] = await Promise.all([
+    listSessions(ctx.store, { ...checked.filter, limit: PAGE_SIZE + 1 }),
+    // How many link visits without payment the list leaves out (in its date range), when it leaves them out.
+    checked.filter.linkVisits === 'hide' ? countLinkVisits(ctx.store, checked.filter) : 0,
+  ]);
+  return { sessions: rows.slice(0, PAGE_SIZE), hasMore: rows.length > PAGE_SIZE, visits };
 }
 
 /**
@@ -44,6 +50,7 @@ function resultsBlock(query: PaymentQuery, result: Page): Html {
   return html`<div id="payments-results"${
     live ? html` hx-get="/dashboard/payments/rows${paymentQueryString(query)}" hx-trigger="every ${LIVE_POLL_SECONDS}s" hx-swap="outerHTML"` : ''
   }>
+${linkVisitsNote(result.visits, paymentQueryString(query, { visits: 'only', after: '' }))}
 ${paymentsTable(result.sessions)}
 <nav class="pager" aria-label="Pages">
 ${query.after ? html`<a href="/dashboard/payments${paymentQueryString(query, { after: '' })}">First page</a>` : ''}
@@ -57,6 +64,13 @@ function options(values: readonly string[], chosen: string, anyLabel: string): H
   return html`<option value="">${anyLabel}</option>${values.map((value) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${value}</option>`)}`;
 }
 
+/** The `visits` filter's choices (issue 27): link visits without payment are left out unless asked for. */
+const VISIT_CHOICES = [
+  ['', 'Left out'],
+  ['all', 'Listed too'],
+  ['only', 'Only these'],
+] as const;
+
 function filterForm(query: PaymentQuery): Html {
   return html`<form class="filters" method="get" action="/dashboard/payments" role="search">
   <div class="field wide"><label for="q">Search</label>
@@ -67,6 +81,9 @@ function filterForm(query: PaymentQuery): Html {
   <div class="field"><label for="currency">Currency</label><select id="currency" name="currency">${options(CURRENCIES, query.currency, 'Any currency')}</select></div>
   <div class="field"><label for="from">From (UTC)</label><input id="from" name="from" type="date" value="${query.from}"></div>
   <div class="field"><label for="to">To (UTC)</label><input id="to" name="to" type="date" value="${query.to}"></div>
+  <div class="field"><label for="visits">Link visits without payment</label><select id="visits" name="visits">${VISIT_CHOICES.map(
+    ([value, label]) => html`<option value="${value}"${value === query.visits ? html` selected` : ''}>${label}</option>`,
+  )}</select></div>
   <div class="actions"><button type="submit">Apply</button> <a href="/dashboard/payments">Clear</a></div>
 </form>`;
 }
