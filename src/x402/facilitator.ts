@@ -1,6 +1,6 @@
 import { isAddressEqual, type Address } from 'viem';
 import type { Sql } from '../store/index.ts';
-import type { ChainConfig } from '../internal/chains.ts';
+import type { ChainConfig, TokenConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { badRequest } from '../internal/errors.ts';
 import { formatAmount } from '../internal/money.ts';
@@ -90,6 +90,14 @@ export async function checkPayTo(sql: Sql, params: { merchantId: string; offer: 
   return { reason: REASONS.recipient, message: `payTo ${params.payTo} is not a verified wallet of this merchant on ${params.offer.chain}` };
 }
 
+/** What a facilitator settlement's session is made of, on any chain (EVM here, Solana in svm/facilitator.ts). */
+export interface FacilitatorSessionTerms {
+  offer: { chain: ChainName; token: Pick<TokenConfig, 'currency' | 'decimals'> };
+  requirements: { amount: string; payTo: string };
+  /** The payer's address, recorded in the session's metadata. */
+  payer: string;
+}
+
 /**
  * Creates the session a facilitator settlement is recorded as (the same domain function as
  * `POST /sessions`), in the settlement's transaction. Its due amount is the authorized value
@@ -100,14 +108,14 @@ export async function createFacilitatorSession(
   params: {
     merchantId: string;
     livemode: boolean;
-    payment: FacilitatorPayment;
+    payment: FacilitatorSessionTerms;
     chains: Record<ChainName, ChainConfig>;
     monitorWindowSeconds: number;
     feeBps: number;
     liveChains: readonly ChainName[];
   },
 ): Promise<string> {
-  const { offer, requirements } = params.payment;
+  const { offer, requirements, payer } = params.payment;
   const session = await createSession(sql, {
     merchantId: params.merchantId,
     livemode: params.livemode,
@@ -116,7 +124,7 @@ export async function createFacilitatorSession(
     amount: formatAmount(BigInt(requirements.amount), offer.token.decimals),
     ...(params.livemode ? { merchantWallet: requirements.payTo } : {}),
     expiresIn: 3600,
-    metadata: { source: 'x402-facilitator', payer: params.payment.payload.authorization.from },
+    metadata: { source: 'x402-facilitator', payer },
     monitorWindowSeconds: params.monitorWindowSeconds,
     feeBps: params.feeBps,
     liveChains: params.liveChains,
@@ -131,8 +139,10 @@ export function supportedKinds(params: {
   livemode: boolean;
   chains: Record<ChainName, ChainConfig>;
   relayers: Partial<Record<ChainName, { address: string }>>;
+  /** Solana's kind (svm/facilitator.ts), when its fee payer is configured: `extra.feePayer` is what the payer's transaction names as fee payer. */
+  svm?: { x402Version: number; scheme: 'exact'; network: string; extra: { feePayer: string } } | undefined;
 }) {
-  const kinds: { x402Version: number; scheme: 'exact'; network: string }[] = [];
+  const kinds: { x402Version: number; scheme: 'exact'; network: string; extra?: Record<string, string> }[] = [];
   const signers = new Set<string>();
   for (const chain of Object.values(params.chains)) {
     if (chain.kind !== 'evm' || chain.name === 'solana') continue;
@@ -145,7 +155,10 @@ export function supportedKinds(params: {
     const v1 = v1NetworkName(offer.network);
     if (v1) kinds.push({ x402Version: 1, scheme: 'exact', network: v1 });
   }
-  return { kinds, extensions: [] as string[], signers: { 'eip155:*': [...signers] } };
+  const evm = { 'eip155:*': [...signers] };
+  if (!params.svm) return { kinds, extensions: [] as string[], signers: evm as Record<string, string[]> };
+  kinds.push(params.svm);
+  return { kinds, extensions: [] as string[], signers: { ...evm, 'solana:*': [params.svm.extra.feePayer] } as Record<string, string[]> };
 }
 
 function sameAddress(a: string, b: string): boolean {

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { getAddress, type Hex } from 'viem';
-import type { Store } from '../store/index.ts';
+import type { Sql, Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import { liveChains, type ChainName, type Config } from '../internal/config.ts';
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
@@ -23,7 +23,15 @@ import { holdPaymentId } from './paymentId.ts';
 import { signatureHash } from './settlements.ts';
 import { LEASE_SECONDS, recordGas, resolveStale, settleOnce, verifyPayment, type SettleContext, type SettleOutcome } from './settle.ts';
 import { staleSettlements, takeOver, type Settlement } from './settlements.ts';
-import { checkPayTo, createFacilitatorSession, readFacilitatorRequest, supportedKinds, type FacilitatorRequest } from './facilitator.ts';
+import {
+  checkPayTo,
+  createFacilitatorSession,
+  readFacilitatorRequest,
+  supportedKinds,
+  type FacilitatorRequest,
+  type FacilitatorSessionTerms,
+} from './facilitator.ts';
+import { isSvmFacilitatorRequest } from './svm/facilitator.ts';
 import { createSvmX402, svmOffer, type SvmX402 } from './svm/index.ts';
 import type { SvmFeePayer } from './svm/feePayer.ts';
 import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
@@ -163,6 +171,20 @@ export function createX402(params: X402Params): X402 {
     return session;
   }
 
+  /** Records a facilitator settlement as a new session of the merchant (any chain), in the row's transaction. */
+  const facilitatorSession =
+    (merchant: { merchantId: string; livemode: boolean }) =>
+    (sql: Sql, payment: FacilitatorSessionTerms): Promise<string> =>
+      createFacilitatorSession(sql, {
+        merchantId: merchant.merchantId,
+        livemode: merchant.livemode,
+        payment,
+        chains,
+        monitorWindowSeconds: params.config.monitorWindowSeconds,
+        feeBps: params.config.feeBps,
+        liveChains: chainsLive,
+      });
+
   function response(settlement: Settlement, network: string, version: 1 | 2): SettleResponse {
     return {
       success: true,
@@ -209,6 +231,7 @@ export function createX402(params: X402Params): X402 {
     },
 
     async verify(merchant, body) {
+      if (isSvmFacilitatorRequest(body)) return svm.verify(merchant, body);
       const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
       const payer = read.payload.authorization.from;
       if ('refusal' in read) return { isValid: false, invalidReason: read.refusal.reason, invalidMessage: read.refusal.message, payer };
@@ -219,6 +242,7 @@ export function createX402(params: X402Params): X402 {
     },
 
     async settle(merchant, body) {
+      if (isSvmFacilitatorRequest(body)) return svm.settle(merchant, body, facilitatorSession(merchant));
       const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
       const payer = read.payload.authorization.from;
       const network = 'requirements' in read ? read.requirements.network : String((body.paymentRequirements as { network?: unknown })?.network ?? '');
@@ -234,22 +258,13 @@ export function createX402(params: X402Params): X402 {
       const outcome = await settleOnce(ctx, {
         ...read,
         target: { merchantId: merchant.merchantId, livemode: merchant.livemode, source: 'facilitator' },
-        prepare: (sql) =>
-          createFacilitatorSession(sql, {
-            merchantId: merchant.merchantId,
-            livemode: merchant.livemode,
-            payment: read,
-            chains,
-            monitorWindowSeconds: params.config.monitorWindowSeconds,
-            feeBps: params.config.feeBps,
-            liveChains: chainsLive,
-          }),
+        prepare: (sql) => facilitatorSession(merchant)(sql, { ...read, payer }),
       });
       if (!outcome.ok) return failed(outcome.refusal);
       return { ...response(outcome.settlement, read.offer.network, 2), sessionId: outcome.settlement.sessionId };
     },
 
-    supported: (livemode) => supportedKinds({ livemode, chains, relayers }),
+    supported: (livemode) => supportedKinds({ livemode, chains, relayers, svm: svm.supportedKind(livemode) }),
     offerOf: (session) =>
       (x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]))
         ? undefined
