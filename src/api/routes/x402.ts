@@ -93,7 +93,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['checkout'],
         summary: "Pay a session with x402 (the session's x402Url)",
-        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's EIP-3009 token to the merchant's wallet). With one: the authorization is verified, submitted once by the gateway's gas-only relayer, and the request answered when the transfer is mined; a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
+        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's token to the merchant's wallet: an EIP-3009 or Permit2 signature on EVM chains, a partially signed SPL TransferChecked with the gateway's fee payer on solana). With one: the payment is verified, submitted once by the gateway's gas-only relayer (on solana co-signed by its fee payer), and the request answered when the transfer is mined (confirmed on solana); a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
         params: Type.Object({ sessionId: Type.String({ minLength: 1, description: 'Session id (`ses_…`).', 'x-not-found': 'checkout session' }) }),
         response: ResourceResponses,
       },
