@@ -13,7 +13,8 @@ import { loadCheckoutSession, type CheckoutSession } from '../checkout/view.ts';
 import { buildInstructions, statusOf } from '../checkout/instructions.ts';
 import { amountRemaining, checkoutViewOf } from '../checkout/view.ts';
 import { REASONS, type Refusal } from './authorization.ts';
-import { createX402Metrics, type X402Metrics } from './metrics.ts';
+import { createX402Metrics, recordGasThresholds, type X402Metrics } from './metrics.ts';
+import { DEFAULT_GAS_ALERT_BELOW } from '../internal/gasAlert.ts';
 import { createRelayer, type Relayer } from './relayer.ts';
 import { paymentRequired, requirementsFor, requirementsV1, sessionX402Url, x402Offer, type X402Offer } from './requirements.ts';
 import { x402Unavailable } from './availability.ts';
@@ -127,6 +128,8 @@ export function createX402(params: X402Params): X402 {
     pollMs: ctx.pollMs,
     feePayer: params.svmFeePayer,
   });
+  const gasChains = [...(Object.keys(relayers) as ChainName[]), ...(svm.feePayer ? (['solana'] as const) : [])];
+  recordGasThresholds(metrics, params.config.relayerGasAlertBelow ?? DEFAULT_GAS_ALERT_BELOW, gasChains);
 
   function available(session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>): void {
     const reason = x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
