@@ -31,6 +31,10 @@ if [ ! -f "$work/client/index.ts" ]; then
   fi
 fi
 
+# Their routes cost $0.001; a facilitator settlement here is recorded as a session, whose minimum
+# is 0.01 (AMOUNT_LIMITS): /verify and /settle refuse less (docs/agents.md). The one change to their code.
+sed -i 's/"\$0\.001"/"$0.01"/g' "$work/server/index.ts"
+
 # 2. Their npm dependencies, as published (the e2e's package.json names workspace:* versions).
 if [ ! -d "$work/node_modules/@x402/hono" ]; then
   echo '{ "name": "svc-x402-e2e", "private": true, "type": "module" }' > "$work/package.json"

@@ -3,7 +3,8 @@ import type { Sql } from '../store/index.ts';
 import type { ChainConfig, TokenConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { badRequest } from '../internal/errors.ts';
-import { formatAmount } from '../internal/money.ts';
+import { formatAmount, parseAmount } from '../internal/money.ts';
+import { AMOUNT_LIMITS } from '../payments/terms.ts';
 import { SANDBOX_EVM_CHAIN_IDS } from '../checkout/uris.ts';
 import { listWallets } from '../accounts/wallets.ts';
 import { createSession } from '../payments/sessions.ts';
@@ -77,10 +78,25 @@ export function readFacilitatorRequest(
       payload,
       refusal: { reason: REASONS.asset, message: `asset ${String(raw.asset)} is not a token this gateway settles on ${chain.name}` },
     };
+  const outside = amountOutsideLimits(BigInt(amount), offer.token.decimals);
+  if (outside) return { payload, refusal: { reason: REASONS.value, message: outside } };
   const timeout = typeof raw.maxTimeoutSeconds === 'number' && raw.maxTimeoutSeconds > 0 ? raw.maxTimeoutSeconds : MAX_TIMEOUT_SECONDS;
   const requirements = requirementsFor(offer, { payTo: raw.payTo as string, amount: BigInt(amount), secondsLeft: timeout });
   // v1 payloads name the network by name; compare in v2's terms.
   return { payload: { ...payload, network: payload.x402Version === 1 ? requirements.network : payload.network }, requirements, offer };
+}
+
+/**
+ * Why a facilitator payment of `amount` base units cannot be recorded as a session (its amount is
+ * outside a session's limits, AMOUNT_LIMITS), or undefined. Checked by `/verify` too, so a payment
+ * it calls valid is not then refused by `/settle`.
+ */
+export function amountOutsideLimits(amount: bigint, decimals: number): string | undefined {
+  if (amount < parseAmount(AMOUNT_LIMITS.min, decimals))
+    return `the amount ${formatAmount(amount, decimals)} is below this gateway's minimum payment of ${AMOUNT_LIMITS.min} (a settlement is recorded as a session)`;
+  if (amount > parseAmount(AMOUNT_LIMITS.max, decimals))
+    return `the amount ${formatAmount(amount, decimals)} is above this gateway's maximum payment of ${AMOUNT_LIMITS.max}`;
+  return undefined;
 }
 
 /** Refuses a payTo that is not one of the merchant's verified wallets on the chain: a key cannot settle into someone else's wallet. */

@@ -143,10 +143,17 @@ describe.skipIf(!work)("coinbase/x402's e2e client and server against the gatewa
       EVM_NETWORK: 'eip155:8453',
       EVM_RPC_URL: anvil.rpcUrl,
     }).done;
-    const result = JSON.parse(client.trim().split('\n').findLast((line) => line.startsWith('{'))!);
+    const result = JSON.parse(
+      client
+        .trim()
+        .split('\n')
+        .findLast((line) => line.startsWith('{'))!,
+    );
     expect(result, client).toMatchObject({ success: true, status_code: 200, payment_response: { success: true, network: 'eip155:8453' } });
-    expect(await anvil.balanceOf(USDC, wallet)).toBe(1_000n); // their route's price: $0.001
-    const { rows } = await db.store.query('SELECT source, status FROM x402_settlements WHERE tx_hash = $1', [result.payment_response.transaction.toLowerCase()]);
+    expect(await anvil.balanceOf(USDC, wallet)).toBe(10_000n); // their route's price, $0.001, raised to $0.01 by run.sh
+    const { rows } = await db.store.query('SELECT source, status FROM x402_settlements WHERE tx_hash = $1', [
+      result.payment_response.transaction.toLowerCase(),
+    ]);
     expect(rows).toEqual([{ source: 'facilitator', status: 'settled' }]);
   }, 120_000);
 });

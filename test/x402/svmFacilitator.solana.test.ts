@@ -189,6 +189,8 @@ describe('x402 facilitator endpoints on Solana', () => {
     const cheap = await signedPayment('100000');
     cases.push([{ payload: cheap.payload, requirements: { ...cheap.requirements, asset: rpc.mints.USDT } }, 'invalid_exact_svm_payload_mint_mismatch']);
     cases.push([{ payload: cheap.payload, requirements: { ...cheap.requirements, amount: '200000' } }, 'invalid_exact_svm_payload_amount_mismatch']);
+    // Below a session's minimum (0.01): refused by /verify too, not only by /settle.
+    cases.push([await signedPayment('1000'), 'invalid_exact_svm_payload_amount_mismatch']);
     for (const [{ payload, requirements }, reason] of cases) {
       expect(await client.verify(payload, requirements)).toMatchObject({ isValid: false, invalidReason: reason });
       expect(await client.settle(payload, requirements).catch((error) => error.response ?? error)).toMatchObject({ success: false, errorReason: reason });

@@ -3,7 +3,7 @@ import type { ChainConfig } from '../../internal/chains.ts';
 import { badRequest } from '../../internal/errors.ts';
 import { listWallets } from '../../accounts/wallets.ts';
 import type { Refusal } from '../authorization.ts';
-import type { FacilitatorRequest, FacilitatorSessionTerms } from '../facilitator.ts';
+import { amountOutsideLimits, type FacilitatorRequest, type FacilitatorSessionTerms } from '../facilitator.ts';
 import { holdPaymentId } from '../paymentId.ts';
 import type { SettleResponse } from '../wire.ts';
 import type { SvmSettleContext } from './inFlight.ts';
@@ -63,6 +63,8 @@ export function readSvmFacilitatorRequest(
   if (!params.feePayer) return refuse(SVM_REASONS.network, 'this gateway has no solana fee payer (SVC_SOLANA_RELAYER_KEY)');
   const offer = svmOffer({ chain: 'solana', livemode: true, tokenAddresses: [raw.asset as string] }, params.chain);
   if (!offer) return refuse(SVM_REASONS.mint, `asset ${String(raw.asset)} is not a mint this gateway settles on solana`);
+  const outside = amountOutsideLimits(BigInt(amount), offer.token.decimals);
+  if (outside) return refuse(SVM_REASONS.amount, outside);
   const extra = raw.extra as { feePayer?: unknown } | undefined;
   if (extra?.feePayer !== undefined && extra.feePayer !== params.feePayer)
     return refuse(SVM_REASONS.feePayerMismatch, `extra.feePayer must be this gateway's fee payer ${params.feePayer} (see /supported)`);
