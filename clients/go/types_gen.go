@@ -348,7 +348,7 @@ type Session struct {
 	Chain *Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
-	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
+	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address; on solana with x402's SVM exact scheme (@x402/svm: the payer's partially signed TransferChecked, the gateway's fee payer paying the fee). null for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, for a sandbox solana session (its fake mint is on no cluster), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`; on solana the fee payer `SVC_SOLANA_RELAYER_KEY` with `SVC_SOLANA_RPC_URL`), sandbox x402 the sandbox running.
 	X402URL *string `json:"x402Url"`
 	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
 	PaymentAddress *string `json:"paymentAddress"`
@@ -474,7 +474,7 @@ type Payment struct {
 	Chain *Chain `json:"chain"`
 	// Hosted checkout page for the customer.
 	CheckoutURL string `json:"checkoutUrl"`
-	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
+	// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address; on solana with x402's SVM exact scheme (@x402/svm: the payer's partially signed TransferChecked, the gateway's fee payer paying the fee). null for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, for a sandbox solana session (its fake mint is on no cluster), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`; on solana the fee payer `SVC_SOLANA_RELAYER_KEY` with `SVC_SOLANA_RPC_URL`), sandbox x402 the sandbox running.
 	X402URL *string `json:"x402Url"`
 	// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
 	PaymentAddress *string `json:"paymentAddress"`
@@ -1366,6 +1366,8 @@ type X402SupportedKinds struct {
 	X402Version int64  `json:"x402Version"`
 	Scheme      string `json:"scheme"`
 	Network     string `json:"network"`
+	// Solana's kind only: `{ feePayer }`, the fee payer the payer's transaction must name (x402's SVM exact scheme).
+	Extra map[string]string `json:"extra,omitempty"`
 }
 
 // X402Supported: a JSON object of the API.

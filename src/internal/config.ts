@@ -15,6 +15,7 @@ import {
 } from './configValues.ts';
 import { readRelayerKeys } from './relayerKeys.ts';
 import { readSolanaFeePayerKey } from './solanaFeePayerKey.ts';
+import { readGasAlertThresholds } from './gasAlert.ts';
 export { relayerKeyFileVariableName, relayerKeyVariableName } from './relayerKeys.ts';
 import { HTTP_TIMEOUT_VARIABLES, httpTimeoutProblems, readHttpTimeouts, type HttpTimeouts } from './httpTimeouts.ts';
 import { SWEEPER_VARIABLES, readSweeperConfig, type SweeperConfig } from './sweeperConfig.ts';
@@ -90,6 +91,12 @@ export interface Config {
    * x402 on solana.
    */
   solanaFeePayerKey?: Uint8Array | undefined;
+  /**
+   * Per chain, the native coin (decimal text, whole coins) below which its relayer key or fee payer
+   * is reported low (`SVC_<CHAIN>_RELAYER_GAS_ALERT_BELOW`, src/internal/gasAlert.ts). Unset in a
+   * hand-built Config: the defaults.
+   */
+  relayerGasAlertBelow?: Record<ChainName, string>;
   /** The worker's automatic deposit sweeper (SVC_DEPOSIT_SWEEP_*). */
   sweeper: SweeperConfig;
 }
@@ -301,6 +308,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpTimeouts: readHttpTimeouts(read),
     relayerKeys,
     solanaFeePayerKey,
+    relayerGasAlertBelow: readGasAlertThresholds(env, errors),
     sweeper: readSweeperConfig(read),
   };
   if (errors.length === 0) errors.push(...httpTimeoutProblems(config.httpTimeouts, config.apiDbTimeoutMs));

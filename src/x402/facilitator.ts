@@ -1,9 +1,10 @@
 import { isAddressEqual, type Address } from 'viem';
 import type { Sql } from '../store/index.ts';
-import type { ChainConfig } from '../internal/chains.ts';
+import type { ChainConfig, TokenConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { badRequest } from '../internal/errors.ts';
-import { formatAmount } from '../internal/money.ts';
+import { formatAmount, parseAmount } from '../internal/money.ts';
+import { AMOUNT_LIMITS } from '../payments/terms.ts';
 import { SANDBOX_EVM_CHAIN_IDS } from '../checkout/uris.ts';
 import { listWallets } from '../accounts/wallets.ts';
 import { createSession } from '../payments/sessions.ts';
@@ -77,10 +78,25 @@ export function readFacilitatorRequest(
       payload,
       refusal: { reason: REASONS.asset, message: `asset ${String(raw.asset)} is not a token this gateway settles on ${chain.name}` },
     };
+  const outside = amountOutsideLimits(BigInt(amount), offer.token.decimals);
+  if (outside) return { payload, refusal: { reason: REASONS.value, message: outside } };
   const timeout = typeof raw.maxTimeoutSeconds === 'number' && raw.maxTimeoutSeconds > 0 ? raw.maxTimeoutSeconds : MAX_TIMEOUT_SECONDS;
   const requirements = requirementsFor(offer, { payTo: raw.payTo as string, amount: BigInt(amount), secondsLeft: timeout });
   // v1 payloads name the network by name; compare in v2's terms.
   return { payload: { ...payload, network: payload.x402Version === 1 ? requirements.network : payload.network }, requirements, offer };
+}
+
+/**
+ * Why a facilitator payment of `amount` base units cannot be recorded as a session (its amount is
+ * outside a session's limits, AMOUNT_LIMITS), or undefined. Checked by `/verify` too, so a payment
+ * it calls valid is not then refused by `/settle`.
+ */
+export function amountOutsideLimits(amount: bigint, decimals: number): string | undefined {
+  if (amount < parseAmount(AMOUNT_LIMITS.min, decimals))
+    return `the amount ${formatAmount(amount, decimals)} is below this gateway's minimum payment of ${AMOUNT_LIMITS.min} (a settlement is recorded as a session)`;
+  if (amount > parseAmount(AMOUNT_LIMITS.max, decimals))
+    return `the amount ${formatAmount(amount, decimals)} is above this gateway's maximum payment of ${AMOUNT_LIMITS.max}`;
+  return undefined;
 }
 
 /** Refuses a payTo that is not one of the merchant's verified wallets on the chain: a key cannot settle into someone else's wallet. */
@@ -88,6 +104,14 @@ export async function checkPayTo(sql: Sql, params: { merchantId: string; offer: 
   const wallets = await listWallets(sql, { merchantId: params.merchantId, chain: params.offer.chain });
   if (wallets.some((wallet) => wallet.verified && sameAddress(wallet.address, params.payTo))) return undefined;
   return { reason: REASONS.recipient, message: `payTo ${params.payTo} is not a verified wallet of this merchant on ${params.offer.chain}` };
+}
+
+/** What a facilitator settlement's session is made of, on any chain (EVM here, Solana in svm/facilitator.ts). */
+export interface FacilitatorSessionTerms {
+  offer: { chain: ChainName; token: Pick<TokenConfig, 'currency' | 'decimals'> };
+  requirements: { amount: string; payTo: string };
+  /** The payer's address, recorded in the session's metadata. */
+  payer: string;
 }
 
 /**
@@ -100,14 +124,14 @@ export async function createFacilitatorSession(
   params: {
     merchantId: string;
     livemode: boolean;
-    payment: FacilitatorPayment;
+    payment: FacilitatorSessionTerms;
     chains: Record<ChainName, ChainConfig>;
     monitorWindowSeconds: number;
     feeBps: number;
     liveChains: readonly ChainName[];
   },
 ): Promise<string> {
-  const { offer, requirements } = params.payment;
+  const { offer, requirements, payer } = params.payment;
   const session = await createSession(sql, {
     merchantId: params.merchantId,
     livemode: params.livemode,
@@ -116,7 +140,7 @@ export async function createFacilitatorSession(
     amount: formatAmount(BigInt(requirements.amount), offer.token.decimals),
     ...(params.livemode ? { merchantWallet: requirements.payTo } : {}),
     expiresIn: 3600,
-    metadata: { source: 'x402-facilitator', payer: params.payment.payload.authorization.from },
+    metadata: { source: 'x402-facilitator', payer },
     monitorWindowSeconds: params.monitorWindowSeconds,
     feeBps: params.feeBps,
     liveChains: params.liveChains,
@@ -131,8 +155,10 @@ export function supportedKinds(params: {
   livemode: boolean;
   chains: Record<ChainName, ChainConfig>;
   relayers: Partial<Record<ChainName, { address: string }>>;
+  /** Solana's kind (svm/facilitator.ts), when its fee payer is configured: `extra.feePayer` is what the payer's transaction names as fee payer. */
+  svm?: { x402Version: number; scheme: 'exact'; network: string; extra: { feePayer: string } } | undefined;
 }) {
-  const kinds: { x402Version: number; scheme: 'exact'; network: string }[] = [];
+  const kinds: { x402Version: number; scheme: 'exact'; network: string; extra?: Record<string, string> }[] = [];
   const signers = new Set<string>();
   for (const chain of Object.values(params.chains)) {
     if (chain.kind !== 'evm' || chain.name === 'solana') continue;
@@ -145,7 +171,10 @@ export function supportedKinds(params: {
     const v1 = v1NetworkName(offer.network);
     if (v1) kinds.push({ x402Version: 1, scheme: 'exact', network: v1 });
   }
-  return { kinds, extensions: [] as string[], signers: { 'eip155:*': [...signers] } };
+  const evm = { 'eip155:*': [...signers] };
+  if (!params.svm) return { kinds, extensions: [] as string[], signers: evm as Record<string, string[]> };
+  kinds.push(params.svm);
+  return { kinds, extensions: [] as string[], signers: { ...evm, 'solana:*': [params.svm.extra.feePayer] } as Record<string, string[]> };
 }
 
 function sameAddress(a: string, b: string): boolean {

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { getAddress, type Hex } from 'viem';
-import type { Store } from '../store/index.ts';
+import type { Sql, Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import { liveChains, type ChainName, type Config } from '../internal/config.ts';
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
@@ -13,7 +13,8 @@ import { loadCheckoutSession, type CheckoutSession } from '../checkout/view.ts';
 import { buildInstructions, statusOf } from '../checkout/instructions.ts';
 import { amountRemaining, checkoutViewOf } from '../checkout/view.ts';
 import { REASONS, type Refusal } from './authorization.ts';
-import { createX402Metrics, type X402Metrics } from './metrics.ts';
+import { createX402Metrics, recordGasThresholds, type X402Metrics } from './metrics.ts';
+import { DEFAULT_GAS_ALERT_BELOW } from '../internal/gasAlert.ts';
 import { createRelayer, type Relayer } from './relayer.ts';
 import { paymentRequired, requirementsFor, requirementsV1, sessionX402Url, x402Offer, type X402Offer } from './requirements.ts';
 import { x402Unavailable } from './availability.ts';
@@ -23,7 +24,15 @@ import { holdPaymentId } from './paymentId.ts';
 import { signatureHash } from './settlements.ts';
 import { LEASE_SECONDS, recordGas, resolveStale, settleOnce, verifyPayment, type SettleContext, type SettleOutcome } from './settle.ts';
 import { staleSettlements, takeOver, type Settlement } from './settlements.ts';
-import { checkPayTo, createFacilitatorSession, readFacilitatorRequest, supportedKinds, type FacilitatorRequest } from './facilitator.ts';
+import {
+  checkPayTo,
+  createFacilitatorSession,
+  readFacilitatorRequest,
+  supportedKinds,
+  type FacilitatorRequest,
+  type FacilitatorSessionTerms,
+} from './facilitator.ts';
+import { isSvmFacilitatorRequest } from './svm/facilitator.ts';
 import { createSvmX402, svmOffer, type SvmX402 } from './svm/index.ts';
 import type { SvmFeePayer } from './svm/feePayer.ts';
 import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
@@ -119,6 +128,8 @@ export function createX402(params: X402Params): X402 {
     pollMs: ctx.pollMs,
     feePayer: params.svmFeePayer,
   });
+  const gasChains = [...(Object.keys(relayers) as ChainName[]), ...(svm.feePayer ? (['solana'] as const) : [])];
+  recordGasThresholds(metrics, params.config.relayerGasAlertBelow ?? DEFAULT_GAS_ALERT_BELOW, gasChains);
 
   function available(session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>): void {
     const reason = x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
@@ -162,6 +173,20 @@ export function createX402(params: X402Params): X402 {
       throw notFound(`session ${sessionId} has no x402 offer on its chain and token (docs/agents.md)`);
     return session;
   }
+
+  /** Records a facilitator settlement as a new session of the merchant (any chain), in the row's transaction. */
+  const facilitatorSession =
+    (merchant: { merchantId: string; livemode: boolean }) =>
+    (sql: Sql, payment: FacilitatorSessionTerms): Promise<string> =>
+      createFacilitatorSession(sql, {
+        merchantId: merchant.merchantId,
+        livemode: merchant.livemode,
+        payment,
+        chains,
+        monitorWindowSeconds: params.config.monitorWindowSeconds,
+        feeBps: params.config.feeBps,
+        liveChains: chainsLive,
+      });
 
   function response(settlement: Settlement, network: string, version: 1 | 2): SettleResponse {
     return {
@@ -209,6 +234,7 @@ export function createX402(params: X402Params): X402 {
     },
 
     async verify(merchant, body) {
+      if (isSvmFacilitatorRequest(body)) return svm.verify(merchant, body);
       const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
       const payer = read.payload.authorization.from;
       if ('refusal' in read) return { isValid: false, invalidReason: read.refusal.reason, invalidMessage: read.refusal.message, payer };
@@ -219,6 +245,7 @@ export function createX402(params: X402Params): X402 {
     },
 
     async settle(merchant, body) {
+      if (isSvmFacilitatorRequest(body)) return svm.settle(merchant, body, facilitatorSession(merchant));
       const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
       const payer = read.payload.authorization.from;
       const network = 'requirements' in read ? read.requirements.network : String((body.paymentRequirements as { network?: unknown })?.network ?? '');
@@ -234,22 +261,13 @@ export function createX402(params: X402Params): X402 {
       const outcome = await settleOnce(ctx, {
         ...read,
         target: { merchantId: merchant.merchantId, livemode: merchant.livemode, source: 'facilitator' },
-        prepare: (sql) =>
-          createFacilitatorSession(sql, {
-            merchantId: merchant.merchantId,
-            livemode: merchant.livemode,
-            payment: read,
-            chains,
-            monitorWindowSeconds: params.config.monitorWindowSeconds,
-            feeBps: params.config.feeBps,
-            liveChains: chainsLive,
-          }),
+        prepare: (sql) => facilitatorSession(merchant)(sql, { ...read, payer }),
       });
       if (!outcome.ok) return failed(outcome.refusal);
       return { ...response(outcome.settlement, read.offer.network, 2), sessionId: outcome.settlement.sessionId };
     },
 
-    supported: (livemode) => supportedKinds({ livemode, chains, relayers }),
+    supported: (livemode) => supportedKinds({ livemode, chains, relayers, svm: svm.supportedKind(livemode) }),
     offerOf: (session) =>
       (x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]))
         ? undefined

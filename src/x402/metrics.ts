@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { ChainName } from '../internal/config.ts';
 
 /** x402's Prometheus metrics, registered once per registry. */
 export interface X402Metrics {
@@ -6,6 +7,8 @@ export interface X402Metrics {
   settlements: Counter<'chain' | 'outcome'>;
   /** Each relayer's native balance in the chain's base unit (ETH, POL), read after each settlement and by the gas watch. */
   relayerGas: Gauge<'chain' | 'address'>;
+  /** Per chain with a relayer key or fee payer here, the balance below which it is low (SVC_<CHAIN>_RELAYER_GAS_ALERT_BELOW); the alert compares the two. */
+  relayerGasThreshold: Gauge<'chain'>;
 }
 
 const cache = new WeakMap<Registry, X402Metrics>();
@@ -26,7 +29,22 @@ export function createX402Metrics(registry: Registry): X402Metrics {
       labelNames: ['chain', 'address'],
       registers: [registry],
     }),
+    relayerGasThreshold: new Gauge({
+      name: 'svc_x402_relayer_gas_alert_threshold',
+      help: "Native balance (whole coins) below which a chain's relayer key or Solana fee payer is reported low (SVC_<CHAIN>_RELAYER_GAS_ALERT_BELOW)",
+      labelNames: ['chain'],
+      registers: [registry],
+    }),
   };
   cache.set(registry, metrics);
   return metrics;
+}
+
+/** Sets the low-balance threshold of each chain that has a relayer key or fee payer in this process (whole coins, decimal text). */
+export function recordGasThresholds(metrics: X402Metrics, thresholds: Partial<Record<ChainName, string>>, chains: readonly ChainName[]): void {
+  for (const chain of chains) {
+    const below = thresholds[chain];
+    // A gauge is a float; thresholds are a few coins with at most 9 decimals, exact enough to compare with a balance.
+    if (below !== undefined) metrics.relayerGasThreshold.set({ chain }, Number(below));
+  }
 }

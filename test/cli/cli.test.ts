@@ -240,6 +240,7 @@ describe('svc CLI', () => {
     const code = await main(['config'], { env: { PORT: 'x' }, out: (text) => (out += text), err: () => {} });
     expect(code).toBe(1);
     expect(out).toContain('SVC_POLYGON_RPC_URL');
+    expect(out).toMatch(/SVC_SOLANA_RELAYER_GAS_ALERT_BELOW .*\(default 0\.05\)/);
     expect(out).toContain('PORT="x": must be an integer');
   });
 });

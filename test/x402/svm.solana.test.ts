@@ -110,14 +110,15 @@ async function createSession(amount: string) {
 const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
 const usdc = async (owner: Address) => rpc.ledger.tokenBalance(await rpc.ata(owner, 'USDC')) ?? 0n;
 
-/** A payment header for a session, made by the real client from the session's 402. */
-async function signedHeader(sessionId: string): Promise<Record<string, string>> {
+/** A payment header for a session, made by the real client from the session's 402 (with `extensions` added, if given). */
+async function signedHeader(sessionId: string, extensions?: Record<string, unknown>): Promise<Record<string, string>> {
   const client = payerClient();
   const challenge = await fetch(`${baseUrl}/checkout/${sessionId}/x402`);
   expect(challenge.status).toBe(402);
   const httpClient = new x402HTTPClient(client);
   const required = httpClient.getPaymentRequiredResponse((name) => challenge.headers.get(name));
-  return httpClient.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+  const payload = await client.createPaymentPayload(required);
+  return httpClient.encodePaymentSignatureHeader(extensions ? { ...payload, extensions } : payload);
 }
 
 describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
@@ -234,5 +235,30 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
     expect(await settlements()).toBe(count);
     expect(await usdc(wallet.address)).toBeGreaterThanOrEqual(BigInt(session.amountDueBaseUnits));
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirming', 'confirming');
+  });
+
+  test('payment-identifier: the 402 declares it; the same id and payload answer the first result; another payload under that id is a 409', async () => {
+    const session = await createSession('0.35');
+    const challenge = await fetch(session.x402Url);
+    const required = JSON.parse(Buffer.from(challenge.headers.get('payment-required')!, 'base64').toString());
+    expect(required.extensions['payment-identifier'].info).toEqual({ required: false });
+    const id = `pay_${crypto.randomUUID().replaceAll('-', '')}`;
+    const extensions = { 'payment-identifier': { info: { required: false, id } } };
+    const header = await signedHeader(session.id, extensions);
+    const first = await fetch(session.x402Url, { headers: header });
+    expect(first.status).toBe(200);
+    const again = await fetch(session.x402Url, { headers: header });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('payment-response')).toBe(first.headers.get('payment-response'));
+    const [count, entries, before] = [await settlements(), rpc.ledger.entries.length, await usdc(payer.address)];
+    const other = await createSession('0.35');
+    const conflicting = await fetch(other.x402Url, { headers: await signedHeader(other.id, extensions) });
+    expect(conflicting.status).toBe(409);
+    expect(((await conflicting.json()) as { error: string }).error).toContain(id);
+    expect(await settlements()).toBe(count);
+    expect(rpc.ledger.entries.length).toBe(entries);
+    expect(await usdc(payer.address)).toBe(before);
+    const malformed = await fetch(other.x402Url, { headers: await signedHeader(other.id, { 'payment-identifier': { info: { id: 'short' } } }) });
+    expect(malformed.status).toBe(400);
   });
 });

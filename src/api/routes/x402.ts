@@ -22,7 +22,7 @@ import { paymentResourceUrl } from '../../x402/svm/payload.ts';
  */
 
 const X402_HEADERS_DOC =
-  'v2: `PAYMENT-REQUIRED` on the 402 (base64 JSON: x402Version 2, resource, accepts[] of the exact scheme on `eip155:<chainId>`), `PAYMENT-SIGNATURE` on the retried request, `PAYMENT-RESPONSE` on the 200 (base64 JSON: success, transaction, network, payer). v1: the 402 body carries `x402Version: 1` and `accepts` with `maxAmountRequired` and network names; `X-PAYMENT` and `X-PAYMENT-RESPONSE`.';
+  'v2: `PAYMENT-REQUIRED` on the 402 (base64 JSON: x402Version 2, resource, accepts[] of the exact scheme on `eip155:<chainId>` or, for Solana sessions, `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp` with `extra.feePayer`), `PAYMENT-SIGNATURE` on the retried request, `PAYMENT-RESPONSE` on the 200 (base64 JSON: success, transaction, network, payer). v1: the 402 body carries `x402Version: 1` and `accepts` with `maxAmountRequired` and network names; `X-PAYMENT` and `X-PAYMENT-RESPONSE`.';
 
 const ChallengeSchema = Type.Object(
   {
@@ -93,7 +93,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['checkout'],
         summary: "Pay a session with x402 (the session's x402Url)",
-        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's EIP-3009 token to the merchant's wallet). With one: the authorization is verified, submitted once by the gateway's gas-only relayer, and the request answered when the transfer is mined; a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
+        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's token to the merchant's wallet: an EIP-3009 or Permit2 signature on EVM chains, a partially signed SPL TransferChecked with the gateway's fee payer on solana). With one: the payment is verified, submitted once by the gateway's gas-only relayer (on solana co-signed by its fee payer), and the request answered when the transfer is mined (confirmed on solana); a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
         params: Type.Object({ sessionId: Type.String({ minLength: 1, description: 'Session id (`ses_…`).', 'x-not-found': 'checkout session' }) }),
         response: ResourceResponses,
       },
@@ -187,7 +187,7 @@ export function x402FacilitatorRoutes(app: FastifyInstance, deps: ApiDeps): void
       schema: {
         tags: ['x402'],
         summary: 'Verify an x402 payment',
-        description: `${description} Checks the authorization (signature, recipient, amount, window, nonce unused, balance) without sending anything.`,
+        description: `${description} Checks the payment without sending anything: on EVM the authorization (signature, recipient, amount, window, nonce unused, balance); on Solana the payer's transaction (the instructions allowed, mint, exact amount, destination, fee payer in no instruction) and its simulation.`,
         body: FacilitatorBody,
         response: { 200: VerifyResponse, ...errorResponses(...READ_ERRORS) },
       },
@@ -200,9 +200,9 @@ export function x402FacilitatorRoutes(app: FastifyInstance, deps: ApiDeps): void
       schema: {
         tags: ['x402'],
         summary: 'Settle an x402 payment',
-        description: `${description} Verifies, submits the authorization once (the same payload again answers with the same transaction), answers when it is mined, and records it as a session of the merchant with its events and webhooks.`,
+        description: `${description} Verifies, submits the authorization (EVM) or the co-signed transaction (Solana) once (the same payload again answers with the same transaction), answers when it is mined (confirmed on Solana), and records it as a session of the merchant with its events and webhooks. A \`payment-identifier\` id used before with another payload is a 409 and nothing is sent.`,
         body: FacilitatorBody,
-        response: { 200: SettleResponse, ...errorResponses(400, 401, 403, 429, 503) },
+        response: { 200: SettleResponse, ...errorResponses(400, 401, 403, 409, 429, 503) },
       },
     },
     async (request) => x402Of(deps).settle(authOf(request), request.body as never),
@@ -213,12 +213,24 @@ export function x402FacilitatorRoutes(app: FastifyInstance, deps: ApiDeps): void
       schema: {
         tags: ['x402'],
         summary: 'What this facilitator settles',
-        description: `${description} The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses.`,
+        description: `${description} The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses (\`eip155:*\`) and Solana fee payer (\`solana:*\`, listed with a live key when the operator configured it).`,
         response: {
           200: Type.Object(
             {
               kinds: Type.Array(
-                Type.Object({ x402Version: Type.Integer(), scheme: Type.Literal('exact'), network: Type.String() }, { additionalProperties: false }),
+                Type.Object(
+                  {
+                    x402Version: Type.Integer(),
+                    scheme: Type.Literal('exact'),
+                    network: Type.String(),
+                    extra: Type.Optional(
+                      Type.Record(Type.String(), Type.String(), {
+                        description: "Solana's kind only: `{ feePayer }`, the fee payer the payer's transaction must name (x402's SVM exact scheme).",
+                      }),
+                    ),
+                  },
+                  { additionalProperties: false },
+                ),
               ),
               extensions: Type.Array(Type.String()),
               signers: Type.Record(Type.String(), Type.Array(Type.String())),

@@ -1,5 +1,6 @@
 import { CHAIN_NAMES, loadConfig, relayerKeyFileVariableName, relayerKeyVariableName, rpcVariableNames, VARIABLES } from '../../internal/config.ts';
 import { ConfigError } from '../../internal/errors.ts';
+import { DEFAULT_GAS_ALERT_BELOW, gasAlertVariableName } from '../../internal/gasAlert.ts';
 import { emit, jsonOption, type Command } from '../command.ts';
 
 /** One environment variable as `svc config` lists it. */
@@ -54,6 +55,13 @@ function formatConfigTable(env: Record<string, string | undefined>): { rows: Con
         description: `a file holding the ${chain} relayer key instead (a mounted secret; content trimmed); not with ${relayer}`,
       });
     }
+    const below = gasAlertVariableName(chain);
+    rows.push({
+      variable: below,
+      default: DEFAULT_GAS_ALERT_BELOW[chain],
+      set: Boolean(env[below]),
+      description: `native coin below which the ${chain} relayer key or fee payer is reported low (svc_x402_relayer_gas_alert_threshold, alert SvcX402RelayerGasLow)`,
+    });
   }
   let problems: string[] = [];
   try {

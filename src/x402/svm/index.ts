@@ -14,8 +14,13 @@ import type { SessionAnswer } from '../index.ts';
 import { createSvmFeePayer, type SvmFeePayer } from './feePayer.ts';
 import { recordSvmBalance, resolveSvmStale, type SvmSettleContext } from './inFlight.ts';
 import { svmOffer, svmRequirements, type SvmRequirements } from './offer.ts';
-import { readSvmPaymentHeader } from './payload.ts';
+import { readSvmPaymentHeader, svmPayloadHash } from './payload.ts';
 import { settleSvmOnce } from './settle.ts';
+import { holdPaymentId, paymentIdentifierDeclaration } from '../paymentId.ts';
+import type { Sql } from '../../store/index.ts';
+import type { FacilitatorRequest, FacilitatorSessionTerms } from '../facilitator.ts';
+import type { SettleResponse } from '../wire.ts';
+import { settleSvmFacilitator, svmSupportedKind, verifySvmFacilitator } from './facilitator.ts';
 
 export { svmOffer } from './offer.ts';
 export { paymentResourceUrl } from './payload.ts';
@@ -37,6 +42,19 @@ export interface SvmX402 {
     payment: { header: string; version: 1 | 2 } | undefined,
     views: { stateOf(session: CheckoutSession): Extract<SessionAnswer, { kind: 'state' }>['session']; resourceUrl: string },
   ): Promise<SessionAnswer>;
+  /** The facilitator's `/x402/verify` for a Solana payment (svm/facilitator.ts). */
+  verify(
+    merchant: { merchantId: string; livemode: boolean },
+    body: FacilitatorRequest,
+  ): Promise<{ isValid: boolean; invalidReason?: string; invalidMessage?: string; payer?: string }>;
+  /** The facilitator's `/x402/settle` for a Solana payment: `createSession` records it as a session of the merchant. */
+  settle(
+    merchant: { merchantId: string; livemode: boolean },
+    body: FacilitatorRequest,
+    createSession: (sql: Sql, terms: FacilitatorSessionTerms) => Promise<string>,
+  ): Promise<SettleResponse & { errorMessage?: string; sessionId?: string }>;
+  /** `/x402/supported`'s Solana kind (with `extra.feePayer`), when a live key can settle on solana here. */
+  supportedKind(livemode: boolean): ReturnType<typeof svmSupportedKind>;
   /** Resolves a solana row a crashed process left in flight (the caller took it over). */
   resolveStale(row: Settlement): Promise<unknown>;
   /** Reads the fee payer's SOL into the relayer gauge. */
@@ -95,7 +113,7 @@ export function createSvmX402(params: {
     return {
       kind: 'required',
       // The SVM requirements' `extra` is { feePayer }: the wire type names the EVM one.
-      required: { x402Version: 2, error, resource, accepts: accepts as never },
+      required: { x402Version: 2, error, resource, accepts: accepts as never, extensions: paymentIdentifierDeclaration() },
       // x402 v1 names no Solana network this gateway offers: v1 clients see no requirements.
       v1: { x402Version: 1, error, accepts: [] },
       ...(refusal ? { reason: refusal.reason } : {}),
@@ -119,6 +137,8 @@ export function createSvmX402(params: {
       }
       const payload = readSvmPaymentHeader(payment.header);
       if (reason || !ctx) throw new UnavailableError(reason ?? 'x402 is not enabled on solana');
+      if (payload.paymentId)
+        await holdPaymentId(params.store, { merchantId: session.merchantId, paymentId: payload.paymentId, payloadHash: svmPayloadHash(payload) });
       const offer = svmOffer(session, params.chain)!;
       const outcome = await settleSvmOnce(ctx, {
         offer,
@@ -136,6 +156,9 @@ export function createSvmX402(params: {
         session: views.stateOf(after),
       };
     },
+    verify: (merchant, body) => verifySvmFacilitator(ctx, params.store, { merchant, body, chain: params.chain }),
+    settle: (merchant, body, createSession) => settleSvmFacilitator(ctx, { merchant, body, chain: params.chain, createSession }),
+    supportedKind: (livemode) => svmSupportedKind({ livemode, feePayer: feePayer?.address }),
     async resolveStale(row) {
       if (!ctx) return undefined;
       return resolveSvmStale(ctx, row, undefined);

@@ -1,4 +1,6 @@
 import { badRequest } from '../../internal/errors.ts';
+import { sha256Hex } from '../../internal/crypto.ts';
+import { readPaymentId } from '../paymentId.ts';
 
 /**
  * The SVM `exact` payment payload (scheme_exact_svm.md, "PaymentPayload `payload` Field"), x402 v2
@@ -14,6 +16,17 @@ export interface SvmPaymentPayload {
   accepted: Record<string, unknown>;
   /** Base64 of the wire transaction (signatures, then the message). */
   transaction: string;
+  /** The `payment-identifier` extension's id (paymentId.ts), when the client sent one. */
+  paymentId?: string | undefined;
+}
+
+/**
+ * What identifies one payment payload for the `payment-identifier` extension: sha256 of its
+ * transaction's bytes. The same payload sent again hashes the same; any other transaction
+ * (another amount, blockhash or memo) does not.
+ */
+export function svmPayloadHash(payload: Pick<SvmPaymentPayload, 'transaction'>): string {
+  return sha256Hex(Buffer.from(payload.transaction, 'base64'));
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -50,7 +63,15 @@ export function paymentResourceUrl(header: string): string | undefined {
  * @throws {InvalidRequestError} (400) when it is not base64 JSON of that shape.
  */
 export function readSvmPaymentHeader(header: string): SvmPaymentPayload {
-  const raw = decodeHeader(header);
+  return readSvmPayment(decodeHeader(header));
+}
+
+/**
+ * Reads an SVM exact payment payload already parsed from JSON (the facilitator's
+ * `paymentPayload`).
+ * @throws {InvalidRequestError} (400) when it is not of that shape.
+ */
+export function readSvmPayment(raw: unknown): SvmPaymentPayload {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fieldError('not a JSON object');
   const body = raw as Record<string, unknown>;
   if (body.x402Version !== 2) fieldError('x402Version must be 2 on solana (x402 v1 has no network for this gateway there)');
@@ -70,5 +91,6 @@ export function readSvmPaymentHeader(header: string): SvmPaymentPayload {
     resourceUrl: typeof url === 'string' ? url : undefined,
     accepted,
     transaction,
+    paymentId: readPaymentId(body.extensions, fieldError),
   };
 }

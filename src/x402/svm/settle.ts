@@ -1,3 +1,4 @@
+import type { Sql } from '../../store/index.ts';
 import { sha256Hex } from '../../internal/crypto.ts';
 import { REASONS, type Refusal } from '../authorization.ts';
 import { findSettlement, insertSettlement, type AuthorizationKey, type Settlement } from '../settlements.ts';
@@ -73,7 +74,12 @@ export async function settleSvmOnce(
     offer: SvmOffer;
     requirements: SvmRequirements;
     payload: SvmPaymentPayload;
-    target: SettleTarget;
+    target: Omit<SettleTarget, 'sessionId'> & { sessionId?: string };
+    /**
+     * Runs in the transaction that inserts the row, before it, with the payer (the transfer's
+     * authority), and returns the session the row belongs to (the facilitator creates its session there); without it, `target.sessionId`.
+     */
+    prepare?: (sql: Sql, payer: string) => Promise<string>;
     /** Why the target cannot be paid now: refused after the replay lookup, so a retry still gets its result. */
     refusal?: Refusal | undefined;
   },
@@ -94,18 +100,30 @@ export async function settleSvmOnce(
     return { ok: false, refusal: checked.refusal };
   }
   const validBefore = (await ctx.feePayer.blockHeight()) + BLOCKHASH_LIFETIME_BLOCKS;
-  const row = await insertSettlement(ctx.store, {
-    ...local.key,
-    livemode: target.livemode,
-    signatureHash: local.messageHash,
-    sessionId: target.sessionId,
-    merchantId: target.merchantId,
-    payTo: params.requirements.payTo,
-    amount: BigInt(params.requirements.amount),
-    validBefore: validBefore.toString(),
-    source: target.source,
-    method: 'svm',
-  });
+  const lost = new Error('x402: a concurrent request inserted this settlement first');
+  const row = await ctx.store
+    .transaction(async (sql) => {
+      const sessionId = params.prepare ? await params.prepare(sql, local.payer) : target.sessionId!;
+      const inserted = await insertSettlement(sql, {
+        ...local.key,
+        livemode: target.livemode,
+        signatureHash: local.messageHash,
+        sessionId,
+        merchantId: target.merchantId,
+        payTo: params.requirements.payTo,
+        amount: BigInt(params.requirements.amount),
+        validBefore: validBefore.toString(),
+        source: target.source,
+        method: 'svm',
+      });
+      // Lost the race: roll back what `prepare` wrote (the facilitator's session), keep nothing.
+      if (!inserted && params.prepare) throw lost;
+      return inserted;
+    })
+    .catch((error) => {
+      if (error === lost) return undefined;
+      throw error;
+    });
   if (!row) {
     const raced = await findSettlement(ctx.store, local.key);
     if (raced) return replay(raced);
@@ -117,7 +135,7 @@ export async function settleSvmOnce(
   return outcome;
 
   async function replay(row: Settlement): Promise<SettleOutcome> {
-    if (row.sessionId !== target.sessionId || row.merchantId !== target.merchantId || row.livemode !== target.livemode)
+    if ((target.sessionId !== undefined && row.sessionId !== target.sessionId) || row.merchantId !== target.merchantId || row.livemode !== target.livemode)
       return refused(SVM_REASONS.transactionUsed, 'this transaction was already used to pay another session');
     const outcome = await awaitSvmFinal(ctx, row, 'signed' in local ? local.signed : undefined);
     count('replayed');

@@ -156,7 +156,7 @@ export interface Session {
   chain: Chain | null;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
-  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running. */
+  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address; on solana with x402's SVM exact scheme (@x402/svm: the payer's partially signed TransferChecked, the gateway's fee payer paying the fee). null for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, for a sandbox solana session (its fake mint is on no cluster), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`; on solana the fee payer `SVC_SOLANA_RELAYER_KEY` with `SVC_SOLANA_RPC_URL`), sandbox x402 the sandbox running. */
   x402Url: string | null;
   /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option. */
   paymentAddress: string | null;
@@ -280,7 +280,7 @@ export interface Payment {
   chain: Chain | null;
   /** Hosted checkout page for the customer. */
   checkoutUrl: string;
-  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running. */
+  /** The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address; on solana with x402's SVM exact scheme (@x402/svm: the payer's partially signed TransferChecked, the gateway's fee payer paying the fee). null for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, for a sandbox solana session (its fake mint is on no cluster), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`; on solana the fee payer `SVC_SOLANA_RELAYER_KEY` with `SVC_SOLANA_RPC_URL`), sandbox x402 the sandbox running. */
   x402Url: string | null;
   /** Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option. */
   paymentAddress: string | null;
@@ -1124,6 +1124,8 @@ export interface X402SupportedKinds {
   x402Version: number;
   scheme: 'exact';
   network: string;
+  /** Solana's kind only: `{ feePayer }`, the fee payer the payer's transaction must name (x402's SVM exact scheme). */
+  extra?: Record<string, string>;
 }
 
 export interface X402Supported {

@@ -806,7 +806,7 @@ impl<'a> X402Resource<'a> {
 
     /// Verify an x402 payment
     ///
-    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Checks the authorization (signature, recipient, amount, window, nonce unused, balance) without sending anything.
+    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Checks the payment without sending anything: on EVM the authorization (signature, recipient, amount, window, nonce unused, balance); on Solana the payer's transaction (the instructions allowed, mint, exact amount, destination, fee payer in no instruction) and its simulation.
     ///
     /// `POST /x402/verify`
     pub fn verify(&self, params: &X402VerifyParams) -> Result<X402Verification, Error> {
@@ -815,7 +815,7 @@ impl<'a> X402Resource<'a> {
 
     /// Settle an x402 payment
     ///
-    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Verifies, submits the authorization once (the same payload again answers with the same transaction), answers when it is mined, and records it as a session of the merchant with its events and webhooks.
+    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). Verifies, submits the authorization (EVM) or the co-signed transaction (Solana) once (the same payload again answers with the same transaction), answers when it is mined (confirmed on Solana), and records it as a session of the merchant with its events and webhooks. A `payment-identifier` id used before with another payload is a 409 and nothing is sent.
     ///
     /// `POST /x402/settle`
     pub fn settle(&self, params: &X402SettleParams) -> Result<X402Settlement, Error> {
@@ -824,7 +824,7 @@ impl<'a> X402Resource<'a> {
 
     /// What this facilitator settles
     ///
-    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses.
+    /// x402 facilitator for the merchant's own resource servers (@x402/express, @x402/hono: `new HTTPFacilitatorClient({ url: '<gateway>/api/v1/x402', createAuthHeaders })`). `payTo` must be one of the merchant's verified wallets on the chain; a live key settles on mainnets with the relayer, a test key in the sandbox (test networks, fake token). The kinds (x402 version, exact scheme, network) for the key's mode, and the relayer addresses (`eip155:*`) and Solana fee payer (`solana:*`, listed with a live key when the operator configured it).
     ///
     /// `GET /x402/supported`
     pub fn supported(&self) -> Result<X402Supported, Error> {

@@ -921,7 +921,7 @@ pub struct Session {
     pub chain: Option<Chain>,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
-    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
+    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address; on solana with x402's SVM exact scheme (@x402/svm: the payer's partially signed TransferChecked, the gateway's fee payer paying the fee). null for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, for a sandbox solana session (its fake mint is on no cluster), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`; on solana the fee payer `SVC_SOLANA_RELAYER_KEY` with `SVC_SOLANA_RPC_URL`), sandbox x402 the sandbox running.
     pub x402_url: Option<String>,
     /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
     pub payment_address: Option<String>,
@@ -1158,7 +1158,7 @@ pub struct Payment {
     pub chain: Option<Chain>,
     /// Hosted checkout page for the customer.
     pub checkout_url: String,
-    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address. null on solana, for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`), sandbox x402 the sandbox running.
+    /// The session as an x402 resource (docs/agents.md): an x402 client (@x402/fetch) pays it with a signed EIP-3009 authorization (native USDC) or Permit2 permit (USDT, bridged USDC.e, bsc), settled by the gateway's gas-only relayer into the session's address; on solana with x402's SVM exact scheme (@x402/svm: the payer's partially signed TransferChecked, the gateway's fee payer paying the fee). null for a Permit2 session on a chain where Permit2 or x402's proxy is not deployed, for a sandbox solana session (its fake mint is on no cluster), or when this gateway cannot take x402 payments on the session's chain: live x402 needs the operator's gas-only relayer key for the chain (`SVC_<CHAIN>_RELAYER_KEY`; on solana the fee payer `SVC_SOLANA_RELAYER_KEY` with `SVC_SOLANA_RPC_URL`), sandbox x402 the sandbox running.
     pub x402_url: Option<String>,
     /// Where to pay (Interface A name): the merchant wallet in `amount` mode, the session's own `depositAddress` in `address` mode. null until the customer chooses a payment option.
     pub payment_address: Option<String>,
@@ -3075,6 +3075,9 @@ pub struct X402SupportedKinds {
     pub x402_version: i64,
     pub scheme: String,
     pub network: String,
+    /// Solana's kind only: `{ feePayer }`, the fee payer the payer's transaction must name (x402's SVM exact scheme).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<BTreeMap<String, String>>,
 }
 
 /// X402Supported (a JSON object of the API).
