@@ -186,6 +186,17 @@ describe('payment-link form (issue 26)', () => {
     }
   });
 
+  test('a merchant that can receive no pair in this mode is offered every pair unticked, with what to do', async () => {
+    const { developer } = await shop();
+    // Live mode, no live chain watched by this daemon and no live wallet: nothing receivable.
+    expect((await developer.post('/dashboard/mode', { livemode: 'true' })).status).toBe(303);
+    const page = await developer.get('/dashboard/links');
+    const boxes = pairBoxes(page.body);
+    expect(boxes.length).toBeGreaterThanOrEqual(6);
+    expect(boxes.some(([, checked]) => checked)).toBe(false);
+    expect(page.body).toContain('You cannot receive any chain and token in live mode with your wallets yet');
+  });
+
   test('a viewer cannot create a link from the new form, even with a valid CSRF token; a cross-site post is refused', async () => {
     const { m, viewer, developer } = await shop();
     const form = { amount: '1', pairsShown: '1', 'pay.base.USDC': 'on', 'pay.polygon.USDC': 'on' };

@@ -1,4 +1,4 @@
-import { CURRENCIES, FIAT_CURRENCIES } from '../../internal/chains.ts';
+import { CURRENCIES, FIAT_CURRENCIES, loadChains } from '../../internal/chains.ts';
 import { badRequest } from '../../internal/errors.ts';
 import { CHAIN_NAMES, type ChainName } from '../../internal/config.ts';
 import { AMOUNT_LIMITS } from '../../payments/terms.ts';
@@ -118,14 +118,30 @@ function options(values: readonly string[], chosen: string): Html {
   return html`${values.map((value) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${value}</option>`)}`;
 }
 
-/** Whether a re-shown form had the pair ticked (a fresh form: every pair). */
-function ticked(values: Partial<LinkForm>, pair: PaymentOption): boolean {
-  if (!values.pairsShown) return true;
+/** Every pair of the configured chains: what the form offers (unticked) when the merchant can receive none with its wallets. */
+function everyPair(): PaymentOption[] {
+  const chains = loadChains();
+  return CHAIN_NAMES.filter((chain) => chains[chain]).flatMap((chain) => CURRENCIES.map((currency) => ({ chain, currency })));
+}
+
+/** The pair checkboxes, ticked as the re-shown form had them (a fresh form: `fresh`). */
+function pairBoxes(pairs: PaymentOption[], values: Partial<LinkForm>, fresh: boolean, help: string): Html {
+  return html`<p class="help" id="link-pairs-help">${help}</p>
+<ul class="pair-list">${pairs.map(
+    (pair) =>
+      html`<li><label><input type="checkbox" name="${pairField(pair)}" value="on"${ticked(values, pair, fresh) ? html` checked` : ''} aria-describedby="link-pairs-help"> ${pairName(pair)}</label></li>`,
+  )}</ul>`;
+}
+
+/** Whether a re-shown form had the pair ticked (a fresh form: `fresh`). */
+function ticked(values: Partial<LinkForm>, pair: PaymentOption, fresh: boolean): boolean {
+  if (!values.pairsShown) return fresh;
   return (values.pairs ?? []).some((p) => p.chain === pair.chain && p.currency === pair.currency);
 }
 
 /** The create form, re-shown with the person's input and the refusal after a failed create. */
 export function createLinkForm(ctx: DashboardContext, pairs: PaymentOption[], values: Partial<LinkForm>, error?: string): Html {
+  const mode = ctx.livemode ? 'live' : 'test';
   return html`<form method="post" action="/dashboard/links" class="stack" id="create-link">
 <h2>Create a payment link</h2>
 ${error ? errorBox(error) : ''}
@@ -142,15 +158,7 @@ ${ctx.csrfField()}
 </fieldset>
 <fieldset class="stack pairs"><legend>The customer pays with</legend>
 <input type="hidden" name="pairsShown" value="1">
-${
-  pairs.length
-    ? html`<p class="help" id="link-pairs-help">Every chain and token you can receive in ${ctx.livemode ? 'live' : 'test'} mode. One ticked: no choice; several: the customer chooses at the visit, and a payment is created only then.</p>
-<ul class="pair-list">${pairs.map(
-        (pair) =>
-          html`<li><label><input type="checkbox" name="${pairField(pair)}" value="on"${ticked(values, pair) ? html` checked` : ''} aria-describedby="link-pairs-help"> ${pairName(pair)}</label></li>`,
-      )}</ul>`
-    : html`<p class="help">You cannot receive any chain and token in ${ctx.livemode ? 'live' : 'test'} mode yet: add a receiving wallet under <a href="/dashboard/settings">Settings</a>.</p>`
-}
+${pairs.length ? pairBoxes(pairs, values, true, `Every chain and token you can receive in ${mode} mode. One ticked: no choice; several: the customer chooses at the visit, and a payment is created only then.`) : pairBoxes(everyPair(), values, false, `You cannot receive any chain and token in ${mode} mode with your wallets yet: add a receiving wallet under Settings, or tick one pair and name its receiving wallet below.`)}
 </fieldset>
 <label for="link-description">Description (optional)</label>
 <input id="link-description" name="description" autocomplete="off" maxlength="500" value="${values.description ?? ''}">
