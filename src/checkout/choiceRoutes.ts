@@ -56,7 +56,8 @@ async function answerPendingChoice(deps: ChoiceDeps, reply: FastifyReply, params
   const x402 = deps.x402Of?.(session) ?? { url: null, pairs: [] };
   const view = chooserViewOf(session);
   // A fiat price: each option's indicative amount at the feeds' rate now (cached 5 s), fixed at the choice.
-  const costs = session.price && !view.expired ? await optionCosts(deps.pricing, { price: session.price }, session.paymentOptions, session.livemode) : undefined;
+  const costs =
+    session.price && !view.expired ? await optionCosts(deps.pricing, { price: session.price }, session.paymentOptions, session.livemode) : undefined;
   if (params.json) {
     reply.header('Access-Control-Allow-Origin', '*');
     return reply
@@ -96,7 +97,10 @@ export function choiceRoutes(app: FastifyInstance, deps: ChoiceDeps) {
             404: { ...CheckoutErrorSchema, description: 'No such session.' },
             409: { ...CheckoutErrorSchema, description: 'Another pair was chosen already.' },
             410: { ...CheckoutErrorSchema, description: 'The session expired before the choice.' },
-            422: { ...CheckoutErrorSchema, description: "A fiat price cannot be converted now (a stale feed, an answer that is not a price, the token off its peg): nothing changed." },
+            422: {
+              ...CheckoutErrorSchema,
+              description: 'A fiat price cannot be converted now (a stale feed, an answer that is not a price, the token off its peg): nothing changed.',
+            },
             429: { ...CheckoutErrorSchema, description: 'Too many requests from this IP address.' },
             503: { ...CheckoutErrorSchema, description: "No RPC answered for the fiat price's feeds: retry; nothing changed." },
           },

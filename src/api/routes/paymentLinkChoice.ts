@@ -67,7 +67,9 @@ export async function answerLinkChooser(deps: ApiDeps, request: FastifyRequest, 
   reply.header('content-security-policy', pageCsp(deps.config.checkoutFrameAncestors ?? [], chooserStyles(view)));
   reply.header('x-content-type-options', 'nosniff');
   if ((deps.config.checkoutFrameAncestors ?? []).length === 0) reply.header('x-frame-options', 'DENY');
-  return reply.type('text/html; charset=utf-8').send(renderChooserPage(view, { action: `/pay/${encodeURIComponent(link.id)}/choice`, ...(costs ? { costs } : {}) }));
+  return reply
+    .type('text/html; charset=utf-8')
+    .send(renderChooserPage(view, { action: `/pay/${encodeURIComponent(link.id)}/choice`, ...(costs ? { costs } : {}) }));
 }
 
 /**
