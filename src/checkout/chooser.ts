@@ -23,7 +23,7 @@ const STYLE = fs.readFileSync(new URL('./assets/checkout.css', import.meta.url),
 
 /** The chooser's own styles (pinned by hash in the page's CSP like the rest). */
 export const CHOOSER_STYLE =
-  '.options{border:0;padding:0;margin:1rem 0}.options legend{font-weight:600;margin-bottom:.5rem}.option{display:flex;gap:.75rem;align-items:flex-start;border:1px solid #c9ced6;border-radius:8px;padding:.75rem;margin:.5rem 0;cursor:pointer}.option:has(input:checked){border-color:currentColor;outline:2px solid currentColor}.option input{margin-top:.25rem}.option .cost{font-weight:600}.option .gas{display:block;font-size:.875rem;color:#4b5563}';
+  '.options{border:0;padding:0;margin:1rem 0}.options legend{font-weight:600;margin-bottom:.5rem}.option{display:flex;gap:.75rem;align-items:flex-start;border:1px solid #c9ced6;border-radius:8px;padding:.75rem;margin:.5rem 0;cursor:pointer}.option:has(input:checked){border-color:currentColor;outline:2px solid currentColor}.option input{margin-top:.25rem;width:auto;flex:none}.option .cost{font-weight:600}.option .gas{display:block;font-size:.875rem;color:#4b5563}';
 
 /**
  * What each chain's network fee is paid in, for the chooser: a short, honest note (the payer's
@@ -206,7 +206,7 @@ export function renderChooserPage(session: ChooserView, params: { action: string
     })
     .join('\n');
   const priced = session.price
-    ? `<p class="price" id="price">Price: <strong>${escapeHtml(session.price.amount)} ${escapeHtml(session.price.currency)}</strong>. Token amounts are indicative, at the current Chainlink rate; the amount to pay is fixed when you choose.</p>`
+    ? `<p class="price" id="price">Price: <strong>${escapeHtml(session.price.amount)} ${escapeHtml(session.price.currency)}</strong>. Token amounts are indicative, at ${session.livemode ? 'the current Chainlink rate' : "the sandbox's fixed rate"}; the amount to pay is fixed when you choose.</p>`
     : '';
   const description = `${session.terms.description ? `<p class="description">${escapeHtml(session.terms.description)}</p>` : ''}${priced}`;
   const body = expired
