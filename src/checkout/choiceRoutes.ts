@@ -98,11 +98,15 @@ export function choiceRoutes(app: FastifyInstance, deps: ChoiceDeps) {
             409: { ...CheckoutErrorSchema, description: 'Another pair was chosen already.' },
             410: { ...CheckoutErrorSchema, description: 'The session expired before the choice.' },
             422: {
-              ...CheckoutErrorSchema,
-              description: 'A fiat price cannot be converted now (a stale feed, an answer that is not a price, the token off its peg): nothing changed.',
+              description:
+                'A fiat price cannot be converted now (a stale feed, an answer that is not a price, the token off its peg): nothing changed. The form gets a page that says so.',
+              content: { 'application/json': { schema: CheckoutErrorSchema }, 'text/html': { schema: { type: 'string' } } },
             },
             429: { ...CheckoutErrorSchema, description: 'Too many requests from this IP address.' },
-            503: { ...CheckoutErrorSchema, description: "No RPC answered for the fiat price's feeds: retry; nothing changed." },
+            503: {
+              description: "No RPC answered for the fiat price's feeds: retry; nothing changed. The form gets a page that says so.",
+              content: { 'application/json': { schema: CheckoutErrorSchema }, 'text/html': { schema: { type: 'string' } } },
+            },
           },
         },
       },
