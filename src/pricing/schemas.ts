@@ -65,5 +65,5 @@ export const PriceQuoteViewSchema = Nullable(
     },
     { additionalProperties: false },
   ),
-  'How `price` became `amount`, or null without a price (and while a priced session waits for its customer\'s choice of pair).',
+  "How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair).",
 );

@@ -218,3 +218,38 @@ describe('a live session with several options is converted at the choice', () =>
     expect(read.body.priceQuote.feeds.map((feed: { pair: string }) => feed.pair)).toEqual(['EUR/USD', 'USDC/USD']);
   });
 });
+
+test('a live EUR link with several options: a stale feed at the choice answers the 422 page and makes no session; then the choice converts for the chosen pair', async () => {
+  await marketFeeds();
+  const m = await newMerchant(db.store);
+  await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: newEvmWallet(), verifiedBy: 'operator' });
+  const link = await call('POST', '/api/v1/payment-links', {
+    key: m.live,
+    body: {
+      price: { amount: '49.00', currency: 'EUR' },
+      paymentOptions: [
+        { chain: 'polygon', currency: 'USDC' },
+        { chain: 'polygon', currency: 'USDT' },
+      ],
+    },
+  });
+  expect(link).toMatchObject({ status: 201, body: { amount: null, chain: null } });
+  await setFeed(anvil, 'polygon', 'USDT/USD', { answer: 100_010_000n, ageSeconds: 200_000 });
+  const choose = (option: string) =>
+    api.app.inject({
+      method: 'POST',
+      url: `/pay/${link.body.id}/choice`,
+      payload: `option=${encodeURIComponent(option)}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+    });
+  const refused = await choose('polygon:USDT');
+  expect(refused.statusCode).toBe(422);
+  expect(refused.body).toContain('Price not available right now');
+  expect(await sessionsOf(m.id)).toBe(0);
+  // The other option's feeds are fine: the customer can choose it.
+  const chose = await choose('polygon:USDC');
+  expect(chose.statusCode).toBe(303);
+  const id = String(chose.headers.location).split('/checkout/')[1]!;
+  const session = await call('GET', `/api/v1/payments/${id}`, { key: m.live });
+  expect(session.body).toMatchObject({ currency: 'USDC', amount: '52.991092', paymentLinkId: link.body.id, priceQuote: { rate: '1.08145085' } });
+});
