@@ -49,7 +49,8 @@ function pendingFields(choice: PendingChoice, links: SessionLinks) {
         amount: formatAmount(parseAmount(item.unitAmount, 18) * BigInt(item.quantity), 18),
       })) ?? null,
     cancelUrl: terms.cancelUrl ?? null,
-    price: null,
+    // A fiat price is converted for the chosen pair at the choice: the quote exists from then on.
+    price: choice.price ?? null,
     priceQuote: null,
     paymentOptions: choice.paymentOptions,
     choice: null,

@@ -11,8 +11,11 @@ import type { Sql } from '../store/index.ts';
 import { createPendingChoice, type PendingChoice } from '../payments/choices.ts';
 import type { PaymentOption } from '../payments/options.ts';
 import { sessionLinks, type SessionLinks } from './views.ts';
-import { formatAmount } from '../internal/money.ts';
-import { quotePrice, requireAmountOrPrice, type FiatPrice, type PricingDeps } from '../pricing/index.ts';
+import { requireAmountOrPrice, type FiatPrice, type PricingDeps } from '../pricing/index.ts';
+import { amountOf } from '../payments/choicePrices.ts';
+
+// Where the link visit and other callers have always imported it from.
+export { amountOf };
 
 /** What the create routes' bodies carry (their schemas differ only in which fields are optional). */
 export type CreateSessionBodyFields = Omit<
@@ -38,26 +41,12 @@ export type CreateSessionBodyFields = Omit<
   };
 
 /**
- * The token amount of a creation: `amount` as given, or `price` converted now (src/pricing:
- * Chainlink feeds live, fixed rates in the sandbox) with the price and quote to record.
- */
-export async function amountOf(
-  pricing: PricingDeps,
-  body: { amount?: string | undefined; price?: FiatPrice | undefined; chain: CreateSessionParams['chain']; currency: CreateSessionParams['currency'] },
-  livemode: boolean,
-): Promise<Pick<CreateSessionParams, 'amount' | 'price' | 'priceQuote'>> {
-  if (!body.price) return { amount: body.amount! };
-  const quoted = await quotePrice(pricing, { price: body.price, chain: body.chain, currency: body.currency, livemode });
-  return { amount: formatAmount(quoted.amount, quoted.decimals), price: quoted.price, priceQuote: quoted.quote };
-}
-
-/**
  * Creates what a body asks for, on `sql`: a single-pair session for `chain` + `currency` (as
  * always) or a one-entry `paymentOptions`; otherwise a session waiting for the customer's choice
  * among `paymentOptions`, or among every pair the merchant can receive when neither is given (one
  * receivable pair only: that pair's session at once, there is nothing to choose). A fiat `price`
- * is converted for the session's pair ({@link amountOf}); with several options it is refused for
- * now (the conversion at the customer's choice is not wired yet: docs/checkout.md).
+ * is converted for the session's pair ({@link amountOf}); with several options the waiting session
+ * keeps the price and the chosen pair's amount is converted at the choice (choices.ts).
  * @throws {InvalidRequestError} 400 for `paymentOptions` with `chain`/`currency`, or one of them without the other.
  */
 export async function createFromBody(
@@ -77,11 +66,7 @@ export async function createFromBody(
   });
   if (chain !== undefined && currency !== undefined) return single({ chain, currency });
   if (paymentOptions?.length === 1) return single(paymentOptions[0]!);
-  if (price)
-    throw badRequest(
-      'a fiat price needs one chain and currency for now: give chain and currency (or one paymentOptions entry) with price, or a token amount with several options',
-    );
-  const pending = await createPendingChoice(sql, { ...rest, amount: amount!, ...context, paymentOptions });
+  const pending = await createPendingChoice(sql, { ...rest, amount, price, ...context, paymentOptions });
   if (pending.paymentOptions.length > 1) return { pending };
   // Defaults that came to one pair: no choice to wait for. The waiting row goes (same transaction).
   await sql.query('DELETE FROM session_choices WHERE id = $1', [pending.id]);

@@ -120,7 +120,7 @@ export const PaymentOptionSchema = Type.Object(
 export const PaymentOptionsInputSchema = Type.Array(PaymentOptionSchema, {
   minItems: 1,
   maxItems: MAX_PAYMENT_OPTIONS,
-  description: `The (chain, currency) pairs the customer may choose from, 1..${MAX_PAYMENT_OPTIONS}, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with \`chain\`/\`currency\` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then \`chain\`, \`currency\`, \`amount\` and the payment fields are null and nothing is reserved. \`amount\` is that many units of whichever stablecoin is chosen.`,
+  description: `The (chain, currency) pairs the customer may choose from, 1..${MAX_PAYMENT_OPTIONS}, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with \`chain\`/\`currency\` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then \`chain\`, \`currency\`, \`amount\` and the payment fields are null and nothing is reserved. \`amount\` is that many units of whichever stablecoin is chosen; a fiat \`price\` is converted for the chosen pair at the choice (the session keeps \`price\` meanwhile, \`priceQuote\` null until then).`,
 });
 
 /** A session field that is null until the customer chooses among several payment options. */

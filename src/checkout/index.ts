@@ -24,6 +24,7 @@ import type { TransactionLookups } from '../ingest/lookup.ts';
 import { receiptRoutes } from './receiptRoutes.ts';
 import { restartPathOf } from './wayBack.ts';
 import { CHECKOUT_JSON, choiceRoutes, type ChoiceWiring } from './choiceRoutes.ts';
+import type { PricingDeps } from '../pricing/index.ts';
 
 export { buildInstructions, checkoutUrls } from './instructions.ts';
 export { loadCheckoutSession, checkoutViewOf, CHECKOUT_VIEWS, type CheckoutView, type CheckoutSession } from './view.ts';
@@ -43,6 +44,8 @@ export interface CheckoutDeps {
   x402UrlOf?: (session: CheckoutSession) => string | null;
   /** The customer's choice of chain and token (choiceRoutes.ts); unset: choices are refused. */
   choice?: ChoiceWiring | undefined;
+  /** Fiat prices (the API's, with its feed cache): the chooser's indicative amounts and the conversion at the choice. */
+  pricing?: PricingDeps | undefined;
 }
 
 // No pattern or size: every id reaches the handler, so a browser gets the not-found page for any of them.
@@ -89,7 +92,15 @@ function checkoutRoutes(app: FastifyInstance, deps: CheckoutDeps): void {
   const instructionsOf = (session: CheckoutSession) =>
     buildInstructions(session, { publicUrl: deps.config.publicUrl, x402Url: deps.x402UrlOf?.(session) ?? null });
   receiptRoutes(app, { store: deps.store, https, instructionsOf, load });
-  const answerChooser = choiceRoutes(app, { ...deps.choice, store: deps.store, https, publicUrl: deps.config.publicUrl, frameAncestors, instructionsOf });
+  const answerChooser = choiceRoutes(app, {
+    ...deps.choice,
+    store: deps.store,
+    https,
+    publicUrl: deps.config.publicUrl,
+    frameAncestors,
+    instructionsOf,
+    pricing: deps.pricing,
+  });
 
   app.get<{ Params: { sessionId: string } }>(
     '/checkout/:sessionId',

@@ -75,11 +75,6 @@ export async function createPaymentLink(sql: Sql, params: CreateLinkParams): Pro
     chain && currency
       ? [{ pair: { chain, currency }, terms: await checkSessionTerms(sql, { ...checkable, chain, currency }) }]
       : await checkPaymentOptions(sql, checkable);
-  if (price && options.length > 1) {
-    throw badRequest(
-      'a fiat price goes with one chain and currency for now: give chain and currency (or one paymentOptions entry) with price, or a token amount with several options',
-    );
-  }
   const { pair, terms } = options[0]!;
   const purchase = checkPurchase(params, { amount: terms.amount, decimals: terms.decimals, currency: pair.currency });
   const { rows } = await sql.query(linkSql.insertLink(), [
@@ -196,10 +191,11 @@ export async function openSessionFromLink(
     /** The customer's choice among the link's options (required when it has several). */
     pair?: PaymentOption | undefined;
     /**
-     * Converts a fiat-priced link's price for this visit (the API passes src/pricing's quote): the
-     * session's amount, price and quote. Without it such a link cannot be visited.
+     * Converts a fiat-priced link's price for this visit's pair (the link's, or the customer's
+     * choice; the API passes src/pricing's quote): the session's amount, price and quote. Without
+     * it such a link cannot be visited.
      */
-    quote?: ((link: PaymentLink) => Promise<Pick<CreateSessionParams, 'amount' | 'price' | 'priceQuote'>>) | undefined;
+    quote?: ((link: PaymentLink, pair: PaymentOption) => Promise<Pick<CreateSessionParams, 'amount' | 'price' | 'priceQuote'>>) | undefined;
   },
 ): Promise<Session> {
   return store.transaction(async (sql) => {
@@ -220,10 +216,10 @@ export async function openSessionFromLink(
     const pair = params.pair ?? (options.length === 1 ? options[0]! : undefined);
     if (!pair) throw badRequest('this payment link lets the customer choose the chain and token: choose one of its paymentOptions');
     if (!options.some((option) => samePair(option, pair))) throw badRequest(`${pairName(pair)} is not among this payment link's options`);
-    // A fiat-priced link's amount is decided now, for this visit's session (issue 26); such a link has one pair.
+    // A fiat-priced link's amount is decided now, for this visit's session and the chosen pair (issue 26).
     let priced: Pick<CreateSessionParams, 'amount' | 'price' | 'priceQuote'>;
     if (link.amount !== null) priced = { amount: amountForChoice({ amount: formatAmount(link.amount, link.decimals) }, pair) };
-    else if (params.quote) priced = await params.quote(link);
+    else if (params.quote) priced = await params.quote(link, pair);
     else throw badRequest('this payment link is priced in a fiat currency, which this gateway cannot convert here');
     const session: CreateSessionParams = {
       merchantId: link.merchantId,

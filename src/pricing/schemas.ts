@@ -20,7 +20,7 @@ export const PriceInputSchema = Type.Object(
   {
     additionalProperties: false,
     description:
-      'A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").',
+      'A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer\'s choice for a session with several `paymentOptions`, at each visit (or each visit\'s choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").',
   },
 );
 
@@ -65,5 +65,5 @@ export const PriceQuoteViewSchema = Nullable(
     },
     { additionalProperties: false },
   ),
-  'How `price` became `amount`, or null without a price.',
+  "How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair).",
 );

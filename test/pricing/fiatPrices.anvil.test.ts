@@ -5,6 +5,7 @@ import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { feedAddress, setFeed } from '../helpers/priceFeeds.ts';
 import { insertTransfer, newEvmWallet, setHead } from '../helpers/engine.ts';
 import { createEngine } from '../../src/engine/index.ts';
+import { addWallet } from '../../src/accounts/index.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 
@@ -23,7 +24,8 @@ beforeAll(async () => {
 }, 30_000);
 afterAll(() => anvil?.stop());
 // No feed cache: each test moves the feeds.
-const { call } = useApi(db, { env, priceCacheMs: 0 });
+const api = useApi(db, { env, priceCacheMs: 0 });
+const { call } = api;
 
 const EUR_USD = 108_123_456n; // 1.08123456
 const USDC_USD = 99_980_000n; // 0.9998
@@ -165,4 +167,89 @@ describe('live sessions priced in a fiat currency, from Chainlink feeds on anvil
     expect(receipt.status).toBe(200);
     expect(receipt.body).toContain('<dd id="fiat-price">49.00 EUR at 1.08145085 USDC per EUR (Chainlink)</dd>');
   });
+});
+
+describe('a live session with several options is converted at the choice', () => {
+  test('the options show the indicative amounts; a stale feed at the choice is a 422 that leaves it waiting; then the chosen pair records the quote', async () => {
+    await marketFeeds();
+    const m = await newMerchant(db.store);
+    const wallet = newEvmWallet();
+    await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: wallet, verifiedBy: 'operator' });
+    const options = [
+      { chain: 'polygon', currency: 'USDT' },
+      { chain: 'polygon', currency: 'USDC' },
+    ];
+    const created = await call('POST', '/api/v1/checkout/sessions', {
+      key: m.live,
+      body: { price: { amount: '49.00', currency: 'EUR' }, paymentOptions: options },
+    });
+    expect(created).toMatchObject({ status: 201, body: { amount: null, price: { amount: '49.00', currency: 'EUR' }, priceQuote: null } });
+    const id = created.body.id as string;
+    const shown = await call('GET', `/checkout/${id}`, { headers: { accept: 'application/json' } });
+    expect(shown.body.options.map((o: { amount: string; rate: string; indicative: boolean }) => [o.amount, o.rate, o.indicative])).toEqual([
+      ['52.975196', '1.08112645', true], // 49 × 1.08123456 / 1.0001 = 52.9751958… rounded up
+      ['52.991092', '1.08145085', true],
+    ]);
+
+    await setFeed(anvil, 'polygon', 'EUR/USD', { answer: EUR_USD, ageSeconds: 120 });
+    const stale = await call('POST', `/checkout/${id}/choice`, { body: options[1] });
+    expect(stale).toMatchObject({ status: 422, body: { error: expect.stringMatching(/EUR\/USD feed on polygon .* longer ago than its heartbeat/) } });
+    // The page's form gets a page that says so (the OpenAPI checker reads JSON bodies only).
+    const form = await api.app.inject({
+      method: 'POST',
+      url: `/checkout/${id}/choice`,
+      payload: 'option=polygon%3AUSDC',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+    });
+    expect(form.statusCode).toBe(422);
+    expect(form.body).toContain('Price not available right now');
+    expect(await sessionsOf(m.id)).toBe(0);
+    expect((await call('GET', `/api/v1/checkout/sessions/${id}`, { key: m.live })).body).toMatchObject({ status: 'pending', choice: null });
+
+    await marketFeeds();
+    const chosen = await call('POST', `/checkout/${id}/choice`, { body: options[1] });
+    expect(chosen).toMatchObject({ status: 200, body: { currency: 'USDC', amount: '52.991092', amountRemainingBaseUnits: '52991092' } });
+    const read = await call('GET', `/api/v1/checkout/sessions/${id}`, { key: m.live });
+    expect(read.body).toMatchObject({
+      amount: '52.991092',
+      price: { amount: '49.00', currency: 'EUR' },
+      priceQuote: { source: 'chainlink', rate: '1.08145085' },
+    });
+    expect(read.body.priceQuote.feeds.map((feed: { pair: string }) => feed.pair)).toEqual(['EUR/USD', 'USDC/USD']);
+  });
+});
+
+test('a live EUR link with several options: a stale feed at the choice answers the 422 page and makes no session; then the choice converts for the chosen pair', async () => {
+  await marketFeeds();
+  const m = await newMerchant(db.store);
+  await addWallet(db.store, { merchantId: m.id, chain: 'polygon', address: newEvmWallet(), verifiedBy: 'operator' });
+  const link = await call('POST', '/api/v1/payment-links', {
+    key: m.live,
+    body: {
+      price: { amount: '49.00', currency: 'EUR' },
+      paymentOptions: [
+        { chain: 'polygon', currency: 'USDC' },
+        { chain: 'polygon', currency: 'USDT' },
+      ],
+    },
+  });
+  expect(link).toMatchObject({ status: 201, body: { amount: null, chain: null } });
+  await setFeed(anvil, 'polygon', 'USDT/USD', { answer: 100_010_000n, ageSeconds: 200_000 });
+  const choose = (option: string) =>
+    api.app.inject({
+      method: 'POST',
+      url: `/pay/${link.body.id}/choice`,
+      payload: `option=${encodeURIComponent(option)}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+    });
+  const refused = await choose('polygon:USDT');
+  expect(refused.statusCode).toBe(422);
+  expect(refused.body).toContain('Price not available right now');
+  expect(await sessionsOf(m.id)).toBe(0);
+  // The other option's feeds are fine: the customer can choose it.
+  const chose = await choose('polygon:USDC');
+  expect(chose.statusCode).toBe(303);
+  const id = String(chose.headers.location).split('/checkout/')[1]!;
+  const session = await call('GET', `/api/v1/payments/${id}`, { key: m.live });
+  expect(session.body).toMatchObject({ currency: 'USDC', amount: '52.991092', paymentLinkId: link.body.id, priceQuote: { rate: '1.08145085' } });
 });

@@ -7,6 +7,7 @@ import { formatAmount } from '../../internal/money.ts';
 import { getPaymentLinkById } from '../../payments/links.ts';
 import type { PaymentOption } from '../../payments/options.ts';
 import { lineItemsView } from '../../payments/purchase.ts';
+import { optionCosts } from '../../payments/choicePrices.ts';
 import { choiceOptions, chooserStyles, PaymentChoiceSchema, parseChoiceBody, renderChooserPage, type ChooserView } from '../../checkout/chooser.ts';
 import { pageCsp } from '../../checkout/page.ts';
 import { prefersJson } from '../../checkout/index.ts';
@@ -43,9 +44,10 @@ export async function answerLinkChooser(deps: ApiDeps, request: FastifyRequest, 
   if (!brand) throw notFound(`payment link ${linkId} not found`);
   const view: ChooserView = {
     paymentOptions: link.paymentOptions,
+    // A fiat-priced link has no amount: each option shows the price and an indicative amount.
+    price: link.price,
     terms: {
-      // A link with several options has a token amount (a fiat price goes with one pair for now).
-      amount: formatAmount(link.amount ?? 0n, link.decimals),
+      amount: link.amount === null ? undefined : formatAmount(link.amount, link.decimals),
       expiresIn: link.expiresIn,
       description: link.description ?? undefined,
       cancelUrl: link.cancelUrl ?? undefined,
@@ -57,14 +59,17 @@ export async function answerLinkChooser(deps: ApiDeps, request: FastifyRequest, 
     expired: false,
   };
   reply.header('cache-control', 'no-store');
+  const costs = link.price ? await optionCosts(deps.pricing, { price: link.price }, link.paymentOptions, link.livemode) : undefined;
   const chooseUrl = `${deps.config.publicUrl}/pay/${encodeURIComponent(link.id)}/choice`;
   if (prefersJson(request.headers.accept)) {
-    return reply.send({ object: 'payment_link_choice', id: link.id, livemode: link.livemode, options: choiceOptions(view), chooseUrl });
+    return reply.send({ object: 'payment_link_choice', id: link.id, livemode: link.livemode, options: choiceOptions(view, [], costs), chooseUrl });
   }
   reply.header('content-security-policy', pageCsp(deps.config.checkoutFrameAncestors ?? [], chooserStyles(view)));
   reply.header('x-content-type-options', 'nosniff');
   if ((deps.config.checkoutFrameAncestors ?? []).length === 0) reply.header('x-frame-options', 'DENY');
-  return reply.type('text/html; charset=utf-8').send(renderChooserPage(view, { action: `/pay/${encodeURIComponent(link.id)}/choice` }));
+  return reply
+    .type('text/html; charset=utf-8')
+    .send(renderChooserPage(view, { action: `/pay/${encodeURIComponent(link.id)}/choice`, ...(costs ? { costs } : {}) }));
 }
 
 /**

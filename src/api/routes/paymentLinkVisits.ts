@@ -76,7 +76,7 @@ export function publicPaymentLinkRoutes(app: FastifyInstance, deps: ApiDeps): vo
       monitorWindowSeconds: deps.config.monitorWindowSeconds,
       feeBps: deps.config.feeBps,
       liveChains: liveChains(deps.config),
-      quote: (link) => amountOf(deps.pricing, { price: link.price!, chain: link.chain, currency: link.currency }, link.livemode),
+      quote: (link, chosen) => amountOf(deps.pricing, { price: link.price!, ...chosen }, link.livemode),
     });
     return reply.header('cache-control', 'no-store').redirect(checkoutUrl(deps.config.publicUrl, session.id), 303);
   }

@@ -178,7 +178,7 @@ _SessionPriceQuoteRequired = TypedDict(
 
 
 class SessionPriceQuote(_SessionPriceQuoteRequired):
-    """How `price` became `amount`, or null without a price."""
+    """How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair)."""
 
 
 _SessionPaymentOptionsRequired = TypedDict(
@@ -261,7 +261,7 @@ _SessionRequired = TypedDict(
         "cancelUrl": Optional[str],
         # The fiat price the token amount was converted from, or null when the merchant gave a token amount.
         "price": Optional[SessionPrice],
-        # How `price` became `amount`, or null without a price.
+        # How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair).
         "priceQuote": Optional[SessionPriceQuote],
         # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
         "receiptUrl": str,
@@ -314,13 +314,13 @@ _SessionCreateParamsOptional = TypedDict(
     {
         # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
         "amount": str,
-        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
         "chain": Chain,
-        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
         "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
@@ -414,7 +414,7 @@ _PaymentRequired = TypedDict(
         "cancelUrl": Optional[str],
         # The fiat price the token amount was converted from, or null when the merchant gave a token amount.
         "price": Optional[SessionPrice],
-        # How `price` became `amount`, or null without a price.
+        # How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair).
         "priceQuote": Optional[SessionPriceQuote],
         # The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
         "receiptUrl": str,
@@ -450,13 +450,13 @@ _PaymentCreateParamsOptional = TypedDict(
     {
         # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
         "amount": str,
-        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
         "chain": Chain,
-        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
         "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
@@ -526,13 +526,13 @@ _CheckoutSessionCreateParamsOptional = TypedDict(
     {
         # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
         "amount": str,
-        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
         "chain": Chain,
-        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
         "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,
@@ -621,13 +621,13 @@ _PaymentLinkCreateParamsOptional = TypedDict(
     {
         # Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
         "amount": str,
-        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+        # A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
         "price": SessionPrice,
         # The stablecoin.
         "currency": Currency,
         # The chain to pay on.
         "chain": Chain,
-        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+        # The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
         "paymentOptions": List[SessionPaymentOptions],
         # Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
         "merchantWallet": str,

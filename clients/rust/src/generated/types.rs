@@ -881,7 +881,7 @@ pub struct SessionPriceQuoteFeeds {
     pub updated_at: String,
 }
 
-/// How `price` became `amount`, or null without a price.
+/// How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionPriceQuote {
@@ -971,7 +971,7 @@ pub struct Session {
     pub cancel_url: Option<String>,
     /// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
     pub price: Option<SessionPrice>,
-    /// How `price` became `amount`, or null without a price.
+    /// How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair).
     pub price_quote: Option<SessionPriceQuote>,
     /// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
     pub receipt_url: String,
@@ -1010,7 +1010,7 @@ pub struct SessionCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
-    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
@@ -1019,7 +1019,7 @@ pub struct SessionCreateParams {
     /// The chain to pay on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Chain>,
-    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
@@ -1208,7 +1208,7 @@ pub struct Payment {
     pub cancel_url: Option<String>,
     /// The fiat price the token amount was converted from, or null when the merchant gave a token amount.
     pub price: Option<SessionPrice>,
-    /// How `price` became `amount`, or null without a price.
+    /// How `price` became `amount`, or null without a price (and while a priced session waits for its customer's choice of pair).
     pub price_quote: Option<SessionPriceQuote>,
     /// The customer's printable receipt (`/checkout/{id}/receipt`), available once the payment is confirmed (404 before).
     pub receipt_url: String,
@@ -1235,7 +1235,7 @@ pub struct PaymentCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
-    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
@@ -1244,7 +1244,7 @@ pub struct PaymentCreateParams {
     /// The chain to pay on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Chain>,
-    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
@@ -1450,7 +1450,7 @@ pub struct CheckoutSessionCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
-    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
@@ -1459,7 +1459,7 @@ pub struct CheckoutSessionCreateParams {
     /// The chain to pay on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Chain>,
-    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
@@ -1634,7 +1634,7 @@ pub struct PaymentLinkCreateParams {
     /// Amount in token units as decimal text ("12.50"): positive, no sign or exponent, no more decimals than the token has on the chain (6; 18 on bsc), from 0.01 to 1000000. JSON numbers are refused (they lose precision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
-    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds: at creation for a session, at each visit for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
+    /// A price in a fiat currency instead of `amount` (give exactly one of the two). The token amount is fixed from Chainlink price feeds when the pair is known: at creation for a single-pair session, at the customer's choice for a session with several `paymentOptions`, at each visit (or each visit's choice) for a payment link; the sandbox uses fixed rates. 422 when a feed is stale, answers no price, or the token is off its peg (docs/checkout.md, "Prices in your currency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<SessionPrice>,
     /// The stablecoin.
@@ -1643,7 +1643,7 @@ pub struct PaymentLinkCreateParams {
     /// The chain to pay on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Chain>,
-    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen.
+    /// The (chain, currency) pairs the customer may choose from, 1..12, no duplicates; each must be payable to this merchant in this mode (the checks of a single-pair session). Not with `chain`/`currency` (400). Neither given: every pair the merchant can receive in this mode. With several, the session waits for the customer's choice (POST /checkout/{id}/choice, the checkout page, or an x402 payment): until then `chain`, `currency`, `amount` and the payment fields are null and nothing is reserved. `amount` is that many units of whichever stablecoin is chosen; a fiat `price` is converted for the chosen pair at the choice (the session keeps `price` meanwhile, `priceQuote` null until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_options: Option<Vec<SessionPaymentOptions>>,
     /// Receiving wallet: 0x-prefixed 40 hex digits on EVM chains (any case; mixed case must be a valid EIP-55 checksum), base58 of a 32-byte key on solana. Optional: without it a live payment pays the default wallet of the chain, or, with no default, the chain's only verified wallet; several verified wallets and no default are a 400.
