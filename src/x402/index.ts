@@ -28,7 +28,8 @@ import { createSvmX402, svmOffer, type SvmX402 } from './svm/index.ts';
 import type { SvmFeePayer } from './svm/feePayer.ts';
 import { answerWaiting, type ChoiceX402Deps } from './choice.ts';
 import { getPendingChoiceWithMerchant, type PendingChoice } from '../payments/choices.ts';
-import { waitingX402Url } from './waitingUrl.ts';
+import type { PaymentOption } from '../payments/options.ts';
+import { waitingX402Pairs, waitingX402Url } from './waitingUrl.ts';
 import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
 
 export { sessionX402Url, x402Offer, requirementsFor, type X402Offer } from './requirements.ts';
@@ -53,6 +54,8 @@ export interface X402 {
   urlOf(session: X402UrlFields): string | null;
   /** A waiting session's `x402Url` (src/api/choiceViews.ts): where x402 can pay at least one of its options here; else null. */
   pendingUrlOf(choice: Pick<PendingChoice, 'id' | 'livemode' | 'paymentOptions'>): string | null;
+  /** The options of a waiting session its 402 can list here (waitingUrl.ts). */
+  pendingPairsOf(choice: Pick<PendingChoice, 'livemode' | 'paymentOptions'>): PaymentOption[];
   /** The x402 offer a session with these terms would make, where this process can take it (as {@link X402.urlOf}); else undefined. */
   offerOf(session: Pick<Session, 'chain' | 'livemode' | 'tokenAddresses'>): X402Offer | undefined;
   /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */
@@ -204,6 +207,7 @@ export function createX402(params: X402Params): X402 {
     svm,
     urlOf,
     pendingUrlOf: (choice) => waitingX402Url({ publicUrl: params.config.publicUrl, chains, unavailable }, choice),
+    pendingPairsOf: (choice) => waitingX402Pairs({ publicUrl: params.config.publicUrl, chains, unavailable }, choice),
     async session({ sessionId, payment }) {
       // A session waiting for its customer's choice has no payment_sessions row yet (choice.ts).
       const found = await loadCheckoutSession(params.store, sessionId);
