@@ -44,6 +44,7 @@ const PINNED: Record<string, string> = {
   '047_x402_permit2.sql': 'ec61702f11320c3ad11160cb425d772d3c08ebec96f6252f885cd0c2c138875b',
   '054_x402_svm_method.sql': '1271d8c831cbc70096baf5acbcd003c2b951860f1c1816b5f5a03b3769694971',
   '043_payment_options.sql': '96b74d1d73918d59ac886c76fac91cc79efdc2f5a36b739d6332c260d09c95bf',
+  '048_link_waiting_sessions.sql': 'e7d5ff99f84f72eeee1c243e4bf58e9d18fa19bb63a70d3d13a95b6567029511',
   // As first landed (b29aaff); its correction is 012.
 };
 

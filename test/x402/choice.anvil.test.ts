@@ -144,7 +144,7 @@ describe('x402 for a session waiting for the choice (polygon USDC and USDT)', ()
     expect(required.resource.url).toBe(url(session.id));
     // The chooser's JSON says which options x402 takes.
     const chooser = await fetch(`${baseUrl}/checkout/${session.id}`, { headers: { accept: 'application/json' } });
-    expect((await chooser.json()).options.map((option: { x402: boolean }) => option.x402)).toEqual([true, true]);
+    expect(((await chooser.json()) as { options: { x402: boolean }[] }).options.map((option: { x402: boolean }) => option.x402)).toEqual([true, true]);
 
     const paid = await wrapFetchWithPayment(fetch, payerClient())(session.x402Url!);
     expect(paid.status).toBe(200);
@@ -175,7 +175,7 @@ describe('x402 for a session waiting for the choice (polygon USDC and USDT)', ()
     expect(answers.map((answer) => answer.status).sort()).toEqual([200, 402]);
     const refused = answers.find((answer) => answer.status === 402)!;
     // Refused at the choice (another option chosen in the same instant) or, if it came after, as the chosen session's 402.
-    expect((await refused.json()).reason).toMatch(/^(session_not_payable|session_already_being_paid|invalid_exact_evm_\w+)$/);
+    expect(((await refused.json()) as { reason: string }).reason).toMatch(/^(session_not_payable|session_already_being_paid|invalid_exact_evm_\w+)$/);
     expect(await settlements()).toBe(count + 1);
     const after = await balances();
     const spent = before.map((value, i) => value - after[i]!);

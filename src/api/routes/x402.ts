@@ -7,7 +7,8 @@ import { authOf } from '../auth.ts';
 import { errorResponses, READ_ERRORS } from '../schemas.ts';
 import { liveChains } from '../../internal/config.ts';
 import { badRequest, notFound, UnavailableError } from '../../internal/errors.ts';
-import { openSessionFromLink } from '../../payments/links.ts';
+import { getPaymentLinkById, openSessionFromLink } from '../../payments/links.ts';
+import { linkOfWaiting, openWaitingFromLink } from '../../payments/linkChoices.ts';
 import { getSessionById } from '../../payments/sessions.ts';
 import { PaymentStatusSchema } from '../../checkout/schema.ts';
 import { setCommonHeaders } from '../../checkout/securityHeaders.ts';
@@ -108,7 +109,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Payment links (public)'],
         summary: 'Pay a payment link with x402',
-        description: `Without a payment header: opens a fresh session from the link (as GET /pay/{linkId}) and answers its 402; the requirements' resource is that session's x402Url. With one: settles it for the session its \`resource.url\` names, which must be a session of this link (x402 v2 only). ${X402_HEADERS_DOC}`,
+        description: `Without a payment header: opens a fresh session from the link (as GET /pay/{linkId}) and answers its 402; the requirements' resource is that session's x402Url. A link with several paymentOptions opens a session waiting for the choice, whose 402 lists one entry per option x402 can pay here; paying one chooses it. With one: settles it for the session its \`resource.url\` names, which must be a session of this link (x402 v2 only). ${X402_HEADERS_DOC}`,
         params: Type.Object({ linkId: Type.String({ minLength: 1, description: 'Payment link identifier (`plink_…`).', 'x-not-found': 'payment link' }) }),
         response: { ...ResourceResponses, ...errorResponses(409) },
       },
@@ -117,6 +118,17 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const x402 = x402Of(deps);
       const payment = paymentOf(request);
       if (!payment) {
+        // Several options: a session waiting for the choice, which paying one of its 402's entries makes (payments/linkChoices.ts).
+        const link = await getPaymentLinkById(deps.store, request.params.linkId);
+        if (link?.paymentOptions && link.paymentOptions.length > 1) {
+          const choice = await openWaitingFromLink(deps.store, {
+            linkId: link.id,
+            monitorWindowSeconds: deps.config.monitorWindowSeconds,
+            feeBps: deps.config.feeBps,
+            liveChains: liveChains(deps.config),
+          });
+          return send(reply, await x402.session({ sessionId: choice.id }), https);
+        }
         const session = await openSessionFromLink(deps.store, {
           linkId: request.params.linkId,
           monitorWindowSeconds: deps.config.monitorWindowSeconds,
@@ -139,7 +151,8 @@ async function linkSessionOfPayment(deps: ApiDeps, linkId: string, payment: { he
   const match = url ? /\/checkout\/(ses_[0-9A-Za-z]{20})\/x402$/.exec(url) : null;
   if (!match) throw badRequest("a payment link's x402 payment must be x402 v2 and name the session it pays in resource.url (as @x402/fetch does)");
   const session = await getSessionById(deps.store, { id: match[1]!, fields: ['paymentLinkId'] });
-  if (!session || session.paymentLinkId !== linkId) throw notFound(`no session ${match[1]} of payment link ${linkId}`);
+  const ofLink = session ? session.paymentLinkId : await linkOfWaiting(deps.store, match[1]!);
+  if (ofLink !== linkId) throw notFound(`no session ${match[1]} of payment link ${linkId}`);
   return match[1]!;
 }
 
