@@ -241,6 +241,20 @@ describe('x402 for a session waiting for the choice (polygon USDC and USDT)', ()
     expect((await api('GET', `/api/v1/sessions/${session.id}`)).body).toMatchObject({ currency: 'USDC', amountDueBaseUnits: '700002' });
   });
 
+  test('@x402/fetch pays a payment link with several options: the session it opens is chosen by the payment and belongs to the link', async () => {
+    const link = await api('POST', '/api/v1/payment-links', { amount: '0.9', paymentOptions: BOTH });
+    expect(link.status).toBe(201);
+    const before = await anvil.balanceOf(USDT, wallet);
+    const client = payerClient();
+    // Prefer the USDT entry: the client takes the first requirement it can pay.
+    client.registerPolicy((_version, accepts) => accepts.filter((accept) => accept.asset === USDT));
+    const paid = await wrapFetchWithPayment(fetch, client)(`${baseUrl}/pay/${link.body.id}/x402`);
+    expect(paid.status).toBe(200);
+    const state = (await paid.json()) as { id: string };
+    expect(await anvil.balanceOf(USDT, wallet)).toBe(before + 900000n);
+    expect((await api('GET', `/api/v1/sessions/${state.id}`)).body).toMatchObject({ currency: 'USDT', paymentLinkId: link.body.id, amountDueBaseUnits: '900000' });
+  });
+
   test("address mode: each option's payTo is the session's deposit address, known before the choice", async () => {
     const session = await waitingSession('0.4', { attribution: 'address' });
     const deposit = depositAddressFor({ payTo: wallet, sessionId: session.id });
