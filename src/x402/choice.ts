@@ -51,6 +51,20 @@ export interface ChoiceX402Deps {
   answerPaid(sessionId: string, settlement: Settlement, network: string, version: 1 | 2): Promise<SessionAnswer>;
 }
 
+/**
+ * A waiting session priced in a fiat currency converts at the choice (src/pricing): an x402
+ * requirement would need each option's quote issued with the 402 and honoured at settlement,
+ * which is not built yet (docs/agents.md, "Waiting sessions"). Such a session lists nothing.
+ */
+export const FIAT_WAITING =
+  "x402 cannot pay a fiat-priced session waiting for the choice yet: choose the chain and token first (POST /checkout/{id}/choice), then pay the session's x402Url";
+
+/** Whether a waiting session's terms carry a fiat price instead of a token amount. */
+export function fiatPriced(choice: Pick<PendingChoice, 'terms'>): boolean {
+  const terms = choice.terms as { price?: unknown; amount?: unknown };
+  return (terms.price !== undefined && terms.price !== null) || typeof terms.amount !== 'string';
+}
+
 /** Refuses a payload inside the settlement's transaction: thrown there so the choice and the row roll back. */
 class ChoiceRefused extends Error {
   constructor(readonly refusal: Refusal) {
@@ -128,6 +142,7 @@ export async function answerWaiting(
   payment: { header: string; version: 1 | 2 } | undefined,
 ): Promise<SessionAnswer> {
   if (choiceExpired(choice)) throw new GoneError(`session ${choice.id} is expired; it cannot be paid any more`);
+  if (fiatPriced(choice)) throw new UnavailableError(FIAT_WAITING);
   const { offers, skipped } = await choiceOffers(deps, choice);
   if (!payment) {
     if (offers.length === 0) throw new UnavailableError(`x402 can pay none of this session's options here: ${skipped.join('; ')}`);
@@ -144,8 +159,7 @@ export async function answerWaiting(
     deps.ctx.metrics.settlements.inc({ chain: 'unknown', outcome: 'refused' });
     return challenge(deps, choice, offers, refusal);
   }
-  if (payload.paymentId)
-    await holdPaymentId(deps.store, { merchantId: choice.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
+  if (payload.paymentId) await holdPaymentId(deps.store, { merchantId: choice.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
   try {
     const outcome = await settleOnce(deps.ctx, {
       offer: chosen.offer,

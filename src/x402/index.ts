@@ -53,9 +53,9 @@ export interface X402 {
   /** The `x402Url` a session advertises: null where it has no x402 offer or x402 is not enabled on its chain here. */
   urlOf(session: X402UrlFields): string | null;
   /** A waiting session's `x402Url` (src/api/choiceViews.ts): where x402 can pay at least one of its options here; else null. */
-  pendingUrlOf(choice: Pick<PendingChoice, 'id' | 'livemode' | 'paymentOptions'>): string | null;
+  pendingUrlOf(choice: Pick<PendingChoice, 'id' | 'livemode' | 'paymentOptions' | 'terms'>): string | null;
   /** The options of a waiting session its 402 can list here (waitingUrl.ts). */
-  pendingPairsOf(choice: Pick<PendingChoice, 'livemode' | 'paymentOptions'>): PaymentOption[];
+  pendingPairsOf(choice: Pick<PendingChoice, 'livemode' | 'paymentOptions' | 'terms'>): PaymentOption[];
   /** The x402 offer a session with these terms would make, where this process can take it (as {@link X402.urlOf}); else undefined. */
   offerOf(session: Pick<Session, 'chain' | 'livemode' | 'tokenAddresses'>): X402Offer | undefined;
   /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */

@@ -4,6 +4,7 @@ import type { ChainName } from '../internal/config.ts';
 import type { PendingChoice } from '../payments/choices.ts';
 import type { PaymentOption } from '../payments/options.ts';
 import { x402Offer } from './requirements.ts';
+import { fiatPriced } from './choice.ts';
 
 /**
  * A waiting session's `x402Url` (src/api/choiceViews.ts): `${publicUrl}/checkout/<id>/x402` when
@@ -13,12 +14,13 @@ import { x402Offer } from './requirements.ts';
  * setting are read when the URL is fetched, so its 402 may list fewer options (choice.ts), and
  * answers 503 naming why when it can list none.
  */
-export function waitingX402Url(ctx: WaitingCtx, choice: Pick<PendingChoice, 'id' | 'livemode' | 'paymentOptions'>): string | null {
+export function waitingX402Url(ctx: WaitingCtx, choice: Pick<PendingChoice, 'id' | 'livemode' | 'paymentOptions' | 'terms'>): string | null {
   return waitingX402Pairs(ctx, choice).length > 0 ? `${ctx.publicUrl}/checkout/${encodeURIComponent(choice.id)}/x402` : null;
 }
 
 /** The options of a waiting session that its x402 challenge can list here (the chooser's `x402` flags), on the same grounds as {@link waitingX402Url}. */
-export function waitingX402Pairs(ctx: WaitingCtx, choice: Pick<PendingChoice, 'livemode' | 'paymentOptions'>): PaymentOption[] {
+export function waitingX402Pairs(ctx: WaitingCtx, choice: Pick<PendingChoice, 'livemode' | 'paymentOptions' | 'terms'>): PaymentOption[] {
+  if (fiatPriced(choice)) return [];
   return choice.paymentOptions.filter((pair) => {
     const chain = ctx.chains[pair.chain];
     if (!chain || chain.kind !== 'evm') return false;

@@ -127,13 +127,17 @@ async function headerFor(id: string, pick: (accept: { asset: string }) => boolea
   return new x402HTTPClient(client).encodePaymentSignatureHeader(await client.createPaymentPayload({ ...required, accepts: [accepted] }));
 }
 
-const balances = async () => [await anvil.balanceOf(USDC, payer.address), await anvil.balanceOf(USDT, payer.address), await anvil.balanceOf(USDC_E, payer.address)];
+const balances = async () => [
+  await anvil.balanceOf(USDC, payer.address),
+  await anvil.balanceOf(USDT, payer.address),
+  await anvil.balanceOf(USDC_E, payer.address),
+];
 const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
 const isUsdc = (accept: { asset: string }) => accept.asset === USDC;
 const isUsdt = (accept: { asset: string }) => accept.asset === USDT;
 
 describe('x402 for a session waiting for the choice (polygon USDC and USDT)', () => {
-  test("the 402 lists one entry per option; @x402/fetch pays USDC, which fixes the choice; webhooks and the view report polygon USDC", async () => {
+  test('the 402 lists one entry per option; @x402/fetch pays USDC, which fixes the choice; webhooks and the view report polygon USDC', async () => {
     const session = await waitingSession('0.5');
     expect(session.x402Url).toBe(url(session.id));
     const required = await challengeOf(session.id);
@@ -252,7 +256,11 @@ describe('x402 for a session waiting for the choice (polygon USDC and USDT)', ()
     expect(paid.status).toBe(200);
     const state = (await paid.json()) as { id: string };
     expect(await anvil.balanceOf(USDT, wallet)).toBe(before + 900000n);
-    expect((await api('GET', `/api/v1/sessions/${state.id}`)).body).toMatchObject({ currency: 'USDT', paymentLinkId: link.body.id, amountDueBaseUnits: '900000' });
+    expect((await api('GET', `/api/v1/sessions/${state.id}`)).body).toMatchObject({
+      currency: 'USDT',
+      paymentLinkId: link.body.id,
+      amountDueBaseUnits: '900000',
+    });
   });
 
   test("address mode: each option's payTo is the session's deposit address, known before the choice", async () => {

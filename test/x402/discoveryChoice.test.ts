@@ -49,7 +49,8 @@ beforeAll(async () => {
   config.publicUrl = baseUrl;
   call = createSocketClient(baseUrl, await createOpenApiChecker(app));
   shop = await newMerchant(db.store, 'Choice Shop');
-  for (const chain of ['base', 'polygon'] as const) await addWallet(db.store, { merchantId: shop.id, chain, address: WALLET, verifiedBy: 'operator', makeDefault: true });
+  for (const chain of ['base', 'polygon'] as const)
+    await addWallet(db.store, { merchantId: shop.id, chain, address: WALLET, verifiedBy: 'operator', makeDefault: true });
   await addWallet(db.store, { merchantId: shop.id, chain: 'arbitrum', address: ARBITRUM_WALLET, verifiedBy: 'operator', makeDefault: true });
   const created = await call('POST', '/api/v1/payment-links', {
     key: shop.live,
@@ -110,6 +111,21 @@ describe('x402 for payment links with several options', () => {
     const single = await fetch(`${baseUrl}/checkout/${sessionId}/x402`);
     const accepts = JSON.parse(Buffer.from(single.headers.get('payment-required')!, 'base64').toString()).accepts;
     expect(accepts).toEqual([expect.objectContaining({ network: 'eip155:42161', payTo: ARBITRUM_WALLET })]);
+  });
+
+  test('a fiat-priced waiting session (as the fiat-at-choice work stores it) lists nothing yet and says why', async () => {
+    const id = 'ses_FiatWaiting000000000';
+    await db.store.query(
+      `INSERT INTO session_choices (id, merchant_id, livemode, payment_options, terms, expires_at)
+       VALUES ($1, $2, true, $3::jsonb, $4::jsonb, now() + interval '1 hour')`,
+      [id, shop.id, JSON.stringify([OPTIONS[0], OPTIONS[2]]), JSON.stringify({ price: { amount: '10.00', currency: 'EUR' }, expiresIn: 3600 })],
+    );
+    const answer = await fetch(`${baseUrl}/checkout/${id}/x402`);
+    expect(answer.status).toBe(503);
+    expect(((await answer.json()) as { error: string }).error).toContain('fiat-priced session waiting for the choice');
+    const view = await call('GET', `/api/v1/sessions/${id}`, { key: shop.live });
+    expect(view.status).toBe(200);
+    expect(view.body.x402Url).toBeNull();
   });
 
   test('a waiting session none of whose options x402 takes here has no x402Url, and its URL answers 503 naming why', async () => {
