@@ -82,7 +82,7 @@ export async function choiceOffers(deps: ChoiceX402Deps, choice: PendingChoice):
   const secondsLeft = (choice.expiresAt.getTime() - choice.now.getTime()) / 1000;
   for (const pair of choice.paymentOptions) {
     const chain = deps.chains[pair.chain];
-    if (!chain || chain.kind !== 'evm') {
+    if (chain?.kind !== 'evm') {
       // Solana's `exact` settles through svm/, which has no choice step yet: choose first (POST /checkout/{id}/choice), then pay the session's x402Url.
       skipped.push(`${pairName(pair)}: choose it first (POST /checkout/${choice.id}/choice), then pay the session's x402Url`);
       continue;

@@ -23,7 +23,7 @@ export function waitingX402Pairs(ctx: WaitingCtx, choice: Pick<PendingChoice, 'l
   if (fiatPriced(choice)) return [];
   return choice.paymentOptions.filter((pair) => {
     const chain = ctx.chains[pair.chain];
-    if (!chain || chain.kind !== 'evm') return false;
+    if (chain?.kind !== 'evm') return false;
     const session = { chain: pair.chain, livemode: choice.livemode, tokenAddresses: tokensFor(chain, pair.currency).map((token) => token.address) };
     return !ctx.unavailable(session) && x402Offer(session, chain) !== undefined;
   });
