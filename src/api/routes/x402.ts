@@ -43,7 +43,7 @@ const ChallengeSchema = Type.Object(
  * the URL itself, or when the operator changed the configuration since the session was read.
  */
 const X402_UNAVAILABLE =
-  "x402 cannot take this payment in this gateway: x402 is not enabled on the session's chain (the operator has not set `SVC_<CHAIN>_RELAYER_KEY` with an RPC URL), a sandbox session while the sandbox does not run in this process, or x402 does not run in this process at all; the `error` says which. Also when the database is unreachable (then with Retry-After).";
+  "x402 cannot take this payment in this gateway: x402 is not enabled on the session's chain (the operator has not set `SVC_<CHAIN>_RELAYER_KEY` with an RPC URL), a sandbox session while the sandbox does not run in this process, none of a waiting session's options (or a fiat-priced waiting session), or x402 does not run in this process at all; the `error` says which. Also when the database is unreachable (then with Retry-After).";
 
 const ResourceResponses = {
   200: { ...PaymentStatusSchema, description: 'Paid (with `PAYMENT-RESPONSE`), or nothing is left to pay: the session state.' },
@@ -94,7 +94,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['checkout'],
         summary: "Pay a session with x402 (the session's x402Url)",
-        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's EIP-3009 token to the merchant's wallet). With one: the authorization is verified, submitted once by the gateway's gas-only relayer, and the request answered when the transfer is mined; a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
+        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's EIP-3009 token to the merchant's wallet). A session waiting for the customer's choice of chain and token lists one entry per option x402 can pay here, and paying one chooses it (docs/agents.md, Waiting sessions). With one: the authorization is verified, submitted once by the gateway's gas-only relayer, and the request answered when the transfer is mined; a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
         params: Type.Object({ sessionId: Type.String({ minLength: 1, description: 'Session id (`ses_…`).', 'x-not-found': 'checkout session' }) }),
         response: ResourceResponses,
       },
