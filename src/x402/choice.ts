@@ -156,7 +156,6 @@ export async function answerWaiting(
       reason: onNetwork ? REASONS.asset : REASONS.network,
       message: `this payment is for no option of session ${choice.id} that x402 can pay here (${offers.map(({ pair }) => pairName(pair)).join(', ') || 'none'})`,
     };
-    deps.ctx.metrics.settlements.inc({ chain: 'unknown', outcome: 'refused' });
     return challenge(deps, choice, offers, refusal);
   }
   if (payload.paymentId) await holdPaymentId(deps.store, { merchantId: choice.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
