@@ -70,7 +70,7 @@ export async function openWaitingFromLink(
     });
     // createPendingChoice takes no link; the choice spreads the terms into the session it makes (choices.ts `chooseOption`).
     await sql.query(`UPDATE session_choices SET terms = terms || jsonb_build_object('paymentLinkId', $2::text) WHERE id = $1`, [choice.id, link.id]);
-    return { ...choice, terms: { ...choice.terms, paymentLinkId: link.id } as PendingChoice['terms'] };
+    return { ...choice, terms: { ...choice.terms, paymentLinkId: link.id } };
   });
 }
 

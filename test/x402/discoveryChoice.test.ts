@@ -96,7 +96,7 @@ describe('x402 for payment links with several options', () => {
     expect((await db.store.query('SELECT 1 FROM payment_sessions WHERE id = $1', [sessionId])).rowCount).toBe(0);
     const view = await call('GET', `/api/v1/sessions/${sessionId}`, { key: shop.live });
     expect(view.status).toBe(200);
-    expect(view.body).toMatchObject({ chain: null, choice: null, x402Url: `${baseUrl}/checkout/${sessionId}/x402` });
+    expect(view.body).toMatchObject({ chain: null, choice: null, paymentLinkId: linkId, x402Url: `${baseUrl}/checkout/${sessionId}/x402` });
     // The chooser's JSON flags which options the 402 lists.
     const chooser = await fetch(`${baseUrl}/checkout/${sessionId}`, { headers: { accept: 'application/json' } });
     expect(((await chooser.json()) as { options: { x402: boolean }[] }).options.map((option) => option.x402)).toEqual([true, false, true]);
