@@ -11,6 +11,7 @@ import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createX402 } from '../../src/x402/index.ts';
 import { addWallet } from '../../src/accounts/index.ts';
+import { MAX_OPEN_SESSIONS_PER_LINK } from '../../src/payments/links.ts';
 
 /**
  * Payment links with several options under x402 (docs/agents.md, "Waiting sessions"): discovery
@@ -144,5 +145,24 @@ describe('x402 for payment links with several options', () => {
     const answer = await fetch(`${baseUrl}/checkout/${created.body.id}/x402`);
     expect(answer.status).toBe(503);
     expect(((await answer.json()) as { error: string }).error).toContain('SVC_POLYGON_RELAYER_KEY');
+  });
+  test("the link's waiting sessions count towards its cap of open checkouts: at the cap, its x402 URL is a 429 and opens nothing", async () => {
+    const { rows } = await db.store.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM session_choices WHERE terms ->> 'paymentLinkId' = $1 AND chosen_at IS NULL AND expires_at > now()`,
+      [linkId],
+    );
+    const open = rows[0]!.n + Number((await db.store.query(`SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1`, [linkId])).rows[0]!.n);
+    await db.store.query(
+      `INSERT INTO session_choices (id, merchant_id, livemode, payment_options, terms, expires_at)
+       SELECT 'ses_Cap' || lpad(i::text, 17, '0'), $1, true, $2::jsonb, jsonb_build_object('amount', '2.5', 'expiresIn', 3600, 'paymentLinkId', $3::text),
+              now() + interval '1 hour'
+         FROM generate_series(1, $4::int - $5::int) i`,
+      [shop.id, JSON.stringify(OPTIONS), linkId, MAX_OPEN_SESSIONS_PER_LINK, open],
+    );
+    const before = Number((await db.store.query('SELECT count(*)::int AS n FROM session_choices')).rows[0]!.n);
+    const answer = await fetch(`${baseUrl}/pay/${linkId}/x402`);
+    expect(answer.status).toBe(429);
+    expect(answer.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(Number((await db.store.query('SELECT count(*)::int AS n FROM session_choices')).rows[0]!.n)).toBe(before);
   });
 });
