@@ -15,7 +15,10 @@ export const checkoutSurface: Surface = (app, deps) => {
     ...deps,
     sandboxPanel: deps.sandbox ? sandboxCheckoutPanel : undefined,
     x402UrlOf: (session) => deps.x402?.urlOf(session) ?? null,
-    choice: { config: { monitorWindowSeconds: deps.config.monitorWindowSeconds, feeBps: deps.config.feeBps, liveChains: liveChains(deps.config) } },
+    choice: {
+      config: { monitorWindowSeconds: deps.config.monitorWindowSeconds, feeBps: deps.config.feeBps, liveChains: liveChains(deps.config) },
+      x402Of: (choice) => ({ url: deps.x402?.pendingUrlOf(choice) ?? null, pairs: deps.x402?.pendingPairsOf(choice) ?? [] }),
+    },
   });
   sandboxCheckoutRoutes(app, { ...deps, refusalOf: refusalAnswer });
 };

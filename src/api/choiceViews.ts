@@ -38,7 +38,7 @@ function pendingFields(choice: PendingChoice, links: SessionLinks) {
     metadata: terms.metadata ?? {},
     webhookUrl: terms.webhookUrl ?? null,
     successUrl: terms.successUrl ?? null,
-    paymentLinkId: null,
+    paymentLinkId: terms.paymentLinkId ?? null,
     description: terms.description ?? null,
     // Checked at creation against every option; shown in token units as given (18 decimals read every stablecoin's).
     lineItems:

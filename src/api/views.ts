@@ -73,8 +73,15 @@ export interface SessionLinks {
 }
 
 /** The links of `deps`' sessions: {@link SessionLinks}. */
-export function sessionLinks(deps: { config: { publicUrl: string }; x402?: { urlOf(row: SessionViewFields): string | null } | undefined }): SessionLinks {
-  return { publicUrl: deps.config.publicUrl, x402Url: (row) => deps.x402?.urlOf(row) ?? null };
+export function sessionLinks(deps: {
+  config: { publicUrl: string };
+  x402?: { urlOf(row: SessionViewFields): string | null; pendingUrlOf(choice: PendingChoice): string | null } | undefined;
+}): SessionLinks {
+  return {
+    publicUrl: deps.config.publicUrl,
+    x402Url: (row) => deps.x402?.urlOf(row) ?? null,
+    x402PendingUrl: (choice) => deps.x402?.pendingUrlOf(choice) ?? null,
+  };
 }
 
 function sessionFields(row: SessionViewFields, links: SessionLinks) {

@@ -37,6 +37,8 @@ export interface PendingTerms {
   lineItems?: LineItemInput[] | undefined;
   attribution?: Attribution | undefined;
   feeBps?: number | undefined;
+  /** The payment link whose x402 URL opened it (linkChoices.ts); the chosen session belongs to that link. */
+  paymentLinkId?: string | undefined;
 }
 
 /** A session waiting for its customer's choice. */

@@ -55,21 +55,30 @@ export const setLinkDiscoverable = () =>
 
 /**
  * A page of the links x402 discovery lists (docs/agents.md "Discovery"): opted in, active, live,
- * on one of the offers $1 (text[] of `chain:currency:<merchant accepts bridged tokens>`) x402 takes here, paying
- * to a wallet (the link's own, else the chain's default) that is $2 when $2 is not null
- * (case-insensitively: EVM addresses), newest first. Each row: the link, its `payTo`, the merchant's name and
- * `acceptBridged` (which tokens its sessions take), and `total` (every matching row). $3 limit, $4 offset.
+ * with at least one of its pairs (its `payment_options`, else its own chain and currency) on one of
+ * the offers $1 (text[] of `chain:currency:<merchant accepts bridged tokens>`) x402 takes here and
+ * paid to a wallet (the link's own, else that chain's default) that is $2 when $2 is not null
+ * (case-insensitively: EVM addresses), newest first. Each row: the link, `payTo` (its first
+ * pair's wallet), `wallets` (the merchant's default wallet per chain, JSON), the merchant's name
+ * and `acceptBridged` (which tokens its sessions take), and `total` (every matching row). $3
+ * limit, $4 offset.
  */
 export const listDiscoverableLinks = () =>
-  `SELECT ${LINK_COLUMNS}, d.pay_to AS "payTo", m.name AS "merchantName", coalesce(m.accept_bridged_tokens, false) AS "acceptBridged",
-          count(*) OVER ()::int AS total
+  `SELECT ${LINK_COLUMNS}, d.pay_to AS "payTo", d.wallets AS "wallets", m.name AS "merchantName",
+          coalesce(m.accept_bridged_tokens, false) AS "acceptBridged", count(*) OVER ()::int AS total
      FROM payment_links l
      JOIN merchants m ON m.id = l.merchant_id
-     CROSS JOIN LATERAL (SELECT coalesce(l.merchant_wallet,
-       (SELECT w.address FROM wallets w WHERE w.merchant_id = l.merchant_id AND w.chain = l.chain AND w.is_default)) AS pay_to) d
-    WHERE l.x402_discoverable AND l.active AND l.livemode AND (l.chain || ':' || l.currency || ':' || m.accept_bridged_tokens::text) = ANY($1::text[])
+     CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(w.chain, w.address), '{}'::jsonb) AS wallets
+                           FROM wallets w WHERE w.merchant_id = l.merchant_id AND w.is_default) dw
+     CROSS JOIN LATERAL (SELECT coalesce(l.merchant_wallet, dw.wallets ->> l.chain) AS pay_to, dw.wallets) d
+    WHERE l.x402_discoverable AND l.active AND l.livemode
       -- A fiat-priced link (amount null: converted at each visit) is not listed yet: its token amount is not known here.
-      AND l.amount IS NOT NULL AND d.pay_to IS NOT NULL AND ($2::text IS NULL OR lower(d.pay_to) = lower($2))
+      AND l.amount IS NOT NULL
+      AND EXISTS (
+        SELECT 1 FROM jsonb_array_elements(coalesce(l.payment_options, jsonb_build_array(jsonb_build_object('chain', l.chain, 'currency', l.currency)))) o
+         WHERE ((o ->> 'chain') || ':' || (o ->> 'currency') || ':' || coalesce(m.accept_bridged_tokens, false)::text) = ANY($1::text[])
+           AND coalesce(l.merchant_wallet, d.wallets ->> (o ->> 'chain')) IS NOT NULL
+           AND ($2::text IS NULL OR lower(coalesce(l.merchant_wallet, d.wallets ->> (o ->> 'chain'))) = lower($2)))
     ORDER BY l.created_at DESC, l.id DESC LIMIT $3 OFFSET $4`;
 
 /** Counts one more session made by a link. $1 id. */

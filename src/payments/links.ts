@@ -152,6 +152,8 @@ export async function setPaymentLinkDiscoverable(
 export interface DiscoverableLink {
   link: PaymentLink;
   payTo: string;
+  /** The merchant's default wallet per chain (a link with several options is paid on each chain to that chain's). */
+  wallets: Partial<Record<ChainName, string>>;
   merchantName: string;
   acceptBridged: boolean;
 }
@@ -167,8 +169,14 @@ export async function listDiscoverableLinks(
   if (params.pairs.length === 0) return { links: [], total: 0 };
   const { rows } = await sql.query(linkSql.listDiscoverableLinks(), [params.pairs, params.payTo ?? null, params.limit, params.offset]);
   const links = rows.map((row) => {
-    const { payTo, merchantName, acceptBridged, total: _total, ...link } = row as Record<string, unknown>;
-    return { link: toPaymentLink(link), payTo: payTo as string, merchantName: merchantName as string, acceptBridged: acceptBridged as boolean };
+    const { payTo, wallets, merchantName, acceptBridged, total: _total, ...link } = row as Record<string, unknown>;
+    return {
+      link: toPaymentLink(link),
+      payTo: payTo as string,
+      wallets: wallets as DiscoverableLink['wallets'],
+      merchantName: merchantName as string,
+      acceptBridged: acceptBridged as boolean,
+    };
   });
   // An offset past the end returns no row to carry the count: count again without it.
   const total = rows[0] ? (rows[0].total as number) : params.offset > 0 ? (await listDiscoverableLinks(sql, { ...params, limit: 1, offset: 0 })).total : 0;

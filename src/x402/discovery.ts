@@ -1,7 +1,8 @@
 import type { Store } from '../store/index.ts';
 import type { ChainName } from '../internal/config.ts';
 import { CURRENCIES, tokensFor, type ChainConfig } from '../internal/chains.ts';
-import { formatAmount } from '../internal/money.ts';
+import { formatAmount, parseAmount } from '../internal/money.ts';
+import { optionsOf } from '../payments/options.ts';
 import { listDiscoverableLinks, type DiscoverableLink } from '../payments/links.ts';
 import type { Session } from '../payments/session.ts';
 import { requirementsFor, type X402Offer } from './requirements.ts';
@@ -110,17 +111,37 @@ function payableKeys(deps: DiscoveryDeps, query: DiscoveryQuery): string[] {
 /** The bazaar's rule for `serviceName` (1..32 printable ASCII characters); a merchant name outside it is left out, as facilitators drop it. */
 const serviceName = (name: string): boolean => /^[\x20-\x7e]{1,32}$/.test(name);
 
+/**
+ * What the link's 402 would list: one entry per pair of the link (its options, else its own pair)
+ * that x402 takes here and that has a wallet, each with the link's amount in that token's base
+ * units ("that many units of whichever token is chosen") and that chain's wallet.
+ */
+function acceptsOf(deps: DiscoveryDeps, row: DiscoverableLink): PaymentRequirements[] {
+  const { link } = row;
+  const amount = formatAmount(link.amount!, link.decimals);
+  return optionsOf(link).flatMap((pair) => {
+    const offer = linkOffer(deps, pair.chain, pair.currency, row.acceptBridged);
+    const payTo = link.merchantWallet ?? row.wallets[pair.chain];
+    if (!offer || !payTo) return [];
+    // The link's price to its wallet; each GET opens a session whose 402 names the exact due
+    // amount (a few base units more in `amount` attribution) and, in `address` mode, its deposit address.
+    return [requirementsFor(offer, { payTo, amount: parseAmount(amount, offer.token.decimals), secondsLeft: link.expiresIn })];
+  });
+}
+
 function resourceOf(deps: DiscoveryDeps, row: DiscoverableLink): DiscoveryResource {
   const { link } = row;
-  const offer = linkOffer(deps, link.chain, link.currency, row.acceptBridged)!;
-  const price = `${formatAmount(link.amount!, link.decimals)} ${link.currency} on ${link.chain}`;
+  const options = optionsOf(link);
+  const amount = formatAmount(link.amount!, link.decimals);
+  const price =
+    options.length === 1
+      ? `${amount} ${link.currency} on ${link.chain}`
+      : `${amount} in one of ${options.map((pair) => `${pair.currency} on ${pair.chain}`).join(', ')}`;
   return {
     resource: `${deps.publicUrl}/pay/${encodeURIComponent(link.id)}/x402`,
     type: 'http',
     x402Version: 2,
-    // The link's price to its wallet; each GET opens a session whose 402 names the exact due
-    // amount (a few base units more in `amount` attribution) and, in `address` mode, its deposit address.
-    accepts: [requirementsFor(offer, { payTo: row.payTo, amount: link.amount!, secondsLeft: link.expiresIn })],
+    accepts: acceptsOf(deps, row),
     lastUpdated: link.updatedAt.toISOString(),
     description: link.description ? `${link.description} (${price})` : price,
     mimeType: 'application/json',

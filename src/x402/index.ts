@@ -35,6 +35,10 @@ import {
 import { isSvmFacilitatorRequest } from './svm/facilitator.ts';
 import { createSvmX402, svmOffer, type SvmX402 } from './svm/index.ts';
 import type { SvmFeePayer } from './svm/feePayer.ts';
+import { answerWaiting, type ChoiceX402Deps, type QuoteForPair } from './choice.ts';
+import { getPendingChoiceWithMerchant, type PendingChoice } from '../payments/choices.ts';
+import type { PaymentOption } from '../payments/options.ts';
+import { waitingX402Pairs, waitingX402Url } from './waitingUrl.ts';
 import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
 
 export { sessionX402Url, x402Offer, requirementsFor, type X402Offer } from './requirements.ts';
@@ -57,10 +61,15 @@ export interface X402 {
   readonly svm: SvmX402;
   /** The `x402Url` a session advertises: null where it has no x402 offer or x402 is not enabled on its chain here. */
   urlOf(session: X402UrlFields): string | null;
+  /** A waiting session's `x402Url` (src/api/choiceViews.ts): where x402 can pay at least one of its options here; else null. */
+  pendingUrlOf(choice: Pick<PendingChoice, 'id' | 'livemode' | 'paymentOptions' | 'terms'>): string | null;
+  /** The options of a waiting session its 402 can list here (waitingUrl.ts). */
+  pendingPairsOf(choice: Pick<PendingChoice, 'livemode' | 'paymentOptions' | 'terms'>): PaymentOption[];
   /** The x402 offer a session with these terms would make, where this process can take it (as {@link X402.urlOf}); else undefined. */
   offerOf(session: Pick<Session, 'chain' | 'livemode' | 'tokenAddresses'>): X402Offer | undefined;
   /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */
-  session(params: { sessionId: string; payment?: { header: string; version: 1 | 2 } | undefined }): Promise<SessionAnswer>;
+  /** `quote` converts a fiat price for a waiting session's options (the API's feed reader): choice.ts. */
+  session(params: { sessionId: string; payment?: { header: string; version: 1 | 2 } | undefined; quote?: QuoteForPair | undefined }): Promise<SessionAnswer>;
   /** `POST /x402/verify`. */
   verify(
     merchant: { merchantId: string; livemode: boolean },
@@ -164,10 +173,13 @@ export function createX402(params: X402Params): X402 {
     };
   }
 
+  const unavailable = (session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>) =>
+    x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
+
   const stateOf = (session: CheckoutSession) => statusOf(buildInstructions(session, { publicUrl: params.config.publicUrl, x402Url: urlOf(session), chains }));
 
-  async function load(sessionId: string): Promise<CheckoutSession> {
-    const session = await loadCheckoutSession(params.store, sessionId);
+  async function load(sessionId: string, loaded?: CheckoutSession): Promise<CheckoutSession> {
+    const session = loaded ?? (await loadCheckoutSession(params.store, sessionId));
     if (!session) throw notFound(`no checkout session ${sessionId}`);
     if (!x402Offer(session, chains[session.chain]) && !svmOffer(session, chains[session.chain]))
       throw notFound(`session ${sessionId} has no x402 offer on its chain and token (docs/agents.md)`);
@@ -197,12 +209,39 @@ export function createX402(params: X402Params): X402 {
     };
   }
 
+  const waiting: ChoiceX402Deps = {
+    store: params.store,
+    ctx,
+    chains,
+    publicUrl: () => params.config.publicUrl,
+    choiceConfig: { monitorWindowSeconds: params.config.monitorWindowSeconds, feeBps: params.config.feeBps, liveChains: chainsLive },
+    unavailable,
+    answerChosen: async (sessionId, refusal) => {
+      const session = await load(sessionId);
+      return session.chain === 'solana' ? { kind: 'state', session: stateOf(session) } : challenge(session, refusal);
+    },
+    answerPaid: async (sessionId, settlement, network, version) => ({
+      kind: 'paid',
+      response: response(settlement, network, version),
+      version,
+      session: stateOf((await loadCheckoutSession(params.store, sessionId))!),
+    }),
+  };
+
   return {
     relayers,
     svm,
     urlOf,
-    async session({ sessionId, payment }) {
-      const session = await load(sessionId);
+    pendingUrlOf: (choice) => waitingX402Url({ publicUrl: params.config.publicUrl, chains, unavailable }, choice),
+    pendingPairsOf: (choice) => waitingX402Pairs({ publicUrl: params.config.publicUrl, chains, unavailable }, choice),
+    async session({ sessionId, payment, quote }) {
+      // A session waiting for its customer's choice has no payment_sessions row yet (choice.ts).
+      const found = await loadCheckoutSession(params.store, sessionId);
+      if (!found) {
+        const choice = await getPendingChoiceWithMerchant(params.store, sessionId);
+        if (choice) return answerWaiting(waiting, choice, payment, quote);
+      }
+      const session = await load(sessionId, found);
       if (session.chain === 'solana') return svm.session(session, payment, { stateOf, resourceUrl: `${params.config.publicUrl}/checkout/${session.id}/x402` });
       const view = checkoutViewOf(session);
       const payable = (view === 'awaiting' || view === 'underpaid' || view === 'detected') && amountRemaining(session) > 0n;

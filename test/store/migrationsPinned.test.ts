@@ -46,6 +46,7 @@ const PINNED: Record<string, string> = {
   '054_x402_svm_method.sql': '1271d8c831cbc70096baf5acbcd003c2b951860f1c1816b5f5a03b3769694971',
   '043_payment_options.sql': '96b74d1d73918d59ac886c76fac91cc79efdc2f5a36b739d6332c260d09c95bf',
   '045_choice_prices.sql': '8efe43da4dfd57d206ce185dafd27698d2714982356398f09eeb54a8bc9ddf57',
+  '048_link_waiting_sessions.sql': 'e7d5ff99f84f72eeee1c243e4bf58e9d18fa19bb63a70d3d13a95b6567029511',
   // As first landed (b29aaff); its correction is 012.
 };
 

@@ -85,7 +85,7 @@ describe('x402 in the sandbox', () => {
     expect(paid.status).toBe(200);
     expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!)).toMatchObject({ success: true, network: 'eip155:80002' });
     const read = async () => (await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body;
-    await waitFor(async () => (await read()).status === 'confirmed', 'sandbox confirmed').catch(async (error) => {
+    await waitFor(async () => ['confirmed', 'settled'].includes((await read()).status), 'sandbox confirmed').catch(async (error) => {
       throw new Error(`${error.message}: ${JSON.stringify(await read())} ${await eventsOf(db.store, session.id)}`);
     });
     expect((await eventsOf(db.store, session.id)).slice(0, 2)).toEqual(['payment.confirming', 'payment.confirmed']);
@@ -213,8 +213,79 @@ describe('x402 in the sandbox', () => {
     const session = (await api('GET', `/api/v1/sessions/${settled.body.sessionId}`, merchant.test)).body;
     expect(session).toMatchObject({ livemode: false, amount: '0.15', amountDueBaseUnits: '150000', metadata: { source: 'x402-facilitator' } });
     await waitFor(
-      async () => (await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body.status === 'confirmed',
+      async () => ['confirmed', 'settled'].includes((await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body.status),
       'facilitator sandbox session confirmed',
     );
+  });
+  test('a test-key session waiting for the choice lists each option on its test network; paying the base entry chooses base USDC and the sandbox settles it', async () => {
+    const options = [
+      { chain: 'polygon', currency: 'USDC' },
+      { chain: 'base', currency: 'USDC' },
+      { chain: 'solana', currency: 'USDC' },
+    ];
+    const created = await api('POST', '/api/v1/sessions', merchant.test, { amount: '1.5', paymentOptions: options });
+    expect(created.status).toBe(201);
+    expect(created.body.x402Url).toBe(`${baseUrl}/checkout/${created.body.id}/x402`);
+    const challenge = await fetch(created.body.x402Url);
+    expect(challenge.status).toBe(402);
+    // Solana options are not listed yet (docs/agents.md, Waiting sessions).
+    const accepts = requiredOf(challenge).accepts as { network: string; asset: string; amount: string }[];
+    expect(accepts.map((accept) => [accept.network, accept.amount])).toEqual([
+      ['eip155:80002', '1500000'],
+      ['eip155:84532', '1500000'],
+    ]);
+    const base = accepts[1]!;
+    const client = new x402Client().register('eip155:84532', new ExactEvmScheme(payer));
+    client.setSpendControls({ allowedAssets: [{ network: 'eip155:84532', asset: base.asset, maxAmountPerPayment: '5000000' }] });
+    const paid = await wrapFetchWithPayment(fetch, client)(created.body.x402Url);
+    expect(paid.status).toBe(200);
+    expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!)).toMatchObject({ success: true, network: 'eip155:84532' });
+    await waitFor(
+      async () => ['confirmed', 'settled'].includes((await api('GET', `/api/v1/sessions/${created.body.id}`, merchant.test)).body.status),
+      'confirmed',
+    );
+    expect((await api('GET', `/api/v1/sessions/${created.body.id}`, merchant.test)).body).toMatchObject({
+      chain: 'base',
+      currency: 'USDC',
+      choice: { chain: 'base', currency: 'USDC' },
+      livemode: false,
+    });
+    expect(await eventsOf(db.store, created.body.id)).toContain('payment.confirmed');
+  });
+  test('a test-key session priced in EUR waiting for the choice: each entry is the price at the sandbox rate; paying one records the price and its quote', async () => {
+    const created = await api('POST', '/api/v1/sessions', merchant.test, {
+      price: { amount: '49.00', currency: 'EUR' },
+      paymentOptions: [
+        { chain: 'polygon', currency: 'USDC' },
+        { chain: 'base', currency: 'USDC' },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ amount: null, price: { amount: '49.00', currency: 'EUR' }, priceQuote: null });
+    const challenge = await fetch(created.body.x402Url);
+    expect(challenge.status).toBe(402);
+    // 49.00 EUR at the sandbox's fixed rates (src/pricing/sandboxRates.ts) is 52.92 USDC on either chain.
+    const accepts = requiredOf(challenge).accepts as { network: string; asset: string; amount: string }[];
+    expect(accepts.map((accept) => [accept.network, accept.amount])).toEqual([
+      ['eip155:80002', '52920000'],
+      ['eip155:84532', '52920000'],
+    ]);
+    const polygon = accepts[0]!;
+    const client = new x402Client().register('eip155:80002', new ExactEvmScheme(payer));
+    client.setSpendControls({ allowedAssets: [{ network: 'eip155:80002', asset: polygon.asset, maxAmountPerPayment: '60000000' }] });
+    const paid = await wrapFetchWithPayment(fetch, client)(created.body.x402Url);
+    expect(paid.status).toBe(200);
+    await waitFor(
+      async () => ['confirmed', 'settled'].includes((await api('GET', `/api/v1/sessions/${created.body.id}`, merchant.test)).body.status),
+      'fiat waiting session confirmed',
+    );
+    const view = (await api('GET', `/api/v1/sessions/${created.body.id}`, merchant.test)).body;
+    expect(view).toMatchObject({
+      chain: 'polygon',
+      currency: 'USDC',
+      amount: '52.92',
+      price: { amount: '49.00', currency: 'EUR' },
+      priceQuote: { source: 'sandbox' },
+    });
   });
 });

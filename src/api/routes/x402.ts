@@ -7,11 +7,13 @@ import { authOf } from '../auth.ts';
 import { errorResponses, READ_ERRORS } from '../schemas.ts';
 import { liveChains } from '../../internal/config.ts';
 import { badRequest, notFound, UnavailableError } from '../../internal/errors.ts';
-import { openSessionFromLink } from '../../payments/links.ts';
+import { getPaymentLinkById, openSessionFromLink } from '../../payments/links.ts';
+import { linkOfWaiting, openWaitingFromLink } from '../../payments/linkChoices.ts';
 import { getSessionById } from '../../payments/sessions.ts';
 import { PaymentStatusSchema } from '../../checkout/schema.ts';
 import { setCommonHeaders } from '../../checkout/securityHeaders.ts';
 import { encodeHeader, HEADERS, type SessionAnswer, type X402 } from '../../x402/index.ts';
+import type { QuoteForPair } from '../../x402/choice.ts';
 import { paymentResourceUrl } from '../../x402/svm/payload.ts';
 
 /**
@@ -42,7 +44,7 @@ const ChallengeSchema = Type.Object(
  * the URL itself, or when the operator changed the configuration since the session was read.
  */
 const X402_UNAVAILABLE =
-  "x402 cannot take this payment in this gateway: x402 is not enabled on the session's chain (the operator has not set `SVC_<CHAIN>_RELAYER_KEY` with an RPC URL), a sandbox session while the sandbox does not run in this process, or x402 does not run in this process at all; the `error` says which. Also when the database is unreachable (then with Retry-After).";
+  "x402 cannot take this payment in this gateway: x402 is not enabled on the session's chain (the operator has not set `SVC_<CHAIN>_RELAYER_KEY` with an RPC URL), a sandbox session while the sandbox does not run in this process, none of a waiting session's options (or, for a fiat price, no feed answered), or x402 does not run in this process at all; the `error` says which. Also when the database is unreachable (then with Retry-After).";
 
 const ResourceResponses = {
   200: { ...PaymentStatusSchema, description: 'Paid (with `PAYMENT-RESPONSE`), or nothing is left to pay: the session state.' },
@@ -82,6 +84,30 @@ function send(reply: FastifyReply, answer: SessionAnswer, https: boolean) {
   }
 }
 
+/** How long a 402 waits for the feeds of one option: an agent's request should not hang on an RPC that does not answer. */
+export const X402_QUOTE_TIMEOUT_MS = 5_000;
+
+/**
+ * A fiat-priced waiting session's conversion per option, with the API's feed reader (src/pricing,
+ * 5 s cache); an option whose feeds do not answer in {@link X402_QUOTE_TIMEOUT_MS} is not listed.
+ */
+function quoteOf(deps: ApiDeps): QuoteForPair {
+  return async (price, pair, livemode) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new UnavailableError(`no price feed for ${pair.currency} on ${pair.chain} answered within ${X402_QUOTE_TIMEOUT_MS / 1000} s`)),
+        X402_QUOTE_TIMEOUT_MS,
+      );
+    });
+    try {
+      return await Promise.race([amountOf(deps.pricing, { price, ...pair }, livemode), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
 /** `GET /checkout/{sessionId}/x402` and `GET /pay/{linkId}/x402`, at the root like the checkout; no API key. */
 export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -93,12 +119,13 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['checkout'],
         summary: "Pay a session with x402 (the session's x402Url)",
-        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's token to the merchant's wallet: an EIP-3009 or Permit2 signature on EVM chains, a partially signed SPL TransferChecked with the gateway's fee payer on solana). With one: the payment is verified, submitted once by the gateway's gas-only relayer (on solana co-signed by its fee payer), and the request answered when the transfer is mined (confirmed on solana); a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
+        description: `No API key: the session id is the capability. Without a payment header: 402 with the requirements (the exact remaining amount of the session's token to the merchant's wallet: an EIP-3009 or Permit2 signature on EVM chains, a partially signed SPL TransferChecked with the gateway's fee payer on solana). A session waiting for the customer's choice of chain and token lists one entry per option x402 can pay here (EVM options), and paying one chooses it (docs/agents.md, Waiting sessions). With one: the payment is verified, submitted once by the gateway's gas-only relayer (on solana co-signed by its fee payer), and the request answered when the transfer is mined (confirmed on solana); a refused payment is a 402 whose error names the reason. ${X402_HEADERS_DOC}`,
         params: Type.Object({ sessionId: Type.String({ minLength: 1, description: 'Session id (`ses_…`).', 'x-not-found': 'checkout session' }) }),
         response: ResourceResponses,
       },
     },
-    async (request, reply) => send(reply, await x402Of(deps).session({ sessionId: request.params.sessionId, payment: paymentOf(request) }), https),
+    async (request, reply) =>
+      send(reply, await x402Of(deps).session({ sessionId: request.params.sessionId, payment: paymentOf(request), quote: quoteOf(deps) }), https),
   );
 
   typed.get(
@@ -108,7 +135,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       schema: {
         tags: ['Payment links (public)'],
         summary: 'Pay a payment link with x402',
-        description: `Without a payment header: opens a fresh session from the link (as GET /pay/{linkId}) and answers its 402; the requirements' resource is that session's x402Url. With one: settles it for the session its \`resource.url\` names, which must be a session of this link (x402 v2 only). ${X402_HEADERS_DOC}`,
+        description: `Without a payment header: opens a fresh session from the link (as GET /pay/{linkId}) and answers its 402; the requirements' resource is that session's x402Url. A link with several paymentOptions opens a session waiting for the choice, whose 402 lists one entry per option x402 can pay here; paying one chooses it. With one: settles it for the session its \`resource.url\` names, which must be a session of this link (x402 v2 only). ${X402_HEADERS_DOC}`,
         params: Type.Object({ linkId: Type.String({ minLength: 1, description: 'Payment link identifier (`plink_…`).', 'x-not-found': 'payment link' }) }),
         response: { ...ResourceResponses, ...errorResponses(409) },
       },
@@ -117,6 +144,17 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const x402 = x402Of(deps);
       const payment = paymentOf(request);
       if (!payment) {
+        // Several options: a session waiting for the choice, which paying one of its 402's entries makes (payments/linkChoices.ts).
+        const link = await getPaymentLinkById(deps.store, request.params.linkId);
+        if (link?.paymentOptions && link.paymentOptions.length > 1) {
+          const choice = await openWaitingFromLink(deps.store, {
+            linkId: link.id,
+            monitorWindowSeconds: deps.config.monitorWindowSeconds,
+            feeBps: deps.config.feeBps,
+            liveChains: liveChains(deps.config),
+          });
+          return send(reply, await x402.session({ sessionId: choice.id, quote: quoteOf(deps) }), https);
+        }
         const session = await openSessionFromLink(deps.store, {
           linkId: request.params.linkId,
           monitorWindowSeconds: deps.config.monitorWindowSeconds,
@@ -127,7 +165,7 @@ export function x402ResourceRoutes(app: FastifyInstance, deps: ApiDeps): void {
         return send(reply, await x402.session({ sessionId: session.id }), https);
       }
       const sessionId = await linkSessionOfPayment(deps, request.params.linkId, payment);
-      return send(reply, await x402.session({ sessionId, payment }), https);
+      return send(reply, await x402.session({ sessionId, payment, quote: quoteOf(deps) }), https);
     },
   );
 }
@@ -139,7 +177,8 @@ async function linkSessionOfPayment(deps: ApiDeps, linkId: string, payment: { he
   const match = url ? /\/checkout\/(ses_[0-9A-Za-z]{20})\/x402$/.exec(url) : null;
   if (!match) throw badRequest("a payment link's x402 payment must be x402 v2 and name the session it pays in resource.url (as @x402/fetch does)");
   const session = await getSessionById(deps.store, { id: match[1]!, fields: ['paymentLinkId'] });
-  if (!session || session.paymentLinkId !== linkId) throw notFound(`no session ${match[1]} of payment link ${linkId}`);
+  const ofLink = session ? session.paymentLinkId : await linkOfWaiting(deps.store, match[1]!);
+  if (ofLink !== linkId) throw notFound(`no session ${match[1]} of payment link ${linkId}`);
   return match[1]!;
 }
 
