@@ -86,3 +86,20 @@ describe('a live creation on a known inline wallet', () => {
     expect(heldAtInsert).toEqual(expect.arrayContaining(await dueLockObjids({ payTo: wallet, amount: 25_000_000n })));
   });
 });
+
+describe('concurrent live creations', () => {
+  test('on a known and a new inline wallet at one price: every one is created, each with its own due amount', async () => {
+    const merchantId = await newMerchant(db.store);
+    const known = newEvmWallet();
+    const fresh = newEvmWallet();
+    await addWallet(db.store, { merchantId, chain: 'polygon', address: known, verifiedBy: 'operator' });
+    const sessions = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => db.store.transaction((sql) => createSession(sql, base(merchantId, i % 3 === 0 ? fresh : known)))),
+    );
+    for (const wallet of [known, fresh]) {
+      const due = sessions.filter((s) => s.payTo === wallet).map((s) => s.amountDue);
+      expect(new Set(due).size).toBe(due.length);
+    }
+    expect(sessions).toHaveLength(30);
+  });
+});
