@@ -25,6 +25,9 @@ export interface AttemptContext {
   onSlotFree: () => void;
 }
 
+/** Most opened signing secrets a worker keeps (a merchant's current and previous one each). */
+const OPENED_SECRETS_MAX = 1024;
+
 /**
  * One delivery attempt, the seam between the loop (claiming, leases, waking) and a single
  * delivery: open the signing secrets, sign, POST within the target's send slot, then record the
@@ -33,6 +36,20 @@ export interface AttemptContext {
  */
 export function createAttempt(ctx: AttemptContext): (delivery: ClaimedDelivery) => Promise<void> {
   const { store, box, clock, logger, metrics } = ctx;
+  // Opened signing secrets by their sealed text: opening (AES-256-GCM) was a few percent of a
+  // delivery's CPU, paid at every attempt for the same few secrets (docs/benchmarks.md, issue 28
+  // goal 5). A rotated secret is sealed anew, so a stale entry is never used; the map is emptied
+  // when full, so it holds at most OPENED_SECRETS_MAX of them.
+  const opened = new Map<string, string>();
+  const open = (sealed: string): string => {
+    let secret = opened.get(sealed);
+    if (secret === undefined) {
+      secret = box.open(sealed);
+      if (opened.size >= OPENED_SECRETS_MAX) opened.clear();
+      opened.set(sealed, secret);
+    }
+    return secret;
+  };
   return async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const attemptNumber = delivery.attemptCount + 1;
     const fields = { delivery_id: delivery.id, event_id: delivery.eventId, endpoint_id: delivery.endpointId, attempt: attemptNumber };
@@ -47,7 +64,7 @@ export function createAttempt(ctx: AttemptContext): (delivery: ClaimedDelivery) 
     try {
       // A merchant from before migration 014 gets its sandbox secret on its first sandbox delivery.
       const current = delivery.secretSealed ?? (await store.transaction((sql) => ensureMerchantSecret(sql, box, delivery)));
-      secrets = [current, delivery.previousSecretSealed].filter((sealed) => sealed !== null).map((sealed) => box.open(sealed));
+      secrets = [current, delivery.previousSecretSealed].filter((sealed) => sealed !== null).map(open);
     } catch (error) {
       // Wrong SVC_ENCRYPTION_KEY (or the database down): the lease runs out and it is tried again.
       log.error({ msg: 'Cannot open the webhook signing secret', err: error });

@@ -1,5 +1,6 @@
 import { SESSION_COLUMNS } from './session.ts';
 import { LINK_VISIT_WITHOUT_PAYMENT } from './linkVisits.ts';
+import { XID_COLUMN } from '../store/index.ts';
 
 /**
  * The SQL on `payment_sessions` (pg-boss `plans.ts` style): each function returns the text of
@@ -25,6 +26,7 @@ import { LINK_VISIT_WITHOUT_PAYMENT } from './linkVisits.ts';
  * sort, done under the due-amount locks, grew with the number of open sessions and was most of
  * a busy price's creation time (docs/benchmarks.md, goal 2). Picked in this statement, under
  * the locks the caller holds, so no round trip is spent while other creations of that price wait.
+ * It also returns the transaction's id ({@link XID_COLUMN}), which the store needs before COMMIT.
  */
 export const insertSession = () =>
   `WITH held AS MATERIALIZED (
@@ -61,7 +63,7 @@ export const insertSession = () =>
    SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, $10, $11, $12, $13, $14, $15, $16, $17,
      now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19), $20, $21::jsonb, $22, $23::jsonb
      FROM due WHERE due.amount_due < $7::numeric + $8::numeric
-   RETURNING ${SESSION_COLUMNS}`;
+   RETURNING ${SESSION_COLUMNS}, ${XID_COLUMN}`;
 
 /**
  * Inserts a session in `address` mode (attribution.ts) and returns it: paid at its own deposit
@@ -77,7 +79,7 @@ export const insertAddressSession = () =>
      expires_at, monitor_until, description, line_items, cancel_url, payment_options)
    VALUES ($1, $2, $3, 'created', $4, $5, $6, $7::numeric, $7::numeric, $8::numeric, $9, $10, $11, 'address', $12, $13, $14, $15, $16,
      now() + make_interval(secs => $17), now() + make_interval(secs => $17 + $18), $19, $20::jsonb, $21, $22::jsonb)
-   RETURNING ${SESSION_COLUMNS}`;
+   RETURNING ${SESSION_COLUMNS}, ${XID_COLUMN}`;
 
 /** One session of a merchant and mode, optionally locked. $1 id, $2 merchant, $3 livemode. */
 export const selectSession = (options: { columns?: string; forUpdate?: boolean } = {}) =>

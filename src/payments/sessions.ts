@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { registerInlineWallet } from '../accounts/walletRules.ts';
 import { sessionColumns, toSession, type Session } from './session.ts';
 import { checkSessionTerms, feeFor, requiredConfirmations, type SessionTerms } from './terms.ts';
-import { dueOffsetBound, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts';
+import { dueOffsetBound, keepWalletAndLockDueAmounts, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts';
 import * as sessionSql from './sessionSql.ts';
 import { depositAddressFor } from './attribution.ts';
 import { checkPurchase, type PurchaseInput } from './purchase.ts';
@@ -82,9 +82,12 @@ async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Ses
   const purchase = checkPurchase(params, { amount, decimals, currency: params.currency });
   // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
   // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
-  if (params.livemode && merchantWallet !== undefined) {
-    await registerInlineWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
-  }
+  const inline = params.livemode && merchantWallet !== undefined;
+  const tuple = { chain: params.chain, currency: params.currency, payTo };
+  // The common live case, a known inline wallet in amount mode: its row lock and the due-amount
+  // locks in one round trip. Otherwise (a new wallet, address mode) as before, one step each.
+  const locked = inline && attribution === 'amount' && (await keepWalletAndLockDueAmounts(sql, { merchantId: params.merchantId, ...tuple, amount, decimals }));
+  if (inline && !locked) await registerInlineWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
 
   if (attribution === 'address') {
     // Its own address tells its payments apart: the plain amount, no due-amount lock or pick.
@@ -115,8 +118,7 @@ async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Ses
     ]);
     return toSession(rows[0]!);
   }
-  const tuple = { chain: params.chain, currency: params.currency, payTo };
-  await lockDueAmounts(sql, { ...tuple, amount, decimals });
+  if (!locked) await lockDueAmounts(sql, { ...tuple, amount, decimals });
   // The INSERT picks the unique due amount itself, under the locks just taken.
   const { rows } = await sql.query(INSERT_SESSION, [
     params.chosen?.id ?? newId('ses'),

@@ -145,7 +145,9 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
       const begin = `BEGIN ISOLATION LEVEL ${(options.isolation ?? 'read committed').toUpperCase()}`;
       for (let attempt = 1; ; attempt++) {
         const client = await connect();
-        const sql = onClient(client);
+        // The transaction's id, when a statement returned it ({@link XID_COLUMN}): COMMIT then needs no question before it.
+        let knownXid: string | undefined;
+        const sql = withXidColumn(onClient(client), (xid) => (knownXid = xid));
         let broken: Error | undefined;
         // pg-pool listens for errors only on idle clients: a connection lost between two
         // statements of this transaction would otherwise be an uncaught exception (a crash). The
@@ -164,7 +166,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
           }
           // Which transaction this is, if it wrote anything: should COMMIT go unanswered, its
           // fate can be asked on another connection (a write-free transaction has nothing to lose).
-          const { rows } = await sql.query<{ xid: string | null }>(CURRENT_XID);
+          const { rows } = knownXid !== undefined ? { rows: [{ xid: knownXid }] } : await sql.query<{ xid: string | null }>(CURRENT_XID);
           try {
             await sql.query('COMMIT');
           } catch (error) {
@@ -196,7 +198,36 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
   };
 }
 
-/** Asked before every bounded COMMIT (prepared: one parse per connection, not per request). */
+/**
+ * A column a write in a transaction may add to its RETURNING list (`RETURNING …, ${XID_COLUMN}`):
+ * the transaction's id, which a bounded transaction needs before its COMMIT (to ask the fate of a
+ * COMMIT that went unanswered). Given by the write itself, it spares the question before COMMIT,
+ * a round trip per creation (docs/benchmarks.md, issue 28 goal 4). A top-level transaction's id
+ * never changes once assigned, so any write's answer is the one COMMIT commits. The store removes
+ * the column from the rows before the caller sees them.
+ */
+export const XID_COLUMN = `txid_current_if_assigned()::text AS svc_xid`;
+const XID_FIELD = 'svc_xid';
+
+/** `sql`, whose results lose the {@link XID_COLUMN} column, its value (once not null) handed to `found`. */
+function withXidColumn(sql: SqlWithCopy, found: (xid: string) => void): SqlWithCopy {
+  return {
+    copyIn: sql.copyIn,
+    async query(statement, values) {
+      const result = await sql.query(statement, values);
+      // A multi-statement text (BEGIN with its limits) answers with an array of results, no rows.
+      const first = (result.rows as Record<string, unknown>[] | undefined)?.[0];
+      if (first !== undefined && XID_FIELD in first) {
+        const xid = first[XID_FIELD];
+        for (const row of result.rows) delete row[XID_FIELD];
+        if (typeof xid === 'string') found(xid);
+      }
+      return result as typeof result & pg.QueryResult<never>;
+    },
+  };
+}
+
+/** Asked before every bounded COMMIT unless a write gave it (prepared: one parse per connection, not per request). */
 const CURRENT_XID = prepared('SELECT txid_current_if_assigned()::text AS xid');
 
 /** `query`, run once more when it failed on a stale prepared statement (the failing connection was discarded). */

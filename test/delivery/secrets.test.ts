@@ -253,3 +253,35 @@ describe('caps', () => {
     expect(await count()).toBe(1000);
   });
 });
+
+describe('a worker opens each sealed secret once', () => {
+  test('later deliveries reuse the opened secret, and a rotated secret signs at once', async () => {
+    const a = await account();
+    // Opens per sealed text (other tests' deliveries still queued may be drained here too).
+    const opens = new Map<string, number>();
+    const counting = {
+      seal: (plain: string) => box.seal(plain),
+      open: (sealed: string) => {
+        opens.set(sealed, (opens.get(sealed) ?? 0) + 1);
+        return box.open(sealed);
+      },
+    };
+    const clock = createFakeClock();
+    const worker = delivery(db.store, { box: counting, clock });
+    const deliverWith = async (path: string) => {
+      const sessionId = await insertSession(db.store, { merchantId: a.id, livemode: false, webhookUrl: `${receiver.url}${path}` });
+      const event = await confirmSession(db.store, { merchantId: a.id, sessionId, livemode: false });
+      await worker.drain();
+      return receiver.received.find((r) => r.headers['x-service-event-id'] === event.id)!;
+    };
+    for (const n of [1, 2, 3]) expect(await verdict(await deliverWith(`/opened-${n}`), a.secrets.sandbox, clock)).toBe('verified');
+    expect(Math.max(...opens.values())).toBe(1);
+    const opened = opens.size;
+    const rotated = await api.call('POST', '/api/v1/webhook-secret/rotate', { key: a.test, body: { expiresIn: 0 } });
+    const after = await deliverWith('/opened-rotated');
+    expect(await verdict(after, rotated.body.secret, clock)).toBe('verified');
+    expect(await verdict(after, a.secrets.sandbox, clock)).toBe('signature_mismatch');
+    expect(opens.size).toBe(opened + 1);
+    expect(Math.max(...opens.values())).toBe(1);
+  });
+});
