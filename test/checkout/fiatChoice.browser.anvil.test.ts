@@ -130,7 +130,7 @@ test('a 49.00 EUR link: the customer picks USDC on Base in Chromium, pays what t
   await page.waitForURL(`${server.url}/dashboard/payments/${sessionId}`);
   const price = await page.locator('#fiat-price').textContent();
   expect(price).toContain('49.00 EUR at 1.08145085 USDC per EUR');
-  expect(price).toMatch(/EUR\/USD round \d+ on base/);
+  expect(await page.locator('#price-feeds').textContent()).toMatch(/EUR\/USD round \d+ at 0x[0-9a-fA-F]{40} on base/);
   expect(await page.locator('dt:has-text("Chain") + dd').first().textContent()).toBe('base');
   await saveScreenshot(page, 'fiat-choice-dashboard');
   expect(problems.filter((problem) => !problem.startsWith('console: Failed to load resource'))).toEqual([]);
