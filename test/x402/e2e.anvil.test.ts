@@ -10,14 +10,11 @@ import { HTTPFacilitatorClient } from '@x402/core/server';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { installEip3009Token } from '../helpers/eip3009Token.ts';
-import { box, GENEROUS_LIMITS, newMerchant, httpApi } from '../helpers/api.ts';
-import { eventsOf, newEvmWallet } from '../helpers/engine.ts';
-import { addWallet } from '../../src/accounts/index.ts';
-import { createHttp } from '../../src/http.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { createX402 } from '../../src/x402/index.ts';
+import { type newMerchant, httpApi } from '../helpers/api.ts';
+import { eventsOf } from '../helpers/engine.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
+import type { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
+import { startX402Stack } from '../helpers/x402Stack.ts';
 
 /**
  * x402 end to end on anvil as polygon (chain 137) with a FiatToken-compatible EIP-3009 token at
@@ -33,8 +30,8 @@ const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
 const payer = privateKeyToAccount(generatePrivateKey());
 const relayerKey = generatePrivateKey();
 let anvil: Anvil;
+let stack: Awaited<ReturnType<typeof startX402Stack>>;
 let pipeline: ReturnType<typeof startLivePipeline>;
-let app: ReturnType<typeof createHttp>;
 let baseUrl: string;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
@@ -53,36 +50,13 @@ beforeAll(async () => {
   // The relayer holds gas only.
   await anvil.client.setBalance({ address: privateKeyToAccount(relayerKey).address, value: 10n ** 18n });
 
-  const config = loadConfig({
-    SVC_POLYGON_RPC_URL: anvil.rpcUrl,
-    SVC_POLYGON_RELAYER_KEY: relayerKey,
-    SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
-    SVC_PUBLIC_URL: 'http://127.0.0.1:1',
-    LOG_LEVEL: 'silent',
-  });
-  pipeline = startLivePipeline({ store: db.store, connectionString: db.connectionString, config });
-  const { logger, metrics } = pipeline;
-  const x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 100 });
-  app = createHttp({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
-  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.publicUrl = baseUrl;
-  merchant = await newMerchant(db.store, 'Agent Shop');
-  wallet = newEvmWallet() as Address;
-  await addWallet(db.store, { merchantId: merchant.id, chain, address: wallet, verifiedBy: 'operator' });
-
-  // The merchant's webhook receiver, verifying every delivery.
-  receiver = await startVerifyingReceiver();
-  const registered = await api('POST', '/api/v1/webhooks', { url: receiver.url });
-  expect(registered.status).toBe(201);
-  receiver.useSecret(registered.body.secret);
-  await pipeline.startDelivery({ chain, webhookAllowPrivate: true });
+  stack = await startX402Stack({ db, anvil, chain, relayerKey, merchantName: 'Agent Shop' });
+  ({ pipeline, baseUrl, merchant, wallet, receiver } = stack);
 });
 
 afterAll(async () => {
-  await pipeline?.close();
-  await app?.close();
+  await stack?.close();
   await anvil?.stop();
-  await receiver?.close();
 });
 
 const api = httpApi(
