@@ -6,6 +6,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { useTestDatabase } from '../helpers/db.ts';
 import { CHAIN_IDS, startAnvil, type EvmChainName } from '../helpers/anvil.ts';
 import { approvePermit2, deployPermit2OnAnvil } from '../helpers/permit2.ts';
+import { installEip3009Token } from '../helpers/eip3009Token.ts';
 import { box, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
 import { addWallet } from '../../src/accounts/index.ts';
@@ -22,7 +23,8 @@ import { X402_EXACT_PERMIT2_PROXY } from '../../src/x402/permit2/contracts.ts';
  * cover (test/x402/permit2.anvil.test.ts): for each chain, anvil with its production chain id, the
  * canonical Permit2 and x402 proxy, every configured token at its real address. Each currency's
  * 402 names the method of the matrix (EIP-3009 for native USDC, Permit2 for the others), and the
- * real @x402/fetch client pays a Permit2 session into the merchant's wallet.
+ * real @x402/fetch client pays a session of each currency into the merchant's wallet (native USDC
+ * through a FiatToken-compatible EIP-3009 token installed at its real address).
  */
 const db = useTestDatabase('x402_permit2_chains');
 const chains = loadChains();
@@ -37,7 +39,7 @@ const MATRIX: Record<Exclude<EvmChainName, 'polygon'>, Record<'USDC' | 'USDT', '
 
 describe('x402 on every EVM chain: the method per (chain, token), and a Permit2 settlement', () => {
   for (const [chain, methods] of Object.entries(MATRIX) as [keyof typeof MATRIX, (typeof MATRIX)[keyof typeof MATRIX]][]) {
-    test(`${chain}: USDC by ${methods.USDC}, USDT by ${methods.USDT}; @x402/fetch pays ${methods.USDC === 'permit2' ? 'both' : 'USDT'} through Permit2`, async () => {
+    test(`${chain}: USDC by ${methods.USDC}, USDT by ${methods.USDT}; @x402/fetch pays both into the merchant's wallet`, async () => {
       const anvil = await startAnvil({ chain });
       const logger = createLogger({ level: 'silent' });
       const metrics = createMetricsRegistry();
@@ -87,10 +89,11 @@ describe('x402 on every EVM chain: the method per (chain, token), and a Permit2 
           expect(accepted.extra.assetTransferMethod ?? 'eip3009').toBe(methods[currency]);
           if (methods[currency] === 'eip3009') {
             expect(accepted.extra).toEqual({ name: token.eip3009!.name, version: token.eip3009!.version });
-            continue;
+            // A FiatToken-compatible EIP-3009 token at the chain's real USDC address.
+            await installEip3009Token(anvil, token.address as Address, token.decimals);
           }
           await anvil.waitMined(await anvil.mint(token.address as Address, payer.address, BigInt(session.amountDueBaseUnits)));
-          await approvePermit2(anvil, payer, token.address as Address);
+          if (methods[currency] === 'permit2') await approvePermit2(anvil, payer, token.address as Address);
           const client = new x402Client().register(network as `eip155:${number}`, new ExactEvmScheme(payer));
           client.setSpendControls({
             allowedAssets: [{ network: network as `eip155:${number}`, asset: token.address, maxAmountPerPayment: session.amountDueBaseUnits }],
@@ -100,7 +103,8 @@ describe('x402 on every EVM chain: the method per (chain, token), and a Permit2 
           const settled = decodePaymentResponseHeader(paid.headers.get('payment-response')!);
           expect(settled).toMatchObject({ success: true, network, payer: payer.address });
           const tx = await anvil.client.getTransaction({ hash: settled.transaction as `0x${string}` });
-          expect(tx.to?.toLowerCase()).toBe(X402_EXACT_PERMIT2_PROXY.toLowerCase());
+          // Permit2 goes through x402's proxy; EIP-3009 calls the token's transferWithAuthorization.
+          expect(tx.to?.toLowerCase()).toBe(methods[currency] === 'permit2' ? X402_EXACT_PERMIT2_PROXY.toLowerCase() : token.address.toLowerCase());
           expect(await anvil.balanceOf(token.address as Address, wallet)).toBe(BigInt(session.amountDueBaseUnits));
           expect(await anvil.balanceOf(token.address as Address, payer.address)).toBe(0n);
         }
