@@ -175,6 +175,34 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
     expect((await fetch(session.x402Url)).status).toBe(200);
   });
 
+  test('USDT (the real mainnet mint) the same way: the 402 names the USDT mint, @x402/fetch pays it into the merchant USDT account', async () => {
+    await rpc.fund(wallet.address, 'USDT', 0n);
+    await rpc.fund(payer.address, 'USDT', 5_000_000n);
+    rpc.ledger.finalize();
+    const created = await api('POST', '/api/v1/sessions', { amount: '1.10', currency: 'USDT', chain: 'solana', merchantWallet: wallet.address });
+    expect(created.status).toBe(201);
+    const session = created.body as { id: string; amountDueBaseUnits: string; x402Url: string };
+    const challenge = await fetch(session.x402Url);
+    expect(challenge.status).toBe(402);
+    const [accepted] = JSON.parse(Buffer.from(challenge.headers.get('payment-required')!, 'base64').toString()).accepts;
+    expect(accepted).toMatchObject({
+      network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+      asset: rpc.mints.USDT,
+      amount: session.amountDueBaseUnits,
+      payTo: wallet.address,
+    });
+    const client = payerClient();
+    // @x402/core's spend controls know few USDT mints: the payer names the asset it allows.
+    client.setSpendControls({ allowedAssets: [{ network: accepted.network, asset: rpc.mints.USDT, maxAmountPerPayment: session.amountDueBaseUnits }] });
+    const paid = await wrapFetchWithPayment(fetch, client)(session.x402Url);
+    expect(paid.status).toBe(200);
+    const settled = decodePaymentResponseHeader(paid.headers.get('payment-response')!);
+    expect(settled).toMatchObject({ success: true, payer: payer.address });
+    expect(rpc.ledger.tokenBalance(await rpc.ata(wallet.address, 'USDT'))).toBe(BigInt(session.amountDueBaseUnits));
+    rpc.ledger.finalize();
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'settled', 'USDT session settled');
+  });
+
   test('the same payment again, and five times at once, settles once with one transaction', async () => {
     const session = await createSession('0.25');
     const header = await signedHeader(session.id);
