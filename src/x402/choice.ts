@@ -17,6 +17,8 @@ import { settleOnce, type SettleContext } from './settle.ts';
 import { signatureHash, type Settlement } from './settlements.ts';
 import { readPaymentHeader, type PaymentPayload, type PaymentRequirements } from './wire.ts';
 import type { SessionAnswer } from './index.ts';
+import type { SvmX402 } from './svm/index.ts';
+import type { SvmOffer, SvmRequirements } from './svm/offer.ts';
 
 /**
  * x402 for a session waiting for its customer's choice of (chain, currency) (docs/agents.md,
@@ -34,10 +36,13 @@ import type { SessionAnswer } from './index.ts';
 /** One option x402 can pay, with the requirements a payer signs for it. */
 export interface ChoiceOffer {
   pair: PaymentOption;
-  offer: X402Offer;
+  /** An EVM option's offer (EIP-3009 or Permit2); undefined for a Solana option ({@link svm}). */
+  offer: X402Offer | undefined;
   requirements: PaymentRequirements;
   /** A fiat-priced session's conversion for this pair, quoted with this 402 and passed to the choice. */
   priced?: Priced | undefined;
+  /** A Solana option: the SVM offer and requirements (`requirements` then holds the same, for the 402). */
+  svm?: { offer: SvmOffer; requirements: SvmRequirements } | undefined;
 }
 
 /**
@@ -54,6 +59,8 @@ export interface ChoiceX402Deps {
   chains: Record<ChainName, ChainConfig>;
   publicUrl: () => string;
   choiceConfig: ChoiceConfig;
+  /** Solana's `exact` scheme for Solana options (svm/index.ts). */
+  svm: Pick<SvmX402, 'choiceRequirements' | 'settleChoice'>;
   /** Why x402 cannot take a session with these terms here (relayer, sandbox, Permit2), or undefined. */
   unavailable(session: { livemode: boolean; chain: ChainName; tokenAddresses: readonly string[] }): string | undefined;
   /** The answer for a session that is chosen by now: its single-pair x402 answer, with `refusal` when one was sent and refused. */
@@ -92,11 +99,7 @@ export async function choiceOffers(deps: ChoiceX402Deps, choice: PendingChoice, 
   const quotes = choice.price && quote ? await Promise.allSettled(choice.paymentOptions.map((pair) => quote(choice.price!, pair, choice.livemode))) : undefined;
   for (const [index, pair] of choice.paymentOptions.entries()) {
     const chain = deps.chains[pair.chain];
-    if (chain?.kind !== 'evm') {
-      // Solana's `exact` settles through svm/, which has no choice step yet: choose first (POST /checkout/{id}/choice), then pay the session's x402Url.
-      skipped.push(`${pairName(pair)}: choose it first (POST /checkout/${choice.id}/choice), then pay the session's x402Url`);
-      continue;
-    }
+    if (!chain) continue;
     let priced: Priced | undefined;
     let terms: Awaited<ReturnType<typeof checkSessionTerms>>;
     try {
@@ -120,6 +123,12 @@ export async function choiceOffers(deps: ChoiceX402Deps, choice: PendingChoice, 
       continue;
     }
     const session = { chain: pair.chain, livemode: choice.livemode, tokenAddresses: terms.tokens };
+    if (chain.kind === 'solana') {
+      const offered = await solanaOffer(deps, { pair, terms, session, secondsLeft, priced });
+      if ('reason' in offered) skipped.push(`${pairName(pair)}: ${offered.reason}`);
+      else offers.push(offered);
+      continue;
+    }
     const reason = deps.unavailable(session);
     const offer = reason ? undefined : x402Offer(session, chain);
     if (!offer) {
@@ -140,14 +149,54 @@ export async function choiceOffers(deps: ChoiceX402Deps, choice: PendingChoice, 
   return { offers, skipped };
 }
 
+/** A Solana option's offer (Solana has no deposit addresses: the wallet, at the due amount the choice would pick now). */
+async function solanaOffer(
+  deps: ChoiceX402Deps,
+  option: {
+    pair: PaymentOption;
+    terms: Awaited<ReturnType<typeof checkSessionTerms>>;
+    session: { chain: ChainName; livemode: boolean; tokenAddresses: readonly string[] };
+    secondsLeft: number;
+    priced: Priced | undefined;
+  },
+): Promise<ChoiceOffer | { reason: string }> {
+  const { pair, terms } = option;
+  const amount = await previewDueAmount(deps.store, {
+    chain: pair.chain,
+    currency: pair.currency,
+    payTo: terms.payTo,
+    amount: terms.amount,
+    decimals: terms.decimals,
+  });
+  if (amount === undefined) return { reason: 'every due amount of this price on the wallet is held by open sessions' };
+  const svm = deps.svm.choiceRequirements(
+    { ...option.session, tokenAddresses: [...option.session.tokenAddresses] },
+    { payTo: terms.payTo, amount, secondsLeft: option.secondsLeft },
+  );
+  if ('reason' in svm) return svm;
+  // The 402 lists SVM requirements as they are (their `extra` is { feePayer }).
+  return { pair, offer: undefined, requirements: svm.requirements as unknown as PaymentRequirements, priced: option.priced, svm };
+}
+
+/** Whether a payment header pays a Solana requirement (its `accepted.network`), read without trusting anything else in it. */
+function paysSolana(header: string): boolean {
+  try {
+    const raw = JSON.parse(Buffer.from(header.trim(), 'base64').toString('utf8')) as { accepted?: { network?: unknown } };
+    return typeof raw.accepted?.network === 'string' && raw.accepted.network.startsWith('solana:');
+  } catch {
+    return false;
+  }
+}
+
 /** The option a payload pays: its network, and its token (Permit2 names it; EIP-3009 is the option's EIP-3009 token), and `accepted.asset` when sent. */
-export function offerOfPayload(offers: ChoiceOffer[], payload: PaymentPayload): ChoiceOffer | undefined {
+export function offerOfPayload(offers: ChoiceOffer[], payload: PaymentPayload): (ChoiceOffer & { offer: X402Offer }) | undefined {
   const same = (a: string | undefined, b: string) => a === undefined || a.toLowerCase() === b.toLowerCase();
   return offers.find(
-    ({ offer }) =>
-      offer.network === payload.network &&
-      same(payload.accepted?.asset, offer.asset) &&
-      (payload.permit2 ? offer.method === 'permit2' && same(payload.permit2.token, offer.asset) : offer.method === 'eip3009'),
+    (candidate): candidate is ChoiceOffer & { offer: X402Offer } =>
+      candidate.offer !== undefined &&
+      candidate.offer.network === payload.network &&
+      same(payload.accepted?.asset, candidate.offer.asset) &&
+      (payload.permit2 ? candidate.offer.method === 'permit2' && same(payload.permit2.token, candidate.offer.asset) : candidate.offer.method === 'eip3009'),
   );
 }
 
@@ -164,10 +213,11 @@ export async function answerWaiting(
     if (offers.length === 0) throw new UnavailableError(`x402 can pay none of this session's options here: ${skipped.join('; ')}`);
     return challenge(deps, choice, offers);
   }
+  if (paysSolana(payment.header)) return answerSolana(deps, choice, payment, offers, quote);
   const payload = readPaymentHeader(payment.header);
   const chosen = offerOfPayload(offers, payload);
   if (!chosen) {
-    const onNetwork = offers.some(({ offer }) => offer.network === payload.network);
+    const onNetwork = offers.some(({ offer }) => offer?.network === payload.network);
     const refusal = {
       reason: onNetwork ? REASONS.asset : REASONS.network,
       message: `this payment is for no option of session ${choice.id} that x402 can pay here (${offers.map(({ pair }) => pairName(pair)).join(', ') || 'none'})`,
@@ -188,6 +238,40 @@ export async function answerWaiting(
   } catch (error) {
     if (!(error instanceof ChoiceRefused)) throw error;
     deps.ctx.metrics.settlements.inc({ chain: chosen.offer.chain, outcome: 'refused' });
+    return afterRefusal(deps, choice, error.refusal, quote);
+  }
+}
+
+/** A payload for a Solana option: settled through svm/ with the same choice step in the row's transaction. */
+async function answerSolana(
+  deps: ChoiceX402Deps,
+  choice: PendingChoice & { merchantName: string },
+  payment: { header: string; version: 1 | 2 },
+  offers: ChoiceOffer[],
+  quote?: QuoteForPair,
+): Promise<SessionAnswer> {
+  const asset = (JSON.parse(Buffer.from(payment.header.trim(), 'base64').toString('utf8')) as { accepted?: { asset?: unknown } }).accepted?.asset;
+  const chosen = offers.find((candidate) => candidate.svm && candidate.svm.offer.asset === asset);
+  if (!chosen?.svm) {
+    const refusal = {
+      reason: offers.some((candidate) => candidate.svm) ? REASONS.asset : REASONS.network,
+      message: `this payment is for no option of session ${choice.id} that x402 can pay here (${offers.map(({ pair }) => pairName(pair)).join(', ') || 'none'})`,
+    };
+    return challenge(deps, choice, offers, refusal);
+  }
+  try {
+    const outcome = await deps.svm.settleChoice({
+      offer: chosen.svm.offer,
+      requirements: chosen.svm.requirements,
+      header: payment.header,
+      target: { sessionId: choice.id, merchantId: choice.merchantId, livemode: choice.livemode },
+      prepare: (sql) => fixChoice(sql, deps.choiceConfig, choice.id, chosen),
+    });
+    if (!outcome.ok) return afterRefusal(deps, choice, outcome.refusal, quote);
+    return deps.answerPaid(choice.id, outcome.settlement, chosen.svm.offer.network, payment.version);
+  } catch (error) {
+    if (!(error instanceof ChoiceRefused)) throw error;
+    deps.ctx.metrics.settlements.inc({ chain: 'solana', outcome: 'refused' });
     return afterRefusal(deps, choice, error.refusal, quote);
   }
 }
@@ -233,6 +317,8 @@ async function afterRefusal(
 
 function challenge(deps: ChoiceX402Deps, choice: PendingChoice & { merchantName: string }, offers: ChoiceOffer[], refusal?: Refusal): SessionAnswer {
   const accepts = offers.map(({ requirements }) => requirements);
+  // x402 v1 names no Solana network: v1 clients see the EVM options only.
+  const acceptsV1 = offers.filter(({ svm }) => !svm).map(({ requirements }) => requirements);
   const resource = {
     url: `${deps.publicUrl()}/checkout/${choice.id}/x402`,
     description: `Payment ${choice.id} to ${choice.merchantName}, in one of ${offers.map(({ pair }) => pairName(pair)).join(', ')}${choice.livemode ? '' : ' (sandbox: test network, fake token)'}`,
@@ -243,7 +329,7 @@ function challenge(deps: ChoiceX402Deps, choice: PendingChoice & { merchantName:
   return {
     kind: 'required',
     required: paymentRequired({ ...resource, accepts, error }),
-    v1: { x402Version: 1, error, accepts: requirementsV1(accepts, resource) },
+    v1: { x402Version: 1, error, accepts: requirementsV1(acceptsV1, resource) },
     ...(refusal ? { reason: refusal.reason } : {}),
   };
 }

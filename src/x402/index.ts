@@ -205,13 +205,18 @@ export function createX402(params: X402Params): X402 {
       success: true,
       transaction: settlement.txHash!,
       network: version === 1 ? (v1NetworkName(network) ?? network) : network,
-      payer: getAddress(settlement.payer),
+      // A Solana payer is a base58 address, an EVM one is checksummed.
+      payer: network.startsWith('solana:') ? settlement.payer : getAddress(settlement.payer),
     };
   }
+
+  /** What a waiting session's view needs to tell which options x402 takes here (waitingUrl.ts). */
+  const waitingCtx = () => ({ publicUrl: params.config.publicUrl, chains, unavailable, svmUnavailable: svm.unavailable });
 
   const waiting: ChoiceX402Deps = {
     store: params.store,
     ctx,
+    svm,
     chains,
     publicUrl: () => params.config.publicUrl,
     choiceConfig: { monitorWindowSeconds: params.config.monitorWindowSeconds, feeBps: params.config.feeBps, liveChains: chainsLive },
@@ -232,8 +237,8 @@ export function createX402(params: X402Params): X402 {
     relayers,
     svm,
     urlOf,
-    pendingUrlOf: (choice) => waitingX402Url({ publicUrl: params.config.publicUrl, chains, unavailable }, choice),
-    pendingPairsOf: (choice) => waitingX402Pairs({ publicUrl: params.config.publicUrl, chains, unavailable }, choice),
+    pendingUrlOf: (choice) => waitingX402Url(waitingCtx(), choice),
+    pendingPairsOf: (choice) => waitingX402Pairs(waitingCtx(), choice),
     async session({ sessionId, payment, quote }) {
       // A session waiting for its customer's choice has no payment_sessions row yet (choice.ts).
       const found = await loadCheckoutSession(params.store, sessionId);

@@ -7,7 +7,7 @@ import { x402Offer } from './requirements.ts';
 
 /**
  * A waiting session's `x402Url` (src/api/choiceViews.ts): `${publicUrl}/checkout/<id>/x402` when
- * x402 can pay at least one of its EVM options in this process, else null, as a single-pair
+ * x402 can pay at least one of its options in this process, else null, as a single-pair
  * session advertises only a URL that can be paid. Decided from the chains' tokens and the stage's
  * availability alone (views are built synchronously): the merchant's wallets and bridged-token
  * setting are read when the URL is fetched, so its 402 may list fewer options (choice.ts), and
@@ -21,8 +21,9 @@ export function waitingX402Url(ctx: WaitingCtx, choice: Pick<PendingChoice, 'id'
 export function waitingX402Pairs(ctx: WaitingCtx, choice: Pick<PendingChoice, 'livemode' | 'paymentOptions'>): PaymentOption[] {
   return choice.paymentOptions.filter((pair) => {
     const chain = ctx.chains[pair.chain];
-    if (chain?.kind !== 'evm') return false;
+    if (!chain) return false;
     const session = { chain: pair.chain, livemode: choice.livemode, tokenAddresses: tokensFor(chain, pair.currency).map((token) => token.address) };
+    if (chain.kind === 'solana') return !ctx.svmUnavailable(session);
     return !ctx.unavailable(session) && x402Offer(session, chain) !== undefined;
   });
 }
@@ -31,4 +32,6 @@ interface WaitingCtx {
   publicUrl: string;
   chains: Record<ChainName, ChainConfig>;
   unavailable(session: { livemode: boolean; chain: ChainName; tokenAddresses: readonly string[] }): string | undefined;
+  /** Solana's: live sessions with the fee payer configured (svm/index.ts). */
+  svmUnavailable(session: { livemode: boolean; chain: ChainName; tokenAddresses: string[] }): string | undefined;
 }

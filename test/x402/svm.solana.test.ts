@@ -203,6 +203,41 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'settled', 'USDT session settled');
   });
 
+  test('a session waiting for the choice between USDC and USDT on solana: the 402 lists both; @x402/fetch pays USDC, which fixes the choice', async () => {
+    const options = [
+      { chain: 'solana', currency: 'USDC' },
+      { chain: 'solana', currency: 'USDT' },
+    ];
+    const created = await api('POST', '/api/v1/sessions', { amount: '0.75', paymentOptions: options });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ chain: null, currency: null, choice: null, x402Url: `${baseUrl}/checkout/${created.body.id}/x402` });
+    const challenge = await fetch(created.body.x402Url);
+    expect(challenge.status).toBe(402);
+    const accepts = JSON.parse(Buffer.from(challenge.headers.get('payment-required')!, 'base64').toString()).accepts;
+    expect(accepts).toEqual(
+      [rpc.mints.USDC, rpc.mints.USDT].map((asset) => ({
+        scheme: 'exact',
+        network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+        amount: '750000',
+        asset,
+        payTo: wallet.address,
+        maxTimeoutSeconds: 60,
+        extra: { feePayer: feePayerKey.address },
+      })),
+    );
+    const before = await usdc(wallet.address);
+    const paid = await wrapFetchWithPayment(fetch, payerClient())(created.body.x402Url);
+    expect(paid.status).toBe(200);
+    expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!)).toMatchObject({ success: true, payer: payer.address });
+    expect((await usdc(wallet.address)) - before).toBe(750_000n);
+    const view = (await api('GET', `/api/v1/sessions/${created.body.id}`)).body;
+    expect(view).toMatchObject({ chain: 'solana', currency: 'USDC', choice: { chain: 'solana', currency: 'USDC' } });
+    rpc.ledger.finalize();
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${created.body.id}`)).body.status === 'settled', 'chosen session settled');
+    // Chosen: the URL answers the chosen session's state, and the USDT option is gone.
+    expect((await fetch(created.body.x402Url)).status).toBe(200);
+  });
+
   test('the same payment again, and five times at once, settles once with one transaction', async () => {
     const session = await createSession('0.25');
     const header = await signedHeader(session.id);

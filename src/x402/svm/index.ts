@@ -13,7 +13,8 @@ import type { Settlement } from '../settlements.ts';
 import type { SessionAnswer } from '../index.ts';
 import { createSvmFeePayer, type SvmFeePayer } from './feePayer.ts';
 import { recordSvmBalance, resolveSvmStale, type SvmSettleContext } from './inFlight.ts';
-import { svmOffer, svmRequirements, type SvmRequirements } from './offer.ts';
+import { svmOffer, svmRequirements, type SvmOffer, type SvmRequirements } from './offer.ts';
+import type { SettleOutcome } from '../inFlight.ts';
 import { readSvmPaymentHeader, svmPayloadHash } from './payload.ts';
 import { settleSvmOnce } from './settle.ts';
 import { holdPaymentId, paymentIdentifierDeclaration } from '../paymentId.ts';
@@ -42,6 +43,25 @@ export interface SvmX402 {
     payment: { header: string; version: 1 | 2 } | undefined,
     views: { stateOf(session: CheckoutSession): Extract<SessionAnswer, { kind: 'state' }>['session']; resourceUrl: string },
   ): Promise<SessionAnswer>;
+  /**
+   * A waiting session's Solana option (src/x402/choice.ts): the requirements of paying `amount`
+   * of the pair's mint to `payTo`, or why x402 cannot take it here.
+   */
+  choiceRequirements(
+    option: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>,
+    params: { payTo: string; amount: bigint; secondsLeft: number },
+  ): { offer: SvmOffer; requirements: SvmRequirements } | { reason: string };
+  /**
+   * Settles a payment of a waiting session's Solana option exactly once; `prepare` fixes the
+   * choice in the settlement row's transaction and returns the chosen session's id.
+   */
+  settleChoice(params: {
+    offer: SvmOffer;
+    requirements: SvmRequirements;
+    header: string;
+    target: { sessionId: string; merchantId: string; livemode: boolean };
+    prepare: (sql: Sql) => Promise<string>;
+  }): Promise<SettleOutcome>;
   /** The facilitator's `/x402/verify` for a Solana payment (svm/facilitator.ts). */
   verify(
     merchant: { merchantId: string; livemode: boolean },
@@ -155,6 +175,19 @@ export function createSvmX402(params: {
         version: payment.version,
         session: views.stateOf(after),
       };
+    },
+    choiceRequirements(option, { payTo, amount, secondsLeft }) {
+      const reason = unavailable(option);
+      const offer = svmOffer(option, params.chain);
+      if (reason || !offer) return { reason: reason ?? 'no x402 offer for this token' };
+      return { offer, requirements: svmRequirements(offer, { payTo, amount, secondsLeft, feePayer: feePayer!.address }) };
+    },
+    async settleChoice({ offer, requirements, header, target, prepare }) {
+      if (!ctx) throw new UnavailableError('x402 is not enabled on solana');
+      const payload = readSvmPaymentHeader(header);
+      if (payload.paymentId)
+        await holdPaymentId(params.store, { merchantId: target.merchantId, paymentId: payload.paymentId, payloadHash: svmPayloadHash(payload) });
+      return settleSvmOnce(ctx, { offer, requirements, payload, target: { ...target, source: 'resource' }, prepare: (sql) => prepare(sql) });
     },
     verify: (merchant, body) => verifySvmFacilitator(ctx, params.store, { merchant, body, chain: params.chain }),
     settle: (merchant, body, createSession) => settleSvmFacilitator(ctx, { merchant, body, chain: params.chain, createSession }),
