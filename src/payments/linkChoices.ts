@@ -29,10 +29,10 @@ const COUNT_OPEN = `
   ) open`;
 
 /**
- * Opens a session waiting for the choice from link `linkId` (several options, a token amount),
+ * Opens a session waiting for the choice from link `linkId` (several options; a token amount or a fiat price),
  * under the link's lock and its cap on open checkouts.
  * @throws {NotFoundError} no such link; {GoneError} inactive; {InvalidRequestError} a link with
- * one pair (its visit makes the session) or a fiat price; {RateLimitedError} the cap is reached.
+ * one pair (its visit makes the session); {RateLimitedError} the cap is reached.
  */
 export async function openWaitingFromLink(
   store: Store,
@@ -44,7 +44,6 @@ export async function openWaitingFromLink(
     if (!link) throw notFound(`payment link ${params.linkId} not found`);
     if (!link.active) throw new GoneError('this payment link is no longer active');
     if (!link.paymentOptions || link.paymentOptions.length < 2) throw badRequest('this payment link has one chain and token: its visit makes the session');
-    if (link.amount === null) throw badRequest('x402 cannot pay a fiat-priced payment link with several options yet: choose a pair at /pay/{id} first');
     const { rows: open } = await sql.query<{ n: number; seconds: number | null }>(COUNT_OPEN, [link.id]);
     if (open[0]!.n >= MAX_OPEN_SESSIONS_PER_LINK) {
       throw new RateLimitedError('too many checkouts of this payment link are open and unpaid; try again in a few minutes', {
@@ -54,7 +53,8 @@ export async function openWaitingFromLink(
     const choice = await createPendingChoice(sql, {
       merchantId: link.merchantId,
       livemode: link.livemode,
-      amount: formatAmount(link.amount, link.decimals),
+      // A fiat-priced link's waiting session keeps the price: x402 converts it per option (src/x402/choice.ts).
+      ...(link.amount !== null ? { amount: formatAmount(link.amount, link.decimals) } : { price: link.price! }),
       paymentOptions: link.paymentOptions,
       metadata: link.metadata,
       webhookUrl: link.webhookUrl ?? undefined,

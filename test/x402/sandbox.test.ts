@@ -288,4 +288,30 @@ describe('x402 in the sandbox', () => {
       priceQuote: { source: 'sandbox' },
     });
   });
+  test('a test-key payment link priced in EUR with two options: its x402 URL opens a waiting session at the sandbox rate; paying one chooses it for the link', async () => {
+    const link = await api('POST', '/api/v1/payment-links', merchant.test, {
+      price: { amount: '49.00', currency: 'EUR' },
+      paymentOptions: [
+        { chain: 'polygon', currency: 'USDC' },
+        { chain: 'base', currency: 'USDC' },
+      ],
+    });
+    expect(link.status, JSON.stringify(link.body)).toBe(201);
+    const url = `${baseUrl}/pay/${link.body.id}/x402`;
+    const challenge = await fetch(url);
+    expect(challenge.status).toBe(402);
+    const accepts = requiredOf(challenge).accepts as { network: string; asset: string; amount: string }[];
+    // 52.92 USDC, or a few base units more where an earlier test's session holds that due amount on the wallet.
+    expect(accepts.map((accept) => accept.network)).toEqual(['eip155:80002', 'eip155:84532']);
+    for (const accept of accepts) expect(BigInt(accept.amount) - 52_920_000n).toSatisfy((offset: bigint) => offset >= 0n && offset < 100n);
+    const base = accepts[1]!;
+    const client = new x402Client().register('eip155:84532', new ExactEvmScheme(payer));
+    client.setSpendControls({ allowedAssets: [{ network: 'eip155:84532', asset: base.asset, maxAmountPerPayment: '60000000' }] });
+    const paid = await wrapFetchWithPayment(fetch, client)(url);
+    expect(paid.status).toBe(200);
+    const { rows } = await db.store.query<{ id: string }>('SELECT id FROM payment_sessions WHERE payment_link_id = $1', [link.body.id]);
+    expect(rows).toHaveLength(1);
+    const view = (await api('GET', `/api/v1/sessions/${rows[0]!.id}`, merchant.test)).body;
+    expect(view).toMatchObject({ chain: 'base', currency: 'USDC', amount: '52.92', paymentLinkId: link.body.id, price: { amount: '49.00', currency: 'EUR' } });
+  });
 });
