@@ -5,8 +5,7 @@ import { badRequest, GoneError, notFound, RateLimitedError } from '../internal/e
 import { createPendingChoice, type PendingChoice } from './choices.ts';
 import { toPaymentLink } from './link.ts';
 import * as linkSql from './linkSql.ts';
-import { MAX_OPEN_SESSIONS_PER_LINK } from './links.ts';
-import { lineItemsView } from './purchase.ts';
+import { linkSessionTerms, MAX_OPEN_SESSIONS_PER_LINK } from './links.ts';
 
 /**
  * A payment link with several options paid with x402 (docs/agents.md, "Waiting sessions"): a
@@ -51,19 +50,10 @@ export async function openWaitingFromLink(
       });
     }
     const choice = await createPendingChoice(sql, {
-      merchantId: link.merchantId,
-      livemode: link.livemode,
+      ...linkSessionTerms(link),
       // A fiat-priced link's waiting session keeps the price: x402 converts it per option (src/x402/choice.ts).
       ...(link.amount !== null ? { amount: formatAmount(link.amount, link.decimals) } : { price: link.price! }),
       paymentOptions: link.paymentOptions,
-      metadata: link.metadata,
-      webhookUrl: link.webhookUrl ?? undefined,
-      successUrl: link.successUrl ?? undefined,
-      description: link.description ?? undefined,
-      lineItems: lineItemsView(link.lineItems, link.decimals) ?? undefined,
-      cancelUrl: link.cancelUrl ?? undefined,
-      expiresIn: link.expiresIn,
-      attribution: link.attribution ?? undefined,
       monitorWindowSeconds: params.monitorWindowSeconds,
       feeBps: params.feeBps,
       liveChains: params.liveChains,

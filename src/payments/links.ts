@@ -230,24 +230,15 @@ export async function openSessionFromLink(
     else if (params.quote) priced = await params.quote(link, pair);
     else throw badRequest('this payment link is priced in a fiat currency, which this gateway cannot convert here');
     const session: CreateSessionParams = {
-      merchantId: link.merchantId,
-      livemode: link.livemode,
       ...priced,
       currency: pair.currency,
       chain: pair.chain,
       merchantWallet: link.merchantWallet ?? undefined,
-      metadata: link.metadata,
-      webhookUrl: link.webhookUrl ?? undefined,
-      successUrl: link.successUrl ?? undefined,
-      description: link.description ?? undefined,
-      lineItems: lineItemsView(link.lineItems, link.decimals) ?? undefined,
-      cancelUrl: link.cancelUrl ?? undefined,
-      expiresIn: link.expiresIn,
+      ...linkSessionTerms(link),
       paymentLinkId: link.id,
       monitorWindowSeconds: params.monitorWindowSeconds,
       feeBps: params.feeBps,
       liveChains: params.liveChains,
-      attribution: link.attribution ?? undefined,
       chosen: link.paymentOptions ? { paymentOptions: link.paymentOptions } : undefined,
     };
     // `address` mode reserves no due amount (each session has its own address): only the
@@ -285,4 +276,23 @@ async function checkLinkReservations(sql: Sql, params: CreateSessionParams, term
       { retryAfterSeconds: Math.max(1, rows[0]!.seconds ?? 60) },
     );
   }
+}
+
+/**
+ * What every session a link opens takes from it, whether made at a visit ({@link openSessionFromLink})
+ * or waiting for the customer's choice (linkChoices.ts): its merchant, mode, purchase and URLs.
+ */
+export function linkSessionTerms(link: PaymentLink) {
+  return {
+    merchantId: link.merchantId,
+    livemode: link.livemode,
+    metadata: link.metadata,
+    webhookUrl: link.webhookUrl ?? undefined,
+    successUrl: link.successUrl ?? undefined,
+    description: link.description ?? undefined,
+    lineItems: lineItemsView(link.lineItems, link.decimals) ?? undefined,
+    cancelUrl: link.cancelUrl ?? undefined,
+    expiresIn: link.expiresIn,
+    attribution: link.attribution ?? undefined,
+  };
 }
