@@ -11,6 +11,7 @@ import { logger } from './delivery.ts';
 import { newEvmWallet } from './engine.ts';
 import { startDaemon, type Daemon } from '../../src/daemon.ts';
 import { createApiKey } from '../../src/accounts/index.ts';
+import { setMerchantRateLimits } from '../../src/api/rateLimits.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { verifyWebhook } from '../../src/index.ts';
 
@@ -57,6 +58,9 @@ export function useProofDaemon(name: string, options: { toleranceBps?: number } 
     testKey = api.bootstrap!.testKey;
     liveKey = (await createApiKey(db.store, { merchantId: api.bootstrap!.merchantId, livemode: true })).secret;
     await db.store.query('UPDATE merchants SET payment_tolerance_bps = $2 WHERE id = $1', [api.bootstrap!.merchantId, options.toleranceBps ?? 100]);
+    // Status polls every 100 ms read with one key: the spec's 30 reads a minute would answer 429
+    // half a minute long (these tests are not about rate limits; test/api/rateLimits*.test.ts are).
+    await setMerchantRateLimits(db.store, { merchantId: api.bootstrap!.merchantId, read: 100_000 });
     const registered = await http('POST', '/api/v1/webhooks', { key: liveKey, body: { url: `${receiver.url}/hooks` } });
     expect(registered.status).toBe(201);
     secret = registered.body.secret;
@@ -126,6 +130,13 @@ export function useProofDaemon(name: string, options: { toleranceBps?: number } 
     return hash;
   }
 
+  /** A session as the merchant's API shows it; anything but a 200 fails the test (a 429 must not read as "not yet"). */
+  async function sessionOf(id: string) {
+    const answer = await http('GET', `/api/v1/sessions/${id}`, { key: liveKey });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    return answer.body;
+  }
+
   async function until<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -160,10 +171,8 @@ export function useProofDaemon(name: string, options: { toleranceBps?: number } 
       const wallet = newEvmWallet();
       return { wallet, first: await newSession(wallet), second: await newSession(wallet) };
     },
-    statusOf: async (id: string): Promise<string> => (await http('GET', `/api/v1/sessions/${id}`, { key: liveKey })).body.status,
-    async sessionOf(id: string) {
-      return (await http('GET', `/api/v1/sessions/${id}`, { key: liveKey })).body;
-    },
+    statusOf: async (id: string): Promise<string> => (await sessionOf(id)).status,
+    sessionOf,
     async startIngest(): Promise<void> {
       ingest ??= await startDaemon({ config: loadConfig({ ...env, PORT: '0' }), logger, roles: ['ingest'] });
     },
