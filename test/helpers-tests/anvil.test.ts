@@ -59,6 +59,19 @@ describe('anvil helper', () => {
     expect(await anvil.balanceOf(polygonUsdc, MERCHANT)).toBe(paid - 1n);
   });
 
+  test('after a reorg the chain’s clock goes on from where it was, not back by the replaced blocks’ span', async () => {
+    await anvil.mine(3);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await anvil.mine(1);
+    const head = await anvil.client.getBlock({ blockTag: 'latest' });
+    await anvil.reorg(3);
+    await anvil.mine(1);
+    const next = await anvil.client.getBlock({ blockTag: 'latest' });
+    // Bare anvil_reorg leaves the next block about 3 s behind the lost head (the span it replaced).
+    expect(next.timestamp).toBeGreaterThanOrEqual(head.timestamp);
+    expect(Number(next.timestamp)).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) - 1);
+  });
+
   test('18-decimal tokens on a chain-id-56 anvil (bsc)', async () => {
     const bsc = await startAnvil({ chain: 'bsc', automine: false });
     try {

@@ -151,8 +151,19 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
     mine: (blocks = 1) => client.mine({ blocks }),
     snapshot: () => client.snapshot(),
     revert: (id: `0x${string}`) => client.revert({ id }),
-    /** Replaces the last `depth` blocks with empty ones at the same heights (their transactions are dropped). */
-    reorg: (depth: number) => client.request({ method: 'anvil_reorg' as never, params: [depth, []] as never }),
+    /**
+     * Replaces the last `depth` blocks with empty ones at the same heights (their transactions are
+     * dropped), then keeps the chain's clock where it was, as a real chain's next block would be:
+     * `anvil_reorg` also winds anvil's clock back by the span of the replaced blocks, so after
+     * many reorgs new blocks were minutes behind the wall clock and every payment looked made
+     * before its session (the reorg run's unattributed transfers, issue 30).
+     */
+    async reorg(depth: number) {
+      const head = await client.getBlock({ blockTag: 'latest' });
+      await client.request({ method: 'anvil_reorg' as never, params: [depth, []] as never });
+      const now = BigInt(Math.floor(Date.now() / 1000));
+      await client.request({ method: 'evm_setTime' as never, params: [Number(head.timestamp > now ? head.timestamp : now)] as never });
+    },
     blockNumber: () => client.getBlockNumber({ cacheTime: 0 }),
     async stop(): Promise<void> {
       if (child.exitCode !== null) return;

@@ -203,6 +203,14 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
 
     // A head at or below the checkpoint that replaced a stored block: a reorg that did not lengthen the chain.
     if (latest.number <= processed && branch.replacedBy(latest)) await reconcile(latest.number);
+    // A checkpoint the node has finalized past (the ingester was down or behind): the ranges ahead
+    // read no headers up to `finalized`, so nothing would link them to the stored block; ask the
+    // node whether that block is still canonical. Else a reorg of the last blocks stored before
+    // the lag, finalized the other way since, would leave their transfers counted (issue 30).
+    else if (head > processed && processed >= 0n && finalized !== null && processed < finalized) {
+      const canonical = await getHeader(processed);
+      if (canonical && branch.replacedBy(canonical)) await reconcile(processed);
+    }
     if (head <= processed) {
       if (branch.pendingRewind) await commit(undefined, processed);
       else if (finalized !== previousFinalized) {
@@ -286,7 +294,7 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
     async run() {
       await checkChain({ rpc, chain, logger: log });
       const state = await loadState(store, name);
-      branch.load(state.blocks);
+      branch.load(state.blocks, state.finalizedBlock);
       finalized = state.finalizedBlock;
       if (state.processedBlock === null) {
         const latest = await getHeader('latest');

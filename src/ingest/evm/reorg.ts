@@ -19,8 +19,8 @@ export type Rewind = NonNullable<RangeCommit['rewind']>;
  *    head has another hash than the stored block of that number, or a range's first header does
  *    not name the stored block below it as its parent.
  * 2. {@link reconcile}: walk back from there while the stored hash differs from the node's, to
- *    the common ancestor; judge the depth against the node's finality read now (below
- *    `finalized`, or below everything stored: rule `finalized`; deeper than the chain's
+ *    the common ancestor; judge the depth against what the gateway recorded final (below the
+ *    highest `finalized` a commit wrote, or below everything stored: rule `finalized`; deeper than the chain's
  *    confirmation depth: rule `confirmed`; both are incidents, logged as errors and counted in
  *    `svc_ingest_deep_reorgs_total`, never silent); forget the orphaned blocks and plan the
  *    rewind. The ingester's checkpoint goes back to the ancestor.
@@ -32,8 +32,8 @@ export type Rewind = NonNullable<RangeCommit['rewind']>;
  * start-up and pruned by the same rules the commit applies in SQL.
  */
 export interface BranchTracker {
-  /** Replaces the mirror with the blocks stored in `chain_blocks` (start-up). */
-  load(stored: Map<bigint, string>): void;
+  /** Replaces the mirror with the blocks stored in `chain_blocks` and the finalized block recorded with them (start-up). */
+  load(stored: Map<bigint, string>, recordedFinalized?: bigint | null): void;
   /** How many blocks are stored. */
   readonly size: number;
   /** The rewind the next commit must apply, set by {@link reconcile} until {@link committed} sees it applied. */
@@ -62,8 +62,8 @@ export interface BranchTrackerParams {
   /** The node's header at a number, or null when it has none. */
   getHeader(number: bigint): Promise<BlockHeader | null>;
   /**
-   * The node's `finalized` block read now, not the ingester's throttled reading: the depth of a
-   * reorg is judged against it. The ingester keeps the value it returns as its own reading.
+   * The node's `finalized` block read now (logged with the reorg). The ingester keeps the value it
+   * returns as its own reading.
    */
   readFinalized(): Promise<bigint>;
   /** The chain's `confirmations.confirmed` depth: a deeper reorg is an incident. */
@@ -82,6 +82,13 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
   let blocks = new Map<bigint, string>();
   /** Set when a reorg was found: the next commit removes everything above `to` and records it. */
   let rewind: Rewind | undefined;
+  /**
+   * The highest `finalized` block a commit recorded: what the gateway has reported final
+   * (`settled`). A reorg below it is the incident; one below only the node's finalized block of
+   * now is not, when the ingester lagged behind a chain that reorged and then finalized the new
+   * branch (nothing it reported final was on the old one).
+   */
+  let recorded: bigint | null = null;
 
   const dropAbove = (number: bigint) => {
     for (const stored of [...blocks.keys()]) if (stored > number) blocks.delete(stored);
@@ -102,8 +109,9 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
   }
 
   return {
-    load(stored) {
+    load(stored, recordedFinalized = null) {
       blocks = stored;
+      recorded = recordedFinalized;
     },
     get size() {
       return blocks.size;
@@ -122,7 +130,6 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
 
     async reconcile(mismatchAt, processed) {
       const { ancestor, beyondStored } = await findCommonAncestor(mismatchAt);
-      // Judge the depth against the node's finality now, not the throttled reading.
       const finalized = await params.readFinalized();
       // The pending rewind already covers an ancestor at or above its own: nothing new to report.
       if (rewind && ancestor >= rewind.to) return ancestor;
@@ -131,12 +138,13 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       // row are one reorg of the chain as far as anything reported is concerned).
       const pending = rewind;
       const depth = pending ? BigInt(pending.depth) + (pending.to - ancestor) : processed - ancestor;
-      const belowFinality = beyondStored || ancestor < finalized;
+      const belowFinality = beyondStored || (recorded !== null && ancestor < recorded);
       const fields = {
         reorg_depth: Number(depth),
         common_ancestor_block: ancestor.toString(),
         processed_block: processed.toString(),
         finalized_block: finalized.toString(),
+        recorded_finalized_block: recorded?.toString() ?? null,
       };
       let beyondRule: Rewind['beyondRule'] = null;
       if (belowFinality) {
@@ -174,6 +182,7 @@ export function createBranchTracker(params: BranchTrackerParams): BranchTracker 
       for (const header of commit.headers) blocks.set(header.number, header.hash);
       // The same pruning as the commit's SQL: the newest block stays, so the next one can be linked to it.
       const { finalized } = commit;
+      if (finalized !== null && (recorded === null || finalized > recorded)) recorded = finalized;
       if (finalized !== null && blocks.size > 1) {
         // biome-ignore lint/complexity/useMathMinMax: block numbers are bigints, which Math.max refuses
         const newest = [...blocks.keys()].reduce((a, b) => (a > b ? a : b));

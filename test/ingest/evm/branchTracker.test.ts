@@ -18,19 +18,19 @@ const header = (number: bigint, branch: string): BlockHeader => ({
   logsBloom: '0x',
 });
 
-function setup(stored: bigint[]) {
+function setup(stored: bigint[], finality: { node?: bigint; recorded?: bigint } = {}) {
   /** The node's chain: block number -> branch letter; blocks not listed are on branch "a". */
   const node = new Map<bigint, string>();
   const metrics = createIngestMetrics(createMetricsRegistry({ defaultMetrics: false }));
   const tracker = createBranchTracker({
     getHeader: async (number) => header(number, node.get(number) ?? 'a'),
-    readFinalized: async () => 0n,
+    readFinalized: async () => finality.node ?? 0n,
     confirmedDepth: 10n,
     metrics,
     labels: { chain: 'polygon' },
     logger: pino({ level: 'silent' }),
   });
-  tracker.load(new Map(stored.map((number) => [number, header(number, 'a').hash])));
+  tracker.load(new Map(stored.map((number) => [number, header(number, 'a').hash])), finality.recorded);
   return { node, tracker, metrics };
 }
 
@@ -72,5 +72,25 @@ describe('branch tracker', () => {
     expect(await count('reorgs')).toBe(1);
     const depth = (await metrics.reorgDepth.get()).values.find((value) => value.metricName === 'svc_ingest_reorg_depth_blocks_sum');
     expect(depth?.value).toBe(12);
+  });
+
+  test('finality is what the gateway recorded: below the node’s finalized block of now only, a plain reorg; below the recorded one, the incident', async () => {
+    const stored = [5n, 6n, 7n, 8n, 9n, 10n];
+    // The ingester lagged: the node finalized block 9 of the new branch, the gateway had recorded 5.
+    const lagged = setup(stored, { node: 9n, recorded: 5n });
+    for (const number of [8n, 9n, 10n]) lagged.node.set(number, 'b');
+    expect(await lagged.tracker.reconcile(10n, 10n)).toBe(7n);
+    expect(lagged.tracker.pendingRewind).toEqual({ to: 7n, depth: 3, beyondRule: null });
+    // The gateway had recorded block 8 final (and settled what it held): the same reorg is the incident.
+    const reported = setup(stored, { node: 9n, recorded: 8n });
+    for (const number of [8n, 9n, 10n]) reported.node.set(number, 'b');
+    await reported.tracker.reconcile(10n, 10n);
+    expect(reported.tracker.pendingRewind).toEqual({ to: 7n, depth: 3, beyondRule: 'finalized' });
+    // A commit's finalized block raises the recorded one.
+    const later = setup(stored, { node: 9n, recorded: 5n });
+    later.tracker.committed({ rewind: undefined, headers: [], finalized: 8n });
+    for (const number of [9n, 10n]) later.node.set(number, 'b');
+    await later.tracker.reconcile(10n, 10n);
+    expect(later.tracker.pendingRewind?.beyondRule).toBe('finalized');
   });
 });

@@ -127,7 +127,13 @@ describe('reorgs on anvil (polygon, chain id 137)', () => {
 
   test('a reorg below the finalized block raises the finalized alert', async () => {
     await anvil.mine(80);
-    await waitProcessed(db.store, chain, await anvil.blockNumber());
+    const head = await anvil.blockNumber();
+    await waitProcessed(db.store, chain, head);
+    // Below what the gateway recorded final: the alert is about money it reported `settled`.
+    await waitFor(async () => {
+      const { rows } = await db.store.query<{ finalized_block: bigint }>('SELECT finalized_block FROM chain_heads WHERE livemode AND chain = $1', [chain]);
+      return rows[0]!.finalized_block > head - 70n;
+    });
     await anvil.reorg(70);
     await waitFor(async () => (await metricValue(run.metrics, 'svc_ingest_deep_reorgs_total', { chain, rule: 'finalized' })) === 1);
     expect(run.logs.find((line) => line.level === 'error' && String(line.msg).startsWith('Reorg reaches below the finalized block'))).toBeDefined();
