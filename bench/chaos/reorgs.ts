@@ -107,7 +107,7 @@ const failing = await runGuarded(
     const processed = async () =>
       BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
     const byHash = new Map<string, PaymentRecord>();
-    const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, skipped: 0, maxDepth: 0 };
+    const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, skipped: 0, noop: 0, maxDepth: 0 };
     const ingestMetrics = fleet.byName('ingest').metricsUrl!;
     const deadline = options['max-minutes'] > 0 ? started + options['max-minutes'] * 60_000 : Number.POSITIVE_INFINITY;
     for (let i = 0; i < SIZE; i++) {
@@ -134,11 +134,24 @@ const failing = await runGuarded(
       }
       const depth = Math.min(pickDepth(), Number(head) - 1);
       const lost = await anvil.client.getLogs({ address: usdc, event: TRANSFER, args: { to: WALLET }, fromBlock: head - BigInt(depth) + 1n, toBlock: head });
+      const heights = Array.from({ length: depth }, (_, k) => head - BigInt(depth) + 1n + BigInt(k));
+      const hashes = () => Promise.all(heights.map(async (number) => (await anvil.client.getBlock({ blockNumber: number })).hash));
+      const before = await hashes();
+      const countedBefore = await metric(ingestMetrics, 'svc_ingest_reorgs_total');
       await anvil.reorg(depth);
       await impersonate();
-      tally.reorgs++;
-      tally.maxDepth = Math.max(tally.maxDepth, depth);
-      if (BigInt(depth) > CONFIRMED) tally.deep++;
+      // What the chain lost: from the first height whose block changed. anvil rebuilds an empty
+      // block at its old timestamp with the same hash, so replacing only empty blocks is no reorg
+      // at all (the last round counted those as made and never seen).
+      const after = await hashes();
+      const firstChanged = after.findIndex((hash, k) => hash !== before[k]);
+      const lostDepth = firstChanged === -1 ? 0 : depth - firstChanged;
+      if (lostDepth === 0) tally.noop++;
+      else {
+        tally.reorgs++;
+        tally.maxDepth = Math.max(tally.maxDepth, lostDepth);
+        if (BigInt(lostDepth) > CONFIRMED) tally.deep++;
+      }
       for (const record of records) if (record.txHash) byHash.set(record.txHash.toLowerCase(), record);
       for (const log of lost) {
         const record = byHash.get(log.transactionHash!.toLowerCase());
@@ -169,7 +182,7 @@ const failing = await runGuarded(
       // Each reorg on its own: wait until the ingester has counted it (its rewind committed). Its
       // checkpoint alone says nothing: a reorg that re-sends nothing leaves the head where it was.
       const rewound = Date.now() + CATCH_UP_MS;
-      while ((await metric(ingestMetrics, 'svc_ingest_reorgs_total')) < tally.reorgs && Date.now() < rewound) await sleep(50);
+      while (lostDepth > 0 && (await metric(ingestMetrics, 'svc_ingest_reorgs_total')) <= countedBefore && Date.now() < rewound) await sleep(50);
       if (i % Math.max(1, Math.floor(SIZE / 10)) === 0)
         console.log(`  ${i + 1} reorgs, ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
@@ -191,7 +204,7 @@ const failing = await runGuarded(
       `reorgs: ${tally.reorgs} (deepest ${tally.maxDepth}, ${tally.deep} deeper than the ${CONFIRMED}-block rule) during ${records.length} payments; dropped payments: ${tally.reincluded} re-included, ${tally.replaced} replaced, ${tally.dropped} dropped for good`,
     );
     console.log(
-      `ingester: ${counted} reorgs counted, ${alerted} deep-reorg alerts; ${tally.skipped} reorgs skipped (the ingester had not stored the branch within ${CATCH_UP_MS / 1000} s); settled in ${(settled.ms / 1000).toFixed(0)} s`,
+      `ingester: ${counted} reorgs counted, ${alerted} deep-reorg alerts; ${tally.skipped} reorgs skipped (the ingester had not stored the branch within ${CATCH_UP_MS / 1000} s), ${tally.noop} replaced only empty blocks with the same ones (no reorg); settled in ${(settled.ms / 1000).toFixed(0)} s`,
     );
     failing.push(...audit);
     if (ingest.crashes > 0) failing.push('the ingest process restarted: its counters do not cover the run');
