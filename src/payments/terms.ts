@@ -34,6 +34,15 @@ export const EXPIRES_IN = { min: 60, max: 7 * 86400, default: 3600 } as const;
 export const AMOUNT_LIMITS = { min: '0.01', max: '1000000' } as const;
 
 /**
+ * The lower minimum of a facilitator settlement's session (x402 `/verify` and `/settle`, issue 29):
+ * 0.001 token, x402's usual price per request. Such a session is bound to its own transaction by
+ * a claim, not by a unique due amount, so it needs no room below the cent; below 0.001 the
+ * relayer's (fee payer's) gas for the settlement costs about as much as the payment or more
+ * (docs/agents.md). Every other session keeps {@link AMOUNT_LIMITS}.min.
+ */
+export const SETTLEMENT_MIN_AMOUNT = '0.001';
+
+/**
  * Solana has no block depth rule in chains/solana.json (it uses commitment levels); a session
  * records 32, the depth after which a block is `finalized` (31+ confirmed blocks on top).
  */
@@ -50,7 +59,7 @@ function decimalsFor(chain: ChainConfig, currency: Currency): number {
  * Parses a requested amount for `decimals`: positive decimal text, no more decimals than the
  * token has, within {@link AMOUNT_LIMITS}. Every refusal is a 400 that says why.
  */
-function parseRequestedAmount(text: string, decimals: number, field = 'amount'): bigint {
+function parseRequestedAmount(text: string, decimals: number, minimum: string = AMOUNT_LIMITS.min, field = 'amount'): bigint {
   let units: bigint;
   try {
     units = parseAmount(text, decimals);
@@ -59,7 +68,7 @@ function parseRequestedAmount(text: string, decimals: number, field = 'amount'):
     throw error;
   }
   if (units <= 0n) throw badRequest(`${field} must be a positive number`);
-  if (units < parseAmount(AMOUNT_LIMITS.min, decimals)) throw badRequest(`${field} ${text} is below the minimum of ${AMOUNT_LIMITS.min}`);
+  if (units < parseAmount(minimum, decimals)) throw badRequest(`${field} ${text} is below the minimum of ${minimum}`);
   if (units > parseAmount(AMOUNT_LIMITS.max, decimals)) throw badRequest(`${field} ${text} is above the maximum of ${AMOUNT_LIMITS.max}`);
   return units;
 }
@@ -149,6 +158,11 @@ export interface SessionTerms {
   chains?: Record<ChainName, ChainConfig> | undefined;
   /** `amount` or `address` (attribution.ts); undefined: the merchant's default. */
   attribution?: Attribution | undefined;
+  /**
+   * {@link SETTLEMENT_MIN_AMOUNT} for a facilitator settlement's session only (x402/facilitator.ts);
+   * unset: {@link AMOUNT_LIMITS}.min. Never read from a request: the API's bodies refuse unknown fields.
+   */
+  minimum?: typeof SETTLEMENT_MIN_AMOUNT | undefined;
 }
 
 /** {@link SessionTerms} checked and resolved: what a session row is made of. */
@@ -188,7 +202,7 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
   const decimals = decimalsFor(chain, params.currency);
   // Before the reads: `address` on solana is refused for what it is, whatever else is wrong.
   if (params.attribution !== undefined) resolveAttribution({ requested: params.attribution, merchantDefault: 'amount', chain: params.chain });
-  const amount = parseRequestedAmount(params.amount, decimals);
+  const amount = parseRequestedAmount(params.amount, decimals, params.minimum);
   const expiresIn = params.expiresIn ?? EXPIRES_IN.default;
   if (!Number.isInteger(expiresIn) || expiresIn < EXPIRES_IN.min || expiresIn > EXPIRES_IN.max) {
     throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);

@@ -4,7 +4,7 @@ import type { ChainConfig, TokenConfig } from '../internal/chains.ts';
 import type { ChainName } from '../internal/config.ts';
 import { badRequest } from '../internal/errors.ts';
 import { formatAmount, parseAmount } from '../internal/money.ts';
-import { AMOUNT_LIMITS } from '../payments/terms.ts';
+import { AMOUNT_LIMITS, SETTLEMENT_MIN_AMOUNT } from '../payments/terms.ts';
 import { SANDBOX_EVM_CHAIN_IDS } from '../checkout/uris.ts';
 import { listWallets } from '../accounts/wallets.ts';
 import { createSession } from '../payments/sessions.ts';
@@ -87,13 +87,15 @@ export function readFacilitatorRequest(
 }
 
 /**
- * Why a facilitator payment of `amount` base units cannot be recorded as a session (its amount is
- * outside a session's limits, AMOUNT_LIMITS), or undefined. Checked by `/verify` too, so a payment
- * it calls valid is not then refused by `/settle`.
+ * Why a facilitator payment of `amount` base units cannot be recorded as a session, or undefined:
+ * below {@link SETTLEMENT_MIN_AMOUNT} (0.001 token: a settlement's session is bound to its
+ * transaction by a claim, so it takes less than a session's 0.01, but below 0.001 the relayer's
+ * gas costs more than the payment moves) or above AMOUNT_LIMITS.max. Checked by `/verify` too, so
+ * a payment it calls valid is not then refused by `/settle`.
  */
 export function amountOutsideLimits(amount: bigint, decimals: number): string | undefined {
-  if (amount < parseAmount(AMOUNT_LIMITS.min, decimals))
-    return `the amount ${formatAmount(amount, decimals)} is below this gateway's minimum payment of ${AMOUNT_LIMITS.min} (a settlement is recorded as a session)`;
+  if (amount < parseAmount(SETTLEMENT_MIN_AMOUNT, decimals))
+    return `the amount ${formatAmount(amount, decimals)} is below this gateway's minimum x402 settlement of ${SETTLEMENT_MIN_AMOUNT} (${parseAmount(SETTLEMENT_MIN_AMOUNT, decimals)} base units): below it the settlement's gas costs about as much as the payment moves`;
   if (amount > parseAmount(AMOUNT_LIMITS.max, decimals))
     return `the amount ${formatAmount(amount, decimals)} is above this gateway's maximum payment of ${AMOUNT_LIMITS.max}`;
   return undefined;
@@ -138,6 +140,8 @@ export async function createFacilitatorSession(
     chain: offer.chain,
     currency: offer.token.currency,
     amount: formatAmount(BigInt(requirements.amount), offer.token.decimals),
+    // Its own, lower minimum (the same one amountOutsideLimits checks): it is claimed, not matched by amount.
+    minimum: SETTLEMENT_MIN_AMOUNT,
     ...(params.livemode ? { merchantWallet: requirements.payTo } : {}),
     expiresIn: 3600,
     metadata: { source: 'x402-facilitator', payer },
