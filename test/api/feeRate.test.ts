@@ -37,6 +37,11 @@ describe('SVC_FEE_BPS', () => {
     expect(feeFor(10_000_000n, 250)).toBe(250_000n);
     expect(feeFor(123_456_789n, 0)).toBe(0n);
     expect(feeFor(1n, 10_000)).toBe(1n);
+    // An x402 micropayment's 0.001 token (the facilitator's minimum): 1000 base units at 6 decimals, 10^15 at 18 (bsc).
+    expect(feeFor(1_000n)).toBe(10n);
+    expect(feeFor(10n ** 15n)).toBe(10n ** 13n);
+    expect(feeFor(1_000n, 1)).toBe(0n); // 0.1 base unit rounds down to nothing, never below
+    expect(feeFor(1_000n, 5)).toBe(1n); // 0.5 rounds up
   });
 
   test('the variable defaults to 100 and refuses anything but 0..10000 basis points, by name', () => {

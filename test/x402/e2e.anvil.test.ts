@@ -88,6 +88,36 @@ async function signedHeader(sessionId: string): Promise<Record<string, string>> 
   return httpClient.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
 }
 
+const sessionCount = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM payment_sessions')).rows[0]!.n);
+
+/** A client of the gateway's facilitator endpoints with the merchant's live key, as a resource server sets it up. */
+function facilitatorClient() {
+  return new HTTPFacilitatorClient({
+    url: `${baseUrl}/api/v1/x402`,
+    createAuthHeaders: async () => {
+      const auth = { authorization: `Bearer ${merchant.live}` };
+      return { verify: auth, settle: auth, supported: auth };
+    },
+  });
+}
+
+/** An @x402/hono shop selling `GET /weather` at `price`, settling through the gateway; run in process, its fetch handler is the client's transport. */
+function shopAt(price: string) {
+  const server = new x402ResourceServer(facilitatorClient()).register('eip155:137', new ExactEvmServerScheme());
+  const shop = new Hono();
+  shop.use(
+    paymentMiddleware({ 'GET /weather': { accepts: { scheme: 'exact', price, network: 'eip155:137', payTo: wallet }, description: 'Weather' } }, server),
+  );
+  shop.get('/weather', (c) => c.json({ weather: 'sunny' }));
+  return (input: string | URL | Request, init?: RequestInit) => Promise.resolve(shop.fetch(new Request(input, init)));
+}
+
+/** The session a facilitator settlement of `txHash` was recorded as. */
+async function facilitatorSessionOf(txHash: string): Promise<string> {
+  const { rows } = await db.store.query(`SELECT session_id FROM x402_settlements WHERE tx_hash = $1 AND source = 'facilitator'`, [txHash]);
+  return rows[0]!.session_id as string;
+}
+
 describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
   test('@x402/fetch pays a session; it confirms through the ingester and engine; the merchant gets verified webhooks', async () => {
     const session = await createSession('0.5');
@@ -164,24 +194,7 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
   });
 
   test('an @x402/hono resource server settles through the facilitator endpoints into the merchant wallet; a session with webhooks records it', async () => {
-    const facilitator = new HTTPFacilitatorClient({
-      url: `${baseUrl}/api/v1/x402`,
-      createAuthHeaders: async () => {
-        const auth = { authorization: `Bearer ${merchant.live}` };
-        return { verify: auth, settle: auth, supported: auth };
-      },
-    });
-    const server = new x402ResourceServer(facilitator).register('eip155:137', new ExactEvmServerScheme());
-    const shop = new Hono();
-    shop.use(
-      paymentMiddleware(
-        { 'GET /weather': { accepts: { scheme: 'exact', price: '$0.3', network: 'eip155:137', payTo: wallet }, description: 'Weather' } },
-        server,
-      ),
-    );
-    shop.get('/weather', (c) => c.json({ weather: 'sunny' }));
-    // The resource server runs in process: its fetch handler is the client's transport.
-    const shopFetch = (input: string | URL | Request, init?: RequestInit) => Promise.resolve(shop.fetch(new Request(input, init)));
+    const shopFetch = shopAt('$0.3');
     const before = await anvil.balanceOf(USDC, wallet);
     const answer = await wrapFetchWithPayment(shopFetch, payerClient())('http://shop.example/weather');
     expect(answer.status).toBe(200);
@@ -189,12 +202,69 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     const settled = decodePaymentResponseHeader(answer.headers.get('payment-response')!);
     expect(settled).toMatchObject({ success: true, network: 'eip155:137' });
     expect((await anvil.balanceOf(USDC, wallet)) - before).toBe(300_000n);
-    const { rows } = await db.store.query(`SELECT session_id FROM x402_settlements WHERE tx_hash = $1 AND source = 'facilitator'`, [settled.transaction]);
-    const sessionId = rows[0]!.session_id as string;
+    const sessionId = await facilitatorSessionOf(settled.transaction);
     await anvil.mine(33);
     await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'facilitator session confirmed');
     expect(await matchOf(settled.transaction)).toEqual({ session_id: sessionId, match_method: 'claim' });
     expect(await eventsOf(db.store, sessionId)).toEqual(['payment.confirming', 'payment.confirmed']);
     await waitFor(async () => receiver.received.filter((hook) => hook.sessionId === sessionId).length >= 2, 'facilitator session webhooks');
+  });
+
+  test("a $0.001 micropayment (x402's usual price) settles through the facilitator into a confirmed session of 1000 base units, fee 10; $0.0009 is refused; the API keeps 0.01", async () => {
+    const before = await anvil.balanceOf(USDC, wallet);
+    const answer = await wrapFetchWithPayment(shopAt('$0.001'), payerClient())('http://shop.example/weather');
+    expect(answer.status).toBe(200);
+    const settled = decodePaymentResponseHeader(answer.headers.get('payment-response')!);
+    expect(settled).toMatchObject({ success: true, network: 'eip155:137', payer: payer.address });
+    expect((await anvil.balanceOf(USDC, wallet)) - before).toBe(1_000n);
+    const sessionId = await facilitatorSessionOf(settled.transaction);
+    await anvil.mine(33);
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'micropayment confirmed');
+    // 1 % of 1000 base units, in base units: 10 (bigint, rounded half up).
+    expect((await api('GET', `/api/v1/sessions/${sessionId}`)).body).toMatchObject({
+      amount: '0.001',
+      amountDue: '0.001',
+      amountDueBaseUnits: '1000',
+      amountReceived: '0.001',
+      fee: '0.00001',
+      feeBaseUnits: '10',
+      metadata: { source: 'x402-facilitator', payer: payer.address },
+    });
+    expect(await matchOf(settled.transaction)).toEqual({ session_id: sessionId, match_method: 'claim' });
+    await waitFor(async () => receiver.received.filter((hook) => hook.sessionId === sessionId).length >= 2, 'micropayment webhooks');
+    expect(receiver.received.filter((hook) => hook.sessionId === sessionId).map((hook) => hook.event)).toEqual(['payment.confirming', 'payment.confirmed']);
+
+    // $0.0009 = 900 base units: the real client's payload for the shop's own 402, refused by /verify and /settle with nothing written or sent.
+    const client = payerClient();
+    const httpClient = new x402HTTPClient(client);
+    const challenge = await shopAt('$0.0009')('http://shop.example/weather');
+    expect(challenge.status).toBe(402);
+    const required = httpClient.getPaymentRequiredResponse((name) => challenge.headers.get(name));
+    expect(required.accepts[0]!.amount).toBe('900');
+    const payload = await client.createPaymentPayload(required);
+    const [count, sessions, balance] = [await settlements(), await sessionCount(), await anvil.balanceOf(USDC, payer.address)];
+    const refusal = {
+      invalidReason: 'invalid_exact_evm_authorization_value',
+      invalidMessage: expect.stringContaining('minimum x402 settlement of 0.001 (1000 base units)'),
+    };
+    expect(await facilitatorClient().verify(payload, required.accepts[0]!)).toMatchObject({ isValid: false, ...refusal });
+    const refused = await facilitatorClient()
+      .settle(payload, required.accepts[0]!)
+      .catch((error) => error.response ?? error);
+    expect(refused).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_authorization_value' });
+    expect([await settlements(), await sessionCount(), await anvil.balanceOf(USDC, payer.address)]).toEqual([count, sessions, balance]);
+
+    // Sessions the API creates keep a cent's minimum (their unique due amounts need the room below it); no body field lowers it.
+    for (const body of [
+      { amount: '0.001', currency: 'USDC', chain, merchantWallet: wallet },
+      { amount: '0.001', currency: 'USDC', chain, merchantWallet: wallet, minimum: '0.001' },
+    ]) {
+      const created = await api('POST', '/api/v1/sessions', body);
+      expect(created.status).toBe(400);
+    }
+    expect((await api('POST', '/api/v1/sessions', { amount: '0.001', currency: 'USDC', chain, merchantWallet: wallet })).body.error).toBe(
+      'amount 0.001 is below the minimum of 0.01',
+    );
+    expect(await sessionCount()).toBe(sessions);
   });
 });
