@@ -176,6 +176,28 @@ describe('x402 facilitator endpoints on Solana', () => {
     expect(before - (await usdc(payer.address))).toBe(250_000n);
   });
 
+  test("a $0.001 micropayment (1000 base units, x402's usual price) settles into a session of exactly that amount, fee 10, that confirms", async () => {
+    const { requirements, payload } = await signedPayment('1000');
+    const client = facilitator();
+    expect(await client.verify(payload, requirements)).toEqual({ isValid: true, payer: payer.address });
+    const before = await usdc(wallet.address);
+    const settled = await client.settle(payload, requirements);
+    expect(settled).toMatchObject({ success: true, network: NETWORK, payer: payer.address });
+    expect((await usdc(wallet.address)) - before).toBe(1_000n);
+    const { rows } = await db.store.query(`SELECT session_id FROM x402_settlements WHERE tx_hash = $1 AND source = 'facilitator'`, [settled.transaction]);
+    const sessionId = rows[0]!.session_id as string;
+    expect((await api('GET', `/api/v1/sessions/${sessionId}`)).body).toMatchObject({
+      chain: 'solana',
+      amount: '0.001',
+      amountDueBaseUnits: '1000',
+      feeBaseUnits: '10',
+      metadata: { source: 'x402-facilitator', payer: payer.address },
+    });
+    rpc.ledger.finalize();
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'settled', 'micropayment settled');
+    expect((await api('GET', `/api/v1/sessions/${sessionId}`)).body.amountReceived).toBe('0.001');
+  });
+
   test('/verify and /settle refuse what a session refuses (wallet, fee payer, amount, mint, test key) and write and send nothing', async () => {
     const client = facilitator();
     const stranger = (await rpc.wallet()).address;
@@ -189,10 +211,10 @@ describe('x402 facilitator endpoints on Solana', () => {
     const cheap = await signedPayment('100000');
     cases.push([{ payload: cheap.payload, requirements: { ...cheap.requirements, asset: rpc.mints.USDT } }, 'invalid_exact_svm_payload_mint_mismatch']);
     cases.push([{ payload: cheap.payload, requirements: { ...cheap.requirements, amount: '200000' } }, 'invalid_exact_svm_payload_amount_mismatch']);
-    // Below a session's minimum (0.01): refused by /verify too, not only by /settle.
-    cases.push([await signedPayment('1000'), 'invalid_exact_svm_payload_amount_mismatch']);
+    // Below a settlement's minimum (0.001 = 1000 base units): refused by /verify too, not only by /settle.
+    cases.push([await signedPayment('999'), 'invalid_exact_svm_payload_amount_mismatch']);
     for (const [{ payload, requirements }, reason] of cases) {
-      expect(await client.verify(payload, requirements)).toMatchObject({ isValid: false, invalidReason: reason });
+      expect(await client.verify(payload, requirements), reason).toMatchObject({ isValid: false, invalidReason: reason });
       expect(await client.settle(payload, requirements).catch((error) => error.response ?? error)).toMatchObject({ success: false, errorReason: reason });
     }
     const sandbox = await facilitator(() => merchant.test).verify(cheap.payload, cheap.requirements);
