@@ -13,8 +13,13 @@ work="${SVC_X402_E2E_DIR:-${TMPDIR:-/tmp}/svc-x402-e2e}"
 source="${1:-}"
 mkdir -p "$work"
 
-# 1. The e2e sources: the fetch client and the hono server, unchanged.
+# 1. The e2e sources: the fetch client and the hono server, unchanged (their routes' $0.001 too:
+#    the facilitator takes settlements down to 0.001, docs/agents.md). A scratch directory from an
+#    earlier version of this script holds their server with the price raised to "$0.01", a string
+#    their source does not have: copy theirs again.
+if grep -q '"\$0\.01"' "$work/server/index.ts" 2>/dev/null; then rm -f "$work/client/index.ts" "$work/server/index.ts"; fi
 if [ ! -f "$work/client/index.ts" ]; then
+  if [ -z "$source" ] && [ -d "$work/x402" ]; then source="$work/x402"; fi
   if [ -z "$source" ]; then
     git clone --depth 1 https://github.com/coinbase/x402 "$work/x402"
     source="$work/x402"
@@ -30,10 +35,6 @@ if [ ! -f "$work/client/index.ts" ]; then
     git --git-dir="$source" rev-parse HEAD > "$work/commit"
   fi
 fi
-
-# Their routes cost $0.001; a facilitator settlement here is recorded as a session, whose minimum
-# is 0.01 (AMOUNT_LIMITS): /verify and /settle refuse less (docs/agents.md). The one change to their code.
-sed -i 's/"\$0\.001"/"$0.01"/g' "$work/server/index.ts"
 
 # 2. Their npm dependencies, as published (the e2e's package.json names workspace:* versions).
 if [ ! -d "$work/node_modules/@x402/hono" ]; then

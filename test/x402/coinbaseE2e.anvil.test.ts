@@ -150,7 +150,7 @@ describe.skipIf(!work)("coinbase/x402's e2e client and server against the gatewa
         .findLast((line) => line.startsWith('{'))!,
     );
     expect(result, client).toMatchObject({ success: true, status_code: 200, payment_response: { success: true, network: 'eip155:8453' } });
-    expect(await anvil.balanceOf(USDC, wallet)).toBe(10_000n); // their route's price, $0.001, raised to $0.01 by run.sh
+    expect(await anvil.balanceOf(USDC, wallet)).toBe(1_000n); // their route's price, $0.001, unchanged
     const { rows } = await db.store.query('SELECT source, status FROM x402_settlements WHERE tx_hash = $1', [
       result.payment_response.transaction.toLowerCase(),
     ]);
