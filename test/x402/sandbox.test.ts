@@ -216,6 +216,16 @@ describe('x402 in the sandbox', () => {
       async () => ['confirmed', 'settled'].includes((await api('GET', `/api/v1/sessions/${session.id}`, merchant.test)).body.status),
       'facilitator sandbox session confirmed',
     );
+    // A $0.001 micropayment (the facilitator's minimum) settles in the sandbox too; 999 base units is refused.
+    expect((await api('POST', '/api/v1/x402/verify', merchant.test, await body(wallet, 999n))).body).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_authorization_value',
+    });
+    const micro = await api('POST', '/api/v1/x402/settle', merchant.test, await body(wallet, 1_000n));
+    expect(micro.body).toMatchObject({ success: true, sessionId: expect.stringMatching(/^ses_/) });
+    const microStatus = async () => (await api('GET', `/api/v1/sessions/${micro.body.sessionId}`, merchant.test)).body;
+    expect(await microStatus()).toMatchObject({ amount: '0.001', amountDueBaseUnits: '1000', feeBaseUnits: '10' });
+    await waitFor(async () => ['confirmed', 'settled'].includes((await microStatus()).status), 'sandbox micropayment confirmed');
   });
   test('a test-key session waiting for the choice lists each option on its test network; paying the base entry chooses base USDC and the sandbox settles it', async () => {
     const options = [
