@@ -143,6 +143,10 @@ export async function createFacilitatorSession(
     // Its own, lower minimum (the same one amountOutsideLimits checks): it is claimed, not matched by amount.
     minimum: SETTLEMENT_MIN_AMOUNT,
     ...(params.livemode ? { merchantWallet: requirements.payTo } : {}),
+    // On the wallet the payer paid, whatever the merchant's default: the resource server's
+    // requirements named that wallet, and a deposit address of the session's own would leave the
+    // claimed transfer paying another address than the session's (it never confirmed).
+    attribution: 'amount',
     expiresIn: 3600,
     metadata: { source: 'x402-facilitator', payer },
     monitorWindowSeconds: params.monitorWindowSeconds,

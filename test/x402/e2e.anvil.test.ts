@@ -267,4 +267,21 @@ describe('x402 on anvil (polygon, EIP-3009 USDC)', () => {
     );
     expect(await sessionCount()).toBe(sessions);
   });
+
+  test('a merchant whose sessions default to deposit addresses: the settlement is still recorded as a session on the paid wallet, and confirms', async () => {
+    await db.store.query("UPDATE merchants SET default_attribution = 'address' WHERE id = $1", [merchant.id]);
+    try {
+      const answer = await wrapFetchWithPayment(shopAt('$0.2'), payerClient())('http://shop.example/weather');
+      expect(answer.status).toBe(200);
+      const settled = decodePaymentResponseHeader(answer.headers.get('payment-response')!);
+      const sessionId = await facilitatorSessionOf(settled.transaction);
+      // The payer paid the wallet in the shop's requirements, not a deposit address of the session's own.
+      expect((await api('GET', `/api/v1/sessions/${sessionId}`)).body).toMatchObject({ paymentAddress: wallet, depositAddress: null, attribution: 'amount' });
+      await anvil.mine(33);
+      await waitFor(async () => (await api('GET', `/api/v1/sessions/${sessionId}`)).body.status === 'confirmed', 'settlement confirmed');
+      expect(await matchOf(settled.transaction)).toEqual({ session_id: sessionId, match_method: 'claim' });
+    } finally {
+      await db.store.query("UPDATE merchants SET default_attribution = 'amount' WHERE id = $1", [merchant.id]);
+    }
+  });
 });
