@@ -1,25 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { MAX_OPEN_SESSIONS_PER_LINK } from '../../src/payments/links.ts';
-import { buildApi, createClient, newMerchant, PUBLIC_URL, WALLET } from '../helpers/api.ts';
-import { createOpenApiChecker, type OpenApiChecker } from '../helpers/openapiCheck.ts';
+import { useApi, newMerchant, PUBLIC_URL, WALLET } from '../helpers/api.ts';
 
 /**
  * Payment links over the API: create, read, list, a fresh session per visit, the cap on open
  * sessions, deactivation, the page a browser gets when a link cannot start a checkout, validation.
  */
 const db = useTestDatabase('api_payment_links');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-let checker: OpenApiChecker;
-
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-  checker = await createOpenApiChecker(app);
-  call = createClient(app, checker);
-});
-afterAll(() => app.close());
+const api = useApi(db);
+const { call } = api;
 
 const payment = (extra: Record<string, unknown> = {}) => ({ amount: '10', currency: 'USDC', chain: 'base', merchantWallet: WALLET, ...extra });
 
@@ -42,7 +32,7 @@ describe('payment links', () => {
     expect((await call('GET', `/api/v1/payment-links/${link.body.id}`, { key: m.test })).body).toEqual(link.body);
 
     const visits = [];
-    for (let i = 0; i < 2; i++) visits.push(await app.inject({ method: 'GET', url: `/pay/${link.body.id}` }));
+    for (let i = 0; i < 2; i++) visits.push(await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}` }));
     const sessionIds = visits.map((visit) => {
       expect(visit.statusCode).toBe(303);
       return /\/checkout\/(ses_\w+)$/.exec(String(visit.headers.location))![1]!;
@@ -68,9 +58,9 @@ describe('payment links', () => {
     const link = await call('POST', '/api/v1/payment-links', { key: m.test, body: payment({ amount: '3' }) });
     // Open sessions as visits would, then one more visit: 429 with Retry-After, nothing created.
     for (let i = 0; i < MAX_OPEN_SESSIONS_PER_LINK; i++) {
-      expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
+      expect((await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
     }
-    const refused = await app.inject({ method: 'GET', url: `/pay/${link.body.id}` });
+    const refused = await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}` });
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('60');
     const count = async () =>
@@ -83,7 +73,7 @@ describe('payment links', () => {
       `UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE id = (SELECT id FROM payment_sessions WHERE payment_link_id = $1 LIMIT 1)`,
       [link.body.id],
     );
-    expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
+    expect((await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
   });
 
   test('deactivated links answer 410 and create nothing; reactivation works; unknown links are 404', async () => {
@@ -91,14 +81,14 @@ describe('payment links', () => {
     const link = await call('POST', '/api/v1/payment-links', { key: m.test, body: payment() });
     const off = await call('PATCH', `/api/v1/payment-links/${link.body.id}`, { key: m.test, body: { active: false } });
     expect(off.body.active).toBe(false);
-    const gone = await app.inject({ method: 'GET', url: `/pay/${link.body.id}` });
+    const gone = await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}` });
     expect(gone.statusCode).toBe(410);
     expect(gone.json()).toEqual({ error: 'this payment link is no longer active' });
     expect((await call('GET', '/api/v1/payment-links?active=false', { key: m.test })).body.data.length).toBe(1);
     expect((await call('GET', '/api/v1/payment-links?active=true', { key: m.test })).body.data.length).toBe(0);
     await call('PATCH', `/v1/payment-links/${link.body.id}`, { key: m.test, body: { active: true } });
-    expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
-    expect((await app.inject({ method: 'GET', url: '/pay/plink_unknown' })).statusCode).toBe(404);
+    expect((await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}` })).statusCode).toBe(303);
+    expect((await api.app.inject({ method: 'GET', url: '/pay/plink_unknown' })).statusCode).toBe(404);
     const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE payment_link_id = $1', [link.body.id]);
     expect(rows[0]!.n).toBe(1);
   });
@@ -108,7 +98,7 @@ describe('payment links', () => {
     const link = await call('POST', '/api/v1/payment-links', { key: m.test, body: payment() });
     await call('PATCH', `/api/v1/payment-links/${link.body.id}`, { key: m.test, body: { active: false } });
     const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
-    const gone = await app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: browser });
+    const gone = await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: browser });
     expect(gone.statusCode).toBe(410);
     expect(gone.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(gone.body).toContain('<h1>Payment link no longer active</h1>');
@@ -118,10 +108,10 @@ describe('payment links', () => {
       'cache-control': 'no-store',
       'content-security-policy': expect.stringContaining("default-src 'none'"),
     });
-    const unknown = await app.inject({ method: 'GET', url: '/pay/plink_unknown', headers: browser });
+    const unknown = await api.app.inject({ method: 'GET', url: '/pay/plink_unknown', headers: browser });
     expect([unknown.statusCode, unknown.body.includes('<h1>Payment link not found</h1>')]).toEqual([404, true]);
     // API clients (JSON, or no Accept at all) keep the JSON error.
-    expect((await app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: { accept: 'application/json' } })).json()).toEqual({
+    expect((await api.app.inject({ method: 'GET', url: `/pay/${link.body.id}`, headers: { accept: 'application/json' } })).json()).toEqual({
       error: 'this payment link is no longer active',
     });
   });

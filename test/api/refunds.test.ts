@@ -1,24 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, createClient, newMerchant, payer, SOLANA_WALLET, WALLET } from '../helpers/api.ts';
-import { createOpenApiChecker, type OpenApiChecker } from '../helpers/openapiCheck.ts';
+import { useApi, newMerchant, payer, SOLANA_WALLET, WALLET } from '../helpers/api.ts';
 
 /**
  * Refunds over the API: request, complete and reject with their events, concurrency, unconfirmed
  * or reorged money, and the refusals.
  */
 const db = useTestDatabase('api_refunds');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-let checker: OpenApiChecker;
-
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-  checker = await createOpenApiChecker(app);
-  call = createClient(app, checker);
-});
-afterAll(() => app.close());
+const api = useApi(db);
+const { call } = api;
 
 const payment = (extra: Record<string, unknown> = {}) => ({ amount: '10', currency: 'USDC', chain: 'base', merchantWallet: WALLET, ...extra });
 

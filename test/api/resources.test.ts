@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi, createClient, EVERY_CHAIN_LIVE, newMerchant, payer, WALLET } from '../helpers/api.ts';
-import { createOpenApiChecker, type OpenApiChecker } from '../helpers/openapiCheck.ts';
+import { buildApi, createClient, EVERY_CHAIN_LIVE, newMerchant, payer, useApi, WALLET } from '../helpers/api.ts';
 
 /**
  * The API's read resources: the payments list (pages, filters, bad parameters), currencies,
@@ -9,17 +8,8 @@ import { createOpenApiChecker, type OpenApiChecker } from '../helpers/openapiChe
  * refunds in refunds.test.ts.
  */
 const db = useTestDatabase('api_resources');
-let app: ReturnType<typeof buildApi>;
-let call: ReturnType<typeof createClient>;
-let checker: OpenApiChecker;
-
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-  checker = await createOpenApiChecker(app);
-  call = createClient(app, checker);
-});
-afterAll(() => app.close());
+const api = useApi(db);
+const { call } = api;
 
 const payment = (extra: Record<string, unknown> = {}) => ({ amount: '10', currency: 'USDC', chain: 'base', merchantWallet: WALLET, ...extra });
 
