@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
-import { buildApi, createClient, newMerchant, WALLET, useApi } from '../helpers/api.ts';
+import { countSessions, buildApi, createClient, newMerchant, WALLET, useApi } from '../helpers/api.ts';
 import { createStore } from '../../src/store/index.ts';
 
 /**
@@ -15,10 +15,7 @@ const { call } = api;
 
 const body = (extra: Record<string, unknown> = {}) => ({ amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET, ...extra });
 
-async function countSessions(merchantId: string): Promise<number> {
-  const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [merchantId]);
-  return rows[0]!.n;
-}
+const sessionsOf = (merchantId: string) => countSessions(db.store, merchantId);
 
 describe('unique due amounts', () => {
   test('sessions asking the same amount on one wallet get amount, +1, +2 base units; another currency or wallet starts again', async () => {
@@ -132,10 +129,10 @@ describe('unique due amounts', () => {
        FROM generate_series(0, 9999) AS k`,
       [m.id, sandboxWallet('polygon', m.id)],
     );
-    const before = await countSessions(m.id);
+    const before = await sessionsOf(m.id);
     const refused = await call('POST', '/api/v1/payments', { key: m.test, body: body({ amount: '9' }) });
     expect(refused.status).toBe(409);
     expect(refused.body.error).toMatch(/^too many open sessions ask for USDC amount 9000000 base units on polygon/);
-    expect(await countSessions(m.id)).toBe(before);
+    expect(await sessionsOf(m.id)).toBe(before);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, WALLET, useApi } from '../helpers/api.ts';
+import { countSessions, newMerchant, WALLET, useApi } from '../helpers/api.ts';
 
 /**
  * Creating a session with bad input: a 400 that says what is wrong, and nothing written;
@@ -12,10 +12,7 @@ const { call } = api;
 
 const body = (extra: Record<string, unknown> = {}) => ({ amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET, ...extra });
 
-async function countSessions(merchantId: string): Promise<number> {
-  const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [merchantId]);
-  return rows[0]!.n;
-}
+const sessionsOf = (merchantId: string) => countSessions(db.store, merchantId);
 
 describe('validation: a 400 that says what is wrong, and writes nothing', () => {
   const cases: [string, unknown, string | RegExp][] = [
@@ -60,7 +57,7 @@ describe('validation: a 400 that says what is wrong, and writes nothing', () => 
       if (typeof message === 'string') expect(answer.body).toEqual({ error: message });
       else expect(answer.body.error).toMatch(message);
     }
-    expect(await countSessions(m.id)).toBe(0);
+    expect(await sessionsOf(m.id)).toBe(0);
   });
 
   test('malformed JSON, a wrong content type, an empty body and an oversized body are 400s', async () => {
@@ -82,7 +79,7 @@ describe('validation: a 400 that says what is wrong, and writes nothing', () => 
     expect(huge.json()).toEqual({ error: 'request body is larger than 65536 bytes' });
     const proto = await send('{"__proto__": {"x": 1}, "amount": "1", "currency": "USDC", "chain": "polygon"}', 'application/json');
     expect(proto.statusCode).toBe(400);
-    expect(await countSessions(m.id)).toBe(0);
+    expect(await sessionsOf(m.id)).toBe(0);
   });
 
   test('unknown session ids and malformed ids are both 404 (they name no session; every route in unknownIds.test.ts)', async () => {

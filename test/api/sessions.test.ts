@@ -3,7 +3,7 @@ import { getBase58Encoder } from '@solana/kit';
 import { useTestDatabase } from '../helpers/db.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { sandboxWallet } from '../../src/internal/sandboxIds.ts';
-import { newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from '../helpers/api.ts';
+import { countSessions, newMerchant, PUBLIC_URL, SOLANA_WALLET, WALLET, useApi } from '../helpers/api.ts';
 
 /**
  * Creating a session: one session read through both interfaces, and what a payer needs of it
@@ -16,10 +16,7 @@ const { call } = api;
 
 const body = (extra: Record<string, unknown> = {}) => ({ amount: '25', currency: 'USDC', chain: 'polygon', merchantWallet: WALLET, ...extra });
 
-async function countSessions(merchantId: string): Promise<number> {
-  const { rows } = await db.store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [merchantId]);
-  return rows[0]!.n;
-}
+const sessionsOf = (merchantId: string) => countSessions(db.store, merchantId);
 
 describe('one session, two interfaces', () => {
   test('POST /api/v1/sessions (Bearer) answers 201 with §2.1 fields; GET /v1/payments/:id (X-API-Key) reads it as §2.2 `pending`', async () => {
@@ -128,13 +125,13 @@ describe('what a payer needs', () => {
 
   test('a webhookUrl on a loopback or private address is refused for live sessions (400, nothing written) and allowed in the sandbox', async () => {
     const m = await newMerchant(db.store);
-    const before = await countSessions(m.id);
+    const before = await sessionsOf(m.id);
     for (const url of ['http://127.0.0.1:9/hook', 'http://10.0.0.8/hook', 'http://[::1]/hook', 'http://169.254.169.254/latest']) {
       const refused = await call('POST', '/api/v1/sessions', { key: m.live, body: body({ webhookUrl: url }) });
       // The message names the request's field (webhookUrl), not the webhooks API's `url`.
       expect(refused).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^webhookUrl: .*private, loopback or link-local/) } });
     }
-    expect(await countSessions(m.id)).toBe(before);
+    expect(await sessionsOf(m.id)).toBe(before);
     expect((await call('POST', '/api/v1/sessions', { key: m.test, body: body({ webhookUrl: 'http://127.0.0.1:9/hook' }) })).status).toBe(201);
   });
 
