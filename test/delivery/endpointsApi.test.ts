@@ -1,15 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, createClient, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
-import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
-import { createHttp } from '../../src/http.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { appendEvent } from '../../src/payments/outbox.ts';
+import { box, newMerchant } from '../helpers/api.ts';
 import { verifyWebhook } from '../../src/index.ts';
-import { delivery as createWorker, logger } from '../helpers/delivery.ts';
-import { startReceiver } from '../helpers/webhookReceiver.ts';
+import { delivery as createWorker, emitEvent, useWebhookApis } from '../helpers/delivery.ts';
 
 /**
  * The webhook endpoints API: register (the secret shown once), list, get, update, rotate,
@@ -17,44 +10,19 @@ import { startReceiver } from '../helpers/webhookReceiver.ts';
  */
 const db = useTestDatabase('delivery_endpoints_api');
 
-function api(allowPrivate: boolean): FastifyInstance {
-  return createHttp({
-    store: db.store,
-    logger,
-    metrics: createMetricsRegistry({ defaultMetrics: false }),
-    config: loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: String(allowPrivate), LOG_LEVEL: 'silent' }),
-    box,
-    rateLimits: GENEROUS_LIMITS,
-  });
-}
-
-let app: FastifyInstance;
-let strictApp: FastifyInstance;
-let call: ReturnType<typeof createClient>;
-let strictCall: ReturnType<typeof createClient>;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const apis = useWebhookApis(db);
+const { call, strictCall } = apis;
+let receiver: ReturnType<typeof apis.started>['receiver'];
 const worker = () => createWorker(db.store, { box });
+const emit = (merchantId: string, type?: string, sessionId?: string) => emitEvent(db.store, merchantId, type, sessionId);
 
-beforeAll(async () => {
-  app = api(true);
-  strictApp = api(false);
-  call = createClient(app, await createOpenApiChecker(app));
-  strictCall = createClient(strictApp);
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await Promise.all([app.close(), strictApp.close(), receiver.close()]);
+beforeAll(() => {
+  ({ receiver } = apis.started());
 });
 
 async function countRows(table: string): Promise<bigint> {
   const { rows } = await db.store.query<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`);
   return rows[0]!.n;
-}
-
-async function emit(merchantId: string, type = 'payment.confirmed', sessionId?: string) {
-  return db.store.transaction((sql) =>
-    appendEvent(sql, { merchantId, livemode: false, type, sessionId: sessionId ?? null, data: { id: sessionId ?? 'ses_none', status: 'confirmed' } }),
-  );
 }
 
 describe('webhook endpoints API', () => {

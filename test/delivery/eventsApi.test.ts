@@ -1,15 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, createClient, GENEROUS_LIMITS, newMerchant } from '../helpers/api.ts';
-import { createOpenApiChecker } from '../helpers/openapiCheck.ts';
-import { createHttp } from '../../src/http.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { appendEvent } from '../../src/payments/outbox.ts';
+import { box, newMerchant } from '../helpers/api.ts';
 import { verifyWebhook } from '../../src/index.ts';
-import { createFakeClock, delivery as createWorker, insertSession, logger } from '../helpers/delivery.ts';
-import { startReceiver } from '../helpers/webhookReceiver.ts';
+import { createFakeClock, delivery as createWorker, emitEvent, insertSession, useWebhookApis } from '../helpers/delivery.ts';
 
 /**
  * The events API: list and filter, an event's attempts, redelivery and replay (picked up by a
@@ -17,36 +10,16 @@ import { startReceiver } from '../helpers/webhookReceiver.ts';
  */
 const db = useTestDatabase('delivery_events_api');
 
-function api(allowPrivate: boolean): FastifyInstance {
-  return createHttp({
-    store: db.store,
-    logger,
-    metrics: createMetricsRegistry({ defaultMetrics: false }),
-    config: loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: String(allowPrivate), LOG_LEVEL: 'silent' }),
-    box,
-    rateLimits: GENEROUS_LIMITS,
-  });
-}
-
-let app: FastifyInstance;
-let call: ReturnType<typeof createClient>;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const apis = useWebhookApis(db);
+const { call } = apis;
+let receiver: ReturnType<typeof apis.started>['receiver'];
+let app: ReturnType<typeof apis.started>['app'];
 const worker = () => createWorker(db.store, { box });
+const emit = (merchantId: string, type?: string, sessionId?: string) => emitEvent(db.store, merchantId, type, sessionId);
 
-beforeAll(async () => {
-  app = api(true);
-  call = createClient(app, await createOpenApiChecker(app));
-  receiver = await startReceiver();
+beforeAll(() => {
+  ({ app, receiver } = apis.started());
 });
-afterAll(async () => {
-  await Promise.all([app.close(), receiver.close()]);
-});
-
-async function emit(merchantId: string, type = 'payment.confirmed', sessionId?: string) {
-  return db.store.transaction((sql) =>
-    appendEvent(sql, { merchantId, livemode: false, type, sessionId: sessionId ?? null, data: { id: sessionId ?? 'ses_none', status: 'confirmed' } }),
-  );
-}
 
 describe('events API: list, attempts, redeliver, replay', () => {
   test('list and filter by kind, payment and time; page with startingAfter', async () => {
