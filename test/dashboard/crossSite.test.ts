@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import { describe, expect, test } from 'vitest';
 import { listApiKeys } from '../../src/accounts/index.ts';
 import { DASHBOARD_CSP } from '../../src/dashboard/security.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi } from '../helpers/api.ts';
+import { buildApi, useApi } from '../helpers/api.ts';
 import {
   addUserWithPassword,
   csrfOf,
@@ -19,19 +18,14 @@ import {
  * pages' strict CSP and escaping, the session cookie's flags, the assets' caching.
  */
 const db = useTestDatabase('dashboard_cross_site');
-let app: FastifyInstance;
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-});
-afterAll(() => app?.close());
+const api = useApi(db, { checked: false });
 
 const keysOf = (merchantId: string) => listApiKeys(db.store, { merchantId });
 
 describe('cross-site requests', () => {
   test('missing or wrong CSRF token, a foreign Origin, Origin null or Sec-Fetch-Site cross-site: 403 and nothing changes', async () => {
     const { owner, merchantId } = await newMerchantWithOwner(db.store);
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     const form = { description: 'csrf', scope_read: '1' };
     const refusals = [
       await client.post('/dashboard/developers/keys', form, { csrf: false }),
@@ -58,16 +52,16 @@ describe('cross-site requests', () => {
 
   test('a sign-in form posted from another site (login CSRF) or without the pre-session cookie is refused', async () => {
     const { owner } = await newMerchantWithOwner(db.store);
-    const client = dashboardClient(app);
+    const client = dashboardClient(api.app);
     const foreign = await client.signIn(owner.email, TEST_PASSWORD, {});
     expect(foreign.status).toBe(303);
-    const attacker = dashboardClient(app);
+    const attacker = dashboardClient(api.app);
     const page = await attacker.get('/dashboard/sign-in');
     const token = csrfOf(page.body);
     attacker.jar.clear();
     const noCookie = await attacker.post('/dashboard/sign-in', { email: owner.email, password: TEST_PASSWORD }, { csrf: token });
     expect(noCookie.status).toBe(403);
-    const other = dashboardClient(app);
+    const other = dashboardClient(api.app);
     await other.get('/dashboard/sign-in');
     const crossSite = await other.post('/dashboard/sign-in', { email: owner.email, password: TEST_PASSWORD }, { headers: { origin: 'https://evil.example' } });
     expect(crossSite.status).toBe(403);
@@ -79,12 +73,12 @@ describe('pages', () => {
   test('every page has the strict CSP, no inline script, style or handler, and escapes what it shows', async () => {
     const { merchantId, owner } = await newMerchantWithOwner(db.store, { name: '<script>alert(1)</script> Shop' });
     await addUserWithPassword(db.store, { merchantId, role: 'viewer', email: `"><img/src=x/onerror=alert(1)>@example.test` });
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     const invite = await newMerchantWithInvite(db.store);
     const paths = ['/dashboard', '/dashboard/payments', '/dashboard/unmatched', '/dashboard/links', '/dashboard/refunds', '/dashboard/webhooks'];
     paths.push('/dashboard/developers', '/dashboard/settings', '/dashboard/team', '/dashboard/audit', '/dashboard/account', '/dashboard/nope');
     for (const path of [...paths, '/dashboard/sign-in', invite.linkPath]) {
-      const answer = await (path.startsWith('/dashboard/link/') || path === '/dashboard/sign-in' ? dashboardClient(app) : client).get(path);
+      const answer = await (path.startsWith('/dashboard/link/') || path === '/dashboard/sign-in' ? dashboardClient(api.app) : client).get(path);
       expect(answer.status, path).toBe(path === '/dashboard/nope' ? 404 : 200);
       expect(answer.headers['content-security-policy'], path).toBe(DASHBOARD_CSP);
       expect(answer.headers['x-frame-options'], path).toBe('DENY');
@@ -111,11 +105,11 @@ describe('pages', () => {
   });
 
   test('assets are served from the daemon with long caching; unknown names are 404', async () => {
-    const htmx = await app.inject({ method: 'GET', url: '/dashboard/assets/htmx.min.js' });
+    const htmx = await api.app.inject({ method: 'GET', url: '/dashboard/assets/htmx.min.js' });
     expect(htmx.statusCode).toBe(200);
     expect(htmx.headers['content-type']).toBe('text/javascript; charset=utf-8');
     expect(htmx.body).toContain('htmx');
-    expect((await app.inject({ method: 'GET', url: '/dashboard/assets/uplot.min.js' })).statusCode).toBe(200);
-    expect((await app.inject({ method: 'GET', url: '/dashboard/assets/..%2F..%2Fpackage.json' })).statusCode).toBe(404);
+    expect((await api.app.inject({ method: 'GET', url: '/dashboard/assets/uplot.min.js' })).statusCode).toBe(200);
+    expect((await api.app.inject({ method: 'GET', url: '/dashboard/assets/..%2F..%2Fpackage.json' })).statusCode).toBe(404);
   });
 });

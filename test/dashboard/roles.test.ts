@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import { describe, expect, test } from 'vitest';
 import { createApiKey, listApiKeys } from '../../src/accounts/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi } from '../helpers/api.ts';
+import { useApi } from '../helpers/api.ts';
 import { addUserWithPassword, newMerchantWithOwner, signedInClient, TEST_PASSWORD, type DashboardClient } from '../helpers/dashboard.ts';
 
 /**
@@ -11,12 +10,7 @@ import { addUserWithPassword, newMerchantWithOwner, signedInClient, TEST_PASSWOR
  * actions ask for.
  */
 const db = useTestDatabase('dashboard_roles');
-let app: FastifyInstance;
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-});
-afterAll(() => app?.close());
+const api = useApi(db, { checked: false });
 
 const keysOf = (merchantId: string) => listApiKeys(db.store, { merchantId });
 const setSession = (userId: string, assignment: string) => db.store.query(`UPDATE dashboard_sessions SET ${assignment} WHERE user_id = $1`, [userId]);
@@ -29,7 +23,7 @@ describe('roles are enforced on the server', () => {
   test('a viewer cannot create a key even with a forged post carrying its valid CSRF token: 403, nothing created', async () => {
     const { merchantId } = await newMerchantWithOwner(db.store);
     const viewer = await addUserWithPassword(db.store, { merchantId, role: 'viewer' });
-    const client = await signedInClient(app, viewer.email);
+    const client = await signedInClient(api.app, viewer.email);
     const page = await client.get('/dashboard/developers');
     expect(page.body).not.toContain('Create test key');
     const forged = await client.post('/dashboard/developers/keys', { description: 'forged', scope_read: '1', scope_write: '1' });
@@ -42,7 +36,7 @@ describe('roles are enforced on the server', () => {
     const { merchantId } = await newMerchantWithOwner(db.store);
     const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
     const live = await createApiKey(db.store, { merchantId, livemode: true });
-    const client = await signedInClient(app, developer.email);
+    const client = await signedInClient(api.app, developer.email);
     expect((await client.post('/dashboard/developers/keys', { scope_read: '1' })).status).toBe(201);
     await toLive(client);
     expect((await client.post('/dashboard/developers/keys', { scope_read: '1' })).status).toBe(403);
@@ -58,7 +52,7 @@ describe('roles are enforced on the server', () => {
     const other = await newMerchantWithOwner(db.store);
     const foreignKey = await createApiKey(db.store, { merchantId: other.merchantId, livemode: false });
     const { owner, merchantId } = await newMerchantWithOwner(db.store);
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     const answer = await client.post(`/dashboard/developers/keys/${foreignKey.apiKey.id}/revoke`);
     expect(answer.status).toBe(404);
     expect(answer.body).toContain(`no API key ${foreignKey.apiKey.id}`);
@@ -70,7 +64,7 @@ describe('roles are enforced on the server', () => {
     const { rows } = await db.store.query('SELECT role, disabled_at FROM dashboard_users WHERE id = $1', [other.owner.id]);
     expect(rows[0]).toEqual({ role: 'owner', disabled_at: null });
     const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
-    const devClient = await signedInClient(app, developer.email);
+    const devClient = await signedInClient(api.app, developer.email);
     expect((await devClient.get('/dashboard/team')).status).toBe(403);
     expect((await devClient.get('/dashboard/audit.csv')).status).toBe(403);
     expect((await devClient.post('/dashboard/team/invite', { email: 'x@example.test', role: 'owner' })).status).toBe(403);
@@ -80,7 +74,7 @@ describe('roles are enforced on the server', () => {
 describe('re-authentication for money-routing actions', () => {
   test('creating a live key without a recent password asks for it, refuses a wrong one, and continues with the right one', async () => {
     const { owner, merchantId } = await newMerchantWithOwner(db.store);
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     await toLive(client);
     await setSession(owner.id, `reauth_at = now() - interval '11 minutes'`);
     const asked = await client.post('/dashboard/developers/keys', { description: 'prod', scope_read: '1', scope_write: '1' });
@@ -101,7 +95,7 @@ describe('re-authentication for money-routing actions', () => {
 
   test('under htmx the prompt is the form alone; the page prompt goes through /dashboard/reauth and back', async () => {
     const { owner } = await newMerchantWithOwner(db.store);
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     await toLive(client);
     await setSession(owner.id, `reauth_at = now() - interval '11 minutes'`);
     const htmx = await client.post('/dashboard/developers/keys', { scope_read: '1' }, { headers: { 'hx-request': 'true' } });

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import { describe, expect, test } from 'vitest';
 import { takeSignInAttempt, IP_ATTEMPTS } from '../../src/accounts/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, buildApi, GENEROUS_LIMITS, PUBLIC_URL } from '../helpers/api.ts';
+import { box, GENEROUS_LIMITS, PUBLIC_URL, useApi } from '../helpers/api.ts';
 import { createHttp } from '../../src/http.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
@@ -15,19 +14,14 @@ import { addUserWithPassword, dashboardClient, newMerchantWithInvite, newMerchan
  * expired or used sign-in links, and no link token in the logs.
  */
 const db = useTestDatabase('dashboard_sign_in_sessions');
-let app: FastifyInstance;
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-});
-afterAll(() => app?.close());
+const api = useApi(db, { checked: false });
 
 const setSession = (userId: string, assignment: string) => db.store.query(`UPDATE dashboard_sessions SET ${assignment} WHERE user_id = $1`, [userId]);
 
 describe('sign-in throttling, sessions and links', () => {
   test('wrong passwords are throttled per account: the 6th attempt in 15 minutes is a 429, even with the right password', async () => {
     const { owner } = await newMerchantWithOwner(db.store);
-    const client = dashboardClient(app);
+    const client = dashboardClient(api.app);
     const statuses: number[] = [];
     for (let attempt = 0; attempt < 5; attempt++) statuses.push((await client.signIn(owner.email, 'wrong password here')).status);
     expect(statuses).toEqual([401, 401, 401, 401, 401]);
@@ -49,29 +43,29 @@ describe('sign-in throttling, sessions and links', () => {
 
   test('a session ends after 2 hours idle, after 12 hours in all, and for a disabled user', async () => {
     const { owner, merchantId } = await newMerchantWithOwner(db.store);
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     expect((await client.get('/dashboard/developers')).status).toBe(200);
     await setSession(owner.id, `last_seen_at = now() - interval '2 hours 1 minute'`);
     const idle = await client.get('/dashboard/developers');
     expect(idle.status).toBe(303);
     expect(idle.headers.location).toBe('/dashboard/sign-in?next=%2Fdashboard%2Fdevelopers');
 
-    const again = await signedInClient(app, owner.email);
+    const again = await signedInClient(api.app, owner.email);
     await setSession(owner.id, `expires_at = now() - interval '1 second'`);
     expect((await again.get('/dashboard/developers')).status).toBe(303);
 
     const viewer = await addUserWithPassword(db.store, { merchantId, role: 'viewer' });
-    const viewerClient = await signedInClient(app, viewer.email);
-    const ownerClient = await signedInClient(app, owner.email);
+    const viewerClient = await signedInClient(api.app, viewer.email);
+    const ownerClient = await signedInClient(api.app, owner.email);
     expect((await ownerClient.post(`/dashboard/team/${viewer.id}/disable`)).status).toBe(303);
     expect((await viewerClient.get('/dashboard/developers')).status).toBe(303);
-    expect((await dashboardClient(app).signIn(viewer.email)).status).toBe(401);
+    expect((await dashboardClient(api.app).signIn(viewer.email)).status).toBe(401);
   });
 
   test('sign out everywhere ends every session of the user', async () => {
     const { owner } = await newMerchantWithOwner(db.store);
-    const first = await signedInClient(app, owner.email);
-    const second = await signedInClient(app, owner.email);
+    const first = await signedInClient(api.app, owner.email);
+    const second = await signedInClient(api.app, owner.email);
     const out = await first.post('/dashboard/sign-out-everywhere');
     expect(out.status).toBe(303);
     expect(String(out.headers['set-cookie'])).toContain('Max-Age=0');
@@ -81,7 +75,7 @@ describe('sign-in throttling, sessions and links', () => {
   test('an expired or used sign-in link is refused (410) and sets no password', async () => {
     const expired = await newMerchantWithInvite(db.store);
     await db.store.query(`UPDATE dashboard_sign_in_links SET expires_at = now() - interval '1 second' WHERE user_id = $1`, [expired.user.id]);
-    const client = dashboardClient(app);
+    const client = dashboardClient(api.app);
     expect((await client.get(expired.linkPath)).status).toBe(410);
     await client.get('/dashboard/sign-in');
     expect((await client.post(expired.linkPath, { password: TEST_PASSWORD, confirmation: TEST_PASSWORD })).status).toBe(410);
@@ -89,13 +83,13 @@ describe('sign-in throttling, sessions and links', () => {
     expect(rows[0]!.password_hash).toBeNull();
 
     const used = await newMerchantWithInvite(db.store);
-    const first = dashboardClient(app);
+    const first = dashboardClient(api.app);
     await first.get(used.linkPath);
     const short = await first.post(used.linkPath, { password: 'short', confirmation: 'short' });
     expect(short.status).toBe(400);
     expect(short.body).toContain('the password must have at least 12 characters');
     expect((await first.post(used.linkPath, { password: TEST_PASSWORD, confirmation: TEST_PASSWORD })).status).toBe(303);
-    const second = dashboardClient(app);
+    const second = dashboardClient(api.app);
     await second.get('/dashboard/sign-in');
     expect((await second.post(used.linkPath, { password: 'another long password', confirmation: 'another long password' })).status).toBe(410);
   });

@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import { describe, expect, test } from 'vitest';
 import { generate } from 'otplib';
 import { reissueSignInLink, OPERATOR } from '../../src/accounts/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { buildApi } from '../helpers/api.ts';
+import { useApi } from '../helpers/api.ts';
 import { addUserWithPassword, dashboardClient, newMerchantWithOwner, signedInClient, TEST_PASSWORD } from '../helpers/dashboard.ts';
 
 /**
@@ -11,18 +10,13 @@ import { addUserWithPassword, dashboardClient, newMerchantWithOwner, signedInCli
  * it or reset a lost device; team invitations, the last owner, and the audit log as CSV.
  */
 const db = useTestDatabase('dashboard_two_factor');
-let app: FastifyInstance;
-beforeAll(async () => {
-  app = buildApi(db.store);
-  await app.ready();
-});
-afterAll(() => app?.close());
+const api = useApi(db, { checked: false });
 
 describe('a sign-in link does not skip two-factor', () => {
   test('a link for a user with TOTP asks for the code before it sets anything; an owner can reset a lost device, audited', async () => {
     const { owner, merchantId } = await newMerchantWithOwner(db.store);
     const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
-    const devClient = await signedInClient(app, developer.email);
+    const devClient = await signedInClient(api.app, developer.email);
     const started = await devClient.post('/dashboard/account/two-factor/start');
     const secret = /id="totp-secret">([A-Z2-7]+)</.exec(started.body)![1]!;
     expect((await devClient.post('/dashboard/account/two-factor/confirm', { code: await generate({ secret }) })).status).toBe(303);
@@ -33,7 +27,7 @@ describe('a sign-in link does not skip two-factor', () => {
 
     // Whoever holds a new link (an owner handed it out, or it leaked) still needs the device.
     const link = await reissueSignInLink(db.store, { merchantId, userId: developer.id, actor: OPERATOR });
-    const holder = dashboardClient(app);
+    const holder = dashboardClient(api.app);
     const form = await holder.get(`/dashboard/link/${link.token}`);
     expect(form.body).toContain('Two-factor code');
     const newPassword = { password: 'a brand new long password', confirmation: 'a brand new long password' };
@@ -55,9 +49,9 @@ describe('a sign-in link does not skip two-factor', () => {
 
     // A lost device: an owner turns the user's TOTP off (recent password, audited); another merchant's owner cannot.
     const stranger = await newMerchantWithOwner(db.store);
-    const strangerClient = await signedInClient(app, stranger.owner.email);
+    const strangerClient = await signedInClient(api.app, stranger.owner.email);
     expect((await strangerClient.post(`/dashboard/team/${developer.id}/two-factor/reset`)).status).toBe(404);
-    const ownerClient = await signedInClient(app, owner.email);
+    const ownerClient = await signedInClient(api.app, owner.email);
     expect((await ownerClient.get('/dashboard/team')).body).toContain(`/dashboard/team/${developer.id}/two-factor/reset`);
     expect((await ownerClient.post(`/dashboard/team/${developer.id}/two-factor/reset`)).status).toBe(303);
     const { rows } = await db.store.query('SELECT totp_enabled_at FROM dashboard_users WHERE id = $1', [developer.id]);
@@ -65,7 +59,7 @@ describe('a sign-in link does not skip two-factor', () => {
     const { rows: audit } = await db.store.query(`SELECT user_id, details FROM audit_log WHERE target = $1 AND action = 'user.totp_disabled'`, [developer.id]);
     expect(audit).toEqual([{ user_id: owner.id, details: { email: developer.email, resetByOwner: true } }]);
     const next = await reissueSignInLink(db.store, { merchantId, userId: developer.id, actor: OPERATOR });
-    const afterReset = dashboardClient(app);
+    const afterReset = dashboardClient(api.app);
     await afterReset.get(`/dashboard/link/${next.token}`);
     expect((await afterReset.post(`/dashboard/link/${next.token}`, { password: TEST_PASSWORD, confirmation: TEST_PASSWORD })).status).toBe(303);
   });
@@ -74,7 +68,7 @@ describe('a sign-in link does not skip two-factor', () => {
 describe('two-factor sign-in, team and audit', () => {
   test('a user turns TOTP on; sign-in then needs a code, used once; an owner can require it for everyone', async () => {
     const { owner, merchantId } = await newMerchantWithOwner(db.store);
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     const started = await client.post('/dashboard/account/two-factor/start');
     expect(started.status).toBe(200);
     expect(started.body).toContain('src="data:image/png;base64,');
@@ -82,7 +76,7 @@ describe('two-factor sign-in, team and audit', () => {
     expect((await client.post('/dashboard/account/two-factor/confirm', { code: '000000' })).status).toBe(400);
     expect((await client.post('/dashboard/account/two-factor/confirm', { code: await generate({ secret }) })).status).toBe(303);
 
-    const signIn = dashboardClient(app);
+    const signIn = dashboardClient(api.app);
     const asked = await signIn.signIn(owner.email);
     expect(asked.status).toBe(401);
     expect(asked.body).toContain('Two-factor code');
@@ -99,7 +93,7 @@ describe('two-factor sign-in, team and audit', () => {
     // Require it: a developer without TOTP is sent to set it up and can do nothing else.
     const developer = await addUserWithPassword(db.store, { merchantId, role: 'developer' });
     expect((await client.post('/dashboard/team/two-factor', { required: '1' })).status).toBe(303);
-    const devClient = await signedInClient(app, developer.email);
+    const devClient = await signedInClient(api.app, developer.email);
     const home = await devClient.get('/dashboard/developers');
     expect(home.status).toBe(303);
     expect(home.headers.location).toBe('/dashboard/account?setup=two-factor');
@@ -109,11 +103,11 @@ describe('two-factor sign-in, team and audit', () => {
 
   test('an owner invites a developer (link shown to copy), the last owner cannot be demoted, and the audit log records it all as CSV', async () => {
     const { owner } = await newMerchantWithOwner(db.store);
-    const client = await signedInClient(app, owner.email);
+    const client = await signedInClient(api.app, owner.email);
     const invited = await client.post('/dashboard/team/invite', { email: 'dev@example.test', role: 'developer' });
     expect(invited.status).toBe(201);
     const link = /id="sign-in-link">(https:\/\/pay\.example\.test\/dashboard\/link\/[0-9A-Za-z]{43})</.exec(invited.body)![1]!;
-    expect((await dashboardClient(app).get(new URL(link).pathname)).status).toBe(200);
+    expect((await dashboardClient(api.app).get(new URL(link).pathname)).status).toBe(200);
     const duplicate = await client.post('/dashboard/team/invite', { email: 'DEV@example.test', role: 'viewer' });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body).toContain('DEV@example.test is already a dashboard user of this merchant');
