@@ -152,6 +152,25 @@ export function useEip3009Gateway(dbName: string) {
     await anvil.waitMined(hash);
   }
 
+  /**
+   * Sends `authorization` with `signature` to the token directly from `account` with a tip far
+   * above the relayer's, as a mempool watcher front-running it would; returns the hash.
+   */
+  async function frontRun(account: Address, authorization: Authorization, signature: Hex): Promise<Hex> {
+    const { v, r, s } = parseSignature(signature);
+    const a = authorization;
+    return anvil.client.writeContract({
+      account,
+      chain: anvil.client.chain,
+      address: USDC,
+      abi: EIP3009_ABI,
+      functionName: 'transferWithAuthorization',
+      args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s],
+      maxPriorityFeePerGas: 100_000_000_000n,
+      maxFeePerGas: 200_000_000_000n,
+    });
+  }
+
   const count = async (sql: string) => Number((await db.store.query(sql)).rows[0]!.n);
   const settlementRowsOf = (sessionId: string) => count(`SELECT count(*)::int AS n FROM x402_settlements WHERE session_id = '${sessionId}'`);
   /**
@@ -179,6 +198,7 @@ export function useEip3009Gateway(dbName: string) {
     sign,
     paymentHeader,
     useNonceOnChain,
+    frontRun,
     count,
     settlementRowsOf,
     relayerTransactionPending,

@@ -1,10 +1,9 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { parseSignature, type Address } from 'viem';
+import type { Address } from 'viem';
 import type { Anvil } from '../helpers/anvil.ts';
 import { chain, now, USDC, useEip3009Gateway, type Authorization } from '../helpers/eip3009Gateway.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { EIP3009_ABI } from '../../src/x402/relayer.ts';
 import { insertSettlement, signatureHash } from '../../src/x402/settlements.ts';
 import { readPaymentHeader } from '../../src/x402/wire.ts';
 
@@ -15,7 +14,7 @@ import { readPaymentHeader } from '../../src/x402/wire.ts';
  * polygon with the EIP-3009 token at the real USDC address (eip3009Gateway.ts).
  */
 const gateway = useEip3009Gateway('x402_settlement_races');
-const { db, stranger, relayerKey, createSession, sign, paymentHeader, useNonceOnChain, settlementRowsOf, relayerTransactionPending } = gateway;
+const { db, stranger, relayerKey, createSession, sign, paymentHeader, useNonceOnChain, frontRun, settlementRowsOf, relayerTransactionPending } = gateway;
 let anvil: Anvil;
 let baseUrl: string;
 let merchant: ReturnType<typeof gateway.started>['merchant'];
@@ -87,18 +86,7 @@ describe('x402 when someone else submits the same authorization first', () => {
       const answer = fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: { 'payment-signature': signed['payment-signature'] } });
       await waitFor(() => relayerTransactionPending(session.id), "the relayer transaction in the node's pool", 10_000);
       // A mempool watcher sends the very same signed authorization with a higher tip.
-      const a = signed.authorization;
-      const { v, r, s } = parseSignature(signed.signature);
-      const copied = await anvil.client.writeContract({
-        account: frontRunner!,
-        chain: anvil.client.chain,
-        address: USDC,
-        abi: EIP3009_ABI,
-        functionName: 'transferWithAuthorization',
-        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s],
-        maxPriorityFeePerGas: 100_000_000_000n,
-        maxFeePerGas: 200_000_000_000n,
-      });
+      const copied = await frontRun(frontRunner!, signed.authorization, signed.signature);
       await anvil.client.mine({ blocks: 1 });
       const paid = await answer;
       expect(paid.status).toBe(200);
@@ -142,17 +130,7 @@ describe('x402 gas griefing: a payer that keeps spending its authorizations firs
           validBefore: now() + 600n,
           nonce: signed.authorization.nonce,
         };
-        const { v, r, s } = parseSignature(await sign(spend, griefer));
-        await anvil.client.writeContract({
-          account: frontRunner!,
-          chain: anvil.client.chain,
-          address: USDC,
-          abi: EIP3009_ABI,
-          functionName: 'transferWithAuthorization',
-          args: [spend.from, spend.to, spend.value, spend.validAfter, spend.validBefore, spend.nonce, Number(v), r, s],
-          maxPriorityFeePerGas: 100_000_000_000n,
-          maxFeePerGas: 200_000_000_000n,
-        });
+        await frontRun(frontRunner!, spend, await sign(spend, griefer));
         await anvil.client.mine({ blocks: 1 });
         const refused = await answer;
         expect(refused.status).toBe(402);
