@@ -7,7 +7,6 @@ import { useTestDatabase } from '../helpers/db.ts';
 import type { Anvil } from '../helpers/anvil.ts';
 import { installEip3009Token } from '../helpers/eip3009Token.ts';
 import { approvePermit2, deployPermit2OnAnvil } from '../helpers/permit2.ts';
-import { type newMerchant, httpApi } from '../helpers/api.ts';
 import { depositAddressFor } from '../../src/payments/attribution.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import type { startVerifyingReceiver } from '../helpers/livePipeline.ts';
@@ -35,7 +34,6 @@ let anvil: Anvil;
 let stack: Awaited<ReturnType<typeof startAnvilX402Stack>>;
 let baseUrl: string;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
-let merchant: Awaited<ReturnType<typeof newMerchant>>;
 let wallet: Address;
 
 /** The payer's client: EIP-3009 and Permit2 on polygon; USDT named in its spend controls (docs/agents.md). */
@@ -66,17 +64,15 @@ beforeAll(async () => {
       await approvePermit2(anvil, payer, USDC_E);
     },
   });
-  ({ anvil, baseUrl, merchant, wallet, receiver } = stack);
+  ({ anvil, baseUrl, wallet, receiver } = stack);
 });
 
 afterAll(async () => {
   await stack?.close();
 });
 
-const api = httpApi(
-  () => baseUrl,
-  () => merchant.live,
-);
+/** The merchant API over HTTP with the live key. */
+const api: typeof stack.api = (...args) => stack.api(...args);
 
 async function waitingSession(amount: string, extra: Record<string, unknown> = {}) {
   const answer = await api('POST', '/api/v1/sessions', { amount, paymentOptions: BOTH, ...extra });

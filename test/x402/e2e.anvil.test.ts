@@ -10,7 +10,7 @@ import { HTTPFacilitatorClient } from '@x402/core/server';
 import { useTestDatabase } from '../helpers/db.ts';
 import type { Anvil } from '../helpers/anvil.ts';
 import { installEip3009Token } from '../helpers/eip3009Token.ts';
-import { type newMerchant, httpApi } from '../helpers/api.ts';
+import type { newMerchant } from '../helpers/api.ts';
 import { eventsOf } from '../helpers/engine.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import type { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
@@ -60,10 +60,8 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const api = httpApi(
-  () => baseUrl,
-  () => merchant.live,
-);
+/** The merchant API over HTTP with the live key. */
+const api: typeof stack.api = (...args) => stack.api(...args);
 
 async function createSession(amount: string) {
   const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDC', chain, merchantWallet: wallet });

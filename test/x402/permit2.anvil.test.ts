@@ -6,7 +6,6 @@ import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { useTestDatabase } from '../helpers/db.ts';
 import type { Anvil } from '../helpers/anvil.ts';
 import { approvePermit2, deployPermit2OnAnvil } from '../helpers/permit2.ts';
-import { type newMerchant, httpApi } from '../helpers/api.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
 import { encodeHeader } from '../../src/x402/wire.ts';
 import { PERMIT2_ADDRESS, PERMIT2_WITNESS_TYPES, X402_EXACT_PERMIT2_PROXY } from '../../src/x402/permit2/contracts.ts';
@@ -31,7 +30,6 @@ let anvil: Anvil;
 let stack: Awaited<ReturnType<typeof startAnvilX402Stack>>;
 let baseUrl: string;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
-let merchant: Awaited<ReturnType<typeof newMerchant>>;
 let wallet: Address;
 
 /** The payer's client; USDT on polygon is not one of @x402/core's default assets, so its spend controls name it (docs/agents.md). */
@@ -55,17 +53,15 @@ beforeAll(async () => {
       await approvePermit2(anvil, payer, USDT);
     },
   });
-  ({ anvil, baseUrl, merchant, wallet, receiver } = stack);
+  ({ anvil, baseUrl, wallet, receiver } = stack);
 });
 
 afterAll(async () => {
   await stack?.close();
 });
 
-const api = httpApi(
-  () => baseUrl,
-  () => merchant.live,
-);
+/** The merchant API over HTTP with the live key. */
+const api: typeof stack.api = (...args) => stack.api(...args);
 
 async function createSession(amount: string, extra: Record<string, unknown> = {}) {
   const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDT', chain, merchantWallet: wallet, ...extra });
