@@ -59,7 +59,7 @@ async function evmPayment(deps: ChoiceX402Deps, choice: WaitingChoice, offers: C
   const payload = readPaymentHeader(header);
   const chosen = offerOfPayload(offers, payload);
   if (!chosen) {
-    const onNetwork = offers.some(({ offer }) => offer.network === payload.network);
+    const onNetwork = offers.some((candidate) => candidate.kind === 'evm' && candidate.offer.network === payload.network);
     return noOptionRefusal(choice.id, offers, onNetwork ? REASONS.asset : REASONS.network);
   }
   if (payload.paymentId) await holdPaymentId(deps.store, { merchantId: choice.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
