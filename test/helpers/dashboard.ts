@@ -2,12 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { createMerchant, inviteDashboardUser, OPERATOR, useSignInLink, type DashboardUser, type Role } from '../../src/accounts/index.ts';
 import type { Store } from '../../src/store/index.ts';
 import { main } from '../../src/cli/main.ts';
 import { box, newMerchant } from './api.ts';
-import { startCheckoutServer, VIEWPORTS } from './browser.ts';
+import { launchChromium, startCheckoutServer, VIEWPORTS } from './browser.ts';
 
 /** Where the dashboard tests save screenshots (git-ignored, like test-results/checkout). */
 export const DASHBOARD_SCREENSHOT_DIR = path.resolve('test-results/dashboard');
@@ -180,4 +181,22 @@ export async function shopWithRoles(store: Store, app: FastifyInstance) {
     developer: await signedInClient(app, developer!.email),
     viewer: await signedInClient(app, viewer!.email),
   };
+}
+
+/**
+ * Chromium and the dashboard server for one browser file, started in `beforeAll` and closed in
+ * `afterAll`; `started()` gives them (call it in a later `beforeAll` or in a test).
+ */
+export function useDashboardBrowser(db: { store: Store }) {
+  let browser: Browser;
+  let server: { app: FastifyInstance; url: string };
+  beforeAll(async () => {
+    server = await startDashboardServer(db.store);
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.app.close();
+  });
+  return { started: () => ({ browser, server }) };
 }
