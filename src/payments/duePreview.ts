@@ -8,7 +8,7 @@ import { dueOffsetBound } from './dueAmounts.ts';
  * were created now: the same pick as the creation's INSERT (sessionSql.ts `insertSession`: one
  * above the highest held in [amount, amount + bound), or `amount` itself, else the first gap),
  * read without writing or locking anything. What a waiting session's x402 challenge asks for
- * each option (src/x402/choice.ts): the authorization has to name the exact value before the
+ * each option (src/x402/choiceOffers.ts): the authorization has to name the exact value before the
  * choice makes the session, and settling refuses, before anything is sent, when the choice then
  * picks another amount (a session created in between took it; the payer fetches the 402 again).
  * Nothing is reserved (docs/checkout.md: nothing is reserved before the choice).

@@ -51,7 +51,7 @@ export async function openWaitingFromLink(
     }
     const choice = await createPendingChoice(sql, {
       ...linkSessionTerms(link),
-      // A fiat-priced link's waiting session keeps the price: x402 converts it per option (src/x402/choice.ts).
+      // A fiat-priced link's waiting session keeps the price: x402 converts it per option (src/x402/choiceOffers.ts).
       ...(link.amount !== null ? { amount: formatAmount(link.amount, link.decimals) } : { price: link.price! }),
       paymentOptions: link.paymentOptions,
       monitorWindowSeconds: params.monitorWindowSeconds,

@@ -1,45 +1,35 @@
 import type { Registry } from 'prom-client';
-import { getAddress, type Hex } from 'viem';
-import type { Sql, Store } from '../store/index.ts';
+import type { Hex } from 'viem';
+import type { Store } from '../store/index.ts';
 import type { Logger } from '../internal/logger.ts';
 import { liveChains, type ChainName, type Config } from '../internal/config.ts';
 import { loadChains, type ChainConfig } from '../internal/chains.ts';
-import { GoneError, notFound, UnavailableError } from '../internal/errors.ts';
 import { sleep } from '../internal/shutdown.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { createRpc } from '../ingest/evm/rpc.ts';
 import { createIngestMetrics } from '../ingest/metrics.ts';
 import { loadCheckoutSession, type CheckoutSession } from '../checkout/view.ts';
 import { buildInstructions, statusOf } from '../checkout/instructions.ts';
-import { amountRemaining, checkoutViewOf } from '../checkout/view.ts';
-import { REASONS, type Refusal } from './authorization.ts';
 import { createX402Metrics, recordGasThresholds, type X402Metrics } from './metrics.ts';
 import { DEFAULT_GAS_ALERT_BELOW } from '../internal/gasAlert.ts';
 import { createRelayer, type Relayer } from './relayer.ts';
-import { paymentRequired, requirementsFor, requirementsV1, sessionX402Url, x402Offer, type X402Offer } from './requirements.ts';
+import { sessionX402Url, x402Offer, type X402Offer } from './requirements.ts';
 import { x402Unavailable } from './availability.ts';
-import { payerAddress, type Session } from '../payments/session.ts';
+import type { Session } from '../payments/session.ts';
 import { permit2Unavailable, probePermit2 } from './permit2/availability.ts';
-import { holdPaymentId } from './paymentId.ts';
-import { signatureHash } from './settlements.ts';
-import { LEASE_SECONDS, recordGas, resolveStale, settleOnce, verifyPayment, type SettleContext, type SettleOutcome } from './settle.ts';
-import { staleSettlements, takeOver, type Settlement } from './settlements.ts';
-import {
-  checkPayTo,
-  createFacilitatorSession,
-  readFacilitatorRequest,
-  supportedKinds,
-  type FacilitatorRequest,
-  type FacilitatorSessionTerms,
-} from './facilitator.ts';
-import { isSvmFacilitatorRequest } from './svm/facilitator.ts';
-import { createSvmX402, svmOffer, type SvmX402 } from './svm/index.ts';
+import { LEASE_SECONDS, recordGas, resolveStale, type SettleContext } from './settle.ts';
+import { staleSettlements, takeOver } from './settlements.ts';
+import { supportedKinds, type FacilitatorRequest } from './facilitator.ts';
+import { settleFacilitator, verifyFacilitator, type FacilitatorDeps } from './facilitatorAnswers.ts';
+import { answerSession, loadX402Session, sessionChallenge, settleResponse, type SessionAnswerDeps } from './sessionAnswer.ts';
+import { createSvmX402, type SvmX402 } from './svm/index.ts';
 import type { SvmFeePayer } from './svm/feePayer.ts';
-import { answerWaiting, type ChoiceX402Deps, type QuoteForPair } from './choice.ts';
+import { answerWaiting, type ChoiceX402Deps } from './choice.ts';
+import type { QuoteForPair } from './choiceOffers.ts';
 import { getPendingChoiceWithMerchant, type PendingChoice } from '../payments/choices.ts';
 import type { PaymentOption } from '../payments/options.ts';
 import { waitingX402Pairs, waitingX402Url } from './waitingUrl.ts';
-import { readPaymentHeader, v1NetworkName, type PaymentRequired, type PaymentRequirementsV1, type SettleResponse } from './wire.ts';
+import type { PaymentRequired, PaymentRequirementsV1, SettleResponse } from './wire.ts';
 
 export { sessionX402Url, x402Offer, requirementsFor, type X402Offer } from './requirements.ts';
 export { HEADERS, encodeHeader } from './wire.ts';
@@ -118,6 +108,7 @@ export function createRelayers(params: Pick<X402Params, 'config' | 'logger' | 'm
   return relayers;
 }
 
+/** Builds the x402 stage: its relayers and Solana fee payer, and the answers of session, waiting-session and facilitator requests. */
 export function createX402(params: X402Params): X402 {
   const chains = params.chains ?? loadChains();
   const logger = params.logger.child({ stage: 'x402' });
@@ -140,75 +131,30 @@ export function createX402(params: X402Params): X402 {
   const gasChains = [...(Object.keys(relayers) as ChainName[]), ...(svm.feePayer ? (['solana'] as const) : [])];
   recordGasThresholds(metrics, params.config.relayerGasAlertBelow ?? DEFAULT_GAS_ALERT_BELOW, gasChains);
 
-  function available(session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>): void {
-    const reason = x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
-    if (reason) throw new UnavailableError(reason);
-  }
+  const unavailable = (session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>) =>
+    x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
 
   /** The session's x402Url where this process can take its payment (its offer, and x402 enabled on its chain); else null. */
   function urlOf(session: X402UrlFields): string | null {
     if (session.chain === 'solana') return svm.unavailable(session) ? null : `${params.config.publicUrl}/checkout/${encodeURIComponent(session.id)}/x402`;
-    if (x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain])) return null;
+    if (unavailable(session)) return null;
     return sessionX402Url(params.config.publicUrl, session, chains[session.chain]);
   }
 
-  function challenge(session: CheckoutSession, refusal?: Refusal): SessionAnswer {
-    const offer = x402Offer(session, chains[session.chain])!;
-    const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
-    const remaining = amountRemaining(session);
-    // Nothing left to pay (a refused retry on a paid or expired session): no requirements to sign.
-    const accepts = remaining > 0n && secondsLeft > 0 ? [requirementsFor(offer, { payTo: payerAddress(session), amount: remaining, secondsLeft })] : [];
-    const resource = {
-      url: `${params.config.publicUrl}/checkout/${session.id}/x402`,
-      description: `Payment ${session.id} to ${session.merchantName}${session.livemode ? '' : ' (sandbox: test network, fake token)'}`,
-    };
-    const error = refusal
-      ? `${refusal.reason}: ${refusal.message}`
-      : 'payment required: sign the exact authorization in accepts and send it in PAYMENT-SIGNATURE';
-    return {
-      kind: 'required',
-      required: paymentRequired({ ...resource, accepts, error }),
-      v1: { x402Version: 1, error, accepts: requirementsV1(accepts, resource) },
-      ...(refusal ? { reason: refusal.reason } : {}),
-    };
-  }
-
-  const unavailable = (session: Pick<CheckoutSession, 'livemode' | 'chain' | 'tokenAddresses'>) =>
-    x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]);
-
   const stateOf = (session: CheckoutSession) => statusOf(buildInstructions(session, { publicUrl: params.config.publicUrl, x402Url: urlOf(session), chains }));
 
-  async function load(sessionId: string, loaded?: CheckoutSession): Promise<CheckoutSession> {
-    const session = loaded ?? (await loadCheckoutSession(params.store, sessionId));
-    if (!session) throw notFound(`no checkout session ${sessionId}`);
-    if (!x402Offer(session, chains[session.chain]) && !svmOffer(session, chains[session.chain]))
-      throw notFound(`session ${sessionId} has no x402 offer on its chain and token (docs/agents.md)`);
-    return session;
-  }
+  const single: SessionAnswerDeps = { store: params.store, ctx, chains, config: params.config, svm, unavailable, stateOf };
 
-  /** Records a facilitator settlement as a new session of the merchant (any chain), in the row's transaction. */
-  const facilitatorSession =
-    (merchant: { merchantId: string; livemode: boolean }) =>
-    (sql: Sql, payment: FacilitatorSessionTerms): Promise<string> =>
-      createFacilitatorSession(sql, {
-        merchantId: merchant.merchantId,
-        livemode: merchant.livemode,
-        payment,
-        chains,
-        monitorWindowSeconds: params.config.monitorWindowSeconds,
-        feeBps: params.config.feeBps,
-        liveChains: chainsLive,
-      });
-
-  function response(settlement: Settlement, network: string, version: 1 | 2): SettleResponse {
-    return {
-      success: true,
-      transaction: settlement.txHash!,
-      network: version === 1 ? (v1NetworkName(network) ?? network) : network,
-      // A Solana payer is a base58 address, an EVM one is checksummed.
-      payer: network.startsWith('solana:') ? settlement.payer : getAddress(settlement.payer),
-    };
-  }
+  const facilitator: FacilitatorDeps = {
+    store: params.store,
+    ctx,
+    chains,
+    relayers,
+    sandbox: params.sandbox,
+    config: params.config,
+    liveChains: chainsLive,
+    svm,
+  };
 
   /** What a waiting session's view needs to tell which options x402 takes here (waitingUrl.ts). */
   const waitingCtx = () => ({ publicUrl: params.config.publicUrl, chains, unavailable, svmUnavailable: svm.unavailable });
@@ -222,12 +168,12 @@ export function createX402(params: X402Params): X402 {
     choiceConfig: { monitorWindowSeconds: params.config.monitorWindowSeconds, feeBps: params.config.feeBps, liveChains: chainsLive },
     unavailable,
     answerChosen: async (sessionId, refusal) => {
-      const session = await load(sessionId);
-      return session.chain === 'solana' ? { kind: 'state', session: stateOf(session) } : challenge(session, refusal);
+      const session = await loadX402Session(single, sessionId);
+      return session.chain === 'solana' ? { kind: 'state', session: stateOf(session) } : sessionChallenge(single, session, refusal);
     },
     answerPaid: async (sessionId, settlement, network, version) => ({
       kind: 'paid',
-      response: response(settlement, network, version),
+      response: settleResponse(settlement, network, version),
       version,
       session: stateOf((await loadCheckoutSession(params.store, sessionId))!),
     }),
@@ -246,76 +192,12 @@ export function createX402(params: X402Params): X402 {
         const choice = await getPendingChoiceWithMerchant(params.store, sessionId);
         if (choice) return answerWaiting(waiting, choice, payment, quote);
       }
-      const session = await load(sessionId, found);
-      if (session.chain === 'solana') return svm.session(session, payment, { stateOf, resourceUrl: `${params.config.publicUrl}/checkout/${session.id}/x402` });
-      const view = checkoutViewOf(session);
-      const payable = (view === 'awaiting' || view === 'underpaid' || view === 'detected') && amountRemaining(session) > 0n;
-      if (!payment) {
-        if (payable) {
-          available(session);
-          return challenge(session);
-        }
-        if (view === 'expired' || view === 'failed') throw new GoneError(`session ${sessionId} is ${view}; it cannot be paid any more`);
-        return { kind: 'state', session: stateOf(session) };
-      }
-      const payload = readPaymentHeader(payment.header);
-      available(session);
-      if (payload.paymentId)
-        await holdPaymentId(params.store, { merchantId: session.merchantId, paymentId: payload.paymentId, payloadHash: signatureHash(payload) });
-      const offer = x402Offer(session, chains[session.chain])!;
-      const secondsLeft = (session.expiresAt.getTime() - session.now.getTime()) / 1000;
-      const requirements = requirementsFor(offer, { payTo: payerAddress(session), amount: amountRemaining(session), secondsLeft });
-      const outcome: SettleOutcome = await settleOnce(ctx, {
-        offer,
-        requirements,
-        payload,
-        target: { sessionId: session.id, merchantId: session.merchantId, livemode: session.livemode, source: 'resource' },
-        ...(payable ? {} : { refusal: { reason: REASONS.notPayable, message: `session ${session.id} is ${view} and asks for nothing more` } }),
-      });
-      if (!outcome.ok) return challenge(session, outcome.refusal);
-      const after = (await loadCheckoutSession(params.store, session.id))!;
-      return { kind: 'paid', response: response(outcome.settlement, offer.network, payment.version), version: payment.version, session: stateOf(after) };
+      return answerSession(single, await loadX402Session(single, sessionId, found), payment);
     },
-
-    async verify(merchant, body) {
-      if (isSvmFacilitatorRequest(body)) return svm.verify(merchant, body);
-      const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
-      const payer = read.payload.authorization.from;
-      if ('refusal' in read) return { isValid: false, invalidReason: read.refusal.reason, invalidMessage: read.refusal.message, payer };
-      const refusal =
-        (await checkPayTo(params.store, { merchantId: merchant.merchantId, offer: read.offer, payTo: read.requirements.payTo })) ??
-        (await verifyPayment(ctx, { ...read, livemode: merchant.livemode }));
-      return refusal ? { isValid: false, invalidReason: refusal.reason, invalidMessage: refusal.message, payer } : { isValid: true, payer };
-    },
-
-    async settle(merchant, body) {
-      if (isSvmFacilitatorRequest(body)) return svm.settle(merchant, body, facilitatorSession(merchant));
-      const read = readFacilitatorRequest(body, { livemode: merchant.livemode, chains });
-      const payer = read.payload.authorization.from;
-      const network = 'requirements' in read ? read.requirements.network : String((body.paymentRequirements as { network?: unknown })?.network ?? '');
-      const failed = (refusal: Refusal) => ({ success: false, errorReason: refusal.reason, errorMessage: refusal.message, transaction: '', network, payer });
-      if ('refusal' in read) return failed(read.refusal);
-      if (merchant.livemode && !relayers[read.offer.chain])
-        return failed({ reason: REASONS.network, message: `this gateway has no relayer on ${read.offer.chain}` });
-      if (!merchant.livemode && !params.sandbox) return failed({ reason: REASONS.network, message: 'the sandbox does not run in this process' });
-      const payTo = await checkPayTo(params.store, { merchantId: merchant.merchantId, offer: read.offer, payTo: read.requirements.payTo });
-      if (payTo) return failed(payTo);
-      if (read.payload.paymentId)
-        await holdPaymentId(params.store, { merchantId: merchant.merchantId, paymentId: read.payload.paymentId, payloadHash: signatureHash(read.payload) });
-      const outcome = await settleOnce(ctx, {
-        ...read,
-        target: { merchantId: merchant.merchantId, livemode: merchant.livemode, source: 'facilitator' },
-        prepare: (sql) => facilitatorSession(merchant)(sql, { ...read, payer }),
-      });
-      if (!outcome.ok) return failed(outcome.refusal);
-      return { ...response(outcome.settlement, read.offer.network, 2), sessionId: outcome.settlement.sessionId };
-    },
-
+    verify: (merchant, body) => verifyFacilitator(facilitator, merchant, body),
+    settle: (merchant, body) => settleFacilitator(facilitator, merchant, body),
     supported: (livemode) => supportedKinds({ livemode, chains, relayers, svm: svm.supportedKind(livemode) }),
-    offerOf: (session) =>
-      (x402Unavailable({ relayers, sandbox: params.sandbox }, session) ?? permit2Unavailable(permit2Ready, session, chains[session.chain]))
-        ? undefined
-        : x402Offer(session, chains[session.chain]),
+    offerOf: (session) => (unavailable(session) ? undefined : x402Offer(session, chains[session.chain])),
     probe,
 
     async recover() {

@@ -10,7 +10,7 @@ import { x402Offer } from './requirements.ts';
  * x402 can pay at least one of its options in this process, else null, as a single-pair
  * session advertises only a URL that can be paid. Decided from the chains' tokens and the stage's
  * availability alone (views are built synchronously): the merchant's wallets and bridged-token
- * setting are read when the URL is fetched, so its 402 may list fewer options (choice.ts), and
+ * setting are read when the URL is fetched, so its 402 may list fewer options (choiceOffers.ts), and
  * answers 503 naming why when it can list none.
  */
 export function waitingX402Url(ctx: WaitingCtx, choice: Pick<PendingChoice, 'id' | 'livemode' | 'paymentOptions' | 'terms'>): string | null {

@@ -3,13 +3,13 @@ import type { Address } from 'viem';
 import type { Browser } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import type { Anvil } from '../helpers/anvil.ts';
+import { startCheckoutAnvilStack } from '../helpers/checkoutAnvilStack.ts';
 import { newMerchant, WALLET } from '../helpers/api.ts';
 import { addWallet } from '../../src/accounts/index.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
+import type { startVerifyingReceiver } from '../helpers/livePipeline.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startCheckoutServer, VIEWPORTS, waitText } from '../helpers/browser.ts';
+import { collectPageProblems, decodeQr, saveScreenshot, VIEWPORTS, waitText } from '../helpers/browser.ts';
 
 /**
  * The customer's choice of token, nothing simulated: a live session accepting USDC and USDT on
@@ -18,10 +18,10 @@ import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startChe
  * by a verified webhook with the chosen chain and currency.
  */
 const db = useTestDatabase('checkout_chooser_anvil');
+let stack: Awaited<ReturnType<typeof startCheckoutAnvilStack>>;
 let anvil: Anvil;
 let browser: Browser;
 let server: { app: FastifyInstance; url: string };
-let pipeline: ReturnType<typeof startLivePipeline>;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let merchant: Awaited<ReturnType<typeof newMerchant>>;
 
@@ -30,34 +30,17 @@ const OPTIONS = [
   { chain: 'polygon', currency: 'USDT' },
 ];
 
-async function api(method: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${merchant.live}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const api = (method: string, path: string, body?: unknown) => stack.api(merchant.live, method, path, body);
 
 beforeAll(async () => {
-  [anvil, browser, receiver] = await Promise.all([startAnvil({ chain: 'polygon' }), launchChromium(), startVerifyingReceiver()]);
-  await anvil.installChainTokens();
-  const env = { SVC_POLYGON_RPC_URL: anvil.rpcUrl, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' };
-  server = await startCheckoutServer(db.store, env);
-  pipeline = startLivePipeline({ store: db.store, connectionString: db.connectionString, config: loadConfig({ ...env, LOG_LEVEL: 'silent' }) });
+  stack = await startCheckoutAnvilStack({ db, chain: 'polygon' });
+  ({ anvil, browser, server, receiver } = stack);
   merchant = await newMerchant(db.store, 'Choice Goods');
   await addWallet(db.store, { merchantId: merchant.id, chain: 'polygon', address: WALLET, verifiedBy: 'operator' });
-  const registered = await api('POST', '/api/v1/webhooks', { url: receiver.url });
-  expect(registered.status).toBe(201);
-  receiver.useSecret(registered.body.secret);
-  await pipeline.startDelivery({ chain: 'polygon', webhookAllowPrivate: true });
+  await stack.deliverTo(merchant.live);
 });
 afterAll(async () => {
-  await pipeline?.close();
-  await browser?.close();
-  await server?.app.close();
-  await receiver?.close();
-  await anvil?.stop();
+  await stack?.close();
 });
 
 /** Pays `instructions` on anvil and mines past the confirmation rule. */

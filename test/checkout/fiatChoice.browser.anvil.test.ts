@@ -3,15 +3,15 @@ import type { Address } from 'viem';
 import type { Browser } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import type { Anvil } from '../helpers/anvil.ts';
+import { startCheckoutAnvilStack } from '../helpers/checkoutAnvilStack.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
 import { setFeed } from '../helpers/priceFeeds.ts';
 import { newMerchantWithOwner, signInInBrowser } from '../helpers/dashboard.ts';
 import { addWallet, createApiKey, setMerchantPaymentSettings } from '../../src/accounts/index.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
+import type { startVerifyingReceiver } from '../helpers/livePipeline.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startCheckoutServer, waitText } from '../helpers/browser.ts';
+import { collectPageProblems, decodeQr, saveScreenshot, waitText } from '../helpers/browser.ts';
 
 /**
  * Issue 26's "done when", nothing simulated: a payment link priced 49.00 EUR that lets the customer
@@ -22,10 +22,10 @@ import { collectPageProblems, decodeQr, launchChromium, saveScreenshot, startChe
  * verified webhook and the dashboard's payment page show the EUR price, the rate and the token.
  */
 const db = useTestDatabase('checkout_fiat_choice_anvil');
+let stack: Awaited<ReturnType<typeof startCheckoutAnvilStack>>;
 let anvil: Anvil;
 let browser: Browser;
 let server: { app: FastifyInstance; url: string };
-let pipeline: ReturnType<typeof startLivePipeline>;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let merchant: Awaited<ReturnType<typeof newMerchantWithOwner>> & { live: string; wallet: Address };
 
@@ -34,24 +34,19 @@ const USDC_USD = 99_980_000n; // 0.9998
 // 49.00 EUR: 4900 × 108123456 × 10^14 / (10^10 × 99980000) = 52991091.658… → 52991092 base units (rounded up).
 const EXPECTED_UNITS = 52_991_092n;
 
-async function api(method: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${merchant.live}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const api = (method: string, path: string, body?: unknown) => stack.api(merchant.live, method, path, body);
 
 beforeAll(async () => {
-  [anvil, browser, receiver] = await Promise.all([startAnvil({ chain: 'base' }), launchChromium(), startVerifyingReceiver()]);
-  await anvil.installChainTokens();
-  await setFeed(anvil, 'base', 'EUR/USD', { answer: EUR_USD });
-  await setFeed(anvil, 'base', 'USDC/USD', { answer: USDC_USD });
-  await setFeed(anvil, 'base', 'USDT/USD', { answer: 100_010_000n });
-  const env = { SVC_BASE_RPC_URL: anvil.rpcUrl, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' };
-  server = await startCheckoutServer(db.store, env);
-  pipeline = startLivePipeline({ store: db.store, connectionString: db.connectionString, config: loadConfig({ ...env, LOG_LEVEL: 'silent' }) });
+  stack = await startCheckoutAnvilStack({
+    db,
+    chain: 'base',
+    prepare: async (anvil) => {
+      await setFeed(anvil, 'base', 'EUR/USD', { answer: EUR_USD });
+      await setFeed(anvil, 'base', 'USDC/USD', { answer: USDC_USD });
+      await setFeed(anvil, 'base', 'USDT/USD', { answer: 100_010_000n });
+    },
+  });
+  ({ anvil, browser, server, receiver } = stack);
   const owner = await newMerchantWithOwner(db.store, { name: 'Euro Mugs' });
   const live = (await createApiKey(db.store, { merchantId: owner.merchantId, livemode: true })).secret;
   // A wallet of this merchant alone, so the due amount is the converted amount itself (no offset).
@@ -60,17 +55,10 @@ beforeAll(async () => {
   // Base's USDT is bridged: offered only to merchants who accept bridged tokens.
   await setMerchantPaymentSettings(db.store, owner.merchantId, { acceptBridgedTokens: true });
   merchant = { ...owner, live, wallet };
-  const registered = await api('POST', '/api/v1/webhooks', { url: receiver.url });
-  expect(registered.status).toBe(201);
-  receiver.useSecret(registered.body.secret);
-  await pipeline.startDelivery({ chain: 'base', webhookAllowPrivate: true });
+  await stack.deliverTo(live);
 }, 120_000);
 afterAll(async () => {
-  await pipeline?.close();
-  await browser?.close();
-  await server?.app.close();
-  await receiver?.close();
-  await anvil?.stop();
+  await stack?.close();
 });
 
 test('a 49.00 EUR link: the customer picks USDC on Base in Chromium, pays what the feeds gave on anvil; webhook and dashboard show EUR, the rate and USDC on base', async () => {

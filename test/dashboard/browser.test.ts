@@ -1,23 +1,18 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { createMerchant } from '../../src/accounts/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { box } from '../helpers/api.ts';
-import { collectPageProblems, launchChromium, unfocusableScrollRegions } from '../helpers/browser.ts';
-import { runSvc, saveDashboardScreenshots, startDashboardServer, TEST_PASSWORD } from '../helpers/dashboard.ts';
+import { collectPageProblems, unfocusableScrollRegions } from '../helpers/browser.ts';
+import { runSvc, saveDashboardScreenshots, TEST_PASSWORD, useDashboardBrowser } from '../helpers/dashboard.ts';
 
 const db = useTestDatabase('dashboard_browser');
+const chromium = useDashboardBrowser(db);
 let browser: Browser;
 let server: { app: FastifyInstance; url: string };
-
-beforeAll(async () => {
-  server = await startDashboardServer(db.store);
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.app.close();
+beforeAll(() => {
+  ({ browser, server } = chromium.started());
 });
 
 async function apiGet(path: string, key: string): Promise<number> {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { addUserWithPassword, signedInClient } from '../helpers/dashboard.ts';
+import { formError, shopWithRoles } from '../helpers/dashboard.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newMerchant, useApi } from '../helpers/api.ts';
+import { useApi } from '../helpers/api.ts';
 import { linkBodyOf, readLinkForm } from '../../src/dashboard/pages/linkForm.ts';
 
 /**
@@ -14,28 +14,8 @@ import { linkBodyOf, readLinkForm } from '../../src/dashboard/pages/linkForm.ts'
 const db = useTestDatabase('dashboard_link_form');
 const api = useApi(db, { checked: false });
 
-const formError = (body: string) =>
-  /<p class="form-error" role="alert">([^<]*)<\/p>/
-    .exec(body)?.[1]
-    ?.replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&#96;/g, '`')
-    .replace(/&amp;/g, '&');
-
-async function shop() {
-  const m = await newMerchant(db.store);
-  const [owner, developer, viewer] = await Promise.all(
-    (['owner', 'developer', 'viewer'] as const).map((role) => addUserWithPassword(db.store, { merchantId: m.id, role })),
-  );
-  return {
-    m,
-    owner: await signedInClient(api.app, owner!.email),
-    developer: await signedInClient(api.app, developer!.email),
-    viewer: await signedInClient(api.app, viewer!.email),
-  };
-}
+/** A merchant with API keys and an owner, a developer and a viewer signed in to the dashboard. */
+const shop = () => shopWithRoles(db.store, api.app);
 
 const links = async (merchantId: string) =>
   (

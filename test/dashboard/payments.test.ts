@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, test } from 'vitest';
-import { addUserWithPassword, signedInClient } from '../helpers/dashboard.ts';
+import { formError, shopWithRoles } from '../helpers/dashboard.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newMerchant, useApi, WALLET } from '../helpers/api.ts';
 import { insertTransfer, setHead } from '../helpers/engine.ts';
@@ -21,32 +21,8 @@ const api = useApi(db, { checked: false });
 const engine = () => createEngine({ store: db.store, logger: pino({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
 let block = 5000n;
 
-/** The inline error of a page (the `errorBox` text), HTML entities decoded. */
-function formError(body: string): string | undefined {
-  const match = /<p class="form-error" role="alert">([^<]*)<\/p>/.exec(body);
-  if (!match) return undefined;
-  return match[1]!
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&#96;/g, '`')
-    .replace(/&amp;/g, '&');
-}
-
 /** A merchant with API keys and an owner, a developer and a viewer signed in to the dashboard. */
-async function shop() {
-  const m = await newMerchant(db.store);
-  const [owner, developer, viewer] = await Promise.all(
-    (['owner', 'developer', 'viewer'] as const).map((role) => addUserWithPassword(db.store, { merchantId: m.id, role })),
-  );
-  return {
-    m,
-    owner: await signedInClient(api.app, owner!.email),
-    developer: await signedInClient(api.app, developer!.email),
-    viewer: await signedInClient(api.app, viewer!.email),
-  };
-}
+const shop = () => shopWithRoles(db.store, api.app);
 
 const createSession = async (key: string, body: Record<string, unknown>) => {
   const answer = await api.call('POST', '/api/v1/sessions', { key, body: { amount: '25', currency: 'USDC', chain: 'polygon', ...body } });

@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { getMerchantSettings, listWallets } from '../../src/accounts/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { collectPageProblems, launchChromium } from '../helpers/browser.ts';
-import { newMerchantWithOwner, saveDashboardScreenshots, signInInBrowser, startDashboardServer } from '../helpers/dashboard.ts';
+import { collectPageProblems } from '../helpers/browser.ts';
+import { newMerchantWithOwner, saveDashboardScreenshots, signInInBrowser, useDashboardBrowser } from '../helpers/dashboard.ts';
 
 /**
  * Settings in Chromium: a receiving wallet is added by a browser wallet injected as
@@ -13,16 +13,11 @@ import { newMerchantWithOwner, saveDashboardScreenshots, signInInBrowser, startD
  * viem private-key account makes for real in the test process; then the payment settings.
  */
 const db = useTestDatabase('dashboard_settings_browser');
+const chromium = useDashboardBrowser(db);
 let browser: Browser;
 let server: { app: FastifyInstance; url: string };
-
-beforeAll(async () => {
-  server = await startDashboardServer(db.store);
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.app.close();
+beforeAll(() => {
+  ({ browser, server } = chromium.started());
 });
 
 test('the owner adds a wallet by signing the challenge with an injected browser wallet, as the default, and sets the payment settings', async () => {

@@ -168,3 +168,9 @@ export function httpApi(baseUrlOf: () => string, keyOf: () => string) {
     return { status: response.status, body: await response.json() };
   };
 }
+
+/** How many payment sessions the merchant has (both modes): what a refused creation must leave unchanged. */
+export async function countSessions(store: Store, merchantId: string): Promise<number> {
+  const { rows } = await store.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_sessions WHERE merchant_id = $1', [merchantId]);
+  return rows[0]!.n;
+}

@@ -2,12 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { createMerchant, inviteDashboardUser, OPERATOR, useSignInLink, type DashboardUser, type Role } from '../../src/accounts/index.ts';
 import type { Store } from '../../src/store/index.ts';
 import { main } from '../../src/cli/main.ts';
-import { box } from './api.ts';
-import { startCheckoutServer, VIEWPORTS } from './browser.ts';
+import { box, newMerchant } from './api.ts';
+import { launchChromium, startCheckoutServer, VIEWPORTS } from './browser.ts';
 
 /** Where the dashboard tests save screenshots (git-ignored, like test-results/checkout). */
 export const DASHBOARD_SCREENSHOT_DIR = path.resolve('test-results/dashboard');
@@ -154,4 +155,48 @@ export async function runSvc(databaseUrl: string, argv: string[], env: Record<st
     err: (text) => (err += text),
   });
   return { code, out, err, json: () => JSON.parse(out) };
+}
+
+/** The inline error of a dashboard page (the `errorBox` text), HTML entities decoded; undefined when it shows none. */
+export function formError(body: string): string | undefined {
+  return /<p class="form-error" role="alert">([^<]*)<\/p>/
+    .exec(body)?.[1]
+    ?.replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&#96;/g, '`')
+    .replace(/&amp;/g, '&');
+}
+
+/** A merchant with API keys (`m`) and an owner, a developer and a viewer signed in to the dashboard served by `app`. */
+export async function shopWithRoles(store: Store, app: FastifyInstance) {
+  const m = await newMerchant(store);
+  const [owner, developer, viewer] = await Promise.all(
+    (['owner', 'developer', 'viewer'] as const).map((role) => addUserWithPassword(store, { merchantId: m.id, role })),
+  );
+  return {
+    m,
+    owner: await signedInClient(app, owner!.email),
+    developer: await signedInClient(app, developer!.email),
+    viewer: await signedInClient(app, viewer!.email),
+  };
+}
+
+/**
+ * Chromium and the dashboard server for one browser file, started in `beforeAll` and closed in
+ * `afterAll`; `started()` gives them (call it in a later `beforeAll` or in a test).
+ */
+export function useDashboardBrowser(db: { store: Store }) {
+  let browser: Browser;
+  let server: { app: FastifyInstance; url: string };
+  beforeAll(async () => {
+    server = await startDashboardServer(db.store);
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.app.close();
+  });
+  return { started: () => ({ browser, server }) };
 }

@@ -6,6 +6,13 @@ import { createSecretBox, newId } from '../../src/internal/crypto.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createDelivery, type Clock, type DeliveryParams } from '../../src/delivery/index.ts';
+import { afterAll, beforeAll } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createHttp } from '../../src/http.ts';
+import { loadConfig } from '../../src/internal/config.ts';
+import { box as apiBox, createClient, GENEROUS_LIMITS } from './api.ts';
+import { createOpenApiChecker } from './openapiCheck.ts';
+import { startReceiver } from './webhookReceiver.ts';
 
 export const box = createSecretBox(randomBytes(32));
 export const logger = createLogger({ level: (process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent' });
@@ -76,4 +83,49 @@ export function delivery(store: Store, overrides: Partial<DeliveryParams> = {}) 
     random: () => 0.5, // no jitter: delays are exactly the schedule's
     ...overrides,
   });
+}
+
+/**
+ * The HTTP API of the webhook tests with a webhook receiver, for one file: `call` (answers
+ * checked against the OpenAPI document) on an API that allows private webhook URLs (the
+ * receiver listens on loopback), `strictCall` on one that refuses them. `started()` gives the
+ * parts made in `beforeAll`.
+ */
+export function useWebhookApis(db: { store: Store }) {
+  const build = (allowPrivate: boolean): FastifyInstance =>
+    createHttp({
+      store: db.store,
+      logger,
+      metrics: createMetricsRegistry({ defaultMetrics: false }),
+      config: loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: String(allowPrivate), LOG_LEVEL: 'silent' }),
+      box: apiBox,
+      rateLimits: GENEROUS_LIMITS,
+    });
+  let app: FastifyInstance;
+  let strictApp: FastifyInstance;
+  let call: ReturnType<typeof createClient>;
+  let strictCall: ReturnType<typeof createClient>;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    app = build(true);
+    strictApp = build(false);
+    call = createClient(app, await createOpenApiChecker(app));
+    strictCall = createClient(strictApp);
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await Promise.all([app.close(), strictApp.close(), receiver.close()]);
+  });
+  return {
+    call: ((...args) => call(...args)) as ReturnType<typeof createClient>,
+    strictCall: ((...args) => strictCall(...args)) as ReturnType<typeof createClient>,
+    started: () => ({ app, receiver }),
+  };
+}
+
+/** Appends a sandbox event of `type` to the outbox, as the engine would. */
+export function emitEvent(store: Store, merchantId: string, type = 'payment.confirmed', sessionId?: string) {
+  return store.transaction((sql) =>
+    appendEvent(sql, { merchantId, livemode: false, type, sessionId: sessionId ?? null, data: { id: sessionId ?? 'ses_none', status: 'confirmed' } }),
+  );
 }

@@ -1,6 +1,7 @@
 import type { Address, Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { expect } from 'vitest';
-import type { Anvil } from './anvil.ts';
+import { startAnvil, type Anvil } from './anvil.ts';
 import { box, GENEROUS_LIMITS, httpApi, newMerchant } from './api.ts';
 import type { useTestDatabase } from './db.ts';
 import { newEvmWallet } from './engine.ts';
@@ -68,4 +69,31 @@ export async function startX402Stack(params: {
       await receiver.close();
     },
   };
+}
+
+/**
+ * {@link startX402Stack} on its own anvil, as the anvil x402 files start it: anvil as `chain`
+ * with the chain's real token contracts, `prepare` (test tokens, Permit2, the payer's balances),
+ * the relayer holding gas only (1 ETH), then the stack. `close` stops anvil too.
+ */
+export async function startAnvilX402Stack(params: Omit<Parameters<typeof startX402Stack>[0], 'anvil'> & { prepare: (anvil: Anvil) => Promise<void> }) {
+  const { prepare, ...rest } = params;
+  const anvil = await startAnvil({ chain: params.chain as Exclude<ChainName, 'solana'> });
+  try {
+    await anvil.installChainTokens();
+    await prepare(anvil);
+    await anvil.client.setBalance({ address: privateKeyToAccount(params.relayerKey).address, value: 10n ** 18n });
+    const stack = await startX402Stack({ ...rest, anvil });
+    return {
+      ...stack,
+      anvil,
+      async close() {
+        await stack.close();
+        await anvil.stop();
+      },
+    };
+  } catch (error) {
+    await anvil.stop();
+    throw error;
+  }
 }

@@ -4,7 +4,7 @@ import { newEvmWallet, newMerchant, newSession } from '../helpers/engine.ts';
 import { previewDueAmount } from '../../src/payments/duePreview.ts';
 
 /**
- * The due amount a waiting session's x402 challenge asks (src/x402/choice.ts) is the one the
+ * The due amount a waiting session's x402 challenge asks (src/x402/choiceOffers.ts) is the one the
  * creation's INSERT then picks: after each preview, a session is created and must get exactly
  * the previewed amount, in every branch of the pick (free, one above the top, the first gap once
  * the top reaches the bound, none left). Real Postgres.

@@ -4,14 +4,13 @@ import type { Address } from 'viem';
 import { wrapFetchWithPayment, x402Client, x402HTTPClient, decodePaymentResponseHeader } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import type { Anvil } from '../helpers/anvil.ts';
 import { installEip3009Token } from '../helpers/eip3009Token.ts';
 import { approvePermit2, deployPermit2OnAnvil } from '../helpers/permit2.ts';
-import { type newMerchant, httpApi } from '../helpers/api.ts';
 import { depositAddressFor } from '../../src/payments/attribution.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import type { startVerifyingReceiver } from '../helpers/livePipeline.ts';
-import { startX402Stack } from '../helpers/x402Stack.ts';
+import { startAnvilX402Stack } from '../helpers/x402Stack.ts';
 
 /**
  * x402 for sessions waiting for the customer's choice (docs/agents.md, "Waiting sessions"), on
@@ -32,10 +31,9 @@ const BOTH = [
   { chain, currency: 'USDT' },
 ];
 let anvil: Anvil;
-let stack: Awaited<ReturnType<typeof startX402Stack>>;
+let stack: Awaited<ReturnType<typeof startAnvilX402Stack>>;
 let baseUrl: string;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
-let merchant: Awaited<ReturnType<typeof newMerchant>>;
 let wallet: Address;
 
 /** The payer's client: EIP-3009 and Permit2 on polygon; USDT named in its spend controls (docs/agents.md). */
@@ -52,28 +50,29 @@ function payerClient(account: PrivateKeyAccount = payer) {
 }
 
 beforeAll(async () => {
-  anvil = await startAnvil({ chain });
-  await anvil.installChainTokens();
-  await installEip3009Token(anvil, USDC, 6);
-  await deployPermit2OnAnvil(anvil);
-  for (const token of [USDC, USDT, USDC_E]) await anvil.waitMined(await anvil.mint(token, payer.address, 100_000_000n));
-  await approvePermit2(anvil, payer, USDT);
-  await approvePermit2(anvil, payer, USDC_E);
-  await anvil.client.setBalance({ address: privateKeyToAccount(relayerKey).address, value: 10n ** 18n });
-
-  stack = await startX402Stack({ db, anvil, chain, relayerKey, merchantName: 'Choice Shop', probe: true });
-  ({ baseUrl, merchant, wallet, receiver } = stack);
+  stack = await startAnvilX402Stack({
+    db,
+    chain,
+    relayerKey,
+    merchantName: 'Choice Shop',
+    probe: true,
+    prepare: async (anvil) => {
+      await installEip3009Token(anvil, USDC, 6);
+      await deployPermit2OnAnvil(anvil);
+      for (const token of [USDC, USDT, USDC_E]) await anvil.waitMined(await anvil.mint(token, payer.address, 100_000_000n));
+      await approvePermit2(anvil, payer, USDT);
+      await approvePermit2(anvil, payer, USDC_E);
+    },
+  });
+  ({ anvil, baseUrl, wallet, receiver } = stack);
 });
 
 afterAll(async () => {
   await stack?.close();
-  await anvil?.stop();
 });
 
-const api = httpApi(
-  () => baseUrl,
-  () => merchant.live,
-);
+/** The merchant API over HTTP with the live key. */
+const api: typeof stack.api = (...args) => stack.api(...args);
 
 async function waitingSession(amount: string, extra: Record<string, unknown> = {}) {
   const answer = await api('POST', '/api/v1/sessions', { amount, paymentOptions: BOTH, ...extra });

@@ -8,13 +8,13 @@ import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
 import { paymentMiddleware, x402ResourceServer } from '@x402/hono';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import type { Anvil } from '../helpers/anvil.ts';
 import { installEip3009Token } from '../helpers/eip3009Token.ts';
-import { type newMerchant, httpApi } from '../helpers/api.ts';
+import type { newMerchant } from '../helpers/api.ts';
 import { eventsOf } from '../helpers/engine.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import type { startLivePipeline, startVerifyingReceiver } from '../helpers/livePipeline.ts';
-import { startX402Stack } from '../helpers/x402Stack.ts';
+import { startAnvilX402Stack } from '../helpers/x402Stack.ts';
 
 /**
  * x402 end to end on anvil as polygon (chain 137) with a FiatToken-compatible EIP-3009 token at
@@ -30,7 +30,7 @@ const USDC: Address = '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359';
 const payer = privateKeyToAccount(generatePrivateKey());
 const relayerKey = generatePrivateKey();
 let anvil: Anvil;
-let stack: Awaited<ReturnType<typeof startX402Stack>>;
+let stack: Awaited<ReturnType<typeof startAnvilX402Stack>>;
 let pipeline: ReturnType<typeof startLivePipeline>;
 let baseUrl: string;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
@@ -43,26 +43,25 @@ function payerClient() {
 }
 
 beforeAll(async () => {
-  anvil = await startAnvil({ chain });
-  await anvil.installChainTokens();
-  await installEip3009Token(anvil, USDC, 6);
-  await anvil.waitMined(await anvil.mint(USDC, payer.address, 100_000_000n));
-  // The relayer holds gas only.
-  await anvil.client.setBalance({ address: privateKeyToAccount(relayerKey).address, value: 10n ** 18n });
-
-  stack = await startX402Stack({ db, anvil, chain, relayerKey, merchantName: 'Agent Shop' });
-  ({ pipeline, baseUrl, merchant, wallet, receiver } = stack);
+  stack = await startAnvilX402Stack({
+    db,
+    chain,
+    relayerKey,
+    merchantName: 'Agent Shop',
+    prepare: async (anvil) => {
+      await installEip3009Token(anvil, USDC, 6);
+      await anvil.waitMined(await anvil.mint(USDC, payer.address, 100_000_000n));
+    },
+  });
+  ({ anvil, pipeline, baseUrl, merchant, wallet, receiver } = stack);
 });
 
 afterAll(async () => {
   await stack?.close();
-  await anvil?.stop();
 });
 
-const api = httpApi(
-  () => baseUrl,
-  () => merchant.live,
-);
+/** The merchant API over HTTP with the live key. */
+const api: typeof stack.api = (...args) => stack.api(...args);
 
 async function createSession(amount: string) {
   const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDC', chain, merchantWallet: wallet });

@@ -4,15 +4,14 @@ import { getAddress, type Address } from 'viem';
 import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startAnvil, type Anvil } from '../helpers/anvil.ts';
+import type { Anvil } from '../helpers/anvil.ts';
 import { approvePermit2, deployPermit2OnAnvil } from '../helpers/permit2.ts';
-import { type newMerchant, httpApi } from '../helpers/api.ts';
 import { newEvmWallet } from '../helpers/engine.ts';
 import { encodeHeader } from '../../src/x402/wire.ts';
 import { PERMIT2_ADDRESS, PERMIT2_WITNESS_TYPES, X402_EXACT_PERMIT2_PROXY } from '../../src/x402/permit2/contracts.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import type { startVerifyingReceiver } from '../helpers/livePipeline.ts';
-import { startX402Stack } from '../helpers/x402Stack.ts';
+import { startAnvilX402Stack } from '../helpers/x402Stack.ts';
 
 /**
  * x402's Permit2 route on anvil as polygon: the canonical Permit2 and x402's exact Permit2 proxy
@@ -28,10 +27,9 @@ const USDC_E: Address = '0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174';
 const payer = privateKeyToAccount(generatePrivateKey());
 const relayerKey = generatePrivateKey();
 let anvil: Anvil;
-let stack: Awaited<ReturnType<typeof startX402Stack>>;
+let stack: Awaited<ReturnType<typeof startAnvilX402Stack>>;
 let baseUrl: string;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
-let merchant: Awaited<ReturnType<typeof newMerchant>>;
 let wallet: Address;
 
 /** The payer's client; USDT on polygon is not one of @x402/core's default assets, so its spend controls name it (docs/agents.md). */
@@ -42,27 +40,28 @@ function payerClient(account: PrivateKeyAccount = payer) {
 }
 
 beforeAll(async () => {
-  anvil = await startAnvil({ chain });
-  await anvil.installChainTokens();
-  await deployPermit2OnAnvil(anvil);
-  await anvil.waitMined(await anvil.mint(USDT, payer.address, 100_000_000n));
-  await anvil.waitMined(await anvil.mint(USDC_E, payer.address, 100_000_000n));
-  await approvePermit2(anvil, payer, USDT);
-  await anvil.client.setBalance({ address: privateKeyToAccount(relayerKey).address, value: 10n ** 18n });
-
-  stack = await startX402Stack({ db, anvil, chain, relayerKey, merchantName: 'Permit2 Shop', probe: true });
-  ({ baseUrl, merchant, wallet, receiver } = stack);
+  stack = await startAnvilX402Stack({
+    db,
+    chain,
+    relayerKey,
+    merchantName: 'Permit2 Shop',
+    probe: true,
+    prepare: async (anvil) => {
+      await deployPermit2OnAnvil(anvil);
+      await anvil.waitMined(await anvil.mint(USDT, payer.address, 100_000_000n));
+      await anvil.waitMined(await anvil.mint(USDC_E, payer.address, 100_000_000n));
+      await approvePermit2(anvil, payer, USDT);
+    },
+  });
+  ({ anvil, baseUrl, wallet, receiver } = stack);
 });
 
 afterAll(async () => {
   await stack?.close();
-  await anvil?.stop();
 });
 
-const api = httpApi(
-  () => baseUrl,
-  () => merchant.live,
-);
+/** The merchant API over HTTP with the live key. */
+const api: typeof stack.api = (...args) => stack.api(...args);
 
 async function createSession(amount: string, extra: Record<string, unknown> = {}) {
   const answer = await api('POST', '/api/v1/sessions', { amount, currency: 'USDT', chain, merchantWallet: wallet, ...extra });

@@ -4,18 +4,12 @@ import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client, x402HTTP
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { toClientSvmSigner } from '@x402/svm';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, GENEROUS_LIMITS, newMerchant, httpApi } from '../helpers/api.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../helpers/solanaRpc.ts';
+import { box, httpApi } from '../helpers/api.ts';
+import type { SolanaTestRpc } from '../helpers/solanaRpc.ts';
 import { startIngesterWithEngine, waitFor } from '../helpers/solanaIngest.ts';
 import { startVerifyingReceiver } from '../helpers/livePipeline.ts';
-import { newSolanaKeypair } from '../helpers/svmPayments.ts';
-import { addWallet } from '../../src/accounts/index.ts';
+import { startSvmX402Stack } from '../helpers/svmX402Stack.ts';
 import { createDelivery } from '../../src/delivery/index.ts';
-import { createHttp } from '../../src/http.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { createLogger } from '../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { createX402 } from '../../src/x402/index.ts';
 import { insertSettlement, markSubmitted } from '../../src/x402/settlements.ts';
 import { getBase64Encoder, getTransactionDecoder } from '@solana/kit';
 
@@ -29,49 +23,26 @@ import { getBase64Encoder, getTransactionDecoder } from '@solana/kit';
  * payment again, and five times at once.
  */
 const db = useTestDatabase('x402_svm');
-const feePayerKey = newSolanaKeypair();
+let stack: Awaited<ReturnType<typeof startSvmX402Stack>>;
+let feePayerKey: Awaited<ReturnType<typeof startSvmX402Stack>>['feePayerKey'];
 let rpc: SolanaTestRpc;
-let app: ReturnType<typeof createHttp>;
 let baseUrl: string;
-let merchant: Awaited<ReturnType<typeof newMerchant>>;
+let merchant: Awaited<ReturnType<typeof startSvmX402Stack>>['merchant'];
 let wallet: KeyPairSigner;
 let payer: KeyPairSigner;
 let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
 let pipeline: Awaited<ReturnType<typeof startIngesterWithEngine>>;
 let delivery: ReturnType<typeof createDelivery>;
-const metrics = createMetricsRegistry({ defaultMetrics: false });
-let x402: ReturnType<typeof createX402>;
+let metrics: Awaited<ReturnType<typeof startSvmX402Stack>>['metrics'];
+let x402: Awaited<ReturnType<typeof startSvmX402Stack>>['x402'];
 
 function payerClient() {
   return new x402Client().register('solana:*', new ExactSvmScheme(toClientSvmSigner(payer), { rpcUrl: rpc.url }));
 }
 
 beforeAll(async () => {
-  rpc = await startSolanaRpc();
-  // The fee payer holds SOL only.
-  rpc.ledger.svm.airdrop(feePayerKey.address, 1_000_000_000n as never);
-  merchant = await newMerchant(db.store, 'Agent Shop');
-  wallet = await rpc.wallet();
-  await addWallet(db.store, { merchantId: merchant.id, chain: 'solana', address: wallet.address, verifiedBy: 'operator' });
-  // The merchant's USDC account exists (the client pays into it and does not create it).
-  await rpc.fund(wallet.address, 'USDC', 0n);
-  payer = await rpc.wallet();
-  await rpc.fund(payer.address, 'USDC', 100_000_000n);
-  rpc.ledger.finalize();
-
-  const config = loadConfig({
-    SVC_SOLANA_RPC_URL: rpc.url,
-    SVC_SOLANA_RELAYER_KEY: feePayerKey.base58,
-    SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
-    SVC_PUBLIC_URL: 'http://127.0.0.1:1',
-    LOG_LEVEL: 'silent',
-  });
-  const logger = createLogger({ level: 'silent' });
-  x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 50 });
-  app = createHttp({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
-  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.publicUrl = baseUrl;
-
+  stack = await startSvmX402Stack({ db, merchantName: 'Agent Shop' });
+  ({ rpc, feePayerKey, baseUrl, merchant, wallet, payer, metrics, x402 } = stack);
   receiver = await startVerifyingReceiver();
   const registered = await api('POST', '/api/v1/webhooks', { url: receiver.url });
   expect(registered.status).toBe(201);
@@ -79,7 +50,7 @@ beforeAll(async () => {
   pipeline = await startIngesterWithEngine({ store: db.store, rpc });
   delivery = createDelivery({
     store: db.store,
-    logger,
+    logger: stack.logger,
     metrics,
     config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
     box,
@@ -91,9 +62,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await delivery?.stop();
   await pipeline?.stop();
-  await app?.close();
   await receiver?.close();
-  await rpc?.stop();
+  await stack?.close();
 });
 
 const api = httpApi(
@@ -107,8 +77,8 @@ async function createSession(amount: string) {
   return answer.body as { id: string; amountDueBaseUnits: string; x402Url: string };
 }
 
-const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
-const usdc = async (owner: Address) => rpc.ledger.tokenBalance(await rpc.ata(owner, 'USDC')) ?? 0n;
+const settlements = () => stack.settlements();
+const usdc = (owner: Address) => stack.usdc(owner);
 
 /** A payment header for a session, made by the real client from the session's 402 (with `extensions` added, if given). */
 async function signedHeader(sessionId: string, extensions?: Record<string, unknown>): Promise<Record<string, string>> {

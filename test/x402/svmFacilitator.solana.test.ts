@@ -9,16 +9,10 @@ import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmScheme as ExactSvmServerScheme } from '@x402/svm/exact/server';
 import { toClientSvmSigner } from '@x402/svm';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, GENEROUS_LIMITS, httpApi, newMerchant } from '../helpers/api.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../helpers/solanaRpc.ts';
+import { httpApi } from '../helpers/api.ts';
+import type { SolanaTestRpc } from '../helpers/solanaRpc.ts';
 import { startIngesterWithEngine, waitFor } from '../helpers/solanaIngest.ts';
-import { newSolanaKeypair } from '../helpers/svmPayments.ts';
-import { addWallet } from '../../src/accounts/index.ts';
-import { createHttp } from '../../src/http.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { createLogger } from '../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { createX402 } from '../../src/x402/index.ts';
+import { startSvmX402Stack } from '../helpers/svmX402Stack.ts';
 
 /**
  * The facilitator endpoints (`/api/v1/x402/*`) on Solana, on litesvm (the real SPL token program,
@@ -29,12 +23,12 @@ import { createX402 } from '../../src/x402/index.ts';
  * one transaction; `/verify` refuses what a session's x402 URL refuses and writes nothing.
  */
 const db = useTestDatabase('x402_svm_facilitator');
-const feePayerKey = newSolanaKeypair();
 const NETWORK = 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp';
+let stack: Awaited<ReturnType<typeof startSvmX402Stack>>;
+let feePayerKey: Awaited<ReturnType<typeof startSvmX402Stack>>['feePayerKey'];
 let rpc: SolanaTestRpc;
-let app: ReturnType<typeof createHttp>;
 let baseUrl: string;
-let merchant: Awaited<ReturnType<typeof newMerchant>>;
+let merchant: Awaited<ReturnType<typeof startSvmX402Stack>>['merchant'];
 let wallet: KeyPairSigner;
 let payer: KeyPairSigner;
 let pipeline: Awaited<ReturnType<typeof startIngesterWithEngine>>;
@@ -54,43 +48,23 @@ function facilitator(key = () => merchant.live) {
 }
 
 beforeAll(async () => {
-  rpc = await startSolanaRpc();
-  rpc.ledger.svm.airdrop(feePayerKey.address, 1_000_000_000n as never);
-  merchant = await newMerchant(db.store, 'Agent API');
-  wallet = await rpc.wallet();
-  await addWallet(db.store, { merchantId: merchant.id, chain: 'solana', address: wallet.address, verifiedBy: 'operator' });
-  await rpc.fund(wallet.address, 'USDC', 0n);
-  payer = await rpc.wallet();
-  await rpc.fund(payer.address, 'USDC', 100_000_000n);
-  rpc.ledger.finalize();
-  const config = loadConfig({
-    SVC_SOLANA_RPC_URL: rpc.url,
-    SVC_SOLANA_RELAYER_KEY: feePayerKey.base58,
-    SVC_PUBLIC_URL: 'http://127.0.0.1:1',
-    LOG_LEVEL: 'silent',
-  });
-  const logger = createLogger({ level: 'silent' });
-  const metrics = createMetricsRegistry({ defaultMetrics: false });
-  const x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 50 });
-  app = createHttp({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
-  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.publicUrl = baseUrl;
+  stack = await startSvmX402Stack({ db, merchantName: 'Agent API' });
+  ({ rpc, feePayerKey, baseUrl, merchant, wallet, payer } = stack);
   pipeline = await startIngesterWithEngine({ store: db.store, rpc });
 });
 
 afterAll(async () => {
   await pipeline?.stop();
-  await app?.close();
-  await rpc?.stop();
+  await stack?.close();
 });
 
 const api = httpApi(
   () => baseUrl,
   () => merchant.live,
 );
-const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
+const settlements = () => stack.settlements();
 const sessionCount = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM payment_sessions')).rows[0]!.n);
-const usdc = async (owner: Address) => rpc.ledger.tokenBalance(await rpc.ata(owner, 'USDC')) ?? 0n;
+const usdc = (owner: Address) => stack.usdc(owner);
 
 /** Requirements as a resource server builds them from `/supported` (extra.feePayer), and the real client's payload for them. */
 async function signedPayment(amount: string, overrides: Partial<PaymentRequirements> = {}) {

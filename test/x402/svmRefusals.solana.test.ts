@@ -3,26 +3,20 @@ import { createNoopSigner, type Address, type Instruction, type KeyPairSigner } 
 import { getTransferCheckedInstruction } from '@solana-program/token';
 import { decodePaymentResponseHeader } from '@x402/fetch';
 import { useTestDatabase } from '../helpers/db.ts';
-import { box, GENEROUS_LIMITS } from '../helpers/api.ts';
-import { startSolanaRpc, type SolanaTestRpc } from '../helpers/solanaRpc.ts';
+import type { SolanaTestRpc } from '../helpers/solanaRpc.ts';
 import { createSolanaMerchant } from '../helpers/solanaIngest.ts';
 import {
   computeUnitLimit,
   computeUnitPrice,
   createTokenAccount,
   memo,
-  newSolanaKeypair,
   partiallySigned,
   standardInstructions,
   svmPaymentHeader,
   systemTransfer,
 } from '../helpers/svmPayments.ts';
-import { createHttp } from '../../src/http.ts';
-import { loadConfig } from '../../src/internal/config.ts';
-import { createLogger } from '../../src/internal/logger.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
+import { startSvmX402Stack } from '../helpers/svmX402Stack.ts';
 import { createSession } from '../../src/payments/sessions.ts';
-import { createX402 } from '../../src/x402/index.ts';
 
 /**
  * What a hostile payer can put in an x402 Solana transaction, and what the gateway does with it
@@ -31,10 +25,9 @@ import { createX402 } from '../../src/x402/index.ts';
  * the merchant's own token account.
  */
 const db = useTestDatabase('x402_svm_refusals');
-const feePayerKey = newSolanaKeypair();
-const feePayer = feePayerKey.address;
+let stack: Awaited<ReturnType<typeof startSvmX402Stack>>;
+let feePayer: Address;
 let rpc: SolanaTestRpc;
-let app: ReturnType<typeof createHttp>;
 let baseUrl: string;
 let merchantId: string;
 let wallet: KeyPairSigner;
@@ -42,36 +35,25 @@ let payer: KeyPairSigner;
 let attacker: KeyPairSigner;
 
 beforeAll(async () => {
-  rpc = await startSolanaRpc();
-  rpc.ledger.svm.airdrop(feePayer, 1_000_000_000n as never);
-  ({ merchantId, wallet } = await createSolanaMerchant(db.store, rpc));
-  await rpc.fund(wallet.address, 'USDC', 0n);
-  payer = await rpc.wallet();
-  attacker = await rpc.wallet();
-  await rpc.fund(payer.address, 'USDC', 100_000_000n);
-  await rpc.fund(payer.address, 'USDT', 100_000_000n);
-  await rpc.fund(wallet.address, 'USDT', 0n);
-  await rpc.fund(attacker.address, 'USDC', 0n);
-  // The fee payer's own USDC, which a transaction must never move.
-  await rpc.fund(feePayer, 'USDC', 50_000_000n);
-  rpc.ledger.finalize();
-  const config = loadConfig({
-    SVC_SOLANA_RPC_URL: rpc.url,
-    SVC_SOLANA_RELAYER_KEY: feePayerKey.base58,
-    SVC_PUBLIC_URL: 'http://127.0.0.1:1',
-    LOG_LEVEL: 'silent',
+  stack = await startSvmX402Stack({
+    db,
+    merchantName: 'Solana shop',
+    prepare: async ({ rpc, wallet, payer, feePayer }) => {
+      attacker = await rpc.wallet();
+      await rpc.fund(payer.address, 'USDT', 100_000_000n);
+      await rpc.fund(wallet.address, 'USDT', 0n);
+      await rpc.fund(attacker.address, 'USDC', 0n);
+      // The fee payer's own USDC, which a transaction must never move.
+      await rpc.fund(feePayer, 'USDC', 50_000_000n);
+    },
   });
-  const logger = createLogger({ level: 'silent' });
-  const metrics = createMetricsRegistry({ defaultMetrics: false });
-  const x402 = createX402({ store: db.store, logger, metrics, config, pollMs: 50 });
-  app = createHttp({ store: db.store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
-  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.publicUrl = baseUrl;
+  ({ rpc, baseUrl, wallet, payer } = stack);
+  feePayer = stack.feePayerKey.address;
+  merchantId = stack.merchant.id;
 });
 
 afterAll(async () => {
-  await app?.close();
-  await rpc?.stop();
+  await stack?.close();
 });
 
 async function newSession(merchant = merchantId) {
@@ -85,8 +67,8 @@ async function newSession(merchant = merchantId) {
   return { id: session.id, url, accepted, due: BigInt(accepted.amount) };
 }
 
-const settlements = async () => Number((await db.store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n);
-const usdc = async (owner: Address) => rpc.ledger.tokenBalance(await rpc.ata(owner, 'USDC')) ?? 0n;
+const settlements = () => stack.settlements();
+const usdc = (owner: Address) => stack.usdc(owner);
 
 /** Sends `instructions` (partially signed, the gateway as fee payer) to a fresh session and expects a 402 with `reason`; nothing moved. */
 async function refused(reason: string, build: (session: { due: bigint }) => Promise<Instruction[]>) {

@@ -13,7 +13,7 @@ import { getSessionById } from '../../payments/sessions.ts';
 import { PaymentStatusSchema } from '../../checkout/schema.ts';
 import { setCommonHeaders } from '../../checkout/securityHeaders.ts';
 import { encodeHeader, HEADERS, type SessionAnswer, type X402 } from '../../x402/index.ts';
-import type { QuoteForPair } from '../../x402/choice.ts';
+import type { QuoteForPair } from '../../x402/choiceOffers.ts';
 import { paymentResourceUrl } from '../../x402/svm/payload.ts';
 
 /**

@@ -44,7 +44,7 @@ export interface SvmX402 {
     views: { stateOf(session: CheckoutSession): Extract<SessionAnswer, { kind: 'state' }>['session']; resourceUrl: string },
   ): Promise<SessionAnswer>;
   /**
-   * A waiting session's Solana option (src/x402/choice.ts): the requirements of paying `amount`
+   * A waiting session's Solana option (src/x402/choiceSolana.ts): the requirements of paying `amount`
    * of the pair's mint to `payTo`, or why x402 cannot take it here.
    */
   choiceRequirements(
