@@ -101,9 +101,14 @@ export function createApiKeyCache(params: { store: Store; ttlMs?: number }): Api
   const lastUseWritten = new Map<string, number>();
   // A read that started before an invalidation must not put its (maybe stale) answer back.
   let generation = 0;
+  // Reads in flight by key hash: requests that find no fresh entry wait for the read already sent
+  // instead of each sending its own (under load a refresh slower than its half-TTL head start made
+  // a third of creations read their key in line: docs/benchmarks.md, issue 28).
+  const inFlight = new Map<string, { answer: Promise<AuthResult>; sentAt: number; generation: number }>();
   const invalidate = () => {
     generation++;
     entries.clear();
+    inFlight.clear();
   };
   const stopLocal = onApiKeyChange(invalidate);
 
@@ -155,6 +160,21 @@ export function createApiKeyCache(params: { store: Store; ttlMs?: number }): Api
     return result;
   }
 
+  /**
+   * {@link read}, shared with the requests that need the same key while it is in flight. Only a
+   * read of the current generation sent less than a TTL ago is joined: its answer is then as fresh
+   * as a cached entry would be, and one sent before a change never answers a request after it.
+   */
+  function readShared(presented: string, hash: string, now: number): Promise<AuthResult> {
+    const pending = inFlight.get(hash);
+    if (pending && pending.generation === generation && now - pending.sentAt < ttlMs) return pending.answer;
+    const answer = read(presented, hash).finally(() => {
+      if (inFlight.get(hash)?.answer === answer) inFlight.delete(hash);
+    });
+    inFlight.set(hash, { answer, sentAt: now, generation });
+    return answer;
+  }
+
   async function recordUse(result: AuthResult): Promise<void> {
     if (!result.ok) return;
     const { id, lastUsedAt } = result.apiKey;
@@ -183,10 +203,10 @@ export function createApiKeyCache(params: { store: Store; ttlMs?: number }): Api
         if (now - entry.readAt >= refreshMs && !entry.refreshing) {
           entry.refreshing = true;
           // A failed refresh leaves the entry to expire; the request after that reads in line.
-          read(presented, hash).catch(() => {});
+          readShared(presented, hash, now).catch(() => {});
         }
       } else {
-        result = await read(presented, hash);
+        result = await readShared(presented, hash, now);
       }
       await recordUse(result);
       return result;

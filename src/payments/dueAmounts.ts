@@ -8,7 +8,8 @@ import { conflict } from '../internal/errors.ts';
  * Due amounts: what makes concurrent sessions on one wallet tell apart by amount alone. A
  * session asks for `amount + k`, a k below one cent that no session reserving the same (chain,
  * currency, wallet) holds while its monitoring window is open: one above the highest held, or the
- * first free one once that reaches the cent (sessionSql.ts `insertSession`).
+ * first free one once that reaches the cent (sessionSql.ts `insertSession`; `pick_due_amount` of
+ * migration 055, which `createAmountSession` calls, applies the same rule).
  */
 
 /**
@@ -51,28 +52,6 @@ export async function lockDueAmounts(
   // One statement for both locks (a round trip fewer while the first is held): Postgres evaluates
   // a target list left to right, so every caller takes bucket b before b+1.
   await sql.query(LOCK_DUE_AMOUNTS, dueLockKeys({ ...params, bucket }));
-}
-
-const KEEP_WALLET_LOCK_DUE_AMOUNTS = prepared(
-  `WITH kept AS MATERIALIZED (SELECT 1 FROM wallets WHERE merchant_id = $1 AND chain = $2 AND address = $3 FOR KEY SHARE)
-   SELECT pg_advisory_xact_lock(hashtextextended($4, 0)) AS low, pg_advisory_xact_lock(hashtextextended($5, 0)) AS high FROM kept`,
-);
-
-/**
- * A live creation's inline wallet kept from removal (KEY SHARE, as `registerInlineWallet` does)
- * and, when its row exists, {@link lockDueAmounts}'s locks, in one statement: a round trip fewer
- * per creation (docs/benchmarks.md, issue 28 goal 4). The CTE is read first, so the row lock comes
- * before the advisory locks, and no advisory lock is taken when the wallet is new: the caller then
- * registers it (which takes the merchant's inline-wallet lock) and locks after, in the order
- * every creation of a new wallet takes them. Returns whether the wallet existed (and the locks are held).
- */
-export async function keepWalletAndLockDueAmounts(
-  sql: Sql,
-  params: { merchantId: string; chain: ChainName; currency: Currency; payTo: string; amount: bigint; decimals: number },
-): Promise<boolean> {
-  const bucket = params.amount / dueOffsetBound(params.decimals);
-  const { rowCount } = await sql.query(KEEP_WALLET_LOCK_DUE_AMOUNTS, [params.merchantId, params.chain, params.payTo, ...dueLockKeys({ ...params, bucket })]);
-  return (rowCount ?? 0) > 0;
 }
 
 /** The advisory-lock texts {@link lockDueAmounts} takes, in order (exported for tests that hold them). */

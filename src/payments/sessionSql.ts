@@ -66,6 +66,56 @@ export const insertSession = () =>
    RETURNING ${SESSION_COLUMNS}, ${XID_COLUMN}`;
 
 /**
+ * A live or sandbox creation in `amount` mode in one statement (issue 28 goal 4: each statement is
+ * a round trip and a backend wake-up): the merchant's checks, the inline wallet kept (KEY SHARE),
+ * the due-amount locks, the pick and the INSERT. $1..$23 as {@link insertSession} ($10 the tokens
+ * without bridged ones), $24 whether the wallet was given inline for a live session (kept, and
+ * checked against other merchants' verified wallets), $25 the attribution asked for or null, $26
+ * the tokens with bridged ones, $27 and $28 the due-amount lock texts (dueAmounts.ts, in order).
+ *
+ * Answers one row: the merchant's checks (`svc_accept_bridged_tokens`, `svc_default_attribution`,
+ * `svc_verified_elsewhere`), whether the wallet row was kept (`svc_wallet_kept`), and the session
+ * when one was inserted (its columns null otherwise). Nothing is locked or inserted when a check
+ * fails (the caller refuses), the session is in `address` mode, or the inline wallet is new (the
+ * caller registers it and takes the locks after, the order every new wallet's creation takes).
+ * The kept row is read before the locks (the CTE feeds them), as {@link insertSession}'s callers
+ * did in two statements. The pick is `pick_due_amount` (migration 055): a VOLATILE function,
+ * whose query takes its own snapshot after the locks are granted, so it sees every session
+ * committed before them, which this statement's snapshot (taken before it waited) would not.
+ */
+export const createAmountSession = () =>
+  `WITH checks AS MATERIALIZED (
+     SELECT (SELECT accept_bridged_tokens FROM merchants WHERE id = $2) AS accept_bridged_tokens,
+            (SELECT default_attribution FROM merchants WHERE id = $2) AS default_attribution,
+            $24::boolean AND EXISTS (SELECT 1 FROM wallets WHERE chain = $4 AND address = $11 AND merchant_id <> $2 AND verified_at IS NOT NULL) AS verified_elsewhere
+   ),
+   kept AS MATERIALIZED (SELECT 1 FROM wallets WHERE $24::boolean AND merchant_id = $2 AND chain = $4 AND address = $11 FOR KEY SHARE),
+   go AS MATERIALIZED (
+     SELECT CASE WHEN coalesce(c.accept_bridged_tokens, false) THEN $26::text[] ELSE $10::text[] END AS tokens
+       FROM checks c
+      WHERE NOT c.verified_elsewhere
+        AND (NOT $24::boolean OR EXISTS (SELECT 1 FROM kept))
+        AND coalesce($25::text, CASE WHEN $4 = 'solana' THEN 'amount' ELSE c.default_attribution END, 'amount') = 'amount'
+   ),
+   locked AS MATERIALIZED (
+     SELECT g.tokens, pg_advisory_xact_lock(hashtextextended($27, 0)) AS low, pg_advisory_xact_lock(hashtextextended($28, 0)) AS high
+       FROM go g WHERE cardinality(g.tokens) > 0
+   ),
+   due AS MATERIALIZED (SELECT l.tokens, pick_due_amount($4, $5, $11, $7::numeric, $8::numeric) AS amount_due FROM locked l),
+   created AS (
+     INSERT INTO payment_sessions AS s (id, merchant_id, livemode, status, chain, currency, decimals, amount, amount_due, fee,
+       token_addresses, pay_to, reference, required_confirmations, metadata, webhook_url, success_url, payment_link_id,
+       expires_at, monitor_until, description, line_items, cancel_url, payment_options)
+     SELECT $1, $2, $3, 'created', $4, $5, $6, $7::numeric, due.amount_due, $9::numeric, due.tokens, $11, $12, $13, $14, $15, $16, $17,
+       now() + make_interval(secs => $18), now() + make_interval(secs => $18 + $19), $20, $21::jsonb, $22, $23::jsonb
+       FROM due WHERE due.amount_due < $7::numeric + $8::numeric
+     RETURNING ${SESSION_COLUMNS}, ${XID_COLUMN}
+   )
+   SELECT c.accept_bridged_tokens AS svc_accept_bridged_tokens, c.default_attribution AS svc_default_attribution,
+          c.verified_elsewhere AS svc_verified_elsewhere, EXISTS (SELECT 1 FROM kept) AS svc_wallet_kept, created.*
+     FROM checks c LEFT JOIN created ON true`;
+
+/**
  * Inserts a session in `address` mode (attribution.ts) and returns it: paid at its own deposit
  * address, so its due amount is the plain amount and no due-amount lock or pick is needed.
  * $1 id, $2 merchant, $3 livemode, $4 chain, $5 currency, $6 decimals, $7 amount, $8 fee, $9 token

@@ -1,16 +1,10 @@
 import { prepared, type Sql } from '../store/index.ts';
-import { newId } from '../internal/crypto.ts';
-import { getBase58Decoder } from '@solana/kit';
-import { randomBytes } from 'node:crypto';
-import { registerInlineWallet } from '../accounts/walletRules.ts';
 import { sessionColumns, toSession, type Session } from './session.ts';
-import { checkSessionTerms, feeFor, requiredConfirmations, type SessionTerms } from './terms.ts';
-import { dueOffsetBound, keepWalletAndLockDueAmounts, lockDueAmounts, noDueAmountLeft } from './dueAmounts.ts';
+import type { SessionTerms } from './terms.ts';
+import { insertSession, newSolanaReference } from './sessionInsert.ts';
 import * as sessionSql from './sessionSql.ts';
-import { depositAddressFor } from './attribution.ts';
-import { checkPurchase, type PurchaseInput } from './purchase.ts';
+import type { PurchaseInput } from './purchase.ts';
 import type { FiatPrice, PriceQuote } from '../pricing/types.ts';
-import { badRequest } from '../internal/errors.ts';
 import type { PaymentOption } from './options.ts';
 import type { LinkVisitsFilter } from './linkVisits.ts';
 
@@ -42,24 +36,13 @@ export interface CreateSessionParams extends SessionTerms, PurchaseInput {
   priceQuote?: PriceQuote | undefined;
 }
 
-/**
- * The creation's INSERT and the read by id, prepared: planned once per connection instead of at
- * every request (planning was most of their Postgres time; their generic plans are the same index
- * lookups: bench/apiExplain.ts).
- */
-const INSERT_SESSION = prepared(sessionSql.insertSession());
-const INSERT_ADDRESS_SESSION = prepared(sessionSql.insertAddressSession());
+/** The read by id, prepared: planned once per connection (its generic plan is the primary key lookup). */
 const SELECT_SESSION = prepared(sessionSql.selectSession());
-
-/** A fresh Solana Pay reference: a random 32-byte public key in base58. */
-function newSolanaReference(): string {
-  return getBase58Decoder().decode(randomBytes(32));
-}
 
 /**
  * Creates a payment session in status `created` (Interface B shows it as `pending`), on `sql`,
  * which must be a transaction (the due-amount lock lasts until it ends). Validates what the
- * schemas cannot, with {@link checkSessionTerms}.
+ * schemas cannot, with `checkSessionTerms` (terms.ts); the INSERT is sessionInsert.ts's.
  * @throws {InvalidRequestError} 400 for bad input; {ConflictError} 409 for a live session on an unwatched chain, another
  * merchant's verified wallet, a new inline wallet beyond the merchant's cap of unverified ones, or
  * when no unique due amount is left.
@@ -69,84 +52,6 @@ export async function createSession(sql: Sql, params: CreateSessionParams): Prom
   if (!params.price) return session;
   const { rows } = await sql.query(sessionSql.setPrice(), [session.id, JSON.stringify(params.price), JSON.stringify(params.priceQuote)]);
   return toSession(rows[0]!);
-}
-
-async function insertSession(sql: Sql, params: CreateSessionParams): Promise<Session> {
-  // Line items are written in token units and must add up to `amount`: with a fiat price the
-  // amount is only known after conversion, so items would be a guess (docs/checkout.md).
-  if (params.price && params.lineItems && params.lineItems.length > 0) throw badRequest('lineItems cannot be combined with price: give description instead');
-  const { chain, decimals, amount, expiresIn: requestedLifetime, merchantWallet, payTo, tokens, attribution } = await checkSessionTerms(sql, params);
-  // A chosen session keeps the expiry it had before the choice.
-  const expiresIn = params.chosen?.secondsLeft ?? requestedLifetime;
-  const paymentOptions = params.chosen ? JSON.stringify(params.chosen.paymentOptions) : null;
-  const purchase = checkPurchase(params, { amount, decimals, currency: params.currency });
-  // The ingesters watch the `wallets` table: a live session paying to a wallet given inline must
-  // put that wallet there (unverified, within a cap per merchant), or its payment would never be seen.
-  const inline = params.livemode && merchantWallet !== undefined;
-  const tuple = { chain: params.chain, currency: params.currency, payTo };
-  // The common live case, a known inline wallet in amount mode: its row lock and the due-amount
-  // locks in one round trip. Otherwise (a new wallet, address mode) as before, one step each.
-  const locked = inline && attribution === 'amount' && (await keepWalletAndLockDueAmounts(sql, { merchantId: params.merchantId, ...tuple, amount, decimals }));
-  if (inline && !locked) await registerInlineWallet(sql, { merchantId: params.merchantId, chain: params.chain, address: payTo });
-
-  if (attribution === 'address') {
-    // Its own address tells its payments apart: the plain amount, no due-amount lock or pick.
-    const id = params.chosen?.id ?? newId('ses');
-    const { rows } = await sql.query(INSERT_ADDRESS_SESSION, [
-      id,
-      params.merchantId,
-      params.livemode,
-      params.chain,
-      params.currency,
-      decimals,
-      amount.toString(),
-      feeFor(amount, params.feeBps).toString(),
-      tokens,
-      payTo,
-      depositAddressFor({ payTo, sessionId: id }),
-      requiredConfirmations(chain),
-      params.metadata ?? {},
-      params.webhookUrl ?? null,
-      params.successUrl ?? null,
-      params.paymentLinkId ?? null,
-      expiresIn,
-      params.monitorWindowSeconds,
-      purchase.description,
-      purchase.lineItems && JSON.stringify(purchase.lineItems),
-      purchase.cancelUrl,
-      paymentOptions,
-    ]);
-    return toSession(rows[0]!);
-  }
-  if (!locked) await lockDueAmounts(sql, { ...tuple, amount, decimals });
-  // The INSERT picks the unique due amount itself, under the locks just taken.
-  const { rows } = await sql.query(INSERT_SESSION, [
-    params.chosen?.id ?? newId('ses'),
-    params.merchantId,
-    params.livemode,
-    params.chain,
-    params.currency,
-    decimals,
-    amount.toString(),
-    dueOffsetBound(decimals).toString(),
-    feeFor(amount, params.feeBps).toString(),
-    tokens,
-    payTo,
-    params.chain === 'solana' ? newSolanaReference() : null,
-    requiredConfirmations(chain),
-    params.metadata ?? {},
-    params.webhookUrl ?? null,
-    params.successUrl ?? null,
-    params.paymentLinkId ?? null,
-    expiresIn,
-    params.monitorWindowSeconds,
-    purchase.description,
-    purchase.lineItems && JSON.stringify(purchase.lineItems),
-    purchase.cancelUrl,
-    paymentOptions,
-  ]);
-  if (!rows[0]) throw noDueAmountLeft({ ...tuple, amount });
-  return toSession(rows[0]);
 }
 
 /** One session of the caller's merchant and mode, or undefined (another merchant's is "not found"). */

@@ -119,7 +119,7 @@ export function checkReceivingWallet(chain: ChainConfig, text: string, field = '
  * names a real wallet: real money sent after a test session must not reach the merchant's books);
  * a given `merchantWallet` was checked like a live one, and is not used.
  */
-async function resolvePayTo(
+export async function resolvePayTo(
   sql: Sql,
   params: { merchantId: string; chain: ChainName; merchantWallet: string | undefined; livemode: boolean },
 ): Promise<string> {
@@ -191,6 +191,26 @@ export interface CheckedTerms {
  * live wallet that another merchant has verified (409). Writes nothing.
  */
 export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise<CheckedTerms> {
+  const local = checkLocalTerms(params);
+  const payTo = await resolvePayTo(sql, {
+    merchantId: params.merchantId,
+    chain: params.chain,
+    merchantWallet: local.merchantWallet,
+    livemode: params.livemode,
+  });
+  // The merchant's flag and, for a live wallet given inline, whether another merchant verified it:
+  // one statement (a round trip per check was a tenth of a creation's cost, docs/benchmarks.md).
+  const { rows } = await sql.query<MerchantChecks>(SELECT_MERCHANT_CHECKS, [
+    params.merchantId,
+    params.chain,
+    payTo,
+    params.livemode && local.merchantWallet !== undefined,
+  ]);
+  return { ...local, payTo, ...merchantTerms(params, local.chain, payTo, rows[0]!) };
+}
+
+/** {@link checkSessionTerms}'s checks that need no database, in its order (their 400s and 409s come first). */
+export function checkLocalTerms(params: SessionTerms): Pick<CheckedTerms, 'chain' | 'decimals' | 'amount' | 'expiresIn' | 'merchantWallet'> {
   const chains = params.chains ?? loadChains();
   const chain = chains[params.chain];
   if (!chain) throw badRequest(`unknown chain ${JSON.stringify(params.chain)}`);
@@ -208,23 +228,39 @@ export async function checkSessionTerms(sql: Sql, params: SessionTerms): Promise
     throw badRequest(`expiresIn must be a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}`);
   }
   const merchantWallet = params.merchantWallet === undefined ? undefined : checkReceivingWallet(chain, params.merchantWallet);
-  const payTo = await resolvePayTo(sql, { merchantId: params.merchantId, chain: params.chain, merchantWallet, livemode: params.livemode });
-  // The merchant's flag and, for a live wallet given inline, whether another merchant verified it:
-  // one statement (a round trip per check was a tenth of a creation's cost, docs/benchmarks.md).
-  const { rows: merchantRows } = await sql.query<{
-    accept_bridged_tokens: boolean | null;
-    default_attribution: Attribution | null;
-    verified_elsewhere: boolean;
-  }>(SELECT_MERCHANT_CHECKS, [params.merchantId, params.chain, payTo, params.livemode && merchantWallet !== undefined]);
-  if (merchantRows[0]!.verified_elsewhere)
-    throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
-  const includeBridged = merchantRows[0]!.accept_bridged_tokens ?? false;
+  return { chain, decimals, amount, expiresIn, merchantWallet };
+}
+
+/** What the creation reads of its merchant (SELECT_MERCHANT_CHECKS, or the same columns of the one-statement creation). */
+export interface MerchantChecks {
+  accept_bridged_tokens: boolean | null;
+  default_attribution: Attribution | null;
+  verified_elsewhere: boolean;
+}
+
+/** The token lists a session on `chain` in `currency` counts, without and with bridged tokens (the merchant's flag picks one). */
+export function tokenLists(chain: ChainConfig, currency: Currency): { native: string[]; withBridged: string[] } {
+  return {
+    native: tokensFor(chain, currency, { includeBridged: false }).map((token) => token.address),
+    withBridged: tokensFor(chain, currency, { includeBridged: true }).map((token) => token.address),
+  };
+}
+
+/**
+ * The terms that depend on the merchant's row, from {@link MerchantChecks}: a 409 for a live
+ * inline wallet another merchant verified, a 400 for a currency only bridged on the chain when the
+ * merchant has not opted in; otherwise the tokens that count and the session's attribution.
+ */
+export function merchantTerms(
+  params: Pick<SessionTerms, 'chain' | 'currency' | 'attribution'>,
+  chain: ChainConfig,
+  payTo: string,
+  checks: MerchantChecks,
+): Pick<CheckedTerms, 'tokens' | 'attribution'> {
+  if (checks.verified_elsewhere) throw conflict(`merchantWallet ${payTo} is a verified wallet of another merchant; use a receiving wallet of your own`);
+  const includeBridged = checks.accept_bridged_tokens ?? false;
   const tokens = tokensFor(chain, params.currency, { includeBridged }).map((token) => token.address);
   if (tokens.length === 0) throw badRequest(`${params.currency} on ${params.chain} is only offered as a bridged token, which this merchant has not enabled`);
-  const attribution = resolveAttribution({
-    requested: params.attribution,
-    merchantDefault: merchantRows[0]!.default_attribution ?? 'amount',
-    chain: params.chain,
-  });
-  return { chain, decimals, amount, expiresIn, merchantWallet, payTo, tokens, attribution };
+  const attribution = resolveAttribution({ requested: params.attribution, merchantDefault: checks.default_attribution ?? 'amount', chain: params.chain });
+  return { tokens, attribution };
 }

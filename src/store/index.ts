@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { prepared, queryConfig, type PreparedStatement } from './prepared.ts';
 import { copyOn } from './copy.ts';
+import { lazyBegin } from './lazyBegin.ts';
 import { CommitOutcomeUnknownError, DatabaseTimeoutError, isRetryableTransactionError, isStalePreparedStatement } from './errors.ts';
 
 export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable, isUndefinedTable, isUniqueViolation } from './errors.ts';
@@ -147,7 +148,11 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
         const client = await connect();
         // The transaction's id, when a statement returned it ({@link XID_COLUMN}): COMMIT then needs no question before it.
         let knownXid: string | undefined;
-        const sql = withXidColumn(onClient(client), (xid) => (knownXid = xid));
+        // BEGIN and the server limits go out with the first statement, in its message group (lazyBegin.ts).
+        const opened = lazyBegin(client, onClient(client), limits ? [begin, ...serverLimits(limits.queryMs)] : [begin], (answer) =>
+          limits ? within(answer, limits.queryMs) : answer,
+        );
+        const sql = withXidColumn(opened, (xid) => (knownXid = xid));
         let broken: Error | undefined;
         // pg-pool listens for errors only on idle clients: a connection lost between two
         // statements of this transaction would otherwise be an uncaught exception (a crash). The
@@ -158,8 +163,9 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
           // Bounded work also asks the server to give up a little before the client does, so a
           // statement stuck on a lock is cancelled there (its locks freed, the connection reusable)
           // instead of running on after the request was answered.
-          await sql.query(limits ? `${begin}; ${serverLimits(limits.queryMs)}` : begin);
           const result = await work(sql);
+          // No statement was run, so no transaction was opened: nothing to commit.
+          if (!opened.began()) return result;
           if (!limits) {
             await sql.query('COMMIT');
             return result;
@@ -182,7 +188,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
           // A statement that timed out is still running on that connection: ROLLBACK would wait
           // behind it. The connection is discarded instead; Postgres rolls back when it closes.
           if (error instanceof DatabaseTimeoutError || error instanceof CommitOutcomeUnknownError) broken ??= error;
-          else await sql.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+          else if (opened.began()) await sql.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
           // A stale prepared statement fails on this connection for good: the retry takes another.
           if (isStalePreparedStatement(error)) broken ??= error as Error;
           if ((isRetryableTransactionError(error) || isStalePreparedStatement(error)) && attempt < 5) continue;
@@ -243,9 +249,9 @@ function againIfStale(query: Sql['query']): Sql['query'] {
 }
 
 /** `SET LOCAL` limits that make the server cancel a statement or lock wait just before the client's timer fires. */
-function serverLimits(queryMs: number): string {
+function serverLimits(queryMs: number): string[] {
   const ms = Math.max(100, queryMs - Math.min(500, Math.floor(queryMs / 10)));
-  return `SET LOCAL statement_timeout = ${ms}; SET LOCAL lock_timeout = ${ms}`;
+  return [`SET LOCAL statement_timeout = ${ms}`, `SET LOCAL lock_timeout = ${ms}`];
 }
 
 /**

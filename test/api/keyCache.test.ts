@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { createStore, type Store } from '../../src/store/index.ts';
+import { createStore, statementText, type Store } from '../../src/store/index.ts';
 import { createApiKey, listApiKeys } from '../../src/accounts/index.ts';
-import { KEY_CACHE_TTL_MS } from '../../src/api/auth.ts';
+import { createApiKeyCache, KEY_CACHE_TTL_MS } from '../../src/api/auth.ts';
 import { buildApi, newMerchant } from '../helpers/api.ts';
 
 /**
@@ -112,6 +112,32 @@ describe('API keys cached per process', () => {
     while (status !== 403 && performance.now() - started < 5_000) status = (await create()).statusCode;
     expect(status).toBe(403);
     expect(performance.now() - started).toBeLessThan(KEY_CACHE_TTL_MS);
+  });
+
+  test('requests that present a key not in the cache at the same time share one read of it', async () => {
+    const m = await newMerchant(db.store);
+    let reads = 0;
+    const counting = {
+      ...db.store,
+      query: ((statement, values) => {
+        if (/FROM api_keys/.test(statementText(statement))) reads++;
+        return db.store.query(statement, values);
+      }) as Store['query'],
+    };
+    const cache = createApiKeyCache({ store: counting });
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => cache.authenticate(m.test)));
+      expect(answers.every((answer) => answer.ok)).toBe(true);
+      expect(reads).toBe(1);
+      // Once answered, the read is not joined again: a key revoked since is read anew and refused.
+      await db.store.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [await keyIdOf(m.id, m.test)]);
+      const other = createApiKeyCache({ store: counting });
+      const again = await other.authenticate(m.test).finally(() => other.close());
+      expect(again.ok).toBe(false);
+      expect(reads).toBe(2);
+    } finally {
+      await cache.close();
+    }
   });
 
   test('last_used_at is written on first use and then at most once a minute, however many requests', async () => {

@@ -47,6 +47,7 @@ const PINNED: Record<string, string> = {
   '043_payment_options.sql': '96b74d1d73918d59ac886c76fac91cc79efdc2f5a36b739d6332c260d09c95bf',
   '045_choice_prices.sql': '8efe43da4dfd57d206ce185dafd27698d2714982356398f09eeb54a8bc9ddf57',
   '048_link_waiting_sessions.sql': 'e7d5ff99f84f72eeee1c243e4bf58e9d18fa19bb63a70d3d13a95b6567029511',
+  '055_due_amount_pick.sql': 'a96242dd748cae213796c886f735409c3e10066f5b8d94582ac72f3617ed44c4',
   // As first landed (b29aaff); its correction is 012.
 };
 

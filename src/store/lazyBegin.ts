@@ -1,0 +1,128 @@
+import pg from 'pg';
+import { queryConfig, type PreparedStatement } from './prepared.ts';
+import type { SqlWithCopy } from './index.ts';
+
+/** What this file uses of pg's connection (not in its types): the statements it has parsed, and the protocol writers. */
+interface PgConnection {
+  parsedStatements: Record<string, string | undefined>;
+  parse(config: { text: string; name: string; types: unknown[] }): void;
+  bind(config: { portal: string; statement: string; values: unknown[] }): void;
+  execute(config: { portal: string; rows: number }): void;
+}
+
+/** pg's Query, whose protocol steps this file extends (pg 8: `prepare`, `handleCommandComplete`, `requiresPreparation`). */
+const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig & { callback: (error: Error | null, result: pg.QueryResult) => void }) => object })
+  .Query;
+
+/**
+ * A statement sent in one message group with the statements before it (BEGIN and its SET LOCALs):
+ * Parse/Bind/Execute of each, then the statement's own, then one Sync. One socket write and one
+ * backend wake-up instead of two (a round trip was a large part of a creation's CPU, issue 28). An
+ * error in any of them makes Postgres skip the rest up to the Sync, so the statement never runs
+ * outside the transaction its BEGIN opens. The prefix's answers (CommandComplete) are dropped;
+ * the statement's result is what the caller gets, as from `client.query`.
+ */
+class PrefixedQuery extends (PgQuery as new (
+  config: object,
+) => {
+  prepare(connection: PgConnection): void;
+  handleCommandComplete(message: unknown, connection: PgConnection): void;
+}) {
+  readonly #prefix: readonly string[];
+  #unanswered: number;
+
+  constructor(config: object, prefix: readonly string[]) {
+    super(config);
+    this.#prefix = prefix;
+    this.#unanswered = prefix.length;
+  }
+
+  /** Always the extended protocol: the group ends with one Sync. */
+  requiresPreparation(): boolean {
+    return true;
+  }
+
+  override prepare(connection: PgConnection): void {
+    for (const text of this.#prefix) {
+      connection.parse({ text, name: '', types: [] });
+      connection.bind({ portal: '', statement: '', values: [] });
+      connection.execute({ portal: '', rows: 0 });
+    }
+    super.prepare(connection);
+  }
+
+  override handleCommandComplete(message: unknown, connection: PgConnection): void {
+    if (this.#unanswered > 0) {
+      this.#unanswered--;
+      return;
+    }
+    super.handleCommandComplete(message, connection);
+  }
+}
+
+/**
+ * Whether `statement` can follow the prefix in one group: a prepared statement this connection
+ * has already parsed (pg marks a name parsed at the first ParseComplete of the group, so a
+ * statement parsed in the group itself would be marked before its own Parse succeeded), or a
+ * text with values (already the extended protocol, so one statement). A text without values may
+ * hold several statements, which the extended protocol refuses.
+ */
+function joinable(client: pg.PoolClient, statement: string | PreparedStatement, values: unknown[] | undefined): boolean {
+  if (typeof statement === 'string') return values !== undefined;
+  const connection = (client as unknown as { connection: PgConnection }).connection;
+  return connection.parsedStatements[statement.name] !== undefined;
+}
+
+/**
+ * `base`, a transaction's statements on `client`, with its opening statements (`prefix`: BEGIN and
+ * the server limits) sent only with the first statement `work` runs, in the same message group
+ * when it can be ({@link PrefixedQuery}); `wait` bounds that first answer as `base` bounds each of
+ * its own. `began()` says whether anything was sent: a transaction that ran no statement has no
+ * COMMIT or ROLLBACK to send. Statements issued while the first is in flight wait for it.
+ */
+export function lazyBegin(
+  client: pg.PoolClient,
+  base: SqlWithCopy,
+  prefix: readonly string[],
+  wait: <T>(work: Promise<T>) => Promise<T>,
+): SqlWithCopy & { began(): boolean } {
+  let opening: Promise<unknown> | undefined;
+  let opened = false;
+  const open = <T>(first: () => Promise<T>): Promise<T> => {
+    const answer = first();
+    opening = answer.finally(() => (opened = true)).catch(() => {});
+    return answer;
+  };
+  const afterOpening = async () => {
+    await opening;
+  };
+  return {
+    began: () => opening !== undefined,
+    query<R extends pg.QueryResultRow>(statement: string | PreparedStatement, values?: unknown[]): Promise<pg.QueryResult<R>> {
+      if (opened) return base.query<R>(statement, values);
+      if (opening) return afterOpening().then(() => base.query<R>(statement, values));
+      if (!joinable(client, statement, values)) {
+        return open(async () => {
+          await base.query(prefix.join('; '));
+          return base.query<R>(statement, values);
+        });
+      }
+      return open(() =>
+        wait(
+          new Promise<pg.QueryResult<R>>((resolve, reject) => {
+            const callback = (error: Error | null, result: pg.QueryResult) => (error ? reject(error) : resolve(result as pg.QueryResult<R>));
+            client.query(new PrefixedQuery({ ...queryConfig(statement, values), callback }, prefix) as unknown as pg.QueryConfig);
+          }),
+        ),
+      );
+    },
+    copyIn(statement, rows) {
+      if (opened) return base.copyIn(statement, rows);
+      if (opening) return afterOpening().then(() => base.copyIn(statement, rows));
+      return open(async () => {
+        await base.query(prefix.join('; '));
+        return base.copyIn(statement, rows);
+      });
+    },
+  };
+}
