@@ -235,6 +235,21 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
     expect(rpc.ledger.entries.length).toBe(entries + 1);
   });
 
+  test('the same payment again after its money arrived (nothing left to pay) still answers its settlement, not a 402', async () => {
+    const session = await createSession('0.35');
+    const header = await signedHeader(session.id);
+    const first = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header });
+    expect(first.status).toBe(200);
+    const transaction = decodePaymentResponseHeader(first.headers.get('payment-response')!).transaction;
+    // The ingester has the transfer: the session's 402 would now ask for nothing (CI once met this race).
+    await waitFor(async () => (await api('GET', `/api/v1/sessions/${session.id}`)).body.status === 'confirming', 'confirming');
+    const entries = rpc.ledger.entries.length;
+    const again = await fetch(`${baseUrl}/checkout/${session.id}/x402`, { headers: header });
+    expect(again.status).toBe(200);
+    expect(decodePaymentResponseHeader(again.headers.get('payment-response')!).transaction).toBe(transaction);
+    expect(rpc.ledger.entries.length).toBe(entries);
+  });
+
   test('a payment a crashed process recorded but never sent is resolved by the next retry: the same bytes sent, once', async () => {
     const session = await createSession('0.3');
     const header = await signedHeader(session.id);

@@ -82,6 +82,29 @@ function decode(base64: string): Transaction | undefined {
   }
 }
 
+/**
+ * The transaction and its payer when `base64` is a transaction this fee payer would co-sign as
+ * first signer, signed by its second signer (the payer), whatever it pays: the settlement's
+ * replay key is made from it, so a retry whose amount no longer fits the session (its money
+ * already arrived) still finds the settlement it is a retry of.
+ */
+export async function signedByPayer(base64: string, feePayer: string): Promise<{ transaction: Transaction; payer: string } | undefined> {
+  const transaction = decode(base64);
+  if (!transaction) return undefined;
+  let keys: string[];
+  try {
+    keys = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes).staticAccounts.map(String);
+  } catch {
+    return undefined;
+  }
+  const payer = keys[1];
+  if (keys[0] !== feePayer || !payer || payer === feePayer) return undefined;
+  const signature = transaction.signatures[payer as Address];
+  if (!signature || !(await verifySignature(await getPublicKeyFromAddress(payer as Address), signature as SignatureBytes, transaction.messageBytes)))
+    return undefined;
+  return { transaction, payer };
+}
+
 const u32 = (data: Readonly<Uint8Array>, at: number) => new DataView(data.buffer, data.byteOffset, data.byteLength).getUint32(at, true);
 const u64 = (data: Readonly<Uint8Array>, at: number) => new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(at, true);
 

@@ -4,7 +4,7 @@ import { REASONS, type Refusal } from '../authorization.ts';
 import { findSettlement, insertSettlement, type AuthorizationKey, type Settlement } from '../settlements.ts';
 import type { SettleOutcome, SettleTarget } from '../settle.ts';
 import { refused } from '../inFlight.ts';
-import { inspectTransaction } from './inspect.ts';
+import { inspectTransaction, signedByPayer } from './inspect.ts';
 import type { SvmOffer, SvmRequirements } from './offer.ts';
 import type { SvmPaymentPayload } from './payload.ts';
 import { SVM_REASONS } from './reasons.ts';
@@ -67,6 +67,14 @@ export async function verifySvmPayment(
   return { payer: inspected.payer, key, messageHash, signed };
 }
 
+/** The settlement a payload already has, found by its replay key (the fee payer's deterministic signature), or undefined. */
+async function settlementOfRetry(ctx: SvmSettleContext, params: { offer: SvmOffer; payload: SvmPaymentPayload }): Promise<Settlement | undefined> {
+  const signed = await signedByPayer(params.payload.transaction, ctx.feePayer.address);
+  if (!signed) return undefined;
+  const { signature } = await ctx.feePayer.sign(signed.transaction);
+  return findSettlement(ctx.store, { chain: 'solana', tokenAddress: params.offer.asset, payer: signed.payer, nonce: signature });
+}
+
 /** Settles `payload` for `target` exactly once (see the module comment). */
 export async function settleSvmOnce(
   ctx: SvmSettleContext,
@@ -88,6 +96,10 @@ export async function settleSvmOnce(
   const count = (outcome: string) => ctx.metrics.settlements.inc({ chain: 'solana', outcome });
   const local = await verifySvmPayment(ctx, { ...params, simulate: false });
   if ('refusal' in local) {
+    // A retry of a payment already settled for this target no longer fits the requirements of
+    // now (the session's money arrived: nothing, or less, is left to pay); it gets its result.
+    const settled = await settlementOfRetry(ctx, params);
+    if (settled) return replay(settled);
     count('refused');
     return { ok: false, refusal: local.refusal };
   }
