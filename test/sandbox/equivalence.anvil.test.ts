@@ -29,14 +29,16 @@ let merchant: Awaited<ReturnType<typeof newMerchant>>;
 beforeAll(async () => {
   anvil = await startAnvil({ chain });
   await anvil.installChainTokens();
-  const config = loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl, LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '10' });
+  // 50 ms blocks: the `reorged` outcome removes its payment before 32 blocks pass; at 10 ms that
+  // was 320 ms, and a loaded CI machine once let the sandbox confirm it first.
+  const config = loadConfig({ SVC_POLYGON_RPC_URL: anvil.rpcUrl, LOG_LEVEL: 'silent', SVC_SANDBOX_BLOCK_MS: '50' });
   pipeline = startLivePipeline({ store: db.store, connectionString: db.connectionString, config });
   const { engine, logger, metrics } = pipeline;
   const sandbox = createSandbox({
     store: db.store,
     logger,
     chains: loadChains(),
-    blockMs: 10,
+    blockMs: 50,
     reconcile: async (change) => void (await engine.reconcile(change)),
   });
   pipeline.track(sandbox.run(pipeline.signal));
