@@ -86,9 +86,6 @@ export interface OptionToOffer {
  * heartbeat of hours, so the minute between the two rarely changes it; when it does, the payer
  * gets a fresh 402). The chosen session records that quote, as a choice on the page does.
  */
-export function fiatPriced(choice: Pick<PendingChoice, 'price'>): boolean {
-  return choice.price !== null && choice.price !== undefined;
-}
 
 /**
  * The options of `choice` x402 can pay in this process, with their requirements now; `skipped`
