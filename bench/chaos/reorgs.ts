@@ -78,11 +78,26 @@ const failing = await runGuarded(
     };
     await impersonate();
     // Payments pause while a reorg is made: the run knows exactly which transfers it dropped.
+    // A send counts as in flight from the gate to its answer (automine: mined by then), and a
+    // reorg waits for none to be in flight: a send still landing while the reorg is planned would
+    // shift the heights it replaces, or be dropped without being in the list of what it dropped
+    // (the last round's six reorgs counted but not made, and one payment paid untracked).
     let gate: Promise<void> = Promise.resolve();
+    let inFlight = 0;
     const send = async (to: Address, amount: bigint) => {
-      await gate;
-      return payer.send(to, amount);
+      for (;;) {
+        await gate;
+        // The gate may have closed again between its opening and this send's turn.
+        if (gateOpen) break;
+      }
+      inFlight++;
+      try {
+        return await payer.send(to, amount);
+      } finally {
+        inFlight--;
+      }
     };
+    let gateOpen = true;
     const records: PaymentRecord[] = [];
     let stopped = false;
     let trafficError: Error | undefined;
@@ -110,17 +125,24 @@ const failing = await runGuarded(
     const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, skipped: 0, noop: 0, maxDepth: 0 };
     const ingestMetrics = fleet.byName('ingest').metricsUrl!;
     const deadline = options['max-minutes'] > 0 ? started + options['max-minutes'] * 60_000 : Number.POSITIVE_INFINITY;
-    for (let i = 0; i < SIZE; i++) {
+    // SIZE counts reorgs made: an attempt that replaced only empty blocks with the same ones
+    // (anvil rebuilds them with the same hashes) or that was skipped is tried again.
+    for (let attempt = 0; tally.reorgs < SIZE; attempt++) {
       if (performance.now() > deadline) {
-        console.log(`  --max-minutes ${options['max-minutes']} reached after ${i} of ${SIZE} reorgs: settling and auditing those`);
+        console.log(`  --max-minutes ${options['max-minutes']} reached after ${tally.reorgs} of ${SIZE} reorgs: settling and auditing those`);
         break;
       }
       if (trafficError) throw new Error(`payments stopped: ${trafficError.message.split('\n')[0]}`);
       await sleep(50 + Math.random() * 200);
       await anvil.mine(1 + Math.floor(Math.random() * 3));
-      let open!: () => void;
-      gate = new Promise((resolve) => (open = resolve));
-      await sleep(20); // sends already past the gate land first
+      let openGate!: () => void;
+      gate = new Promise((resolve) => (openGate = resolve));
+      gateOpen = false;
+      const open = () => {
+        gateOpen = true;
+        openGate();
+      };
+      while (inFlight > 0) await sleep(5); // sends already past the gate land first
       const head = await anvil.blockNumber();
       // The ingester must have seen the branch it is about to lose, else the reorg is invisible to
       // it by design (nothing stored to undo): a reorg it has not caught up to is skipped and
@@ -176,6 +198,7 @@ const failing = await runGuarded(
         if (hash) {
           byHash.delete(record.txHash!.toLowerCase());
           record.txHash = hash;
+          record.sentHashes = [...(record.sentHashes ?? []), hash];
         }
       }
       open();
@@ -183,8 +206,11 @@ const failing = await runGuarded(
       // checkpoint alone says nothing: a reorg that re-sends nothing leaves the head where it was.
       const rewound = Date.now() + CATCH_UP_MS;
       while (lostDepth > 0 && (await metric(ingestMetrics, 'svc_ingest_reorgs_total')) <= countedBefore && Date.now() < rewound) await sleep(50);
-      if (i % Math.max(1, Math.floor(SIZE / 10)) === 0)
-        console.log(`  ${i + 1} reorgs, ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+      const countedAfter = await metric(ingestMetrics, 'svc_ingest_reorgs_total');
+      if (lostDepth > 0 && countedAfter !== countedBefore + 1)
+        console.log(`  reorg at ${head} (depth ${lostDepth}, attempt ${attempt}): the ingester's count moved by ${countedAfter - countedBefore}, not 1`);
+      if (lostDepth > 0 && tally.reorgs % Math.max(1, Math.floor(SIZE / 10)) === 0)
+        console.log(`  ${tally.reorgs} reorgs (${attempt + 1} attempts), ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
     stopped = true;
     await traffic;
@@ -198,6 +224,11 @@ const failing = await runGuarded(
         log.transactionHash!.toLowerCase(),
       ),
     );
+    // Every transfer to the wallet is one the run sent: a transfer no send of the run returned
+    // would be money the audit cannot attribute (a send that failed after its transaction landed).
+    const sent = new Set(records.flatMap((record) => (record.sentHashes ?? []).map((hash) => hash.toLowerCase())));
+    const untracked = [...landed].filter((hash) => !sent.has(hash));
+    if (untracked.length > 0) failing.push(`${untracked.length} transfers on the chain that no send of the run returned: ${untracked.slice(0, 5).join(', ')}`);
     const paidIds = records.filter((record) => record.sessionId && record.txHash && landed.has(record.txHash.toLowerCase())).map((record) => record.sessionId!);
     const { failing: audit, settled } = await run.settleAndAudit({ records, timeoutMs: 300_000, paidIds });
     console.log(

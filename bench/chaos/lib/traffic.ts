@@ -184,6 +184,8 @@ export interface PaymentRecord {
   /** When the API acknowledged the session (201). */
   acknowledgedAt?: number;
   txHash?: Hash;
+  /** Every hash a send for this payment returned, failed attempts' included (the audit's bookkeeping). */
+  sentHashes?: Hash[];
   paidAt?: number;
   /** The API never acknowledged it (gave up): no money is sent for it. */
   abandoned?: boolean;
@@ -233,6 +235,7 @@ export async function runPayments(params: {
         for (let attempt = 0; ; attempt++) {
           try {
             record.txHash = await params.send(params.wallet, record.due!);
+            record.sentHashes = [...(record.sentHashes ?? []), record.txHash];
             record.paidAt = Date.now();
             break;
           } catch (error) {
