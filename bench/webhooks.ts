@@ -6,18 +6,19 @@
  *                             [--cpu-profile FILE]
  *
  * Uses DATABASE_URL when set, otherwise an embedded Postgres in a temporary folder (port
- * BENCH_PG_PORT, default 54364). The receiver is node:http on loopback answering 200 at once, so
+ * BENCH_PG_PORT, default 54364). The receiver is node:http on loopback answering 200 at once, in a
+ * process of its own (bench/webhookReceiver.mjs), so
  * the numbers are the gateway's cost, not a receiver's. `--statements` prints the throughput
  * run's costliest statements per delivery (pg_stat_statements), `--waits` the backends' wait
  * events during it,
  * `--cpu-profile` writes a V8 CPU profile of this process during it (bench/profileSummary.ts).
  */
 import fs from 'node:fs';
-import http from 'node:http';
+import { fork } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { createMerchant } from '../src/accounts/index.ts';
 import { createDelivery, createEndpoint } from '../src/delivery/index.ts';
@@ -49,32 +50,41 @@ const CONCURRENCY = Number(values.concurrency);
 const logger = createLogger({ level: 'warn' });
 const box = createSecretBox(randomBytes(32));
 
+/**
+ * The receiver in a child process (bench/webhookReceiver.mjs): this process's CPU is then the
+ * gateway's delivery alone. Arrival times stay in the child until asked for.
+ */
 async function startReceiver() {
-  const arrivals = new Map<string, number>();
-  let onArrival: (() => void) | undefined;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      arrivals.set(String(req.headers['x-service-event-id']), performance.timeOrigin + performance.now());
-      res.writeHead(200).end();
-      onArrival?.();
-    });
+  const child = fork(fileURLToPath(new URL('./webhookReceiver.mjs', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const pending = new Map<number, (message: any) => void>();
+  let nextId = 0;
+  child.on('message', (message: any) => {
+    pending.get(message.id)?.(message);
+    pending.delete(message.id);
   });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const ask = (message: Record<string, unknown>) =>
+    new Promise<any>((resolve) => {
+      const id = nextId++;
+      pending.set(id, resolve);
+      child.send({ ...message, id });
+    });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (message: any) => resolve(message.url));
+    child.once('exit', (code) => reject(new Error(`the receiver exited (${code})`)));
+  });
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    arrivals,
-    until(count: number) {
-      return new Promise<void>((resolve) => {
-        if (arrivals.size >= count) return resolve();
-        onArrival = () => arrivals.size >= count && resolve();
-      });
+    url,
+    until: (count: number) => ask({ type: 'until', count }).then(() => undefined),
+    clear: () => ask({ type: 'clear' }).then(() => undefined),
+    /** Each event id's arrival (epoch ms) and the receiver's own CPU so far. */
+    arrivals: async () => {
+      const answer = await ask({ type: 'arrivals' });
+      return { arrivals: new Map<string, number>(answer.arrivals), cpuMicros: answer.cpuMicros as NodeJS.CpuUsage };
     },
     close: () =>
       new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
+        child.once('exit', () => resolve());
+        child.send({ type: 'close' });
       }),
   };
 }
@@ -178,7 +188,8 @@ async function main() {
       for (const line of await statements.top(EVENTS, 10)) console.log(`  ${line.replace('µs/req', 'µs/delivery').replace('calls/req', 'calls/delivery')}`);
 
     // 2. Latency: an idle worker, state changes committed one at a time at RATE per second.
-    receiver.arrivals.clear();
+    const receiverCpu = (await receiver.arrivals()).cpuMicros;
+    await receiver.clear();
     const committed = new Map<string, number>();
     for (let i = 0; i < LATENCY_EVENTS; i++) {
       const id = await confirm(store, merchant.id, sessions[i % sessions.length]!);
@@ -187,7 +198,8 @@ async function main() {
     }
     await receiver.until(LATENCY_EVENTS);
     await delivery.stop();
-    const delays = [...committed].map(([id, at]) => receiver.arrivals.get(id)! - at).sort((a, b) => a - b);
+    const { arrivals } = await receiver.arrivals();
+    const delays = [...committed].map(([id, at]) => arrivals.get(id)! - at).sort((a, b) => a - b);
 
     const result = {
       throughput: {
@@ -195,9 +207,12 @@ async function main() {
         seconds: Number(seconds.toFixed(2)),
         deliveriesPerSecond: Math.round(throughput),
         concurrency: CONCURRENCY,
-        // This process's CPU (worker and receiver together): one core is all a Node worker gets.
+        // This process's CPU (the delivery worker; the receiver runs in a child process): one core
+        // is all a Node worker gets.
         nodeCpuMsPerDelivery: Number(((cpu.user + cpu.system) / 1000 / EVENTS).toFixed(3)),
         nodeCpuShare: Number(((cpu.user + cpu.system) / 1e6 / seconds).toFixed(2)),
+        // The receiver's CPU for the whole run so far (its start included), not the gateway's.
+        receiverCpuMsPerDelivery: Number(((receiverCpu.user + receiverCpu.system) / 1000 / EVENTS).toFixed(3)),
         // Postgres's CPU (every process of the cluster), when it runs on this host.
         databaseCpuMsPerDelivery: databaseMicros === undefined ? undefined : Number((databaseMicros / 1000 / EVENTS).toFixed(3)),
       },
