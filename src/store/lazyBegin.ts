@@ -78,7 +78,14 @@ function joinable(client: pg.PoolClient, statement: string | PreparedStatement, 
  * the server limits) sent only with the first statement `work` runs, in the same message group
  * when it can be ({@link PrefixedQuery}); `wait` bounds that first answer as `base` bounds each of
  * its own. `began()` says whether anything was sent: a transaction that ran no statement has no
- * COMMIT or ROLLBACK to send. Statements issued while the first is in flight wait for it.
+ * COMMIT or ROLLBACK to send.
+ *
+ * Statements issued while the first is in flight are handed to the connection after its answer,
+ * in the order they were issued, and so is every statement issued while any of those is still
+ * waiting. Without that order a statement issued together with a failing first one (a
+ * `Promise.all`) was handed over after the caller's ROLLBACK, which the rejection sent first:
+ * it ran, and committed, on its own outside the transaction, or on the connection once back in
+ * the pool (test/store/lazyBegin.test.ts).
  */
 export function lazyBegin(
   client: pg.PoolClient,
@@ -88,19 +95,33 @@ export function lazyBegin(
 ): SqlWithCopy & { began(): boolean } {
   let opening: Promise<unknown> | undefined;
   let opened = false;
+  /** Settles once every statement issued so far has been handed to the connection. */
+  let handedOver: Promise<unknown> = Promise.resolve();
+  /** Statements issued, not yet handed to the connection (waiting on the first one's answer). */
+  let waiting = 0;
   const open = <T>(first: () => Promise<T>): Promise<T> => {
     const answer = first();
     opening = answer.finally(() => (opened = true)).catch(() => {});
+    handedOver = opening;
     return answer;
   };
-  const afterOpening = async () => {
-    await opening;
+  /** `send` after the first answer and after every statement issued before it was handed over. */
+  const inTurn = <T>(send: () => Promise<T>): Promise<T> => {
+    waiting++;
+    // `send` hands its statement to pg's queue synchronously; the turn passes on right after that.
+    const sent = handedOver.then(() => {
+      waiting--;
+      return { answer: send() };
+    });
+    // A statement pg refused on the spot (thrown, not answered) fails alone; the turn passes on.
+    handedOver = sent.catch(() => {});
+    return sent.then(({ answer }) => answer);
   };
   return {
     began: () => opening !== undefined,
     query<R extends pg.QueryResultRow>(statement: string | PreparedStatement, values?: unknown[]): Promise<pg.QueryResult<R>> {
-      if (opened) return base.query<R>(statement, values);
-      if (opening) return afterOpening().then(() => base.query<R>(statement, values));
+      if (opened && waiting === 0) return base.query<R>(statement, values);
+      if (opening) return inTurn(() => base.query<R>(statement, values));
       if (!joinable(client, statement, values)) {
         return open(async () => {
           await base.query(prefix.join('; '));
@@ -117,8 +138,8 @@ export function lazyBegin(
       );
     },
     copyIn(statement, rows) {
-      if (opened) return base.copyIn(statement, rows);
-      if (opening) return afterOpening().then(() => base.copyIn(statement, rows));
+      if (opened && waiting === 0) return base.copyIn(statement, rows);
+      if (opening) return inTurn(() => base.copyIn(statement, rows));
       return open(async () => {
         await base.query(prefix.join('; '));
         return base.copyIn(statement, rows);

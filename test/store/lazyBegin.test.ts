@@ -99,4 +99,21 @@ describe('BEGIN with the first statement', () => {
     });
     expect(rows.map((row: pg.QueryResultRow) => row.note)).toEqual(['ordered 1', 'ordered 2']);
   });
+  test('when the first statement fails, a statement sent with it never runs outside the transaction (nor after it, on a released connection)', async () => {
+    // Issued together with a failing first statement: it must be answered inside the (aborted)
+    // transaction, before its ROLLBACK, not written after the ROLLBACK, where it would commit on
+    // its own, or onto the connection once it is back in the pool.
+    let orphan: Promise<unknown> | undefined;
+    await expect(
+      store.transaction(async (sql) => {
+        const first = sql.query(INSERT, [null]);
+        orphan = sql.query(INSERT, ['orphan']);
+        orphan.catch(() => {});
+        await Promise.all([first, orphan]);
+      }),
+    ).rejects.toThrow(/null value/);
+    await expect(orphan).rejects.toThrow(/current transaction is aborted/);
+    await store.transaction((sql) => sql.query(SETTINGS));
+    expect((await db.store.query("SELECT count(*)::int AS n FROM lazy_begin_probe WHERE note = 'orphan'")).rows[0]).toEqual({ n: 0 });
+  });
 });
