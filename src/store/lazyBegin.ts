@@ -1,18 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { queryConfig, type PreparedStatement } from './prepared.ts';
+import { StoreQuery, type PgConnection } from './pgQuery.ts';
 import type { SqlWithCopy } from './index.ts';
-
-/** What this file uses of pg's connection (not in its types): the statements it has parsed, and the protocol writers. */
-interface PgConnection {
-  parsedStatements: Record<string, string | undefined>;
-  parse(config: { text: string; name: string; types: unknown[] }): void;
-  bind(config: { portal: string; statement: string; values: unknown[] }): void;
-  execute(config: { portal: string; rows: number }): void;
-}
-
-/** pg's Query, whose protocol steps this file extends (pg 8: `prepare`, `handleCommandComplete`, `requiresPreparation`). */
-const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig & { callback: (error: Error | null, result: pg.QueryResult) => void }) => object })
-  .Query;
 
 /**
  * A statement sent in one message group with the statements before it (BEGIN and its SET LOCALs):
@@ -22,12 +11,7 @@ const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig & { callb
  * outside the transaction its BEGIN opens. The prefix's answers (CommandComplete) are dropped;
  * the statement's result is what the caller gets, as from `client.query`.
  */
-class PrefixedQuery extends (PgQuery as new (
-  config: object,
-) => {
-  prepare(connection: PgConnection): void;
-  handleCommandComplete(message: unknown, connection: PgConnection): void;
-}) {
+class PrefixedQuery extends StoreQuery {
   readonly #prefix: readonly string[];
   #unanswered: number;
 

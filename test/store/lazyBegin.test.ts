@@ -116,4 +116,28 @@ describe('BEGIN with the first statement', () => {
     await store.transaction((sql) => sql.query(SETTINGS));
     expect((await db.store.query("SELECT count(*)::int AS n FROM lazy_begin_probe WHERE note = 'orphan'")).rows[0]).toEqual({ n: 0 });
   });
+  test('a value pg cannot send (a BigInt in JSON) fails its statement and leaves the prepared statement usable on the connection', async () => {
+    // pg closes a prepared statement when binding its values fails in the client, yet kept it
+    // marked parsed: each later use on that (pooled) connection failed with "does not exist".
+    const JSON_NOTE = prepared('INSERT INTO lazy_begin_probe (note) VALUES ($1::jsonb #>> $2::text[])');
+    await store.transaction((sql) => sql.query(JSON_NOTE, [{ v: 'json warm-up' }, ['v']]));
+    // As the transaction's first statement (sent with BEGIN), then as a later one, then bounded.
+    await expect(store.transaction((sql) => sql.query(JSON_NOTE, [{ v: 1n }, ['v']]))).rejects.toThrow(/BigInt/);
+    await store.transaction((sql) => sql.query(JSON_NOTE, [{ v: 'json after the first' }, ['v']]));
+    await expect(
+      store.transaction(async (sql) => {
+        await sql.query(SETTINGS);
+        await sql.query(JSON_NOTE, [{ v: 1n }, ['v']]);
+      }),
+    ).rejects.toThrow(/BigInt/);
+    await store.transaction(async (sql) => {
+      await sql.query(SETTINGS);
+      await sql.query(JSON_NOTE, [{ v: 'json after a later one' }, ['v']]);
+    });
+    const bounded = store.bounded({ connectMs: 5_000, queryMs: 5_000 });
+    await expect(bounded.query(JSON_NOTE, [{ v: 1n }, ['v']])).rejects.toThrow(/BigInt/);
+    await bounded.query(JSON_NOTE, [{ v: 'json after a bounded one' }, ['v']]);
+    const { rows } = await db.store.query<{ note: string }>("SELECT note FROM lazy_begin_probe WHERE note LIKE 'json after%' ORDER BY id");
+    expect(rows.map((row) => row.note)).toEqual(['json after the first', 'json after a later one', 'json after a bounded one']);
+  });
 });
