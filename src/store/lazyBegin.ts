@@ -9,7 +9,8 @@ import type { SqlWithCopy } from './index.ts';
  * backend wake-up instead of two (a round trip was a large part of a creation's CPU, issue 28). An
  * error in any of them makes Postgres skip the rest up to the Sync, so the statement never runs
  * outside the transaction its BEGIN opens. The prefix's answers (CommandComplete) are dropped;
- * the statement's result is what the caller gets, as from `client.query`.
+ * the statement's result is what the caller gets, as from `client.query`. The prefix must return
+ * no rows (no Describe is sent for it). Reviewed: docs/architecture.md, "BEGIN with the first statement".
  */
 class PrefixedQuery extends StoreQuery {
   readonly #prefix: readonly string[];
@@ -43,6 +44,9 @@ class PrefixedQuery extends StoreQuery {
     super.handleCommandComplete(message, connection);
   }
 }
+
+/** Why a first statement sent with BEGIN was answered outside a transaction. */
+export const NOT_OPENED = 'the first statement of a transaction was answered outside it: BEGIN was not sent with it (pg internals, src/store/pgQuery.ts)';
 
 /**
  * Whether `statement` can follow the prefix in one group: a prepared statement this connection
@@ -115,7 +119,14 @@ export function lazyBegin(
       return open(() =>
         wait(
           new Promise<pg.QueryResult<R>>((resolve, reject) => {
-            const callback = (error: Error | null, result: pg.QueryResult) => (error ? reject(error) : resolve(result as pg.QueryResult<R>));
+            const callback = (error: Error | null, result: pg.QueryResult) => {
+              if (error) reject(error);
+              // Answered and not inside a transaction: the prefix was not sent with it (pg's
+              // internals moved, pgQuery.ts). Loud, so the transaction fails instead of running on
+              // statement by statement in autocommit.
+              else if (client.getTransactionStatus() !== 'T') reject(new Error(NOT_OPENED));
+              else resolve(result as pg.QueryResult<R>);
+            };
             client.query(new PrefixedQuery({ ...queryConfig(statement, values), callback }, prefix) as unknown as pg.QueryConfig);
           }),
         ),

@@ -1,7 +1,10 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { createStore, prepared, type Store } from '../../src/store/index.ts';
+import { createRequire } from 'node:module';
+import { createStore, prepared, type PreparedStatement, type Store } from '../../src/store/index.ts';
+import { lazyBegin, NOT_OPENED } from '../../src/store/lazyBegin.ts';
+import { queryConfig } from '../../src/store/prepared.ts';
 
 /**
  * A transaction's BEGIN (and a bounded one's SET LOCAL limits) goes out with its first statement,
@@ -139,5 +142,29 @@ describe('BEGIN with the first statement', () => {
     await bounded.query(JSON_NOTE, [{ v: 'json after a bounded one' }, ['v']]);
     const { rows } = await db.store.query<{ note: string }>("SELECT note FROM lazy_begin_probe WHERE note LIKE 'json after%' ORDER BY id");
     expect(rows.map((row) => row.note)).toEqual(['json after the first', 'json after a later one', 'json after a bounded one']);
+  });
+
+  test('fails loudly when pg did not send the prefix with the first statement (what an upgrade that moves its internals would do)', async () => {
+    // A prefix that opens no transaction stands for pg no longer writing it: the statement is
+    // answered outside a transaction, and lazyBegin refuses the answer instead of going on.
+    const client = await store.pool.connect();
+    const base = {
+      query: (statement: PreparedStatement, values?: unknown[]) => client.query(queryConfig(statement, values)),
+      copyIn: () => Promise.reject(new Error('unused')),
+    };
+    try {
+      await expect(lazyBegin(client, base, ['SET LOCAL lock_timeout = 0'], (answer) => answer).query(SETTINGS)).rejects.toThrow(NOT_OPENED);
+      // The same first statement after a real BEGIN is answered inside the transaction.
+      expect((await lazyBegin(client, base, ['BEGIN'], (answer) => answer).query(SETTINGS)).rows[0]).toMatchObject({ isolation: 'read committed' });
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+  });
+
+  test('pins the pg major version whose internals lazyBegin.ts and pgQuery.ts use', () => {
+    // On a major upgrade of pg, review PrefixedQuery and StoreQuery against its Query and Client
+    // (docs/architecture.md, "BEGIN with the first statement"), then move this pin.
+    expect(createRequire(import.meta.url)('pg/package.json').version).toMatch(/^8\./);
   });
 });
