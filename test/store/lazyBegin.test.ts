@@ -35,6 +35,14 @@ beforeAll(async () => {
 });
 afterAll(() => store.close());
 
+/** `client`'s statements as the store's `Sql`, for lazyBegin alone. */
+function onClient(client: pg.PoolClient) {
+  return {
+    query: (statement: PreparedStatement, values?: unknown[]) => client.query(queryConfig(statement, values)),
+    copyIn: () => Promise.reject(new Error('unused')),
+  };
+}
+
 /** Round trips of `work`'s transaction on the store's one connection. */
 async function roundTrips<T>(work: () => Promise<T>): Promise<{ result: T; trips: number }> {
   const before = answers;
@@ -148,10 +156,7 @@ describe('BEGIN with the first statement', () => {
     // A prefix that opens no transaction stands for pg no longer writing it: the statement is
     // answered outside a transaction, and lazyBegin refuses the answer instead of going on.
     const client = await store.pool.connect();
-    const base = {
-      query: (statement: PreparedStatement, values?: unknown[]) => client.query(queryConfig(statement, values)),
-      copyIn: () => Promise.reject(new Error('unused')),
-    };
+    const base = onClient(client);
     try {
       await expect(lazyBegin(client, base, ['SET LOCAL lock_timeout = 0'], (answer) => answer).query(SETTINGS)).rejects.toThrow(NOT_OPENED);
       // The same first statement after a real BEGIN is answered inside the transaction.
@@ -160,6 +165,19 @@ describe('BEGIN with the first statement', () => {
     } finally {
       client.release();
     }
+  });
+
+  test('a failing BEGIN leaves the statement sent with it unrun', async () => {
+    const client = await store.pool.connect();
+    const base = onClient(client);
+    try {
+      const sql = lazyBegin(client, base, ['BEGIN ISOLATION LEVEL sometimes'], (answer) => answer);
+      await expect(sql.query(INSERT, ['after a failed BEGIN'])).rejects.toThrow(/syntax error/);
+      expect(client.getTransactionStatus()).toBe('I');
+    } finally {
+      client.release();
+    }
+    expect((await db.store.query("SELECT count(*)::int AS n FROM lazy_begin_probe WHERE note = 'after a failed BEGIN'")).rows[0]).toEqual({ n: 0 });
   });
 
   test('pins the pg major version whose internals lazyBegin.ts and pgQuery.ts use', () => {
