@@ -66,6 +66,7 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
        -- Every condition of a claimable row again, due time included: a row another worker
        -- claimed, attempted and rescheduled since this statement's snapshot is re-checked here
        -- on its new version (READ COMMITTED's recheck of a locked row), not in candidates.
+       -- test/delivery/claimRecheck.test.ts holds a claim in that window (reschedule, lease).
        SELECT d.id FROM webhook_deliveries d
         WHERE d.id IN (SELECT id FROM candidates)
           AND d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)

@@ -64,7 +64,10 @@ export async function insertSession(sql: Sql, params: CreateSessionParams): Prom
   const inline = params.livemode && merchantWallet !== undefined;
   const tuple = { chain: params.chain, currency: params.currency, payTo };
   const tokens = tokenLists(chain, params.currency);
-  const amountSessionValues = (id: string, tokenList: string[]) => [
+  // One parameter list for both modes' INSERTs (sessionSql.ts): `amount` mode has the due-offset
+  // bound after the amount and a Solana Pay reference (Solana) after the pay-to; `address` mode
+  // has no bound and its deposit address in the reference's place.
+  const sessionValues = (id: string, tokenList: string[], mode: { depositAddress: string } | 'amount') => [
     id,
     params.merchantId,
     params.livemode,
@@ -72,11 +75,11 @@ export async function insertSession(sql: Sql, params: CreateSessionParams): Prom
     params.currency,
     decimals,
     amount.toString(),
-    dueOffsetBound(decimals).toString(),
+    ...(mode === 'amount' ? [dueOffsetBound(decimals).toString()] : []),
     feeFor(amount, params.feeBps).toString(),
     tokenList,
     payTo,
-    params.chain === 'solana' ? newSolanaReference() : null,
+    mode !== 'amount' ? mode.depositAddress : params.chain === 'solana' ? newSolanaReference() : null,
     requiredConfirmations(chain),
     params.metadata ?? {},
     params.webhookUrl ?? null,
@@ -90,7 +93,7 @@ export async function insertSession(sql: Sql, params: CreateSessionParams): Prom
     paymentOptions,
   ];
   const { rows } = await sql.query<CreationChecks & Record<string, unknown>>(CREATE_AMOUNT_SESSION, [
-    ...amountSessionValues(params.chosen?.id ?? newId('ses'), tokens.native),
+    ...sessionValues(params.chosen?.id ?? newId('ses'), tokens.native, 'amount'),
     inline,
     params.attribution ?? null,
     tokens.withBridged,
@@ -110,35 +113,15 @@ export async function insertSession(sql: Sql, params: CreateSessionParams): Prom
   if (terms.attribution === 'address') {
     // Its own address tells its payments apart: the plain amount, no due-amount lock or pick.
     const id = params.chosen?.id ?? newId('ses');
-    const { rows: inserted } = await sql.query(INSERT_ADDRESS_SESSION, [
-      id,
-      params.merchantId,
-      params.livemode,
-      params.chain,
-      params.currency,
-      decimals,
-      amount.toString(),
-      feeFor(amount, params.feeBps).toString(),
-      terms.tokens,
-      payTo,
-      depositAddressFor({ payTo, sessionId: id }),
-      requiredConfirmations(chain),
-      params.metadata ?? {},
-      params.webhookUrl ?? null,
-      params.successUrl ?? null,
-      params.paymentLinkId ?? null,
-      expiresIn,
-      params.monitorWindowSeconds,
-      purchase.description,
-      purchase.lineItems && JSON.stringify(purchase.lineItems),
-      purchase.cancelUrl,
-      paymentOptions,
-    ]);
+    const { rows: inserted } = await sql.query(
+      INSERT_ADDRESS_SESSION,
+      sessionValues(id, terms.tokens, { depositAddress: depositAddressFor({ payTo, sessionId: id }) }),
+    );
     return toSession(inserted[0]!);
   }
   // A new inline wallet, registered just above: locked after it, then the INSERT picks the due amount.
   await lockDueAmounts(sql, { ...tuple, amount, decimals });
-  const { rows: inserted } = await sql.query(INSERT_SESSION, amountSessionValues(params.chosen?.id ?? newId('ses'), terms.tokens));
+  const { rows: inserted } = await sql.query(INSERT_SESSION, sessionValues(params.chosen?.id ?? newId('ses'), terms.tokens, 'amount'));
   if (!inserted[0]) throw noDueAmountLeft({ ...tuple, amount });
   return toSession(inserted[0]);
 }

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { prepared, queryConfig, type PreparedStatement } from './prepared.ts';
 import { copyOn } from './copy.ts';
 import { lazyBegin } from './lazyBegin.ts';
+import { submitQuery } from './pgQuery.ts';
 import { CommitOutcomeUnknownError, DatabaseTimeoutError, isRetryableTransactionError, isStalePreparedStatement } from './errors.ts';
 
 export { CommitOutcomeUnknownError, DatabaseTimeoutError, isDatabaseUnavailable, isUndefinedTable, isUniqueViolation } from './errors.ts';
@@ -101,7 +102,7 @@ function storeOn(pool: pg.Pool, limits: DatabaseLimits | undefined, close: () =>
   const onClient = (client: pg.PoolClient): SqlWithCopy => ({
     query: limits
       ? (statement, values) => queryWithin(client, statement, values, limits.queryMs)
-      : (statement, values) => client.query(queryConfig(statement, values)),
+      : (statement, values) => submitQuery(client, statement, values),
     copyIn: limits ? (statement, rows) => within(copyOn(client, statement, rows), limits.queryMs) : (statement, rows) => copyOn(client, statement, rows),
   });
   /** One COPY on a pool connection of its own; a connection whose COPY timed out is discarded. */
@@ -328,5 +329,5 @@ function queryWithin<R extends pg.QueryResultRow>(
   values: unknown[] | undefined,
   ms: number,
 ): Promise<pg.QueryResult<R>> {
-  return within(client.query<R>(queryConfig(statement, values)), ms);
+  return within(submitQuery<R>(client, statement, values), ms);
 }

@@ -1,18 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { queryConfig, type PreparedStatement } from './prepared.ts';
+import { StoreQuery, type PgConnection } from './pgQuery.ts';
 import type { SqlWithCopy } from './index.ts';
-
-/** What this file uses of pg's connection (not in its types): the statements it has parsed, and the protocol writers. */
-interface PgConnection {
-  parsedStatements: Record<string, string | undefined>;
-  parse(config: { text: string; name: string; types: unknown[] }): void;
-  bind(config: { portal: string; statement: string; values: unknown[] }): void;
-  execute(config: { portal: string; rows: number }): void;
-}
-
-/** pg's Query, whose protocol steps this file extends (pg 8: `prepare`, `handleCommandComplete`, `requiresPreparation`). */
-const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig & { callback: (error: Error | null, result: pg.QueryResult) => void }) => object })
-  .Query;
 
 /**
  * A statement sent in one message group with the statements before it (BEGIN and its SET LOCALs):
@@ -20,14 +9,10 @@ const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig & { callb
  * backend wake-up instead of two (a round trip was a large part of a creation's CPU, issue 28). An
  * error in any of them makes Postgres skip the rest up to the Sync, so the statement never runs
  * outside the transaction its BEGIN opens. The prefix's answers (CommandComplete) are dropped;
- * the statement's result is what the caller gets, as from `client.query`.
+ * the statement's result is what the caller gets, as from `client.query`. The prefix must return
+ * no rows (no Describe is sent for it). Reviewed: docs/architecture.md, "BEGIN with the first statement".
  */
-class PrefixedQuery extends (PgQuery as new (
-  config: object,
-) => {
-  prepare(connection: PgConnection): void;
-  handleCommandComplete(message: unknown, connection: PgConnection): void;
-}) {
+class PrefixedQuery extends StoreQuery {
   readonly #prefix: readonly string[];
   #unanswered: number;
 
@@ -60,6 +45,9 @@ class PrefixedQuery extends (PgQuery as new (
   }
 }
 
+/** Why a first statement sent with BEGIN was answered outside a transaction. */
+export const NOT_OPENED = 'the first statement of a transaction was answered outside it: BEGIN was not sent with it (pg internals, src/store/pgQuery.ts)';
+
 /**
  * Whether `statement` can follow the prefix in one group: a prepared statement this connection
  * has already parsed (pg marks a name parsed at the first ParseComplete of the group, so a
@@ -78,7 +66,14 @@ function joinable(client: pg.PoolClient, statement: string | PreparedStatement, 
  * the server limits) sent only with the first statement `work` runs, in the same message group
  * when it can be ({@link PrefixedQuery}); `wait` bounds that first answer as `base` bounds each of
  * its own. `began()` says whether anything was sent: a transaction that ran no statement has no
- * COMMIT or ROLLBACK to send. Statements issued while the first is in flight wait for it.
+ * COMMIT or ROLLBACK to send.
+ *
+ * Statements issued while the first is in flight are handed to the connection after its answer,
+ * in the order they were issued, and so is every statement issued while any of those is still
+ * waiting. Without that order a statement issued together with a failing first one (a
+ * `Promise.all`) was handed over after the caller's ROLLBACK, which the rejection sent first:
+ * it ran, and committed, on its own outside the transaction, or on the connection once back in
+ * the pool (test/store/lazyBegin.test.ts).
  */
 export function lazyBegin(
   client: pg.PoolClient,
@@ -88,19 +83,33 @@ export function lazyBegin(
 ): SqlWithCopy & { began(): boolean } {
   let opening: Promise<unknown> | undefined;
   let opened = false;
+  /** Settles once every statement issued so far has been handed to the connection. */
+  let handedOver: Promise<unknown> = Promise.resolve();
+  /** Statements issued, not yet handed to the connection (waiting on the first one's answer). */
+  let waiting = 0;
   const open = <T>(first: () => Promise<T>): Promise<T> => {
     const answer = first();
     opening = answer.finally(() => (opened = true)).catch(() => {});
+    handedOver = opening;
     return answer;
   };
-  const afterOpening = async () => {
-    await opening;
+  /** `send` after the first answer and after every statement issued before it was handed over. */
+  const inTurn = <T>(send: () => Promise<T>): Promise<T> => {
+    waiting++;
+    // `send` hands its statement to pg's queue synchronously; the turn passes on right after that.
+    const sent = handedOver.then(() => {
+      waiting--;
+      return { answer: send() };
+    });
+    // A statement pg refused on the spot (thrown, not answered) fails alone; the turn passes on.
+    handedOver = sent.catch(() => {});
+    return sent.then(({ answer }) => answer);
   };
   return {
     began: () => opening !== undefined,
     query<R extends pg.QueryResultRow>(statement: string | PreparedStatement, values?: unknown[]): Promise<pg.QueryResult<R>> {
-      if (opened) return base.query<R>(statement, values);
-      if (opening) return afterOpening().then(() => base.query<R>(statement, values));
+      if (opened && waiting === 0) return base.query<R>(statement, values);
+      if (opening) return inTurn(() => base.query<R>(statement, values));
       if (!joinable(client, statement, values)) {
         return open(async () => {
           await base.query(prefix.join('; '));
@@ -110,15 +119,22 @@ export function lazyBegin(
       return open(() =>
         wait(
           new Promise<pg.QueryResult<R>>((resolve, reject) => {
-            const callback = (error: Error | null, result: pg.QueryResult) => (error ? reject(error) : resolve(result as pg.QueryResult<R>));
+            const callback = (error: Error | null, result: pg.QueryResult) => {
+              if (error) reject(error);
+              // Answered and not inside a transaction: the prefix was not sent with it (pg's
+              // internals moved, pgQuery.ts). Loud, so the transaction fails instead of running on
+              // statement by statement in autocommit.
+              else if (client.getTransactionStatus() !== 'T') reject(new Error(NOT_OPENED));
+              else resolve(result as pg.QueryResult<R>);
+            };
             client.query(new PrefixedQuery({ ...queryConfig(statement, values), callback }, prefix) as unknown as pg.QueryConfig);
           }),
         ),
       );
     },
     copyIn(statement, rows) {
-      if (opened) return base.copyIn(statement, rows);
-      if (opening) return afterOpening().then(() => base.copyIn(statement, rows));
+      if (opened && waiting === 0) return base.copyIn(statement, rows);
+      if (opening) return inTurn(() => base.copyIn(statement, rows));
       return open(async () => {
         await base.query(prefix.join('; '));
         return base.copyIn(statement, rows);

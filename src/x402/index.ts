@@ -57,8 +57,10 @@ export interface X402 {
   pendingPairsOf(choice: Pick<PendingChoice, 'livemode' | 'paymentOptions' | 'terms'>): PaymentOption[];
   /** The x402 offer a session with these terms would make, where this process can take it (as {@link X402.urlOf}); else undefined. */
   offerOf(session: Pick<Session, 'chain' | 'livemode' | 'tokenAddresses'>): X402Offer | undefined;
-  /** A session's x402 URL: without a payment header the 402 challenge, with one the settlement. */
-  /** `quote` converts a fiat price for a waiting session's options (the API's feed reader): choice.ts. */
+  /**
+   * A session's x402 URL: without a payment header the 402 challenge, with one the settlement.
+   * `quote` converts a fiat price for a waiting session's options (the API's feed reader): choice.ts.
+   */
   session(params: { sessionId: string; payment?: { header: string; version: 1 | 2 } | undefined; quote?: QuoteForPair | undefined }): Promise<SessionAnswer>;
   /** `POST /x402/verify`. */
   verify(

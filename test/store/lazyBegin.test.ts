@@ -1,7 +1,10 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { createStore, prepared, type Store } from '../../src/store/index.ts';
+import { createRequire } from 'node:module';
+import { createStore, prepared, type PreparedStatement, type Store } from '../../src/store/index.ts';
+import { lazyBegin, NOT_OPENED } from '../../src/store/lazyBegin.ts';
+import { queryConfig } from '../../src/store/prepared.ts';
 
 /**
  * A transaction's BEGIN (and a bounded one's SET LOCAL limits) goes out with its first statement,
@@ -31,6 +34,14 @@ beforeAll(async () => {
   await store.query(INSERT, ['warm-up']);
 });
 afterAll(() => store.close());
+
+/** `client`'s statements as the store's `Sql`, for lazyBegin alone. */
+function onClient(client: pg.PoolClient) {
+  return {
+    query: (statement: PreparedStatement, values?: unknown[]) => client.query(queryConfig(statement, values)),
+    copyIn: () => Promise.reject(new Error('unused')),
+  };
+}
 
 /** Round trips of `work`'s transaction on the store's one connection. */
 async function roundTrips<T>(work: () => Promise<T>): Promise<{ result: T; trips: number }> {
@@ -98,5 +109,80 @@ describe('BEGIN with the first statement', () => {
       return (await sql.query<{ note: string }>("SELECT note FROM lazy_begin_probe WHERE note LIKE 'ordered%' ORDER BY id")).rows;
     });
     expect(rows.map((row: pg.QueryResultRow) => row.note)).toEqual(['ordered 1', 'ordered 2']);
+  });
+  test('when the first statement fails, a statement sent with it never runs outside the transaction (nor after it, on a released connection)', async () => {
+    // Issued together with a failing first statement: it must be answered inside the (aborted)
+    // transaction, before its ROLLBACK, not written after the ROLLBACK, where it would commit on
+    // its own, or onto the connection once it is back in the pool.
+    let orphan: Promise<unknown> | undefined;
+    await expect(
+      store.transaction(async (sql) => {
+        const first = sql.query(INSERT, [null]);
+        orphan = sql.query(INSERT, ['orphan']);
+        orphan.catch(() => {});
+        await Promise.all([first, orphan]);
+      }),
+    ).rejects.toThrow(/null value/);
+    await expect(orphan).rejects.toThrow(/current transaction is aborted/);
+    await store.transaction((sql) => sql.query(SETTINGS));
+    expect((await db.store.query("SELECT count(*)::int AS n FROM lazy_begin_probe WHERE note = 'orphan'")).rows[0]).toEqual({ n: 0 });
+  });
+  test('a value pg cannot send (a BigInt in JSON) fails its statement and leaves the prepared statement usable on the connection', async () => {
+    // pg closes a prepared statement when binding its values fails in the client, yet kept it
+    // marked parsed: each later use on that (pooled) connection failed with "does not exist".
+    const JSON_NOTE = prepared('INSERT INTO lazy_begin_probe (note) VALUES ($1::jsonb #>> $2::text[])');
+    await store.transaction((sql) => sql.query(JSON_NOTE, [{ v: 'json warm-up' }, ['v']]));
+    // As the transaction's first statement (sent with BEGIN), then as a later one, then bounded.
+    await expect(store.transaction((sql) => sql.query(JSON_NOTE, [{ v: 1n }, ['v']]))).rejects.toThrow(/BigInt/);
+    await store.transaction((sql) => sql.query(JSON_NOTE, [{ v: 'json after the first' }, ['v']]));
+    await expect(
+      store.transaction(async (sql) => {
+        await sql.query(SETTINGS);
+        await sql.query(JSON_NOTE, [{ v: 1n }, ['v']]);
+      }),
+    ).rejects.toThrow(/BigInt/);
+    await store.transaction(async (sql) => {
+      await sql.query(SETTINGS);
+      await sql.query(JSON_NOTE, [{ v: 'json after a later one' }, ['v']]);
+    });
+    const bounded = store.bounded({ connectMs: 5_000, queryMs: 5_000 });
+    await expect(bounded.query(JSON_NOTE, [{ v: 1n }, ['v']])).rejects.toThrow(/BigInt/);
+    await bounded.query(JSON_NOTE, [{ v: 'json after a bounded one' }, ['v']]);
+    const { rows } = await db.store.query<{ note: string }>("SELECT note FROM lazy_begin_probe WHERE note LIKE 'json after%' ORDER BY id");
+    expect(rows.map((row) => row.note)).toEqual(['json after the first', 'json after a later one', 'json after a bounded one']);
+  });
+
+  test('fails loudly when pg did not send the prefix with the first statement (what an upgrade that moves its internals would do)', async () => {
+    // A prefix that opens no transaction stands for pg no longer writing it: the statement is
+    // answered outside a transaction, and lazyBegin refuses the answer instead of going on.
+    const client = await store.pool.connect();
+    const base = onClient(client);
+    try {
+      await expect(lazyBegin(client, base, ['SET LOCAL lock_timeout = 0'], (answer) => answer).query(SETTINGS)).rejects.toThrow(NOT_OPENED);
+      // The same first statement after a real BEGIN is answered inside the transaction.
+      expect((await lazyBegin(client, base, ['BEGIN'], (answer) => answer).query(SETTINGS)).rows[0]).toMatchObject({ isolation: 'read committed' });
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+  });
+
+  test('a failing BEGIN leaves the statement sent with it unrun', async () => {
+    const client = await store.pool.connect();
+    const base = onClient(client);
+    try {
+      const sql = lazyBegin(client, base, ['BEGIN ISOLATION LEVEL sometimes'], (answer) => answer);
+      await expect(sql.query(INSERT, ['after a failed BEGIN'])).rejects.toThrow(/syntax error/);
+      expect(client.getTransactionStatus()).toBe('I');
+    } finally {
+      client.release();
+    }
+    expect((await db.store.query("SELECT count(*)::int AS n FROM lazy_begin_probe WHERE note = 'after a failed BEGIN'")).rows[0]).toEqual({ n: 0 });
+  });
+
+  test('pins the pg major version whose internals lazyBegin.ts and pgQuery.ts use', () => {
+    // On a major upgrade of pg, review PrefixedQuery and StoreQuery against its Query and Client
+    // (docs/architecture.md, "BEGIN with the first statement"), then move this pin.
+    expect(createRequire(import.meta.url)('pg/package.json').version).toMatch(/^8\./);
   });
 });
