@@ -78,6 +78,22 @@ export async function findSettlement(sql: Sql, key: AuthorizationKey): Promise<S
   return rows[0] && toSettlement(rows[0]);
 }
 
+/**
+ * A Solana settlement found by its payer and the hash of the transaction message it settled
+ * (`signature_hash`; svm/settle.ts): the same row as its replay key, the fee payer's signature of
+ * that message, names (ed25519 is deterministic), found without signing anything.
+ */
+export async function findSvmSettlementByMessage(
+  sql: Sql,
+  params: { tokenAddress: string; payer: string; messageHash: string },
+): Promise<Settlement | undefined> {
+  const { rows } = await sql.query(
+    `SELECT ${COLUMNS} FROM x402_settlements WHERE chain = 'solana' AND token_address = $1 AND payer = $2 AND signature_hash = $3`,
+    [params.tokenAddress, params.payer, params.messageHash],
+  );
+  return rows[0] && toSettlement(rows[0]);
+}
+
 export async function getSettlement(sql: Sql, id: string): Promise<Settlement | undefined> {
   const { rows } = await sql.query(`SELECT ${COLUMNS} FROM x402_settlements WHERE id = $1`, [id]);
   return rows[0] && toSettlement(rows[0]);

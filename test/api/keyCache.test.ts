@@ -2,9 +2,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createStore, statementText, type Store } from '../../src/store/index.ts';
-import { createApiKey, listApiKeys } from '../../src/accounts/index.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../src/accounts/index.ts';
 import { createApiKeyCache, KEY_CACHE_TTL_MS } from '../../src/api/auth.ts';
 import { buildApi, newMerchant } from '../helpers/api.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 
 /**
  * Each API process keeps the keys it has read in memory (src/api/auth.ts). Two APIs on two pools
@@ -129,13 +130,41 @@ describe('API keys cached per process', () => {
       const answers = await Promise.all(Array.from({ length: 20 }, () => cache.authenticate(m.test)));
       expect(answers.every((answer) => answer.ok)).toBe(true);
       expect(reads).toBe(1);
-      // Once answered, the read is not joined again: a key revoked since is read anew and refused.
-      await db.store.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [await keyIdOf(m.id, m.test)]);
-      const other = createApiKeyCache({ store: counting });
-      const again = await other.authenticate(m.test).finally(() => other.close());
-      expect(again.ok).toBe(false);
-      expect(reads).toBe(2);
     } finally {
+      await cache.close();
+    }
+  });
+
+  test('a read sent before a revocation answers no request made after it: that request reads anew and is refused', async () => {
+    const m = await newMerchant(db.store);
+    const id = await keyIdOf(m.id, m.test);
+    let reads = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The real store; the first read of the key runs at once (before the revocation) and only its
+    // answer is held back, so it is still in flight when the key is revoked.
+    const holding = {
+      ...db.store,
+      query: (async (statement, values) => {
+        const result = await db.store.query(statement, values);
+        if (/FROM api_keys/.test(statementText(statement)) && ++reads === 1) await held;
+        return result;
+      }) as Store['query'],
+    };
+    const cache = createApiKeyCache({ store: holding });
+    try {
+      const before = cache.authenticate(m.test);
+      await waitFor(async () => reads === 1, 'the first read run');
+      await revokeApiKey(db.store, id);
+      const after = cache.authenticate(m.test);
+      // Its own read, not the one in flight (which would answer it with the key as it was).
+      await waitFor(async () => reads === 2, 'a read of its own for the request after the revocation', 5_000);
+      expect(await after).toMatchObject({ ok: false, reason: 'revoked' });
+      release();
+      // The request made before the revocation gets the answer of its time.
+      expect((await before).ok).toBe(true);
+    } finally {
+      release();
       await cache.close();
     }
   });

@@ -9,6 +9,10 @@ import { loadConfig } from '../../src/internal/config.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import { createX402 } from '../../src/x402/index.ts';
+import { createSvmFeePayer } from '../../src/x402/svm/feePayer.ts';
+import { createSolanaRpcPool } from '../../src/ingest/solana/rpc.ts';
+import { createIngestMetrics } from '../../src/ingest/metrics.ts';
+import { sha256Hex } from '../../src/internal/crypto.ts';
 
 /**
  * The x402 stack of the Solana x402 files, as the daemon runs it (like x402Stack.ts's
@@ -48,7 +52,21 @@ export async function startSvmX402Stack(params: {
   });
   const logger = createLogger({ level: 'silent' });
   const metrics = createMetricsRegistry({ defaultMetrics: false });
-  const x402 = createX402({ store, logger, metrics, config, pollMs: 50 });
+  // The fee payer x402 would build from the configuration, the same object, with each message it
+  // signs recorded (by hash): what it signs must have passed inspect.ts.
+  const signedMessages: string[] = [];
+  const realFeePayer = createSvmFeePayer({
+    key: config.solanaFeePayerKey!,
+    rpc: createSolanaRpcPool({ urls: [rpc.url], logger, metrics: createIngestMetrics(createMetricsRegistry({ defaultMetrics: false })) }),
+  });
+  const svmFeePayer = {
+    ...realFeePayer,
+    sign(transaction: Parameters<typeof realFeePayer.sign>[0]) {
+      signedMessages.push(sha256Hex(Buffer.from(transaction.messageBytes)));
+      return realFeePayer.sign(transaction);
+    },
+  };
+  const x402 = createX402({ store, logger, metrics, config, pollMs: 50, svmFeePayer });
   const app = createHttp({ store, logger, metrics, config, box, x402, rateLimits: GENEROUS_LIMITS });
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   config.publicUrl = baseUrl;
@@ -63,6 +81,8 @@ export async function startSvmX402Stack(params: {
     x402,
     app,
     baseUrl,
+    /** The hashes of the messages the fee payer has signed, in order. */
+    signedMessages,
     /** How many x402 settlement rows there are. */
     settlements: async () => Number((await store.query('SELECT count(*)::int AS n FROM x402_settlements')).rows[0]!.n),
     /** The USDC an owner's token account holds (0 when it has none). */

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 import { newEvmWallet, newMerchant } from '../helpers/engine.ts';
 import { addWallet } from '../../src/accounts/index.ts';
 import { createSession, type CreateSessionParams } from '../../src/payments/sessions.ts';
@@ -140,16 +141,14 @@ describe('the pick under the locks', () => {
   });
 });
 
-/** Until some backend of this database waits on an advisory lock. */
+/** Until some backend of this database waits on an advisory lock (the shared 30 s wait: a loaded CI machine may take seconds to get there). */
 async function waitForLockWait(): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  await waitFor(async () => {
     const { rows } = await db.store.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()",
     );
-    if (rows[0]!.n > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('no creation waited on the due-amount locks');
+    return rows[0]!.n > 0;
+  }, 'a creation waiting on the due-amount locks');
 }
 
 describe('concurrent live creations', () => {

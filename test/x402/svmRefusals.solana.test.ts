@@ -70,10 +70,16 @@ async function newSession(merchant = merchantId) {
 const settlements = () => stack.settlements();
 const usdc = (owner: Address) => stack.usdc(owner);
 
-/** Sends `instructions` (partially signed, the gateway as fee payer) to a fresh session and expects a 402 with `reason`; nothing moved. */
+/** Sends `instructions` (partially signed, the gateway as fee payer) to a fresh session and expects a 402 with `reason`; nothing moved or signed. */
 async function refused(reason: string, build: (session: { due: bigint }) => Promise<Instruction[]>) {
   const session = await newSession();
-  const before = { rows: await settlements(), entries: rpc.ledger.entries.length, sol: rpc.ledger.svm.getBalance(feePayer), usdc: await usdc(feePayer) };
+  const before = {
+    rows: await settlements(),
+    entries: rpc.ledger.entries.length,
+    sol: rpc.ledger.svm.getBalance(feePayer),
+    usdc: await usdc(feePayer),
+    signed: stack.signedMessages.length,
+  };
   const transaction = await partiallySigned(rpc, feePayer, await build(session));
   const answer = await fetch(session.url, { headers: svmPaymentHeader(session.url, session.accepted, transaction) });
   expect(answer.status).toBe(402);
@@ -84,6 +90,8 @@ async function refused(reason: string, build: (session: { due: bigint }) => Prom
   expect(rpc.ledger.entries.length).toBe(before.entries);
   expect(rpc.ledger.svm.getBalance(feePayer)).toBe(before.sol);
   expect(await usdc(feePayer)).toBe(before.usdc);
+  // Not even signed in memory: the fee payer's key signs only what inspect.ts passed.
+  expect(stack.signedMessages.length, 'messages the fee payer signed').toBe(before.signed);
   return body;
 }
 

@@ -84,9 +84,10 @@ function decode(base64: string): Transaction | undefined {
 
 /**
  * The transaction and its payer when `base64` is a transaction this fee payer would co-sign as
- * first signer, signed by its second signer (the payer), whatever it pays: the settlement's
- * replay key is made from it, so a retry whose amount no longer fits the session (its money
- * already arrived) still finds the settlement it is a retry of.
+ * first signer, signed by its second signer (the payer), whatever it pays: its settlement is
+ * looked up by that payer and the message's hash, so a retry whose amount no longer fits the
+ * session (its money already arrived) still finds the settlement it is a retry of. Nothing here
+ * makes it fit to be signed by the fee payer (inspectTransaction decides that).
  */
 export async function signedByPayer(base64: string, feePayer: string): Promise<{ transaction: Transaction; payer: string } | undefined> {
   const transaction = decode(base64);

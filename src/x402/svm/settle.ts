@@ -1,7 +1,7 @@
 import type { Sql } from '../../store/index.ts';
 import { sha256Hex } from '../../internal/crypto.ts';
 import { REASONS, type Refusal } from '../authorization.ts';
-import { findSettlement, insertSettlement, type AuthorizationKey, type Settlement } from '../settlements.ts';
+import { findSettlement, findSvmSettlementByMessage, insertSettlement, type AuthorizationKey, type Settlement } from '../settlements.ts';
 import type { SettleOutcome, SettleTarget } from '../settle.ts';
 import { refused } from '../inFlight.ts';
 import { inspectTransaction, signedByPayer } from './inspect.ts';
@@ -67,12 +67,17 @@ export async function verifySvmPayment(
   return { payer: inspected.payer, key, messageHash, signed };
 }
 
-/** The settlement a payload already has, found by its replay key (the fee payer's deterministic signature), or undefined. */
+/**
+ * The settlement a payload already has, or undefined: found by its payer and its message's hash,
+ * which name the same row as its replay key (the fee payer's deterministic signature of that
+ * message). Not by signing it: this payload did not pass inspect.ts, and the fee payer's key signs
+ * nothing that did not (one that moves the fee payer's funds would otherwise be signed in memory).
+ */
 async function settlementOfRetry(ctx: SvmSettleContext, params: { offer: SvmOffer; payload: SvmPaymentPayload }): Promise<Settlement | undefined> {
   const signed = await signedByPayer(params.payload.transaction, ctx.feePayer.address);
   if (!signed) return undefined;
-  const { signature } = await ctx.feePayer.sign(signed.transaction);
-  return findSettlement(ctx.store, { chain: 'solana', tokenAddress: params.offer.asset, payer: signed.payer, nonce: signature });
+  const messageHash = sha256Hex(Buffer.from(signed.transaction.messageBytes));
+  return findSvmSettlementByMessage(ctx.store, { tokenAddress: params.offer.asset, payer: signed.payer, messageHash });
 }
 
 /** Settles `payload` for `target` exactly once (see the module comment). */

@@ -22,16 +22,18 @@ function setup(stored: bigint[], finality: { node?: bigint; recorded?: bigint } 
   /** The node's chain: block number -> branch letter; blocks not listed are on branch "a". */
   const node = new Map<bigint, string>();
   const metrics = createIngestMetrics(createMetricsRegistry({ defaultMetrics: false }));
+  /** What the tracker logged, one object a line. */
+  const logs: Record<string, unknown>[] = [];
   const tracker = createBranchTracker({
     getHeader: async (number) => header(number, node.get(number) ?? 'a'),
     readFinalized: async () => finality.node ?? 0n,
     confirmedDepth: 10n,
     metrics,
     labels: { chain: 'polygon' },
-    logger: pino({ level: 'silent' }),
+    logger: pino({ level: 'warn' }, { write: (line: string) => logs.push(JSON.parse(line)) }),
   });
   tracker.load(new Map(stored.map((number) => [number, header(number, 'a').hash])), finality.recorded);
-  return { node, tracker, metrics };
+  return { node, tracker, metrics, logs };
 }
 
 describe('branch tracker', () => {
@@ -86,11 +88,17 @@ describe('branch tracker', () => {
     for (const number of [8n, 9n, 10n]) reported.node.set(number, 'b');
     await reported.tracker.reconcile(10n, 10n);
     expect(reported.tracker.pendingRewind).toEqual({ to: 7n, depth: 3, beyondRule: 'finalized' });
-    // A commit's finalized block raises the recorded one.
+    // A commit's finalized block raises the recorded one: the incident's log names 8, not the 5
+    // loaded. (The rule is `finalized` here with or without the raise: the commit also pruned the
+    // blocks up to 8, so the walk runs out of stored blocks.)
     const later = setup(stored, { node: 9n, recorded: 5n });
     later.tracker.committed({ rewind: undefined, headers: [], finalized: 8n });
     for (const number of [9n, 10n]) later.node.set(number, 'b');
     await later.tracker.reconcile(10n, 10n);
     expect(later.tracker.pendingRewind?.beyondRule).toBe('finalized');
+    expect(later.logs.find((line) => String(line.msg).startsWith('Reorg reaches below the finalized block'))).toMatchObject({
+      recorded_finalized_block: '8',
+      finalized_block: '9',
+    });
   });
 });
