@@ -44,6 +44,9 @@ const EXTERNAL =
  *   would. Bundled rather than external because its plugin loads yaml and @fastify/static (176
  *   CommonJS files) file by file at registration: about 170 ms of CPU on every API start, 30 ms
  *   bundled (issue 28).
+ * - find-my-way (fastify's router) compiles each static route node's prefix test with
+ *   \`new Function\` when the node is made: hundreds of compilations at start for the API's routes
+ *   (two prefixes each). Each is compiled on the node's first lookup instead.
  * - pg decides at load whether it runs in Cloudflare Workers by constructing a `Response`, which on
  *   Node 20 (no `navigator`) loads Node's built-in undici, about 60 ms of CPU on every start; svc
  *   runs on Node only, so it takes Node's socket functions directly.
@@ -54,6 +57,11 @@ const PATCHES = [
     from: /\b__dirname\b/g,
     to: `require("node:path").join(require("node:path").dirname(require.resolve("@fastify/swagger-ui")), ${JSON.stringify(path.posix.dirname(file))})`,
   })),
+  {
+    file: 'find-my-way/lib/node.js',
+    from: /\bcompilePrefixMatch\((prefix|childPrefix)\)/g,
+    to: '((prefix) => { let match = null; return (path, i) => (match ??= compilePrefixMatch(prefix))(path, i) })($1)',
+  },
   {
     file: 'pg/lib/stream.js',
     from: 'const { getStream, getSecureStream } = getStreamFuncs()',
