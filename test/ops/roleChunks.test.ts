@@ -59,3 +59,16 @@ test('`svc start` loads no other command’s code: no delivery code or undici be
     expect(text).not.toMatch(absent);
   }
 });
+
+// Issue 28: the API imports the delivery stage (its webhook routes) but sends no webhook: undici
+// is imported at a transport's first send (src/delivery/transport.ts), not with the API's chunk.
+test('the API’s chunk loads no undici', () => {
+  if (!distIsCurrent(root)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
+  const http = fs.readdirSync(path.join(root, 'dist/chunks')).find((name) => /^http-[A-Z0-9]+\.js$/.test(name));
+  expect(http).toBeDefined();
+  const text = staticClosure(path.join(root, 'dist/chunks', http!))
+    .map((file) => fs.readFileSync(file, 'utf8'))
+    .join('\n');
+  expect(text).toMatch(/^\/\/ src\/delivery\/transport\.ts$/m);
+  expect(text).not.toMatch(/node_modules\/undici\//m);
+});
