@@ -44,6 +44,9 @@ const EXTERNAL =
  *   would. Bundled rather than external because its plugin loads yaml and @fastify/static (176
  *   CommonJS files) file by file at registration: about 170 ms of CPU on every API start, 30 ms
  *   bundled (issue 28).
+ * - @fastify/static (under swagger-ui) loads glob (minimatch, path-scurry, lru-cache) when loaded,
+ *   used only to list a folder served without its wildcard route, which /docs does not do: glob
+ *   is loaded on that first use.
  * - find-my-way (fastify's router) compiles each static route node's prefix test with
  *   \`new Function\` when the node is made: hundreds of compilations at start for the API's routes
  *   (two prefixes each). Each is compiled on the node's first lookup instead.
@@ -57,6 +60,7 @@ const PATCHES = [
     from: /\b__dirname\b/g,
     to: `require("node:path").join(require("node:path").dirname(require.resolve("@fastify/swagger-ui")), ${JSON.stringify(path.posix.dirname(file))})`,
   })),
+  { file: '@fastify/static/index.js', from: "const { glob } = require('glob')", to: "const glob = (...args) => require('glob').glob(...args)" },
   {
     file: 'find-my-way/lib/node.js',
     from: /\bcompilePrefixMatch\((prefix|childPrefix)\)/g,

@@ -78,6 +78,7 @@ test("pg loads without constructing a Response (Node 20's built-in undici) and t
   expect(chunks).toContain('= getNodejsStreamFuncs()');
   expect(chunks).not.toMatch(/= getStreamFuncs\(\)/);
   expect(chunks).toContain('match ??= compilePrefixMatch(');
+  expect(chunks).toMatch(/var glob = \(\.\.\.args\) => require_/);
   // Static routes that share prefixes, both API prefixes, a parametric one and a miss.
   for (const [route, status] of [
     ['/api/v1/health', 200],
