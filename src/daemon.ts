@@ -178,17 +178,15 @@ export async function startDaemon(params: {
 
     let api: FastifyInstance | undefined;
     let url: string | undefined;
+    let x402Watch: Promise<void> | undefined;
     const startApi = async (loading: NonNullable<typeof modules.api>, simulated: Sandbox) => {
       const [{ createHttp }, { createX402 }] = await loading;
       // x402 settles with gas-only relayer keys (SVC_<CHAIN>_RELAYER_KEY) on the chains that have one.
       const x402 = createX402({ store, logger, metrics, config, sandbox: simulated });
-      const x402Watch = x402.watch(shutdown.signal);
-      shutdown.add('x402', () => x402Watch);
+      x402Watch = x402.watch(shutdown.signal);
       const server = createHttp({ store, logger, metrics, config, box, sandbox: simulated, x402 });
       api = server;
       registerReadyRoute(server, readiness);
-      // Closed on shutdown even when listen fails (a port in use) or another role's start does.
-      shutdown.add('api', () => server.close());
       url = await server.listen({ port: config.port, host: config.host });
       // With PORT=0 and no SVC_PUBLIC_URL, links must carry the port actually bound.
       if (config.publicUrlIsDefault) config.publicUrl = url;
@@ -210,6 +208,16 @@ export async function startDaemon(params: {
       after.then(() => role('worker', roles.includes('worker') ? () => startWorker(modules.worker ?? loadWorker()) : undefined)),
       after.then(() => role('ingest', roles.includes('ingest') && sandbox ? () => startIngest(modules.ingest ?? loadIngest(), sandbox) : undefined)),
     ]);
+    // Registered after the other roles' (callbacks run in reverse): the HTTP server drains before
+    // the workers stop, as when it started last; also when a start failed, so that it is closed.
+    if (x402Watch) {
+      const watching = x402Watch;
+      shutdown.add('x402', () => watching);
+    }
+    if (api) {
+      const server = api;
+      shutdown.add('api', () => server.close());
+    }
     const failed = outcomes.find((outcome) => outcome.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
 
