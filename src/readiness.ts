@@ -36,6 +36,9 @@ export interface Readiness {
  * Readiness per role, for load balancers and orchestrators (liveness stays `/health`):
  * - every role: the database answers within {@link READY_DB_LIMITS}, and its applied migrations are
  *   exactly the files of this release (none pending, none unknown);
+ * - every role of the process has started: the daemon answers `/health` as soon as its API (or
+ *   metrics port) listens, while the other roles may still be starting (issue 28: the worker's
+ *   pg-boss start no longer holds up the API), and those are not ready until they have;
  * - ingest: every chain of this process is `leader` or a standby (`standby`, or `retrying`: it
  *   failed while leading and waits, its lock released). `refused` (wrong chain id or decimals:
  *   a configuration error) and `stopped` are not ready, so a rollout with a bad RPC URL stops
@@ -45,6 +48,8 @@ export function createReadiness(params: {
   store: Store;
   roles: readonly string[];
   ingestStatus?: () => Record<string, ChainIngestState>;
+  /** The roles of this process still starting (none when not given). */
+  starting?: () => readonly string[];
   migrationsDir?: string;
 }): Readiness {
   const store = params.store.bounded(READY_DB_LIMITS);
@@ -75,6 +80,7 @@ export function createReadiness(params: {
           reasons.push('database unreachable or not answering within 1 s');
         }
       }
+      for (const role of params.starting?.() ?? []) reasons.push(`the ${role} role is still starting`);
       let ingest: ReadyReport['ingest'];
       if (params.ingestStatus) {
         ingest = params.ingestStatus();

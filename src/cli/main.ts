@@ -2,46 +2,47 @@ import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { NonRetryableError } from '../internal/errors.ts';
 import { emit, UsageError, type Command, type Io } from './command.ts';
-import { start } from './commands/start.ts';
-import { migrate } from './commands/migrate.ts';
-import { merchantsCreate, merchantsList, merchantsUpdate } from './commands/merchants.ts';
-import { walletsAdd, walletsDefault, walletsRemove } from './commands/wallets.ts';
-import { keysCreate, keysList, keysRevoke } from './commands/keys.ts';
-import { usersCreate, usersDisable, usersList, usersResetTwoFactor } from './commands/users.ts';
-import { webhooksListen, webhooksRedeliver, webhooksRotateSecret } from './commands/webhooks.ts';
-import { ingestRescan, ingestStatus } from './commands/ingest.ts';
-import { config } from './commands/config.ts';
-import { depositsDeployFactory, depositsSweep } from './commands/deposits.ts';
 
 /** Tests pass their own Io. */
 export type { Io } from './command.ts';
 
-/** Every `svc` command by the words that call it, in the order the global help lists them. */
-const commands: Record<string, Command> = {
-  start,
-  migrate,
-  'merchants create': merchantsCreate,
-  'merchants list': merchantsList,
-  'merchants update': merchantsUpdate,
-  'wallets add': walletsAdd,
-  'wallets default': walletsDefault,
-  'wallets remove': walletsRemove,
-  'keys create': keysCreate,
-  'keys list': keysList,
-  'keys revoke': keysRevoke,
-  'users create': usersCreate,
-  'users list': usersList,
-  'users disable': usersDisable,
-  'users reset-two-factor': usersResetTwoFactor,
-  'webhooks listen': webhooksListen,
-  'webhooks rotate-secret': webhooksRotateSecret,
-  'ingest status': ingestStatus,
-  'ingest rescan': ingestRescan,
-  'webhooks redeliver': webhooksRedeliver,
-  'deposits deploy-factory': depositsDeployFactory,
-  'deposits sweep': depositsSweep,
-  config,
+/**
+ * Every `svc` command by the words that call it, in the order the global help lists them, each
+ * imported when it runs (issue 28): a static import of every command put each one's code (the
+ * webhook commands' delivery code and undici, the deposit commands' signing clients) into every
+ * `svc start`. Help that lists commands imports the ones it lists.
+ */
+const commands: Record<string, () => Promise<Command>> = {
+  start: async () => (await import('./commands/start.ts')).start,
+  migrate: async () => (await import('./commands/migrate.ts')).migrate,
+  'merchants create': async () => (await import('./commands/merchants.ts')).merchantsCreate,
+  'merchants list': async () => (await import('./commands/merchants.ts')).merchantsList,
+  'merchants update': async () => (await import('./commands/merchants.ts')).merchantsUpdate,
+  'wallets add': async () => (await import('./commands/wallets.ts')).walletsAdd,
+  'wallets default': async () => (await import('./commands/wallets.ts')).walletsDefault,
+  'wallets remove': async () => (await import('./commands/wallets.ts')).walletsRemove,
+  'keys create': async () => (await import('./commands/keys.ts')).keysCreate,
+  'keys list': async () => (await import('./commands/keys.ts')).keysList,
+  'keys revoke': async () => (await import('./commands/keys.ts')).keysRevoke,
+  'users create': async () => (await import('./commands/users.ts')).usersCreate,
+  'users list': async () => (await import('./commands/users.ts')).usersList,
+  'users disable': async () => (await import('./commands/users.ts')).usersDisable,
+  'users reset-two-factor': async () => (await import('./commands/users.ts')).usersResetTwoFactor,
+  'webhooks listen': async () => (await import('./commands/webhooks.ts')).webhooksListen,
+  'webhooks rotate-secret': async () => (await import('./commands/webhooks.ts')).webhooksRotateSecret,
+  'ingest status': async () => (await import('./commands/ingest.ts')).ingestStatus,
+  'ingest rescan': async () => (await import('./commands/ingest.ts')).ingestRescan,
+  'webhooks redeliver': async () => (await import('./commands/webhooks.ts')).webhooksRedeliver,
+  'deposits deploy-factory': async () => (await import('./commands/deposits.ts')).depositsDeployFactory,
+  'deposits sweep': async () => (await import('./commands/deposits.ts')).depositsSweep,
+  config: async () => (await import('./commands/config.ts')).config,
 };
+
+/** The summaries of the named commands (importing each). */
+async function summaries(names: string[]): Promise<Map<string, string>> {
+  const loaded = await Promise.all(names.map(async (name) => [name, (await commands[name]!()).summary] as const));
+  return new Map(loaded);
+}
 
 function helpFor(name: string, command: Command): string {
   const options = Object.entries(command.options).map(([option, spec]) => {
@@ -50,7 +51,8 @@ function helpFor(name: string, command: Command): string {
   return [`svc ${name}: ${command.summary}`, '', `Usage: ${command.usage}`, '', 'Options:', ...options, '  --help\n      this help'].join('\n');
 }
 
-function globalHelp(): string {
+async function globalHelp(): Promise<string> {
+  const summaryOf = await summaries(Object.keys(commands));
   const width = Math.max(...Object.keys(commands).map((name) => name.length));
   return [
     'svc: the svc gateway daemon and its operator commands',
@@ -59,7 +61,7 @@ function globalHelp(): string {
     '                                   svc --version for the version)',
     '',
     'Commands:',
-    ...Object.entries(commands).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`),
+    ...Object.keys(commands).map((name) => `  ${name.padEnd(width)}  ${summaryOf.get(name)}`),
     '',
     'Every command reads the same environment variables as the daemon (svc config lists them)',
     'and takes --json for machine-readable output.',
@@ -71,8 +73,9 @@ function groupOf(word: string | undefined): string | undefined {
   return Object.keys(commands).some((name) => name.startsWith(`${word} `)) ? word : undefined;
 }
 
-function groupHelp(group: string): string {
+async function groupHelp(group: string): Promise<string> {
   const names = Object.keys(commands).filter((name) => name.startsWith(`${group} `));
+  const summaryOf = await summaries(names);
   const width = Math.max(...names.map((name) => name.length));
   return [
     `svc ${group}: ${names.map((name) => name.slice(group.length + 1)).join(', ')}`,
@@ -80,7 +83,7 @@ function groupHelp(group: string): string {
     `Usage: svc ${group} SUBCOMMAND [options]     (svc ${group} SUBCOMMAND --help for its options)`,
     '',
     'Subcommands:',
-    ...names.map((name) => `  ${name.padEnd(width)}  ${commands[name]!.summary}`),
+    ...names.map((name) => `  ${name.padEnd(width)}  ${summaryOf.get(name)}`),
   ].join('\n');
 }
 
@@ -105,7 +108,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   const name = [argv.slice(0, 2).join(' '), argv[0] ?? ''].find((candidate) => candidate in commands);
   if (!name) {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-      io.out(`${globalHelp()}\n`);
+      io.out(`${await globalHelp()}\n`);
       return 0;
     }
     if (argv[0] === '--version' || argv[0] === '-V' || argv[0] === 'version') {
@@ -115,18 +118,18 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     const group = groupOf(argv[0]);
     if (group && (argv[1] === undefined || argv[1] === '--help' || argv[1] === '-h')) {
       // `svc wallets --help` asked for the list; a bare `svc wallets` is a usage mistake that gets it too.
-      if (argv[1] === undefined) io.err(`svc: "${group}" needs a subcommand\n\n${groupHelp(group)}\n`);
-      else io.out(`${groupHelp(group)}\n`);
+      if (argv[1] === undefined) io.err(`svc: "${group}" needs a subcommand\n\n${await groupHelp(group)}\n`);
+      else io.out(`${await groupHelp(group)}\n`);
       return argv[1] === undefined ? 2 : 0;
     }
     if (group) {
-      io.err(`svc: unknown command "${argv.slice(0, 2).join(' ')}"\n\n${groupHelp(group)}\n`);
+      io.err(`svc: unknown command "${argv.slice(0, 2).join(' ')}"\n\n${await groupHelp(group)}\n`);
       return 2;
     }
-    io.err(`svc: unknown command "${argv.slice(0, 2).join(' ')}"\n\n${globalHelp()}\n`);
+    io.err(`svc: unknown command "${argv.slice(0, 2).join(' ')}"\n\n${await globalHelp()}\n`);
     return 2;
   }
-  const command = commands[name]!;
+  const command = await commands[name]!();
   const rest = argv.slice(name.split(' ').length);
   const json = rest.includes('--json');
   try {

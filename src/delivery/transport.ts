@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { findCause } from '../internal/errors.ts';
 import { assertLiteralHostAllowed, guardedLookup, parseWebhookUrl, UnsafeWebhookUrlError, type GuardParams } from './ssrf.ts';
 
@@ -23,13 +23,21 @@ export type WebhookTransport = (params: { url: string; headers: Record<string, s
  */
 export function createHttpTransport(params: GuardParams & { timeoutMs?: number }): WebhookTransport & { close(): Promise<void> } {
   const timeoutMs = params.timeoutMs ?? DELIVERY_TIMEOUT_MS;
-  const agent = new Agent({
-    connect: { lookup: guardedLookup(params) as never, timeout: timeoutMs },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    // Receivers are many and mostly idle between events: keep sockets briefly, not forever.
-    keepAliveTimeout: 10_000,
-  });
+  // undici is imported at the first send, not with this module (issue 28): the API imports the
+  // delivery stage for its webhook routes but sends nothing itself, and loading undici was about
+  // 90 ms of CPU in every API start.
+  let agent: Promise<Agent> | undefined;
+  const agentOf = () =>
+    (agent ??= import('undici').then(
+      ({ Agent }) =>
+        new Agent({
+          connect: { lookup: guardedLookup(params) as never, timeout: timeoutMs },
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          // Receivers are many and mostly idle between events: keep sockets briefly, not forever.
+          keepAliveTimeout: 10_000,
+        }),
+    ));
 
   const send: WebhookTransport = async ({ url, headers, body }) => {
     try {
@@ -39,7 +47,8 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
     }
     const signal = AbortSignal.timeout(timeoutMs);
     try {
-      const response = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });
+      const [{ request }, dispatcher] = await Promise.all([import('undici'), agentOf()]);
+      const response = await request(url, { method: 'POST', headers, body, dispatcher, signal });
       const bodyExcerpt = await readExcerpt(response.body);
       return { ok: true, status: response.statusCode, headers: response.headers, bodyExcerpt };
     } catch (error) {
@@ -47,7 +56,7 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
       return { ok: false, error: message, unsafe: isUnsafeUrlFailure(error) };
     }
   };
-  return Object.assign(send, { close: () => agent.close() });
+  return Object.assign(send, { close: async () => agent?.then((made) => made.close()) });
 }
 
 /**

@@ -45,3 +45,30 @@ test('the compiled svc command loads no role’s stages before it knows the role
   expect(all.some((chunk) => /^\/\/ src\/api\/index\.ts$/m.test(chunk))).toBe(true);
   expect(all.some((chunk) => /node_modules\/pg-boss\//m.test(chunk))).toBe(true);
 });
+
+// Issue 28: the CLI imports each command when it runs (src/cli/main.ts). A static import of every
+// command put the webhook commands' delivery code and undici (1 MB) into every `svc start`.
+test('`svc start` loads no other command’s code: no delivery code or undici before the worker role loads it', () => {
+  if (!distIsCurrent(root)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
+  const start = fs.readdirSync(path.join(root, 'dist/chunks')).find((name) => /^start-[A-Z0-9]+\.js$/.test(name));
+  expect(start).toBeDefined();
+  const closure = [...staticClosure(path.join(root, 'dist/cli/entry.js')), ...staticClosure(path.join(root, 'dist/chunks', start!))];
+  const text = closure.map((file) => fs.readFileSync(file, 'utf8')).join('\n');
+  expect(text).toMatch(/^\/\/ src\/cli\/commands\/start\.ts$/m);
+  for (const absent of [/^\/\/ src\/cli\/commands\/(webhooks|deposits|merchants)\.ts$/m, /^\/\/ src\/delivery\//m, /node_modules\/undici\//m]) {
+    expect(text).not.toMatch(absent);
+  }
+});
+
+// Issue 28: the API imports the delivery stage (its webhook routes) but sends no webhook: undici
+// is imported at a transport's first send (src/delivery/transport.ts), not with the API's chunk.
+test('the API’s chunk loads no undici', () => {
+  if (!distIsCurrent(root)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
+  const http = fs.readdirSync(path.join(root, 'dist/chunks')).find((name) => /^http-[A-Z0-9]+\.js$/.test(name));
+  expect(http).toBeDefined();
+  const text = staticClosure(path.join(root, 'dist/chunks', http!))
+    .map((file) => fs.readFileSync(file, 'utf8'))
+    .join('\n');
+  expect(text).toMatch(/^\/\/ src\/delivery\/transport\.ts$/m);
+  expect(text).not.toMatch(/node_modules\/undici\//m);
+});
