@@ -226,12 +226,17 @@ export const selectSessionsByReference = (columns: string) =>
  * Sessions in `amount` mode on some wallets of one (livemode, chain) whose window (created_at less
  * a clock skew .. monitor_until) overlaps a span of payment times (a session in `address` mode is
  * paid at its deposit address only: a payment of its plain amount to the shared wallet is not its). `columns` may read `m` (merchants).
+ * A facilitator settlement's session whose relayer transaction is claimed for it (an `x402` claim
+ * not refused, written before the broadcast: x402/bind.ts) is paid by that claim only: its due
+ * amount is the authorized value exactly, not a unique one, so as an amount candidate it would
+ * take a stranger's transfer of that sum, or make another session's exact due amount ambiguous.
  * $1 livemode, $2 chain, $3 wallets, $4 earliest payment, $5 latest payment, $6 clock skew in seconds.
  */
 export const selectSessionsOnWallets = (columns: string) =>
   `SELECT ${columns} FROM payment_sessions s JOIN merchants m ON m.id = s.merchant_id
     WHERE s.livemode = $1 AND s.chain = $2 AND s.pay_to = ANY($3::text[]) AND s.attribution = 'amount'
-      AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)`;
+      AND s.monitor_until >= $4 AND s.created_at <= $5::timestamptz + make_interval(secs => $6)
+      AND NOT EXISTS (SELECT 1 FROM transaction_claims c WHERE c.session_id = s.id AND c.source = 'x402' AND c.refused_reason IS NULL)`;
 
 /** A merchant's fees per chain and currency over its confirmed and settled sessions. $1 merchant, $2 livemode. */
 export const sumFees = () =>
