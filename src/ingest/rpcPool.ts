@@ -59,11 +59,13 @@ const ROUND_BACKOFF: BackoffRule = { initialMs: 250, maxMs: 8_000 };
  * becomes the larger of 1.5 times what it was (from 20 ms, up to 5 s: TCP's multiplicative
  * back-off, for a limit the last second does not show) and the spacing of 80 % of the rate it
  * just answered (the limit is at most that, so this lands under it at once instead of after a
- * few more bursts of 429s). Each success then shortens the spacing by 1 %: the rate creeps back
- * up by about 1 % a request, so a provider that keeps the same limit says 429 about once per ~20
- * requests (80 % → 100 % of its limit), not once per ~4 as a 10 % recovery did (~20-30 % of the
- * requests refused, each a lost round trip); one that stops throttling gets full speed back after
- * ~100 requests. A `Retry-After` is honoured: the URL gets no request before it (the call fails
+ * few more bursts of 429s; the 429s to what is sent in the window after it meet a count still
+ * full of what was sent before, and do not stretch it again). Each success then shortens the
+ * spacing by 10 % down to that 80 % (undoing a stretch by 1.5) and by 1 % below it: the rate creeps
+ * back up by about 1 % a request, so a provider that keeps the same limit says 429 about once per
+ * ~20 requests (80 % → 100 % of its limit), not once per ~4 as a 10 % recovery all the way did
+ * (~20-30 % of the requests refused, each a lost round trip); one that stops throttling gets full
+ * speed back after ~100 requests (TCP's slow start to the threshold, then congestion avoidance). A `Retry-After` is honoured: the URL gets no request before it (the call fails
  * over meanwhile), since what is sent inside it is refused anyway and some providers ban clients
  * that ignore it.
  */
@@ -72,6 +74,7 @@ const RATE_MAX_SPACING_MS = 5_000;
 const RATE_BACKOFF = 1.5;
 const RATE_MARGIN = 0.8;
 const RATE_RECOVERY = 0.99;
+const RATE_FAST_RECOVERY = 0.9;
 /** The window over which a URL's answered requests are counted when it first says 429. */
 const RATE_WINDOW_MS = 1_000;
 
@@ -86,6 +89,8 @@ interface Endpoint<C> {
   slowedAt: number;
   /** When the requests this URL answered in the last {@link RATE_WINDOW_MS} were sent, oldest first. */
   answered: number[];
+  /** The spacing under the rate answered at the last slow-down: recovery is fast down to it, slow below. */
+  targetMs: number;
 }
 
 type Attempt<T> = { ok: true; value: T; sentAt: number } | { ok: false; error: unknown; sentAt: number };
@@ -128,6 +133,7 @@ export function createEndpointPool<C>(params: {
     nextSlot: 0,
     slowedAt: 0,
     answered: [],
+    targetMs: 0,
   }));
 
   /** Keeps the URL's request spacing, then sends once; a failure carries when it was sent, so a burst of 429s slows the URL down once. */
@@ -162,8 +168,12 @@ export function createEndpointPool<C>(params: {
       if (sentAt >= endpoint.slowedAt) {
         const answered = endpoint.answered.filter((at) => at > now - RATE_WINDOW_MS).length;
         const underObserved = answered > 0 ? RATE_WINDOW_MS / (answered * RATE_MARGIN) : 0;
+        if (underObserved > 0) endpoint.targetMs = underObserved;
         endpoint.spacingMs = Math.min(RATE_MAX_SPACING_MS, Math.max(RATE_MIN_SPACING_MS, endpoint.spacingMs * RATE_BACKOFF, underObserved));
-        endpoint.slowedAt = now;
+        // Set from what the URL answered, the spacing is under its limit already: the 429s to what
+        // is sent in the next window meet a count still full of what was sent before, so they do
+        // not stretch it again (without that, one burst stretched 63 ms to a second in eight steps).
+        endpoint.slowedAt = underObserved > 0 ? now + RATE_WINDOW_MS : now;
         log.warn({ msg: 'RPC endpoint rate-limits us; slowing down', chain, endpoint: endpoint.label, spacing_ms: Math.round(endpoint.spacingMs) });
       }
       const wait = params.retryAfter?.(error);
@@ -209,7 +219,11 @@ export function createEndpointPool<C>(params: {
             endpoint.failures = 0;
             endpoint.answered.push(result.sentAt);
             while (endpoint.answered[0]! <= result.sentAt - RATE_WINDOW_MS) endpoint.answered.shift();
-            endpoint.spacingMs = endpoint.spacingMs * RATE_RECOVERY < RATE_MIN_SPACING_MS ? 0 : endpoint.spacingMs * RATE_RECOVERY;
+            const shorter =
+              endpoint.spacingMs > endpoint.targetMs
+                ? Math.max(endpoint.targetMs, endpoint.spacingMs * RATE_FAST_RECOVERY)
+                : endpoint.spacingMs * RATE_RECOVERY;
+            endpoint.spacingMs = shorter < RATE_MIN_SPACING_MS ? 0 : shorter;
             return result.value;
           }
           lastError = result.error;
