@@ -17,6 +17,10 @@
  * `--against DIR` adds the tool `svc-against`: another checkout's built svc (say the commit before a
  * change), run the same way on the same chain.
  *
+ * `BENCH_SVC_LOG=file` appends each svc run's log to `file.<tool>` (at `BENCH_SVC_LOG_LEVEL`, default
+ * warn); `BENCH_PROXY_TRACE=file` has the proxy write one line per request. Note that `svc start`
+ * runs from source (tsx: seconds more CPU and start-up) when dist/ is older than src/: rebuild first.
+ *
  *   npx tsx bench/ponder.ts [--transfers 100000] [--per-block 200] [--wallets 100] [--modes direct,proxy] [--rate 25] [--tools svc,ponder] [--against DIR]
  */
 import fs from 'node:fs';
@@ -109,6 +113,7 @@ async function timed(tool: string, mode: string, child: ChildProcess, count: () 
   let output = '';
   child.stdout?.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
   child.stderr?.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
+  if (process.env.BENCH_SVC_LOG) child.stdout?.on('data', (chunk) => fs.appendFileSync(`${process.env.BENCH_SVC_LOG}.${tool}`, chunk));
   let exited = false;
   child.once('exit', () => (exited = true));
   let first: number | undefined;
@@ -155,7 +160,7 @@ async function runSvc(mode: string, rpcUrl: string, dir = root, tool = 'svc'): P
       PATH: process.env.PATH!,
       DATABASE_URL: connectionString,
       PORT: '0',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: process.env.BENCH_SVC_LOG_LEVEL ?? 'warn',
       SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ponder-')),
       SVC_POLYGON_RPC_URL: rpcUrl,
     },

@@ -11,6 +11,7 @@
  * Randomness is seeded, so two tools meet the same kind of provider. A JSON-RPC batch counts as
  * one request (as providers bill the HTTP request) and its calls are each checked.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 
 export interface ProviderProxyOptions {
@@ -32,6 +33,10 @@ export interface ProviderProxyStats {
   serverErrors: number;
   rangeRefusals: number;
   sizeRefusals: number;
+  /** Calls per JSON-RPC method (a batch's calls each counted), to see where the requests go. */
+  methods: Record<string, number>;
+  /** HTTP requests that carried a JSON-RPC batch. */
+  batches: number;
 }
 
 /** A small seeded PRNG (mulberry32): the same sequence of delays and failures each run. */
@@ -61,7 +66,7 @@ export async function startProviderProxy(options: ProviderProxyOptions): Promise
   const requestsPerSecond = options.requestsPerSecond ?? 25;
   const errorRate = options.errorRate ?? 0.01;
   const random = seeded(options.seed ?? 28);
-  const stats: ProviderProxyStats = { requests: 0, calls: 0, rateLimited: 0, serverErrors: 0, rangeRefusals: 0, sizeRefusals: 0 };
+  const stats: ProviderProxyStats = { requests: 0, calls: 0, rateLimited: 0, serverErrors: 0, rangeRefusals: 0, sizeRefusals: 0, methods: {}, batches: 0 };
   const recent: number[] = [];
 
   const forward = async (body: string): Promise<string> => {
@@ -72,6 +77,7 @@ export async function startProviderProxy(options: ProviderProxyOptions): Promise
   /** One call: refused by the range cap, or forwarded and refused by the size cap, or answered. */
   const answer = async (call: Call): Promise<unknown> => {
     stats.calls++;
+    stats.methods[call.method] = (stats.methods[call.method] ?? 0) + 1;
     if (call.method === 'eth_getLogs') {
       const filter = (call.params?.[0] ?? {}) as { fromBlock?: string; toBlock?: string; blockHash?: string };
       if (!filter.blockHash && filter.fromBlock?.startsWith('0x') && filter.toBlock?.startsWith('0x')) {
@@ -90,12 +96,35 @@ export async function startProviderProxy(options: ProviderProxyOptions): Promise
     return JSON.parse(text);
   };
 
+  // BENCH_PROXY_TRACE=file: one line per request (arrival ms, answer ms, status, methods), to see what waits on what.
+  const trace = process.env.BENCH_PROXY_TRACE;
+  const opened = Date.now();
+  const traced = (arrived: number, status: number, body: string) => {
+    if (!trace) return;
+    let methods = '?';
+    try {
+      const parsed = JSON.parse(body) as Call | Call[];
+      methods = (Array.isArray(parsed) ? parsed : [parsed])
+        .map(
+          (call) =>
+            `${call.method}${call.method === 'eth_getLogs' || call.method === 'eth_getBlockByNumber' ? `(${JSON.stringify(call.params?.[0]).slice(0, 60)})` : ''}`,
+        )
+        .join(',');
+    } catch {}
+    fs.appendFileSync(trace, `${arrived - opened} ${Date.now() - opened} ${status} ${methods}\n`);
+  };
+
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
       stats.requests++;
       const now = Date.now();
+      const end = res.end.bind(res);
+      res.end = ((...args: unknown[]) => {
+        traced(now, res.statusCode, Buffer.concat(chunks).toString('utf8'));
+        return (end as (...a: unknown[]) => unknown)(...args);
+      }) as typeof res.end;
       while (recent.length > 0 && recent[0]! <= now - 1000) recent.shift();
       const delay = minLatency + random() * (maxLatency - minLatency);
       const failure = random() < errorRate ? [500, 502, 503][Math.floor(random() * 3)]! : undefined;
@@ -113,6 +142,7 @@ export async function startProviderProxy(options: ProviderProxyOptions): Promise
       }
       try {
         const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Call | Call[];
+        if (Array.isArray(parsed)) stats.batches++;
         const result = Array.isArray(parsed) ? await Promise.all(parsed.map(answer)) : await answer(parsed);
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result));
       } catch {

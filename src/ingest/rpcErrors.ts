@@ -57,7 +57,7 @@ export function classifyRpcError(error: unknown, method: string): RpcErrorKind {
   const text = messagesOf(error);
   if (find(error, ResponseBodyTooLargeError)) return method === 'eth_getLogs' ? 'range' : 'endpoint';
   const http = find(error, HttpRequestError);
-  if (http?.status === 429 || (error as { code?: number }).code === 429) return 'rate';
+  if (http?.status === 429 || find(error, RpcRequestError)?.status === 429 || (error as { code?: number }).code === 429) return 'rate';
   if (RATE_MESSAGE.test(text)) return 'rate';
   if (find(error, TimeoutError)) return method === 'eth_getLogs' ? 'range' : 'endpoint';
   if (http) {
@@ -87,6 +87,22 @@ export function responseOversize(error: unknown): number | undefined {
   const tooLarge = find(error, ResponseBodyTooLargeError);
   if (!tooLarge || !(tooLarge.maxSize > 0) || !(tooLarge.size > tooLarge.maxSize)) return undefined;
   return tooLarge.size / tooLarge.maxSize;
+}
+
+/** Longest `Retry-After` honoured: a longer one (a daily quota) is the URL's cooldown's business, not a pause of every call. */
+const RETRY_AFTER_MAX_MS = 60_000;
+
+/**
+ * How long a throttled EVM request's provider asked us to wait (its `Retry-After` header, in
+ * seconds or as an HTTP date, capped at 60 s); undefined when it did not say.
+ */
+export function retryAfterMs(error: unknown, now = Date.now()): number | undefined {
+  const headers = find(error, HttpRequestError)?.headers ?? find(error, RpcRequestError)?.headers;
+  const value = headers?.get('retry-after')?.trim();
+  if (!value) return undefined;
+  const ms = /^\d+(\.\d+)?$/.test(value) ? Number(value) * 1000 : Date.parse(value) - now;
+  if (!Number.isFinite(ms) || ms <= 0) return undefined;
+  return Math.min(ms, RETRY_AFTER_MAX_MS);
 }
 
 /**

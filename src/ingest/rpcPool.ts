@@ -53,15 +53,30 @@ const COOLDOWN: BackoffRule = { initialMs: 1_000, maxMs: 60_000 };
 /** When every URL failed, the next round of the same call waits 0.25 s, doubling per round (8 s after the sixth). */
 const ROUND_BACKOFF: BackoffRule = { initialMs: 250, maxMs: 8_000 };
 /**
- * Adaptive rate (multiplicative back-off, as TCP does): a 429 makes the minimum spacing between
- * requests to that URL 1.5 times longer (from 20 ms, up to 5 s); each success shortens it by
- * 10 %, so the rate settles just under the provider's limit (one 429 per ~4 successes holds it
- * steady) and recovers within tens of requests once the provider stops throttling.
+ * Adaptive rate per URL. A provider's limit is requests (or compute units) per window, usually a
+ * second; what the client can see is how many requests that URL answered in the last second when
+ * it first said 429. So, once per burst of 429s, the minimum spacing between requests to the URL
+ * becomes the larger of 1.5 times what it was (from 20 ms, up to 5 s: TCP's multiplicative
+ * back-off, for a limit the last second does not show) and the spacing of 80 % of the rate it
+ * just answered (the limit is at most that, so this lands under it at once instead of after a
+ * few more bursts of 429s; the 429s to what is sent in the window after it meet a count still
+ * full of what was sent before, and do not stretch it again). Each success then shortens the
+ * spacing by 10 % down to that 80 % (undoing a stretch by 1.5) and by 1 % below it: the rate creeps
+ * back up by about 1 % a request, so a provider that keeps the same limit says 429 about once per
+ * ~20 requests (80 % → 100 % of its limit), not once per ~4 as a 10 % recovery all the way did
+ * (~20-30 % of the requests refused, each a lost round trip); one that stops throttling gets full
+ * speed back after ~100 requests (TCP's slow start to the threshold, then congestion avoidance). A `Retry-After` is honoured: the URL gets no request before it (the call fails
+ * over meanwhile), since what is sent inside it is refused anyway and some providers ban clients
+ * that ignore it.
  */
 const RATE_MIN_SPACING_MS = 20;
 const RATE_MAX_SPACING_MS = 5_000;
 const RATE_BACKOFF = 1.5;
-const RATE_RECOVERY = 0.9;
+const RATE_MARGIN = 0.8;
+const RATE_RECOVERY = 0.99;
+const RATE_FAST_RECOVERY = 0.9;
+/** The window over which a URL's answered requests are counted when it first says 429. */
+const RATE_WINDOW_MS = 1_000;
 
 interface Endpoint<C> {
   label: string;
@@ -72,9 +87,13 @@ interface Endpoint<C> {
   nextSlot: number;
   /** When the spacing last grew: a 429 to a request sent before that was already answered for. */
   slowedAt: number;
+  /** When the requests this URL answered in the last {@link RATE_WINDOW_MS} were sent, oldest first. */
+  answered: number[];
+  /** The spacing under the rate answered at the last slow-down: recovery is fast down to it, slow below. */
+  targetMs: number;
 }
 
-type Attempt<T> = { ok: true; value: T } | { ok: false; error: unknown; sentAt: number };
+type Attempt<T> = { ok: true; value: T; sentAt: number } | { ok: false; error: unknown; sentAt: number };
 
 /**
  * The RPC endpoint pool both chains' ingesters use. Each call goes to the first URL that is not
@@ -99,6 +118,8 @@ export function createEndpointPool<C>(params: {
   signal?: AbortSignal;
   /** Said in the error when no URL is configured (which variable to set). */
   missing?: string;
+  /** How long a `rate` failure asked us to wait (its `Retry-After`), when it said. */
+  retryAfter?: (error: unknown) => number | undefined;
 }): EndpointPool<C> {
   const { chain, logger: log, metrics } = params;
   if (params.urls.length === 0) throw new NonRetryableError(`${chain}: no RPC URL configured${params.missing ? ` (${params.missing})` : ''}`);
@@ -111,6 +132,8 @@ export function createEndpointPool<C>(params: {
     spacingMs: 0,
     nextSlot: 0,
     slowedAt: 0,
+    answered: [],
+    targetMs: 0,
   }));
 
   /** Keeps the URL's request spacing, then sends once; a failure carries when it was sent, so a burst of 429s slows the URL down once. */
@@ -126,7 +149,7 @@ export function createEndpointPool<C>(params: {
     const sentAt = Date.now();
     try {
       const value = await send(endpoint.client, params.signal ? AbortSignal.any([params.signal, timeout]) : timeout);
-      return { ok: true, value };
+      return { ok: true, value, sentAt };
     } catch (error) {
       return { ok: false, error, sentAt };
     } finally {
@@ -141,10 +164,23 @@ export function createEndpointPool<C>(params: {
     metrics.rpcErrors.inc({ chain, method, endpoint: endpoint.label, kind });
     if (kind === 'range' || kind === 'rejected') throw new RpcRequestRejected(`${chain}: ${method} rejected by ${endpoint.label}`, kind, error);
     if (kind === 'rate') {
+      const now = Date.now();
       if (sentAt >= endpoint.slowedAt) {
-        endpoint.spacingMs = Math.min(RATE_MAX_SPACING_MS, Math.max(RATE_MIN_SPACING_MS, endpoint.spacingMs * RATE_BACKOFF));
-        endpoint.slowedAt = Date.now();
+        const answered = endpoint.answered.filter((at) => at > now - RATE_WINDOW_MS).length;
+        const underObserved = answered > 0 ? RATE_WINDOW_MS / (answered * RATE_MARGIN) : 0;
+        if (underObserved > 0) endpoint.targetMs = underObserved;
+        endpoint.spacingMs = Math.min(RATE_MAX_SPACING_MS, Math.max(RATE_MIN_SPACING_MS, endpoint.spacingMs * RATE_BACKOFF, underObserved));
+        // Set from what the URL answered, the spacing is under its limit already: the 429s to what
+        // is sent in the next window meet a count still full of what was sent before, so they do
+        // not stretch it again (without that, one burst stretched 63 ms to a second in eight steps).
+        endpoint.slowedAt = underObserved > 0 ? now + RATE_WINDOW_MS : now;
         log.warn({ msg: 'RPC endpoint rate-limits us; slowing down', chain, endpoint: endpoint.label, spacing_ms: Math.round(endpoint.spacingMs) });
+      }
+      const wait = params.retryAfter?.(error);
+      if (wait !== undefined) {
+        // Every later request to this URL waits for it; calls fail over to another URL meanwhile.
+        endpoint.nextSlot = Math.max(endpoint.nextSlot, now + wait);
+        endpoint.restUntil = Math.max(endpoint.restUntil, now + wait);
       }
       return;
     }
@@ -181,7 +217,13 @@ export function createEndpointPool<C>(params: {
           if (result.ok) {
             if (endpoint.failures > 0) log.info({ msg: 'RPC endpoint recovered', chain, endpoint: endpoint.label });
             endpoint.failures = 0;
-            endpoint.spacingMs = endpoint.spacingMs * RATE_RECOVERY < RATE_MIN_SPACING_MS ? 0 : endpoint.spacingMs * RATE_RECOVERY;
+            endpoint.answered.push(result.sentAt);
+            while (endpoint.answered[0]! <= result.sentAt - RATE_WINDOW_MS) endpoint.answered.shift();
+            const shorter =
+              endpoint.spacingMs > endpoint.targetMs
+                ? Math.max(endpoint.targetMs, endpoint.spacingMs * RATE_FAST_RECOVERY)
+                : endpoint.spacingMs * RATE_RECOVERY;
+            endpoint.spacingMs = shorter < RATE_MIN_SPACING_MS ? 0 : shorter;
             return result.value;
           }
           lastError = result.error;

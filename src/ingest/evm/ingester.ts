@@ -7,6 +7,7 @@ import { sleep } from '../../internal/shutdown.ts';
 import type { Sql, Store } from '../../store/index.ts';
 import { tellChange, type ChainChange, type OnChainChange } from '../changes.ts';
 import { checkChain } from './checks.ts';
+import { createChainTips } from './chainTips.ts';
 import { ChainMovedError, createRangeFetcher, type FetchedRange } from './fetch.ts';
 import { createRangeSize, PROBE_BLOCKS } from './rangeSize.ts';
 import { createHeadSignal } from './heads.ts';
@@ -14,7 +15,7 @@ import { LeadershipLostError } from '../leader.ts';
 import type { IngestMetrics } from '../metrics.ts';
 import { commitRange, loadState, type BlockHeader } from './persist.ts';
 import { createBranchTracker } from './reorg.ts';
-import { RpcRequestRejected, type Rpc } from './rpc.ts';
+import type { Rpc } from './rpc.ts';
 import { createWatchedWallets } from './watched.ts';
 
 /** Real dependencies of one chain's ingester; tests and the benchmark pass their own. */
@@ -88,17 +89,8 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
   });
   const getHeader = fetcher.getHeader;
 
-  /** `safe`/`finalized` tags; a node without them (pre-merge style) gets head minus the confirmation depth. */
-  async function getTagNumber(tag: 'safe' | 'finalized', latest: bigint): Promise<bigint> {
-    try {
-      const header = await getHeader(tag);
-      if (header) return header.number;
-    } catch (error) {
-      if (!(error instanceof RpcRequestRejected)) throw error;
-    }
-    const fallback = latest - confirmedDepth * (tag === 'finalized' ? 2n : 1n);
-    return fallback < 0n ? 0n : fallback;
-  }
+  const chainTips = createChainTips({ chain: name, fetcher, confirmedDepth });
+  const getTagNumber = chainTips.tagNumber;
 
   /** Stored unfinalized blocks and reorg handling (reorg.ts). */
   const branch = createBranchTracker({
@@ -163,10 +155,10 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
 
   /** Reads the head, `safe` and `finalized` (at most every {@link TAG_REFRESH_MS}) and the watched wallets. */
   async function readChain() {
-    const latest = await getHeader('latest');
-    if (!latest) throw new RetryableError(`${name}: the node returned no latest block`);
-    if (Date.now() - tagsReadAt >= TAG_REFRESH_MS || safe === null || finalized === null) {
-      [safe, finalized] = await Promise.all([getTagNumber('safe', latest.number), getTagNumber('finalized', latest.number)]);
+    const tips = await chainTips.read(Date.now() - tagsReadAt >= TAG_REFRESH_MS || safe === null || finalized === null);
+    const latest = tips.latest;
+    if (tips.tags) {
+      ({ safe, finalized } = tips.tags);
       tagsReadAt = Date.now();
     }
     if (latest.hash !== lastHeadHash) {
@@ -277,8 +269,12 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
         committing.push(committed);
         while (committing.length > COMMITS_IN_FLIGHT || (committing.length > 0 && branch.pendingRewind)) await committing.shift();
         rangeSize.fetched(range.to - range.from + 1n);
-        if (Date.now() - chainReadAt >= TAG_REFRESH_MS) await readChain();
+        // Plan first: the ranges in flight keep the node busy while the head and tags are read.
         plan();
+        if (Date.now() - chainReadAt >= TAG_REFRESH_MS) {
+          await readChain();
+          plan();
+        }
       }
       while (committing.length > 0) await committing.shift();
     } finally {
@@ -292,12 +288,17 @@ export function createEvmIngester(params: EvmIngesterParams): EvmIngester {
 
   return {
     async run() {
-      await checkChain({ rpc, chain, logger: log });
-      const state = await loadState(store, name);
+      // The checks, the checkpoint and the head in parallel: behind a provider's latency each is a
+      // round trip, and nothing is written before every check passed.
+      const settled = await Promise.allSettled([checkChain({ rpc, chain, logger: log }), loadState(store, name), getHeader('latest')]);
+      // A failed check is the reason to give, whatever else failed with it.
+      for (const result of settled) if (result.status === 'rejected') throw result.reason;
+      const state = (settled[1] as PromiseFulfilledResult<Awaited<ReturnType<typeof loadState>>>).value;
+      const first = (settled[2] as PromiseFulfilledResult<BlockHeader | null>).value;
       branch.load(state.blocks, state.finalizedBlock);
       finalized = state.finalizedBlock;
       if (state.processedBlock === null) {
-        const latest = await getHeader('latest');
+        const latest = first;
         if (!latest) throw new RetryableError(`${name}: the node returned no latest block`);
         const back = BigInt(params.backfillBlocks ?? logsConfig.backfillBlocks);
         processed = latest.number - back < -1n ? -1n : latest.number - back;
