@@ -17,6 +17,15 @@ export type TransportResult =
 export type WebhookTransport = (params: { url: string; headers: Record<string, string>; body: string }) => Promise<TransportResult>;
 
 /**
+ * undici's exports, imported when first needed. From the sources `import()` gives its named
+ * exports; in the bundle (scripts/build.mjs) undici is CommonJS inside an ES chunk, and the
+ * namespace holds only `default` (the daemon built so sent no webhook: "Agent is not a
+ * constructor"; test/ops/bundledDelivery.test.ts).
+ */
+const loadUndici = (): Promise<typeof import('undici')> =>
+  import('undici').then((module) => ('Agent' in module ? module : (module as unknown as { default: typeof import('undici') }).default));
+
+/**
  * The real transport: undici over a keep-alive agent whose sockets resolve hosts through the
  * SSRF guard; redirects are not followed (a 3xx is a failed attempt), the whole exchange is cut
  * at DELIVERY_TIMEOUT_MS, and at most RESPONSE_EXCERPT_BYTES of the body are read.
@@ -28,7 +37,7 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
   // 90 ms of CPU in every API start.
   let agent: Promise<Agent> | undefined;
   const agentOf = () =>
-    (agent ??= import('undici').then(
+    (agent ??= loadUndici().then(
       ({ Agent }) =>
         new Agent({
           connect: { lookup: guardedLookup(params) as never, timeout: timeoutMs },
@@ -47,7 +56,7 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
     }
     const signal = AbortSignal.timeout(timeoutMs);
     try {
-      const [{ request }, dispatcher] = await Promise.all([import('undici'), agentOf()]);
+      const [{ request }, dispatcher] = await Promise.all([loadUndici(), agentOf()]);
       const response = await request(url, { method: 'POST', headers, body, dispatcher, signal });
       const bodyExcerpt = await readExcerpt(response.body);
       return { ok: true, status: response.statusCode, headers: response.headers, bodyExcerpt };
