@@ -127,6 +127,8 @@ const failing = await runGuarded(
     const deadline = options['max-minutes'] > 0 ? started + options['max-minutes'] * 60_000 : Number.POSITIVE_INFINITY;
     // SIZE counts reorgs made: an attempt that replaced only empty blocks with the same ones
     // (anvil rebuilds them with the same hashes) or that was skipped is tried again.
+    let lastCount = await metric(ingestMetrics, 'svc_ingest_reorgs_total');
+    let lastAttempt = 'none';
     for (let attempt = 0; tally.reorgs < SIZE; attempt++) {
       if (performance.now() > deadline) {
         console.log(`  --max-minutes ${options['max-minutes']} reached after ${tally.reorgs} of ${SIZE} reorgs: settling and auditing those`);
@@ -160,6 +162,12 @@ const failing = await runGuarded(
       const hashes = () => Promise.all(heights.map(async (number) => (await anvil.client.getBlock({ blockNumber: number })).hash));
       const before = await hashes();
       const countedBefore = await metric(ingestMetrics, 'svc_ingest_reorgs_total');
+      // A count that moved since the last attempt ended: a reorg the ingester saw that this run
+      // did not make (the 1,000-reorg run of 2026-11-27 counted 113 such), said with what came before.
+      if (countedBefore !== lastCount)
+        console.log(
+          `  the ingester counted ${countedBefore - lastCount} reorg(s) between attempts (before attempt ${attempt} at head ${head}; the last: ${lastAttempt})`,
+        );
       await anvil.reorg(depth);
       await impersonate();
       // What the chain lost: from the first height whose block changed. anvil rebuilds an empty
@@ -207,6 +215,8 @@ const failing = await runGuarded(
       const rewound = Date.now() + CATCH_UP_MS;
       while (lostDepth > 0 && (await metric(ingestMetrics, 'svc_ingest_reorgs_total')) <= countedBefore && Date.now() < rewound) await sleep(50);
       const countedAfter = await metric(ingestMetrics, 'svc_ingest_reorgs_total');
+      lastCount = countedAfter;
+      lastAttempt = `head ${head}, depth ${depth}, ${lostDepth === 0 ? 'no block changed' : `${lostDepth} changed`}, ${lost.length} payments dropped`;
       if (lostDepth > 0 && countedAfter !== countedBefore + 1)
         console.log(`  reorg at ${head} (depth ${lostDepth}, attempt ${attempt}): the ingester's count moved by ${countedAfter - countedBefore}, not 1`);
       if (lostDepth > 0 && tally.reorgs % Math.max(1, Math.floor(SIZE / 10)) === 0)

@@ -85,13 +85,19 @@ export async function auditLedger(params: {
       byTx.set(tx, [...(byTx.get(tx) ?? []), { key, amount }]);
     }
     let paidOnChain = 0;
+    let paidTwice = 0;
     for (const record of acknowledged) {
       const session = sessions.get(record.sessionId!);
       if (!session) {
         defect('session.lost', record.sessionId!);
         continue;
       }
-      const landed = record.txHash ? (byTx.get(record.txHash.toLowerCase()) ?? []) : [];
+      // Every transaction sent for this payment that is on the canonical chain: a payment a reorg
+      // dropped and the run sent again can land twice (anvil may mine the dropped one again), and
+      // the session then holds both, as the chain does.
+      const hashes = new Set((record.sentHashes ?? (record.txHash ? [record.txHash] : [])).map((hash) => hash.toLowerCase()));
+      const landed = [...hashes].flatMap((hash) => byTx.get(hash) ?? []);
+      const onChainSum = landed.reduce((sum, { amount }) => sum + amount, 0n);
       if (landed.length > 0) {
         paidOnChain++;
         for (const { key } of landed) {
@@ -99,9 +105,10 @@ export async function auditLedger(params: {
           if (row && row.sessionId !== record.sessionId) defect('transfer.misattributed', `${key} -> ${row.sessionId} (paid ${record.sessionId})`);
         }
         const paid = ['confirmed', 'settled'].includes(session.status);
-        if (!paid || BigInt(session.amount_received) !== record.due) {
-          defect('session.wrong', `${record.sessionId} ${session.status} received ${session.amount_received} due ${record.due}`);
+        if (!paid || BigInt(session.amount_received) !== onChainSum) {
+          defect('session.wrong', `${record.sessionId} ${session.status} received ${session.amount_received} due ${record.due}, on chain ${onChainSum}`);
         }
+        if (landed.length > 1) paidTwice++;
       } else {
         // Not paid on the canonical chain (never sent, or a reorg dropped it): no money may show.
         if (['confirmed', 'settled'].includes(session.status)) defect('session.confirmed_without_money', `${record.sessionId} ${session.status}`);
@@ -125,11 +132,20 @@ export async function auditLedger(params: {
     for (const delivery of params.deliveries) delivered.set(delivery.id, (delivered.get(delivery.id) ?? 0) + 1);
     const stored = new Set(events.rows.map((event) => event.id));
     const kinds = new Map<string, string[]>();
+    // A kind seen again after a `payment.reorged` of its session is the session's new story (a
+    // reorg deeper than the confirmation rule took confirmed money, then it came back): only a
+    // repeat with no reorg between is a duplicate.
+    const reorgedSince = new Set<string>();
+    const storedByKey = new Map<string, Set<string>>();
     for (const event of events.rows) {
       if (!delivered.has(event.id)) defect('event.undelivered', `${event.id} ${event.type} ${event.session_id}`);
-      if (event.session_id && !REPEATABLE.has(event.type)) {
+      if (event.session_id && event.type === 'payment.reorged') {
+        for (const key of kinds.keys()) if (key.startsWith(`${event.session_id} `)) reorgedSince.add(key);
+      } else if (event.session_id && !REPEATABLE.has(event.type)) {
         const key = `${event.session_id} ${event.type}`;
-        kinds.set(key, [...(kinds.get(key) ?? []), event.id]);
+        storedByKey.set(key, new Set([...(storedByKey.get(key) ?? []), event.id]));
+        if (reorgedSince.delete(key)) kinds.set(key, [event.id]);
+        else kinds.set(key, [...(kinds.get(key) ?? []), event.id]);
       }
     }
     for (const [key, list] of kinds) if (list.length > 1) defect('event.duplicated', `${key}: ${list.join(', ')}`);
@@ -144,13 +160,15 @@ export async function auditLedger(params: {
         deliveredKinds.set(key, set);
       }
     }
+    // Delivered under an id the database does not hold for that session and kind.
     for (const [key, set] of deliveredKinds)
-      if (set.size > 1 && (kinds.get(key)?.length ?? 0) <= 1) defect('event.duplicated', `${key} delivered as ${[...set].join(', ')}`);
+      if (set.size > 1 && [...set].some((id) => !storedByKey.get(key)?.has(id))) defect('event.duplicated', `${key} delivered as ${[...set].join(', ')}`);
     const figures = {
       chainTransfers: onChain.size,
       countedTransfers: counted.size,
       acknowledgedSessions: acknowledged.length,
       paidOnChain,
+      paidTwiceOnChain: paidTwice,
       events: events.rowCount ?? 0,
       deliveries: params.deliveries.length,
       redeliveries: params.deliveries.length - delivered.size,
