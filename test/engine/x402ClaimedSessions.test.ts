@@ -1,9 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import pino from 'pino';
 import { useTestDatabase } from '../helpers/db.ts';
-import { claimTransaction, createEngine } from '../../src/engine/index.ts';
-import { createMetricsRegistry } from '../../src/internal/metrics.ts';
-import { insertTransfer, newEvmWallet, newMerchant, newSession, setHead, statusOf } from '../helpers/engine.ts';
+import { claimTransaction } from '../../src/engine/index.ts';
+import { insertTransfer, newEvmWallet, newMerchant, newSession, nextBlockBase, quietEngine, setHead, statusOf } from '../helpers/engine.ts';
 
 /*
  * A facilitator settlement's session (x402 `/settle`, src/x402/facilitator.ts) is in amount mode
@@ -12,15 +10,10 @@ import { insertTransfer, newEvmWallet, newMerchant, newSession, setHead, statusO
  * that claim only: it is no amount candidate for other transfers (a review found it was).
  */
 const db = useTestDatabase('engine_x402_claimed');
-const logger = pino({ level: 'silent' });
-const engine = () => createEngine({ store: db.store, logger, metrics: createMetricsRegistry({ defaultMetrics: false }) });
+const engine = () => quietEngine(db.store);
+const nextBase = () => nextBlockBase(db.store);
 const chain = 'polygon' as const;
 const livemode = true;
-
-async function nextBase(): Promise<bigint> {
-  const { rows } = await db.store.query<{ head: bigint | null }>('SELECT max(head_block) AS head FROM chain_heads WHERE chain = $1', [chain]);
-  return (rows[0]?.head ?? 0n) + 1000n;
-}
 
 /** A session as createFacilitatorSession leaves it: created in amount mode, then its due amount set to the amount. */
 async function facilitatorSession(merchantId: string, wallet: string, amount: string) {

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import pino from 'pino';
 import { createMerchant } from '../../src/accounts/index.ts';
 import { createSecretBox } from '../../src/internal/crypto.ts';
 import { canonicalAddress } from '../../src/internal/addresses.ts';
 import { loadChains } from '../../src/internal/chains.ts';
 import type { ChainName } from '../../src/internal/config.ts';
 import { createSession } from '../../src/payments/sessions.ts';
+import { createEngine } from '../../src/engine/index.ts';
+import { createMetricsRegistry } from '../../src/internal/metrics.ts';
 import type { Session } from '../../src/payments/session.ts';
 import type { Store, Sql } from '../../src/store/index.ts';
 
@@ -143,4 +146,15 @@ export async function statusOf(
 ): Promise<{ status: string; amount_received: string; confirmations: number; tx_hash: string | null }> {
   const { rows } = await sql.query('SELECT status, amount_received::text, confirmations, tx_hash FROM payment_sessions WHERE id = $1', [sessionId]);
   return rows[0] as never;
+}
+
+/** A silent engine on `store`, with a metrics registry of its own. */
+export function quietEngine(store: Store) {
+  return createEngine({ store, logger: pino({ level: 'silent' }), metrics: createMetricsRegistry({ defaultMetrics: false }) });
+}
+
+/** A block number above every head stored so far on `chain`: each test of a file works on blocks of its own. */
+export async function nextBlockBase(sql: Sql, chain: ChainName = 'polygon'): Promise<bigint> {
+  const { rows } = await sql.query<{ head: bigint | null }>('SELECT max(head_block) AS head FROM chain_heads WHERE chain = $1', [chain]);
+  return (rows[0]?.head ?? 0n) + 1000n;
 }
