@@ -22,8 +22,10 @@ export type WebhookTransport = (params: { url: string; headers: Record<string, s
  * namespace holds only `default` (the daemon built so sent no webhook: "Agent is not a
  * constructor"; test/ops/bundledDelivery.test.ts).
  */
+let undici: Promise<typeof import('undici')> | undefined;
+/** Kept once loaded: an `import()` per send went through the module loader's resolution each time (most of a delivery's added CPU). */
 const loadUndici = (): Promise<typeof import('undici')> =>
-  import('undici').then((module) => ('Agent' in module ? module : (module as unknown as { default: typeof import('undici') }).default));
+  (undici ??= import('undici').then((module) => ('Agent' in module ? module : (module as unknown as { default: typeof import('undici') }).default)));
 
 /**
  * The real transport: undici over a keep-alive agent whose sockets resolve hosts through the
