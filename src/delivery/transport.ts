@@ -17,15 +17,13 @@ export type TransportResult =
 export type WebhookTransport = (params: { url: string; headers: Record<string, string>; body: string }) => Promise<TransportResult>;
 
 /**
- * undici's exports, imported when first needed. From the sources `import()` gives its named
+ * undici's exports, imported once, when first needed. From the sources `import()` gives its named
  * exports; in the bundle (scripts/build.mjs) undici is CommonJS inside an ES chunk, and the
  * namespace holds only `default` (the daemon built so sent no webhook: "Agent is not a
  * constructor"; test/ops/bundledDelivery.test.ts).
  */
-let undici: Promise<typeof import('undici')> | undefined;
-/** Kept once loaded: an `import()` per send went through the module loader's resolution each time (most of a delivery's added CPU). */
 const loadUndici = (): Promise<typeof import('undici')> =>
-  (undici ??= import('undici').then((module) => ('Agent' in module ? module : (module as unknown as { default: typeof import('undici') }).default)));
+  import('undici').then((module) => ('Agent' in module ? module : (module as unknown as { default: typeof import('undici') }).default));
 
 /**
  * The real transport: undici over a keep-alive agent whose sockets resolve hosts through the
@@ -37,18 +35,20 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
   // undici is imported at the first send, not with this module (issue 28): the API imports the
   // delivery stage for its webhook routes but sends nothing itself, and loading undici was about
   // 90 ms of CPU in every API start.
-  let agent: Promise<Agent> | undefined;
-  const agentOf = () =>
-    (agent ??= loadUndici().then(
-      ({ Agent }) =>
-        new Agent({
-          connect: { lookup: guardedLookup(params) as never, timeout: timeoutMs },
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-          // Receivers are many and mostly idle between events: keep sockets briefly, not forever.
-          keepAliveTimeout: 10_000,
-        }),
-    ));
+  // One promise per transport, resolved once: a send awaits it and nothing else is loaded per send
+  // (an `import()` per send went through the module loader's resolution each time).
+  let client: Promise<{ request: typeof import('undici').request; agent: Agent }> | undefined;
+  const clientOf = () =>
+    (client ??= loadUndici().then(({ Agent, request }) => ({
+      request,
+      agent: new Agent({
+        connect: { lookup: guardedLookup(params) as never, timeout: timeoutMs },
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        // Receivers are many and mostly idle between events: keep sockets briefly, not forever.
+        keepAliveTimeout: 10_000,
+      }),
+    })));
 
   const send: WebhookTransport = async ({ url, headers, body }) => {
     try {
@@ -58,8 +58,8 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
     }
     const signal = AbortSignal.timeout(timeoutMs);
     try {
-      const [{ request }, dispatcher] = await Promise.all([loadUndici(), agentOf()]);
-      const response = await request(url, { method: 'POST', headers, body, dispatcher, signal });
+      const { request, agent } = await clientOf();
+      const response = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });
       const bodyExcerpt = await readExcerpt(response.body);
       return { ok: true, status: response.statusCode, headers: response.headers, bodyExcerpt };
     } catch (error) {
@@ -67,7 +67,7 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
       return { ok: false, error: message, unsafe: isUnsafeUrlFailure(error) };
     }
   };
-  return Object.assign(send, { close: async () => agent?.then((made) => made.close()) });
+  return Object.assign(send, { close: async () => client?.then((made) => made.agent.close()) });
 }
 
 /**
