@@ -152,15 +152,52 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
     snapshot: () => client.snapshot(),
     revert: (id: `0x${string}`) => client.revert({ id }),
     /**
-     * Replaces the last `depth` blocks with empty ones at the same heights (their transactions are
-     * dropped), then keeps the chain's clock where it was, as a real chain's next block would be:
-     * `anvil_reorg` also winds anvil's clock back by the span of the replaced blocks, so after
-     * many reorgs new blocks were minutes behind the wall clock and every payment looked made
-     * before its session (the reorg run's unattributed transfers, issue 30).
+     * Replaces the last `depth` blocks with new ones at the same heights (their transactions are
+     * dropped) and returns once anvil shows the new branch, then keeps the chain's clock where it
+     * was, as a real chain's next block would be.
+     * - The first new block holds one marker transaction (a self-transfer of anvil's first dev
+     *   account, whose key anvil holds, so no impersonation a rollback could drop):
+     *   anvil rebuilds an empty block at its old timestamp with the same hash, so without it a
+     *   reorg of empty blocks changed nothing, and nothing could tell whether it was applied.
+     * - `anvil_reorg` may answer before its blocks are in place (a read right after it found the
+     *   chain shorter or the block missing, 3-4 times in 300 in a probe). The reorg run took such
+     *   a reorg for one that changed nothing and let payments go on; each reorg the ingester
+     *   counted that the run had not made came right after one of those (issue 30: 4 in 150).
+     * - `anvil_reorg` also winds anvil's clock back by the span of the replaced blocks, so after
+     *   many reorgs new blocks were minutes behind the wall clock and every payment looked made
+     *   before its session (the reorg run's unattributed transfers, issue 30).
      */
     async reorg(depth: number) {
       const head = await client.getBlock({ blockTag: 'latest' });
-      await client.request({ method: 'anvil_reorg' as never, params: [depth, []] as never });
+      const lowest = head.number - BigInt(depth) + 1n;
+      const replaced = (await client.getBlock({ blockNumber: lowest })).hash;
+      const [marker] = await client.getAddresses();
+      // Its nonce as of the common ancestor: left to anvil, it came from the replaced head's state,
+      // which a marker of an earlier reorg in the replaced blocks had moved, and the reorg was not made.
+      const nonce = await client.getTransactionCount({ address: marker!, blockNumber: lowest - 1n });
+      // A value of its own: a marker like the one a replaced block already held, at the same
+      // height and time, rebuilt that block unchanged. Gas given: left to anvil, the fee came from
+      // the replaced head, not the block it goes in.
+      const value = `0x${(1 + Math.floor(Math.random() * 2 ** 48)).toString(16)}`;
+      const tx = {
+        from: marker,
+        to: marker,
+        value,
+        nonce: `0x${nonce.toString(16)}`,
+        gas: '0x5208',
+        maxFeePerGas: '0x174876e800',
+        maxPriorityFeePerGas: '0x1',
+      };
+      await client.request({ method: 'anvil_reorg' as never, params: [depth, [[tx, 0]]] as never });
+      for (const deadline = Date.now() + 10_000; ; ) {
+        const [number, block] = await Promise.all([client.getBlockNumber({ cacheTime: 0 }), client.getBlock({ blockNumber: lowest }).catch(() => null)]);
+        if (number >= head.number && block && block.hash !== replaced) break;
+        if (Date.now() > deadline)
+          throw new Error(
+            `anvil_reorg(${depth}) at ${head.number} was not applied within 10 s: head ${number}, block ${lowest} ${block?.hash ?? 'missing'} (was ${replaced}) with ${block?.transactions.length ?? 0} transactions`,
+          );
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       const now = BigInt(Math.floor(Date.now() / 1000));
       await client.request({ method: 'evm_setTime' as never, params: [Number(head.timestamp > now ? head.timestamp : now)] as never });
     },

@@ -63,6 +63,8 @@ export async function startChaosFleet<R extends RpcFront | undefined = undefined
   names: string[];
   /** Puts something between the ingesters and anvil's RPC URL. */
   rpc?: (anvilRpcUrl: string) => Promise<R & RpcFront>;
+  /** Gives the ingesters anvil's WebSocket too (`SVC_POLYGON_WS_URL`): woken by each new head, not every 2 s. */
+  newHeads?: boolean;
 }): Promise<ChaosFleet<R>> {
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
@@ -80,7 +82,10 @@ export async function startChaosFleet<R extends RpcFront | undefined = undefined
     stops.push(() => receiver.close());
     const fleet = await startFleet({
       databaseUrl: params.databaseUrl,
-      rpcUrls: { SVC_POLYGON_RPC_URL: rpc?.url ?? anvil.rpcUrl },
+      rpcUrls: {
+        SVC_POLYGON_RPC_URL: rpc?.url ?? anvil.rpcUrl,
+        ...(params.newHeads ? { SVC_POLYGON_WS_URL: anvil.rpcUrl.replace(/^http/, 'ws') } : {}),
+      },
       names: params.names,
       logDir,
     });
