@@ -127,6 +127,14 @@ const failing = await runGuarded(
     await db.connect();
     const processed = async () =>
       BigInt((await db.query("SELECT processed_block::text AS b FROM chain_heads WHERE livemode AND chain = 'polygon'")).rows[0]?.b ?? '-1');
+    /** The ingester's stored blocks of [from, to] (chain_blocks), as `number hash` for a report. */
+    const storedBlocks = async (from: bigint, to: bigint) => {
+      const { rows } = await db.query(
+        "SELECT number::text, hash FROM chain_blocks WHERE livemode AND chain = 'polygon' AND number BETWEEN $1 AND $2 ORDER BY number",
+        [String(from), String(to)],
+      );
+      return rows.map((row) => `${row.number} ${row.hash.slice(0, 10)}`).join(', ') || 'none';
+    };
     const byHash = new Map<string, PaymentRecord>();
     const tally = { reorgs: 0, deep: 0, dropped: 0, reincluded: 0, replaced: 0, skipped: 0, maxDepth: 0 };
     const ingestMetrics = fleet.byName('ingest').metricsUrl!;
@@ -174,6 +182,8 @@ const failing = await runGuarded(
         );
       // anvil.reorg returns once the new blocks are in place, the lowest holding a marker
       // transaction: every attempt replaces all `depth` blocks (test/helpers/anvil.ts).
+      const replacedHash = (await anvil.client.getBlock({ blockNumber: head - BigInt(depth) + 1n })).hash;
+      const storedBefore = await storedBlocks(head - BigInt(depth), head);
       await anvil.reorg(depth);
       await impersonate();
       tally.reorgs++;
@@ -214,8 +224,16 @@ const failing = await runGuarded(
       const countedAfter = await metric(ingestMetrics, 'svc_ingest_reorgs_total');
       lastCount = countedAfter;
       lastAttempt = `head ${head}, depth ${depth}, ${lost.length} payments dropped`;
-      if (countedAfter !== countedBefore + 1)
+      if (countedAfter !== countedBefore + 1) {
         console.log(`  reorg at ${head} (depth ${depth}, attempt ${attempt}): the ingester's count moved by ${countedAfter - countedBefore}, not 1`);
+        // What the ingester holds of the replaced heights against the chain: a stored block of the
+        // old branch not rewound, the new one, or none (pruned as final).
+        const lowest = head - BigInt(depth) + 1n;
+        const canonical = await anvil.client.getBlock({ blockNumber: lowest });
+        console.log(
+          `    block ${lowest}: replaced ${replacedHash.slice(0, 10)}, now ${canonical.hash.slice(0, 10)}; stored before the reorg: ${storedBefore}; now: ${await storedBlocks(lowest - 1n, head + 1n)}; processed ${await processed()}`,
+        );
+      }
       if (tally.reorgs % Math.max(1, Math.floor(SIZE / 10)) === 0)
         console.log(`  ${tally.reorgs} reorgs (${attempt + 1} attempts), ${records.length} payments, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
