@@ -84,10 +84,17 @@ const failing = await runGuarded(
     };
     await impersonate();
     // Payments pause while a reorg is made: the run knows exactly which transfers it dropped.
-    // A send counts as in flight from the gate to its answer (automine: mined by then), and a
-    // reorg waits for none to be in flight: a send still landing while the reorg is planned would
-    // shift the heights it replaces, or be dropped without being in the list of what it dropped
-    // (the last round's six reorgs counted but not made, and one payment paid untracked).
+    // A send counts as in flight from the gate to its receipt, and a reorg waits for none to be
+    // in flight: a send still landing while the reorg is planned would shift the heights it
+    // replaces, or be dropped without being in the list of what it dropped (the last round's six
+    // reorgs counted but not made, and one payment paid untracked). Its receipt, not its answer:
+    // even automining, anvil answers eth_sendTransaction before the block is in place, and a
+    // payment mined after the run read the head was the block a depth-1 reorg replaced, one the
+    // ingester had never stored (three reorgs never counted in a 1,000-reorg run).
+    const mined = async (hash: Hash) => {
+      await anvil.client.waitForTransactionReceipt({ hash, pollingInterval: 10, timeout: 30_000 });
+      return hash;
+    };
     let gate: Promise<void> = Promise.resolve();
     let inFlight = 0;
     const send = async (to: Address, amount: bigint) => {
@@ -98,7 +105,7 @@ const failing = await runGuarded(
       }
       inFlight++;
       try {
-        return await payer.send(to, amount);
+        return await mined(await payer.send(to, amount));
       } finally {
         inFlight--;
       }
@@ -149,7 +156,6 @@ const failing = await runGuarded(
       }
       if (trafficError) throw new Error(`payments stopped: ${trafficError.message.split('\n')[0]}`);
       await sleep(50 + Math.random() * 200);
-      await anvil.mine(1 + Math.floor(Math.random() * 3));
       let openGate!: () => void;
       gate = new Promise((resolve) => (openGate = resolve));
       gateOpen = false;
@@ -158,6 +164,10 @@ const failing = await runGuarded(
         openGate();
       };
       while (inFlight > 0) await sleep(5); // sends already past the gate land first
+      // A few empty blocks on top, mined with the gate closed and every send mined: nothing but
+      // the run adds a block from here to the reorg, which checks that it replaced up to the head
+      // read below (it caught a payment mined after its answer).
+      await anvil.mine(1 + Math.floor(Math.random() * 3));
       const head = await anvil.blockNumber();
       // The ingester must have seen the branch it is about to lose, else the reorg is invisible to
       // it by design (nothing stored to undo): a reorg it has not caught up to is skipped and
@@ -184,8 +194,9 @@ const failing = await runGuarded(
       // transaction: every attempt replaces all `depth` blocks (test/helpers/anvil.ts).
       const replacedHash = (await anvil.client.getBlock({ blockNumber: head - BigInt(depth) + 1n })).hash;
       const storedBefore = await storedBlocks(head - BigInt(depth), head);
-      await anvil.reorg(depth);
+      const reorgedAt = await anvil.reorg(depth);
       await impersonate();
+      if (reorgedAt !== head) throw new Error(`the chain moved under the run: a reorg meant at ${head} was made at ${reorgedAt}`);
       tally.reorgs++;
       tally.maxDepth = Math.max(tally.maxDepth, depth);
       if (BigInt(depth) > CONFIRMED) tally.deep++;
@@ -211,6 +222,7 @@ const failing = await runGuarded(
           tally.replaced++;
         } else tally.dropped++;
         if (hash) {
+          await mined(hash);
           byHash.delete(record.txHash!.toLowerCase());
           record.txHash = hash;
           record.sentHashes = [...(record.sentHashes ?? []), hash];
