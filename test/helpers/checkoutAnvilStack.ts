@@ -18,11 +18,35 @@ export async function startCheckoutAnvilStack(params: {
   chain: Exclude<ChainName, 'solana'>;
   prepare?: (anvil: Anvil) => Promise<void>;
 }) {
-  const [anvil, browser, receiver] = await Promise.all([startAnvil({ chain: params.chain }), launchChromium(), startVerifyingReceiver()]);
-  await anvil.installChainTokens();
-  await params.prepare?.(anvil);
+  // Started together; if any part fails to start, the parts that did are stopped (an anvil left
+  // running by a Chromium that failed to launch outlived the test run).
+  const started = await Promise.allSettled([startAnvil({ chain: params.chain }), launchChromium(), startVerifyingReceiver()]);
+  const stopStarted = () =>
+    Promise.allSettled([
+      started[0].status === 'fulfilled' ? started[0].value.stop() : undefined,
+      started[1].status === 'fulfilled' ? started[1].value.close() : undefined,
+      started[2].status === 'fulfilled' ? started[2].value.close() : undefined,
+    ]);
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed) {
+    await stopStarted();
+    throw failed.reason;
+  }
+  const [anvil, browser, receiver] = started.map((result) => (result as PromiseFulfilledResult<unknown>).value) as [
+    Anvil,
+    Awaited<ReturnType<typeof launchChromium>>,
+    Awaited<ReturnType<typeof startVerifyingReceiver>>,
+  ];
   const env = { [`SVC_${params.chain.toUpperCase()}_RPC_URL`]: anvil.rpcUrl, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' };
-  const server = await startCheckoutServer(params.db.store, env);
+  let server: Awaited<ReturnType<typeof startCheckoutServer>>;
+  try {
+    await anvil.installChainTokens();
+    await params.prepare?.(anvil);
+    server = await startCheckoutServer(params.db.store, env);
+  } catch (error) {
+    await stopStarted();
+    throw error;
+  }
   const pipeline = startLivePipeline({
     store: params.db.store,
     connectionString: params.db.connectionString,
