@@ -102,7 +102,8 @@ export async function startChaosFleet<R extends RpcFront | undefined = undefined
       payer,
       logDir,
       async settleAndAudit({ records, timeoutMs, databaseUrl = params.databaseUrl, paidIds, allowed }) {
-        const settled = await settle({ databaseUrl, anvil, records, deliveries: receiver.deliveries, timeoutMs, paidIds });
+        const settled = await settle({ databaseUrl, anvil, records, deliveries: receiver.deliveries, timeoutMs, paidIds, token: usdc, wallet: params.wallet });
+        if (settled.unmined > 0) console.log(`  ${settled.unmined} payment(s) anvil answered but never mined: their sessions stay unpaid, as they should`);
         const result = await auditLedger({ databaseUrl, anvil, token: usdc, wallet: params.wallet, records, deliveries: receiver.deliveries });
         const failing = reportAudit(result, allowed);
         if (settled.pendingSessions > 0) failing.push(`${settled.pendingSessions} paid sessions never confirmed`);

@@ -18,7 +18,7 @@ import { parseAbiItem, type Address } from 'viem';
 import type { Anvil } from '../../../test/helpers/anvil.ts';
 import type { Delivery, PaymentRecord } from './traffic.ts';
 
-const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+export const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 
 export interface AuditResult {
   counts: Record<string, number>;
