@@ -208,6 +208,40 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
     expect((await fetch(created.body.x402Url)).status).toBe(200);
   });
 
+  test("an EVM payload naming a Solana option's network is refused as the wrong network, and chooses nothing", async () => {
+    // An EIP-3009 payload of x402 v1 whose network is Solana's (a v2 one with that network is
+    // read as a Solana payload). Only the EVM options decide between 'wrong asset' and 'wrong
+    // network': a Solana option on that network made it 'wrong asset' (commit 0af7840).
+    const options = [
+      { chain: 'solana', currency: 'USDC' },
+      { chain: 'solana', currency: 'USDT' },
+    ];
+    const created = await api('POST', '/api/v1/sessions', { amount: '0.5', paymentOptions: options });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const count = await settlements();
+    const evmPayload = {
+      x402Version: 1,
+      scheme: 'exact',
+      network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+      payload: {
+        signature: `0x${'11'.repeat(65)}`,
+        authorization: {
+          from: '0x000000000000000000000000000000000c0ffEE1',
+          to: '0x000000000000000000000000000000000000bEEF',
+          value: '500000',
+          validAfter: '0',
+          validBefore: String(Math.floor(Date.now() / 1000) + 600),
+          nonce: `0x${'22'.repeat(32)}`,
+        },
+      },
+    };
+    const answer = await fetch(created.body.x402Url, { headers: { 'x-payment': Buffer.from(JSON.stringify(evmPayload)).toString('base64') } });
+    expect(answer.status).toBe(402);
+    expect(await answer.json()).toMatchObject({ reason: 'invalid_exact_evm_network_mismatch' });
+    expect((await api('GET', `/api/v1/sessions/${created.body.id}`)).body.choice).toBeNull();
+    expect(await settlements()).toBe(count);
+  });
+
   test('the same payment again, and five times at once, settles once with one transaction', async () => {
     const session = await createSession('0.25');
     const header = await signedHeader(session.id);
