@@ -1,27 +1,17 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { expect, test } from 'vitest';
+import { runChaosScript } from '../helpers/chaosScript.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
 // The short version of bench/chaos/scale.ts (docs/reliability.md "Chaos at scale"): the same fleet
 // (api, two ingest, worker processes), flaky RPC with an outage, a receiver outage and SIGKILLs
 // across the roles, with the same audit; 600 payments and 4 kills instead of 10,000 and 50.
-const root = path.resolve(import.meta.dirname, '../..');
 const db = useTestDatabase('chaos_scale');
 
 test('payments under SIGKILLs, a flaky RPC and a receiver outage: none lost or duplicated, every event delivered under its id', {
   timeout: 300_000,
 }, async () => {
   const args = ['--size', '600', '--kills', '4', '--receiver-outage', '5', '--rpc-outages', '1'];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chaos/scale.ts', ...args], {
-    cwd: root,
-    env: { ...process.env, DATABASE_URL: db.connectionString },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const { code, output } = await runChaosScript('scale.ts', args, db.connectionString);
   expect({ code, tail: output.split('\n').slice(-12).join('\n') }).toMatchObject({ code: 0 });
   expect(output).toMatch(/^PASS$/m);
   expect(output).toMatch(/0 lost, 0 duplicated, 0 phantom/);
