@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { afterAll, describe, expect, test } from 'vitest';
-import { freePort } from './helpers/anvil.ts';
+import { serverPort } from './helpers/anvil.ts';
 import { main } from '../src/cli/main.ts';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-daemon-'));
@@ -45,7 +45,7 @@ describe('svc start', () => {
   let pgPort: number;
 
   test('first start: embedded Postgres, health 200, a merchant and test key printed once; SIGTERM stops cleanly', async () => {
-    pgPort = await freePort();
+    pgPort = await serverPort();
     const daemon = await startDaemon({ SVC_EMBEDDED_PG_PORT: String(pgPort) });
     expect(daemon.ready).toMatchObject({ status: 'running', roles: ['api', 'ingest', 'worker'] });
     expect(daemon.ready.bootstrap.testKey).toMatch(/^svc_test_/);
@@ -95,7 +95,7 @@ describe('svc start', () => {
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     const takenPort = (busy.address() as net.AddressInfo).port;
-    const pgPortOwn = await freePort();
+    const pgPortOwn = await serverPort();
     const env = { PATH: process.env.PATH!, HOME: process.env.HOME!, SVC_DATA_DIR: ownData, SVC_EMBEDDED_PG_PORT: String(pgPortOwn), LOG_LEVEL: 'warn' };
     try {
       const child = spawn(process.execPath, ['bin/svc.js', 'start'], { env: { ...env, PORT: String(takenPort) }, stdio: ['ignore', 'pipe', 'pipe'] });

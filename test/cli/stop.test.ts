@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, test } from 'vitest';
-import { freePort } from '../helpers/anvil.ts';
+import { serverPort } from '../helpers/anvil.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { loadConfig } from '../../src/internal/config.ts';
 import type { ConfigError } from '../../src/internal/errors.ts';
@@ -61,7 +61,7 @@ test('Ctrl-C on `svc start` (SIGINT to the whole process group, as a terminal se
       HOME: process.env.HOME!,
       SVC_DATA_DIR: dataDir,
       PORT: '0',
-      SVC_EMBEDDED_PG_PORT: String(await freePort()),
+      SVC_EMBEDDED_PG_PORT: String(await serverPort()),
       LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -64,6 +64,24 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free port below the kernel's ephemeral range (32768-60999 on Linux by default), for a server
+ * that binds it seconds later (an embedded Postgres after initdb): a port {@link freePort} hands
+ * out is an ephemeral one, which any outgoing connection may take in between (a daemon test's
+ * Postgres found its port in use while chaos runs beside it made hundreds of connections).
+ */
+export async function serverPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
 /** A payer address with no key anywhere: anvil impersonates it. */
 export const PAYER: Address = '0x000000000000000000000000000000000c0ffEE1'; // EIP-55 checksummed, as viem returns it
 
