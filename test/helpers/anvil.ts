@@ -175,8 +175,8 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
      * was, as a real chain's next block would be. Returns the head it replaced up to.
      * - The first new block holds one marker transaction (a self-transfer of anvil's first dev
      *   account, whose key anvil holds, so no impersonation a rollback could drop):
-     *   anvil rebuilds an empty block at its old timestamp with the same hash, so without it a
-     *   reorg of empty blocks changed nothing, and nothing could tell whether it was applied.
+     *   anvil can rebuild an empty block at its old timestamp with the same hash, so without it
+     *   a reorg of empty blocks could change nothing, and nothing told whether it was applied.
      * - `anvil_reorg` may answer before its blocks are in place (a read right after it found the
      *   chain shorter or the block missing, 3-4 times in 300 in a probe). The reorg run took such
      *   a reorg for one that changed nothing and let payments go on; each reorg the ingester
