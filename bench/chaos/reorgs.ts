@@ -192,9 +192,8 @@ const failing = await runGuarded(
         );
       // anvil.reorg returns once the new blocks are in place, the lowest holding a marker
       // transaction: every attempt replaces all `depth` blocks (test/helpers/anvil.ts).
-      const replacedHash = (await anvil.client.getBlock({ blockNumber: head - BigInt(depth) + 1n })).hash;
       const storedBefore = await storedBlocks(head - BigInt(depth), head);
-      const reorgedAt = await anvil.reorg(depth);
+      const { head: reorgedAt, replaced: replacedHash } = await anvil.reorg(depth);
       await impersonate();
       if (reorgedAt !== head) throw new Error(`the chain moved under the run: a reorg meant at ${head} was made at ${reorgedAt}`);
       tally.reorgs++;
@@ -266,8 +265,7 @@ const failing = await runGuarded(
     const sent = new Set(records.flatMap((record) => (record.sentHashes ?? []).map((hash) => hash.toLowerCase())));
     const untracked = [...landed].filter((hash) => !sent.has(hash));
     if (untracked.length > 0) failing.push(`${untracked.length} transfers on the chain that no send of the run returned: ${untracked.slice(0, 5).join(', ')}`);
-    const paidIds = records.filter((record) => record.sessionId && record.txHash && landed.has(record.txHash.toLowerCase())).map((record) => record.sessionId!);
-    const { failing: audit, settled } = await run.settleAndAudit({ records, timeoutMs: 300_000, paidIds });
+    const { failing: audit, settled } = await run.settleAndAudit({ records, timeoutMs: 300_000 });
     console.log(
       `reorgs: ${tally.reorgs} (deepest ${tally.maxDepth}, ${tally.deep} deeper than the ${CONFIRMED}-block rule) during ${records.length} payments; dropped payments: ${tally.reincluded} re-included, ${tally.replaced} replaced, ${tally.dropped} dropped for good`,
     );

@@ -172,7 +172,8 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
     /**
      * Replaces the last `depth` blocks with new ones at the same heights (their transactions are
      * dropped) and returns once anvil shows the new branch, then keeps the chain's clock where it
-     * was, as a real chain's next block would be. Returns the head it replaced up to.
+     * was, as a real chain's next block would be. Returns the head it replaced up to and the hash
+     * the lowest replaced block had.
      * - The first new block holds one marker transaction (a self-transfer of anvil's first dev
      *   account, whose key anvil holds, so no impersonation a rollback could drop):
      *   anvil can rebuild an empty block at its old timestamp with the same hash, so without it
@@ -185,7 +186,7 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
      *   many reorgs new blocks were minutes behind the wall clock and every payment looked made
      *   before its session (the reorg run's unattributed transfers, issue 30).
      */
-    async reorg(depth: number): Promise<bigint> {
+    async reorg(depth: number): Promise<{ head: bigint; replaced: Hash }> {
       const head = await client.getBlock({ blockTag: 'latest' });
       const lowest = head.number - BigInt(depth) + 1n;
       const replaced = (await client.getBlock({ blockNumber: lowest })).hash;
@@ -218,7 +219,7 @@ export async function startAnvil(params: { chain: EvmChainName; automine?: boole
       }
       const now = BigInt(Math.floor(Date.now() / 1000));
       await client.request({ method: 'evm_setTime' as never, params: [Number(head.timestamp > now ? head.timestamp : now)] as never });
-      return head.number;
+      return { head: head.number, replaced };
     },
     blockNumber: () => client.getBlockNumber({ cacheTime: 0 }),
     async stop(): Promise<void> {

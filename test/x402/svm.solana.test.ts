@@ -91,6 +91,17 @@ async function signedHeader(sessionId: string, extensions?: Record<string, unkno
   return httpClient.encodePaymentSignatureHeader(extensions ? { ...payload, extensions } : payload);
 }
 
+/** A session waiting for the customer's (or the payment's) choice between USDC and USDT on solana. */
+async function waitingSession(amount: string) {
+  const options = [
+    { chain: 'solana', currency: 'USDC' },
+    { chain: 'solana', currency: 'USDT' },
+  ];
+  const created = await api('POST', '/api/v1/sessions', { amount, paymentOptions: options });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created;
+}
+
 describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
   test('@x402/fetch with @x402/svm pays a session; the fee payer pays only the fee; it confirms through the ingester and engine with webhooks', async () => {
     const session = await createSession('0.5');
@@ -174,12 +185,7 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
   });
 
   test('a session waiting for the choice between USDC and USDT on solana: the 402 lists both; @x402/fetch pays USDC, which fixes the choice', async () => {
-    const options = [
-      { chain: 'solana', currency: 'USDC' },
-      { chain: 'solana', currency: 'USDT' },
-    ];
-    const created = await api('POST', '/api/v1/sessions', { amount: '0.75', paymentOptions: options });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const created = await waitingSession('0.75');
     expect(created.body).toMatchObject({ chain: null, currency: null, choice: null, x402Url: `${baseUrl}/checkout/${created.body.id}/x402` });
     const challenge = await fetch(created.body.x402Url);
     expect(challenge.status).toBe(402);
@@ -212,12 +218,7 @@ describe('x402 exact on Solana (litesvm, mainnet USDC mint)', () => {
     // An EIP-3009 payload of x402 v1 whose network is Solana's (a v2 one with that network is
     // read as a Solana payload). Only the EVM options decide between 'wrong asset' and 'wrong
     // network': a Solana option on that network made it 'wrong asset' (commit 0af7840).
-    const options = [
-      { chain: 'solana', currency: 'USDC' },
-      { chain: 'solana', currency: 'USDT' },
-    ];
-    const created = await api('POST', '/api/v1/sessions', { amount: '0.5', paymentOptions: options });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const created = await waitingSession('0.5');
     const count = await settlements();
     const evmPayload = {
       x402Version: 1,

@@ -44,7 +44,6 @@ export interface ChaosFleet<R extends RpcFront | undefined> {
     records: PaymentRecord[];
     timeoutMs: number;
     databaseUrl?: string;
-    paidIds?: string[];
     allowed?: string[];
   }): Promise<{ failing: string[]; settled: Awaited<ReturnType<typeof settle>> }>;
   /** Stops the fleet, the receiver, the RPC front and anvil; keeps the role logs if `failing` (or CHAOS_KEEP_LOGS). */
@@ -101,8 +100,8 @@ export async function startChaosFleet<R extends RpcFront | undefined = undefined
       key,
       payer,
       logDir,
-      async settleAndAudit({ records, timeoutMs, databaseUrl = params.databaseUrl, paidIds, allowed }) {
-        const settled = await settle({ databaseUrl, anvil, records, deliveries: receiver.deliveries, timeoutMs, paidIds, token: usdc, wallet: params.wallet });
+      async settleAndAudit({ records, timeoutMs, databaseUrl = params.databaseUrl, allowed }) {
+        const settled = await settle({ databaseUrl, anvil, records, deliveries: receiver.deliveries, timeoutMs, token: usdc, wallet: params.wallet });
         if (settled.unmined > 0) console.log(`  ${settled.unmined} payment(s) anvil answered but never mined: their sessions stay unpaid, as they should`);
         const result = await auditLedger({ databaseUrl, anvil, token: usdc, wallet: params.wallet, records, deliveries: receiver.deliveries });
         const failing = reportAudit(result, allowed);

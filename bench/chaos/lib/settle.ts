@@ -18,12 +18,11 @@ export async function settle(params: {
   /** Blocks mined on top (polygon: 32 to confirm; anvil's finalized tag trails by 64). */
   blocks?: number;
   /**
-   * The sessions whose money is on the chain. Default: every record with a transaction to
-   * `wallet` in `token` on the canonical chain once the blocks are mined. A send anvil answered
-   * is not always mined (a short chaos-at-scale run had one of 600 that never landed): that
-   * session rightly stays unpaid, and is counted in `unmined`.
+   * The token and wallet of the run's payments. The sessions expected to confirm are those with a
+   * transaction of theirs to `wallet` on the canonical chain once the blocks are mined: a send
+   * anvil answered is not always mined (a short chaos-at-scale run had one of 600 that never
+   * landed), and that session rightly stays unpaid, counted in `unmined`.
    */
-  paidIds?: string[];
   token: Address;
   wallet: Address;
 }): Promise<{ ms: number; pendingSessions: number; undeliveredEvents: number; unmined: number }> {
@@ -42,7 +41,7 @@ export async function settle(params: {
   );
   const sent = params.records.filter((record) => record.sessionId && record.txHash);
   const onChain = sent.filter((record) => [record.txHash!, ...(record.sentHashes ?? [])].some((hash) => landed.has(hash.toLowerCase())));
-  const paid = params.paidIds ?? onChain.map((record) => record.sessionId!);
+  const paid = onChain.map((record) => record.sessionId!);
   let pendingSessions = 0;
   let undeliveredEvents = 0;
   try {
