@@ -87,7 +87,11 @@ describe('/ready', () => {
       expect(body).toMatchObject({ status: 'ready', database: 'ok', migrations: { status: 'current', pending: [], unknown: [] }, reasons: [] });
     }
     expect((await ready(api.url!)).body.roles).toEqual(['api']);
-    expect((await ready(ingest.metricsUrl!)).body.ingest.solana.state).toMatch(/^(leader|retrying)$/);
+    // The only ingest takes the chain's lead soon after start (standby until then; on a loaded
+    // machine that can outlast the first probe).
+    await expect
+      .poll(async () => (await ready(ingest.metricsUrl!)).body.ingest.solana.state, { timeout: 20_000, interval: 200 })
+      .toMatch(/^(leader|retrying)$/);
     // Liveness on the metrics port means what /api/v1/health means on the API port.
     const health = await fetch(`${worker.metricsUrl}/health`);
     expect(health.status).toBe(200);

@@ -57,6 +57,13 @@ export interface DbPressureReport {
   durationMs: number;
 }
 
+/** How often the run reads the session list itself while a fault is held. */
+const PROBE_EVERY_MS = 500;
+const statusCounts = (answers: Array<{ status: number }>) => {
+  const counts = new Map<number, number>();
+  for (const answer of answers) counts.set(answer.status, (counts.get(answer.status) ?? 0) + 1);
+  return [...counts].map(([status, count]) => `${count} x ${status}`).join(', ');
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runDbPressure(options: DbPressureOptions): Promise<DbPressureReport> {
@@ -98,9 +105,17 @@ export async function runDbPressure(options: DbPressureOptions): Promise<DbPress
       traffic.setFault(fault.name);
       log(`fault: ${fault.name} (${fault.detail}) for ${holdMs} ms`);
       const t0 = performance.now();
-      await sleep(holdMs);
+      // Probes beside the rounds: a round can spend the whole hold in one request that waits it out
+      // (the sandbox payment runs on the workers' unbounded store), so every fault also meets reads
+      // the API must answer 503 within its database wait.
+      const probes: Promise<unknown>[] = [];
+      while (performance.now() - t0 < holdMs) {
+        probes.push(traffic.probe());
+        await sleep(Math.min(PROBE_EVERY_MS, Math.max(0, holdMs - (performance.now() - t0))));
+      }
       traffic.setFault(undefined);
       await fault.end();
+      await Promise.all(probes);
       const heldMs = Math.round(performance.now() - t0);
       const endedAt = Date.now();
       const deliveredAtEnd = [...receiver.received.values()].reduce((a, b) => a + b, 0);
@@ -125,7 +140,7 @@ export async function runDbPressure(options: DbPressureOptions): Promise<DbPress
         deliveryRecoveryMs: recovery.delivery,
       });
       log(
-        `  ${under.length} requests under it, ${faults.at(-1)!.answered503} answered 503; recovered: API ${recovery.api} ms, webhooks ${recovery.delivery} ms`,
+        `  ${under.length} requests under it, ${faults.at(-1)!.answered503} answered 503 (${statusCounts(under)}); recovered: API ${recovery.api} ms, webhooks ${recovery.delivery} ms`,
       );
       if (recovery.api === null) defects.push(`${fault.name}: the API created no payment in 30 s after the fault ended`);
       await sleep(Math.max(0, options.gapMs - (Date.now() - endedAt)));

@@ -28,6 +28,8 @@ export interface FuzzReport {
   unsendable: number;
   /** 503s (a database wait ran out) answered on the retry a second later: load, not input. */
   transient503: number;
+  /** Requests sent a second time because the pooled connection was lost under them (each answered the second time). */
+  resent: number;
   statuses: Record<string, number>;
   operations: number;
   /** Requests per operation, fewest first (a few). */
@@ -97,6 +99,9 @@ function describe(request: FuzzRequest): string {
   return `${request.method} ${request.path.slice(0, 300)} ${JSON.stringify(headers)}${body}`;
 }
 
+/** Errors of a connection lost under a request, as undici reports them. */
+const CONNECTION_LOST = new Set(['EPIPE', 'ECONNRESET', 'UND_ERR_SOCKET']);
+
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const log = options.log ?? (() => {});
   const started = performance.now();
@@ -113,6 +118,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   let sent = 0;
   let unsendable = 0;
   let transient503 = 0;
+  let resent = 0;
   const note = (defect: string, request: FuzzRequest) => {
     const entry = defects.get(`${defect} | ${request.operation}`);
     if (entry) entry.count++;
@@ -152,7 +158,16 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
             });
           let response: Awaited<ReturnType<typeof send>>;
           try {
-            response = await send();
+            try {
+              response = await send();
+            } catch (error) {
+              // A connection the pool reused can be gone as the request is written (EPIPE,
+              // ECONNRESET: seen once in CI with the machine saturated). Sent again, the lost
+              // connection gone from the pool: an input that makes the daemon drop its connection drops it again.
+              if (!CONNECTION_LOST.has((error as { code?: string }).code ?? '')) throw error;
+              resent++;
+              response = await send();
+            }
             // A 503 says a database wait ran out (the machine is shared and loaded): the same
             // request again a second later must be answered, or the 503 is the input's doing.
             if (response.statusCode === 503 && response.headers['retry-after']) {
@@ -219,6 +234,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       sent,
       unsendable,
       transient503,
+      resent,
       statuses,
       operations: operations.length,
       leastCovered: [...perOperation].sort((a, b) => a[1] - b[1]).slice(0, 5),

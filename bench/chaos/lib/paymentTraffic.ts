@@ -146,6 +146,10 @@ export function createTraffic(params: { baseUrl: string; key: string; requestTim
     answers,
     created,
     paid,
+    /** One read of the session list: a probe the run sends beside the rounds, its answer recorded with theirs. */
+    probe(): Promise<Answer> {
+      return call('GET', 'GET /payments', '/api/v1/payments?limit=5');
+    },
     /** Marks the answers that follow as sent under `name` (undefined: no fault). */
     setFault(name: string | undefined) {
       fault = name;
