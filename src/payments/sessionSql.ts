@@ -160,7 +160,8 @@ export const selectSessionsWithMerchant = (columns: string) =>
  * payment (`include`, `hide` or `only`, linkVisits.ts), $11 a payment link or null; with
  * `search`, $12 a search text: the session's id, the hash of a transfer that paid it, or a value of its metadata (any
  * key). The search is a list of candidate ids, each found by an index (the primary key,
- * transfers' unique key, hash first since migration 027, payment_sessions_metadata of 022), joined to the filters: it
+ * transfers' unique key, hash first since migration 027, payment_sessions_metadata_present of 056:
+ * only sessions with metadata, so the search says `metadata <> '{}'` too), joined to the filters: it
  * costs the matches, never a scan of the merchant's sessions (a separate statement, so the plan
  * of the plain list is not bent by it).
  */
@@ -181,7 +182,8 @@ export const listSessions = (options: { search?: boolean } = {}) =>
             SELECT $12::text
             UNION SELECT t.session_id FROM transfers t WHERE t.tx_hash = $12 AND t.livemode = $2 AND t.session_id IS NOT NULL
             UNION SELECT m.id FROM payment_sessions m
-              WHERE m.metadata @? ('$.* ? (@ == ' || to_jsonb($12::text)::text || ')')::jsonpath AND m.merchant_id = $1 AND m.livemode = $2)`
+              WHERE m.metadata @? ('$.* ? (@ == ' || to_jsonb($12::text)::text || ')')::jsonpath AND m.metadata <> '{}'::jsonb
+                AND m.merchant_id = $1 AND m.livemode = $2)`
           : ''
       }
     ORDER BY s.created_at DESC, s.id DESC

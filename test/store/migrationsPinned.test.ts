@@ -48,6 +48,7 @@ const PINNED: Record<string, string> = {
   '045_choice_prices.sql': '8efe43da4dfd57d206ce185dafd27698d2714982356398f09eeb54a8bc9ddf57',
   '048_link_waiting_sessions.sql': 'e7d5ff99f84f72eeee1c243e4bf58e9d18fa19bb63a70d3d13a95b6567029511',
   '055_due_amount_pick.sql': 'a96242dd748cae213796c886f735409c3e10066f5b8d94582ac72f3617ed44c4',
+  '056_metadata_index_partial.sql': '119500c1eab5572cab021968b28e8e9a1670062448913aaf340b2ad4a7a5b008',
   // As first landed (b29aaff); its correction is 012.
 };
 
