@@ -172,7 +172,9 @@ export interface AttemptLogRecord {
 /** Every attempt made for an event (all its deliveries), oldest first. */
 export async function listAttempts(sql: Sql, owner: Owner, eventId: string): Promise<AttemptLogRecord[]> {
   const { rows } = await sql.query<Record<string, any>>(
-    `SELECT a.* FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+    // An attempt's body is its event's frozen body; rows from before migration 057 hold a copy.
+    `SELECT a.*, coalesce(a.request_body, e.body) AS request_body
+       FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = a.event_id
       WHERE a.event_id = $1 AND d.merchant_id = $2 AND d.livemode = $3
       ORDER BY a.started_at, a.attempt_number, a.id`,
     [eventId, owner.merchantId, owner.livemode],

@@ -61,7 +61,6 @@ export async function recordSuccesses(sql: Sql, attempts: AttemptRecord[]): Prom
     column((a) => a.attemptNumber),
     column((a) => a.delivery.url),
     column((a) => JSON.stringify(a.requestHeaders)),
-    column((a) => a.delivery.body),
     column((a) => (a.result.ok ? a.result.status : null)),
     column((a) => (a.result.ok ? clean(a.result.bodyExcerpt) : null)),
     column((a) => a.durationMs),
@@ -73,14 +72,14 @@ export async function recordSuccesses(sql: Sql, attempts: AttemptRecord[]): Prom
 
 const RECORD_SUCCESSES = prepared(
   `WITH input AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[],
-                            $11::int[], $12::timestamptz[], $13::timestamptz[], $14::int[])
-         AS t(id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body, response_status, excerpt,
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[], $9::text[],
+                            $10::int[], $11::timestamptz[], $12::timestamptz[], $13::int[])
+         AS t(id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, response_status, excerpt,
               duration_ms, started_at, finished_at, signatures_sent)
      ), attempt AS (
-       INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body,
+       INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers,
                                      response_status, response_body_excerpt, error, duration_ms, succeeded, started_at, signatures_sent)
-       SELECT id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers::jsonb, request_body, response_status, excerpt,
+       SELECT id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers::jsonb, response_status, excerpt,
               NULL, duration_ms, true, started_at, signatures_sent
          FROM input
        ON CONFLICT (delivery_id, attempt_number) DO NOTHING
@@ -110,9 +109,9 @@ export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { 
   const error = result.ok ? (succeeded ? null : `HTTP ${status}`) : result.error;
 
   await sql.query(
-    `INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers, request_body,
+    `INSERT INTO webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, url, request_headers,
                                    response_status, response_body_excerpt, error, duration_ms, succeeded, started_at, signatures_sent)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT (delivery_id, attempt_number) DO NOTHING`,
     [
       newId('wha'),
@@ -122,7 +121,6 @@ export async function recordAttempt(sql: Sql, attempt: AttemptRecord, params: { 
       attempt.attemptNumber,
       delivery.url,
       attempt.requestHeaders,
-      delivery.body,
       status,
       result.ok ? clean(result.bodyExcerpt) : null,
       error === null ? null : clean(error),

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { createMemoryNonceCache, verifyWebhook } from '../../src/index.ts';
 import { createEndpoint, createHttpTransport } from '../../src/delivery/index.ts';
+import { listAttempts } from '../../src/delivery/log.ts';
 import { appendEvent } from '../../src/payments/outbox.ts';
 import { box, confirmSession, createFakeClock, delivery, insertSession, merchant } from '../helpers/delivery.ts';
 import { startReceiver } from '../helpers/webhookReceiver.ts';
@@ -74,12 +75,25 @@ describe('dispatch and signing', () => {
       [endpoint.id, 1, 200, true],
       [null, 1, 200, true],
     ]);
-    expect(attempts[0]!.request_body).toBe(got.find((r) => r.path === '/endpoint')!.rawBody);
+    // The body sent is the event's frozen body; the attempt row does not copy it (migration 057).
+    const { rows: frozen } = await db.store.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [envelope.id]);
+    expect(frozen[0]!.body).toBe(got.find((r) => r.path === '/endpoint')!.rawBody);
+    expect(attempts.map((a) => a.request_body)).toEqual([null, null]);
     // The log keeps the request but never its signature (a replayable credential for 5 minutes).
     expect(attempts[0]!.request_headers['x-service-event-id']).toBe(envelope.id);
     for (const attempt of attempts) expect(attempt.request_headers).not.toHaveProperty('x-service-signature');
     const { rows: events } = await db.store.query('SELECT dispatched_at, body FROM events WHERE id = $1', [envelope.id]);
     expect(events[0]!.body).toBe(got[0]!.rawBody);
+    // The attempt log shows the event's body for the new rows, and its own copy for a row written
+    // before migration 057.
+    await db.store.query("UPDATE webhook_attempts SET request_body = 'a copy from before 057' WHERE event_id = $1 AND endpoint_id IS NULL", [envelope.id]);
+    const logged = await listAttempts(db.store, { merchantId: m.id, livemode: false }, envelope.id);
+    expect(logged.map((a) => [a.endpointId, a.requestBody]).sort()).toEqual(
+      [
+        [endpoint.id, frozen[0]!.body],
+        [null, 'a copy from before 057'],
+      ].sort(),
+    );
   });
 
   test('two workers racing over the same outbox make exactly one delivery per (event, target)', async () => {
