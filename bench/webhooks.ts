@@ -14,10 +14,8 @@
  * `--cpu-profile` writes a V8 CPU profile of this process during it (bench/profileSummary.ts).
  */
 import fs from 'node:fs';
-import { fork } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { createMerchant } from '../src/accounts/index.ts';
@@ -29,6 +27,7 @@ import { createMetricsRegistry } from '../src/internal/metrics.ts';
 import { createStore, type Store } from '../src/store/index.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { benchDatabase, percentile } from './lib.ts';
+import { startReceiver } from './webhookReceiverProcess.ts';
 import { createDatabaseCpuMeter, createStatementStats, formatWaits, sampleWaitEvents } from './databaseStats.ts';
 
 const { values } = parseArgs({
@@ -49,45 +48,6 @@ const CONCURRENCY = Number(values.concurrency);
 
 const logger = createLogger({ level: 'warn' });
 const box = createSecretBox(randomBytes(32));
-
-/**
- * The receiver in a child process (bench/webhookReceiver.mjs): this process's CPU is then the
- * gateway's delivery alone. Arrival times stay in the child until asked for.
- */
-async function startReceiver() {
-  const child = fork(fileURLToPath(new URL('./webhookReceiver.mjs', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const pending = new Map<number, (message: any) => void>();
-  let nextId = 0;
-  child.on('message', (message: any) => {
-    pending.get(message.id)?.(message);
-    pending.delete(message.id);
-  });
-  const ask = (message: Record<string, unknown>) =>
-    new Promise<any>((resolve) => {
-      const id = nextId++;
-      pending.set(id, resolve);
-      child.send({ ...message, id });
-    });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('message', (message: any) => resolve(message.url));
-    child.once('exit', (code) => reject(new Error(`the receiver exited (${code})`)));
-  });
-  return {
-    url,
-    until: (count: number) => ask({ type: 'until', count }).then(() => undefined),
-    clear: () => ask({ type: 'clear' }).then(() => undefined),
-    /** Each event id's arrival (epoch ms) and the receiver's own CPU so far. */
-    arrivals: async () => {
-      const answer = await ask({ type: 'arrivals' });
-      return { arrivals: new Map<string, number>(answer.arrivals), cpuMicros: answer.cpuMicros as NodeJS.CpuUsage };
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.send({ type: 'close' });
-      }),
-  };
-}
 
 async function session(store: Store, merchantId: string): Promise<string> {
   const id = newId('ses');
