@@ -1,4 +1,5 @@
 import type { Sql } from '../store/index.ts';
+import { targetSecretColumns, targetSecretJoins } from './targetSecrets.ts';
 import { LEASE_MS, type ClaimedDelivery } from './types.ts';
 
 interface ClaimRow {
@@ -77,17 +78,12 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
        UPDATE webhook_deliveries d SET locked_until = $3 FROM due WHERE d.id = due.id
        RETURNING d.id, d.event_id, d.merchant_id, d.livemode, d.endpoint_id, d.url, d.attempt_count
      )
-     SELECT c.*, e.type AS event_type, e.body, e.created_at AS event_created_at,
-            CASE WHEN c.endpoint_id IS NULL THEN s.secret_sealed ELSE w.secret_sealed END AS secret_sealed,
-            CASE WHEN c.endpoint_id IS NULL THEN (CASE WHEN s.previous_expires_at > $1 THEN s.previous_secret_sealed END)
-                 ELSE (CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_sealed END) END AS previous_secret_sealed
+     SELECT c.*, e.type AS event_type, e.body, e.created_at AS event_created_at, ${targetSecretColumns('c', '$1')}
        FROM claimed c
        -- Evaluated whenever a delivery is claimed (nothing to commit otherwise), before the commit reads it.
        CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS lease_commit
        JOIN events e ON e.id = c.event_id
-       LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id
-       -- A session's webhookUrl: the merchant's secret of the delivery's own mode.
-       LEFT JOIN merchant_webhook_secrets s ON c.endpoint_id IS NULL AND s.merchant_id = c.merchant_id AND s.livemode = c.livemode`,
+       ${targetSecretJoins('c')}`,
     [params.now, params.limit, new Date(params.now.getTime() + LEASE_MS), params.perTarget ?? params.limit],
   );
   return rows.map((row) => ({

@@ -1,5 +1,7 @@
 import type { Sql } from '../store/index.ts';
 import { newId } from '../internal/crypto.ts';
+import { targetSecretColumns, targetSecretJoins } from './targetSecrets.ts';
+import type { ClaimedDelivery } from './types.ts';
 
 interface EventRow {
   id: string;
@@ -8,6 +10,7 @@ interface EventRow {
   type: string;
   payload: unknown;
   session_webhook_url: string | null;
+  created_at: Date;
 }
 
 interface EndpointRow {
@@ -26,6 +29,36 @@ interface PlannedDelivery {
   endpointId: string | null;
   url: string;
   target: string;
+  /** Set when this dispatch leases the delivery to its own worker (see `DispatchLease`). */
+  lockedUntil: Date | null;
+}
+
+/**
+ * Deliveries the dispatching worker sends itself: inserted already leased to it, so a new
+ * delivery does not wait for a claim, and is not written twice (the insert, then the claim's
+ * lease: neither is a HOT update, each a new entry in every index). At most `max` (the worker's
+ * room), and per target no more than `perTarget` leased in all, as the claim counts them. A
+ * target that has due deliveries waiting unleased gets none: the claim serves those oldest first,
+ * and a new event must not overtake them.
+ */
+export interface DispatchLease {
+  until: Date;
+  max: number;
+  perTarget: number;
+}
+
+interface InsertedRow {
+  id: string;
+  endpoint_id: string | null;
+  leased: boolean;
+  secret_sealed: string | null;
+  previous_secret_sealed: string | null;
+}
+
+interface TargetRoom {
+  target_key: string;
+  busy: number;
+  waiting: boolean;
 }
 
 /** True when an endpoint subscribed to `type` (`*` subscribes to every kind). */
@@ -40,14 +73,29 @@ function endpointWants(enabledEvents: readonly string[], type: string): boolean 
  * transaction. Targets are the merchant's enabled endpoints of the event's mode that subscribed
  * to its kind, and the session's webhookUrl. The event body is serialised here, once.
  *
- * The deliveries are due at `now` and unleased: workers take them with claimDueDeliveries, which
- * applies the per-target cap. Run inside a transaction.
- * @returns how many events were dispatched and how many deliveries they made.
+ * The deliveries are due at `now`. Without `lease` they are unleased: workers take them with
+ * claimDueDeliveries, which applies the per-target cap. With it, some are inserted leased to the
+ * caller and returned in `leased`, ready for an attempt once the transaction commits (never
+ * before: a rolled-back dispatch has no delivery to send). Run inside a transaction of its own:
+ * it commits without waiting for the WAL flush (`synchronous_commit = off`, set by its first
+ * statement for the transaction). A dispatch lost in a Postgres crash (the last few hundred
+ * milliseconds) leaves its events undispatched, as they were: they are dispatched again and any
+ * webhook already sent goes out once more, a duplicate at-least-once delivery allows (receivers
+ * deduplicate by event id), never a loss, since the events themselves were committed durably.
+ * An attempt's record is a durable commit, so the dispatch before it in the WAL is flushed with
+ * it: no attempt outlives its delivery. With the smaller batches of `lease` (the worker's room),
+ * each dispatch's flush was a large part of a delivery's cost.
+ * @returns how many events were dispatched, how many deliveries they made, and the leased ones.
  */
-export async function dispatchEvents(sql: Sql, params: { now: Date; limit: number }): Promise<{ events: number; deliveries: number }> {
+export async function dispatchEvents(
+  sql: Sql,
+  params: { now: Date; limit: number; lease?: DispatchLease },
+): Promise<{ events: number; deliveries: number; leased: ClaimedDelivery[] }> {
   const { rows: events } = await sql.query<EventRow>(
-    `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, s.webhook_url AS session_webhook_url
+    `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, e.created_at, s.webhook_url AS session_webhook_url
        FROM events e
+       -- The transaction commits without waiting for the WAL flush (see the doc comment).
+       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS dispatch_commit
        LEFT JOIN payment_sessions s ON s.id = e.session_id
       WHERE e.dispatched_at IS NULL
       ORDER BY e.seq
@@ -55,7 +103,7 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
       FOR UPDATE OF e SKIP LOCKED`,
     [params.limit],
   );
-  if (events.length === 0) return { events: 0, deliveries: 0 };
+  if (events.length === 0) return { events: 0, deliveries: 0, leased: [] };
 
   const merchants = [...new Set(events.map((event) => event.merchant_id))];
   const { rows: endpoints } = await sql.query<EndpointRow>(
@@ -64,10 +112,10 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
     [merchants],
   );
 
-  const bodies = events.map((event) => JSON.stringify(event.payload));
+  const bodies = new Map(events.map((event) => [event.id, JSON.stringify(event.payload)]));
   const planned: PlannedDelivery[] = [];
   for (const event of events) {
-    const base = { eventId: event.id, merchantId: event.merchant_id, livemode: event.livemode };
+    const base = { eventId: event.id, merchantId: event.merchant_id, livemode: event.livemode, lockedUntil: null };
     for (const endpoint of endpoints) {
       if (endpoint.merchant_id !== event.merchant_id || endpoint.livemode !== event.livemode) continue;
       if (!endpointWants(endpoint.enabled_events, event.type)) continue;
@@ -77,14 +125,21 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
       planned.push({ ...base, id: newId('whd'), endpointId: null, url: event.session_webhook_url, target: 'session' });
     }
   }
+  if (params.lease && params.lease.max > 0 && planned.length > 0) await leaseSome(sql, planned, params.now, params.lease);
 
-  let inserted = 0;
+  let inserted: InsertedRow[] = [];
   if (planned.length > 0) {
-    const { rowCount } = await sql.query(
-      `INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at)
-       SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[]) AS t(id, event_id, merchant_id, livemode, endpoint_id, url, target)
-       ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING`,
+    ({ rows: inserted } = await sql.query<InsertedRow>(
+      `WITH inserted AS (
+         INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at, locked_until)
+         SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8, locked_until
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[], $9::timestamptz[])
+                AS t(id, event_id, merchant_id, livemode, endpoint_id, url, target, locked_until)
+         ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING
+         RETURNING id, merchant_id, livemode, endpoint_id, locked_until
+       )
+       SELECT d.id, d.endpoint_id, d.locked_until IS NOT NULL AS leased, ${targetSecretColumns('d', '$8')}
+         FROM inserted d ${targetSecretJoins('d')}`,
       [
         planned.map((d) => d.id),
         planned.map((d) => d.eventId),
@@ -94,15 +149,67 @@ export async function dispatchEvents(sql: Sql, params: { now: Date; limit: numbe
         planned.map((d) => d.url),
         planned.map((d) => d.target),
         params.now,
+        planned.map((d) => d.lockedUntil),
       ],
-    );
-    inserted = rowCount ?? 0;
+    ));
   }
   await sql.query(
     `UPDATE events e SET dispatched_at = $3, body = t.body
        FROM unnest($1::text[], $2::text[]) AS t(id, body)
       WHERE e.id = t.id`,
-    [events.map((event) => event.id), bodies, params.now],
+    [[...bodies.keys()], [...bodies.values()], params.now],
   );
-  return { events: events.length, deliveries: inserted };
+  const byId = new Map(planned.map((d) => [d.id, d]));
+  const eventsById = new Map(events.map((event) => [event.id, event]));
+  const leased = inserted
+    .filter((row) => row.leased)
+    .map((row): ClaimedDelivery => {
+      const delivery = byId.get(row.id)!;
+      const event = eventsById.get(delivery.eventId)!;
+      return {
+        id: delivery.id,
+        eventId: event.id,
+        eventType: event.type,
+        merchantId: delivery.merchantId,
+        livemode: delivery.livemode,
+        endpointId: delivery.endpointId,
+        url: delivery.url,
+        attemptCount: 0,
+        body: bodies.get(event.id)!,
+        secretSealed: row.secret_sealed,
+        previousSecretSealed: row.previous_secret_sealed,
+        eventCreatedAt: event.created_at,
+      };
+    });
+  return { events: events.length, deliveries: inserted.length, leased };
+}
+
+/**
+ * Marks the planned deliveries this dispatch leases (DispatchLease), in event order: per target,
+ * the room its leases in all workers leave under the cap, none where due deliveries wait
+ * unleased. One statement over the batch's targets, through migration 020's indexes.
+ */
+async function leaseSome(sql: Sql, planned: PlannedDelivery[], now: Date, lease: DispatchLease): Promise<void> {
+  const keyOf = (delivery: PlannedDelivery) => delivery.endpointId ?? delivery.url;
+  const { rows } = await sql.query<TargetRoom>(
+    `SELECT k.target_key,
+            (SELECT count(*) FROM webhook_deliveries b
+              WHERE b.status = 'pending' AND b.locked_until IS NOT NULL AND coalesce(b.endpoint_id, b.url) = k.target_key AND b.locked_until > $2)::int AS busy,
+            EXISTS (SELECT 1 FROM webhook_deliveries c
+                     WHERE c.status = 'pending' AND coalesce(c.endpoint_id, c.url) = k.target_key
+                       AND c.next_attempt_at <= $2 AND (c.locked_until IS NULL OR c.locked_until <= $2)) AS waiting
+       FROM unnest($1::text[]) AS k(target_key)`,
+    [[...new Set(planned.map(keyOf))], now],
+  );
+  const room = new Map(rows.map((row) => [row.target_key, row.waiting ? 0 : Math.max(0, lease.perTarget - row.busy)]));
+  let left = lease.max;
+  for (const delivery of planned) {
+    if (left === 0) break;
+    const key = keyOf(delivery);
+    const free = room.get(key) ?? 0;
+    if (free === 0) continue;
+    room.set(key, free - 1);
+    delivery.lockedUntil = lease.until;
+    left -= 1;
+  }
 }

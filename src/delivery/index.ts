@@ -13,7 +13,7 @@ import { createSuccessBatch } from './successBatch.ts';
 import { createSendSlots } from './sendSlots.ts';
 import { createHttpTransport, type WebhookTransport } from './transport.ts';
 import { createAttempt } from './attempt.ts';
-import { systemClock, type ClaimedDelivery, type Clock } from './types.ts';
+import { LEASE_MS, systemClock, type ClaimedDelivery, type Clock } from './types.ts';
 
 export * from './endpoints.ts';
 export * from './log.ts';
@@ -132,6 +132,8 @@ export function createDelivery(params: DeliveryParams): Delivery {
   let saturated = false;
   let backlog = false;
   let blockedAt: number | undefined;
+  /** The last fill skipped its claim (its dispatch leased all it made): idle() checks for due work. */
+  let claimSkipped = false;
   // Dispatching finds new outbox events; it runs when a NOTIFY says some were committed, after a
   // full batch, and at least every poll interval (a notification lost while the listener
   // reconnects), not on every claim: an empty look at the outbox cost as much as the claim.
@@ -174,29 +176,51 @@ export function createDelivery(params: DeliveryParams): Delivery {
     inFlight.add(running);
   }
 
-  /** Dispatches new events if due, then claims as much as there is room for; returns how many deliveries started. */
-  async function fill(params: { dispatch?: boolean } = {}): Promise<number> {
+  /**
+   * Dispatches new events if due, then claims as much as there is room for; returns how many
+   * deliveries started and how many of them the claim found.
+   *
+   * Dispatch takes no more events than this worker has room for, and gets back leased the new
+   * deliveries it can send (dispatchEvents' DispatchLease): each is written once and started at
+   * once after the commit, with no claim. Events beyond the room stay in the outbox for the next
+   * fill or for another worker with room; a full worker dispatches nothing. The claim then serves
+   * what dispatch did not lease (a target at its cap, or with older deliveries waiting), retries,
+   * redeliveries and expired leases; it is skipped when the dispatch of this fill leased every
+   * delivery it made, and idle() looks for due work then (nextDueAt) before waiting.
+   */
+  async function fill(params: { dispatch?: boolean } = {}): Promise<{ started: number; claimed: number }> {
     const now = clock.now();
     let dispatched = 0;
+    let dispatchLimit = 0;
+    let leased = 0;
+    claimSkipped = false;
     if (params.dispatch || dispatchDue || !listener || performance.now() - dispatchedAt >= pollIntervalMs) {
-      dispatchDue = false; // before the look: a notification arriving during it asks for another
-      dispatchedAt = performance.now();
-      dispatched = (await store.transaction((sql) => dispatchEvents(sql, { now, limit: DISPATCH_BATCH }))).events;
-      if (dispatched >= DISPATCH_BATCH) dispatchDue = true;
+      dispatchLimit = Math.min(DISPATCH_BATCH, room());
+      if (dispatchLimit > 0) {
+        dispatchDue = false; // before the look: a notification arriving during it asks for another
+        dispatchedAt = performance.now();
+        const lease = { until: new Date(now.getTime() + LEASE_MS), max: dispatchLimit, perTarget: perTargetLeases };
+        const result = await store.transaction((sql) => dispatchEvents(sql, { now, limit: dispatchLimit, lease }));
+        dispatched = result.events;
+        leased = result.leased.length;
+        result.leased.forEach(launch);
+        if (dispatched >= dispatchLimit) dispatchDue = true;
+        claimSkipped = result.deliveries > 0 && leased === result.deliveries;
+      }
     }
     const free = room();
     // One statement, its lease committed without waiting for the WAL flush (claimDueDeliveries):
-    // the claim is on every delivery's path, and each flush on a shared disk took milliseconds.
-    const due = free > 0 ? await claimDueDeliveries(store, { now, limit: free, perTarget: perTargetLeases }) : [];
+    // the claim is on the path of every delivery dispatch did not lease.
+    const due = free > 0 && !claimSkipped ? await claimDueDeliveries(store, { now, limit: free, perTarget: perTargetLeases }) : [];
     due.forEach(launch);
     // A full batch of events or of due deliveries means more may be waiting: go again at once.
-    backlog = dispatched >= DISPATCH_BATCH || (free > 0 && due.length >= free);
+    backlog = (dispatchLimit > 0 && dispatched >= dispatchLimit) || (free > 0 && due.length >= free);
     saturated = room() <= 0;
-    return due.length;
+    return { started: leased + due.length, claimed: due.length };
   }
 
   async function runOnce(): Promise<number> {
-    const started = await fill({ dispatch: true });
+    const { started } = await fill({ dispatch: true });
     await Promise.all([...inFlight]);
     return started;
   }
@@ -236,6 +260,8 @@ export function createDelivery(params: DeliveryParams): Delivery {
     if (woken) return;
     const due = claimedSome ? undefined : await nextDueAt(store);
     const untilDue = claimedSome ? 0 : due ? due.getTime() - clock.now().getTime() : pollIntervalMs;
+    // Due now and the last fill did not claim: claim on the next.
+    if (untilDue <= 0 && claimSkipped) return;
     if (untilDue <= 0) {
       // Due now yet not claimed: capped per target, or leased elsewhere. Wait for some of our
       // leases to be recorded (or the poll interval) instead of asking again in a tight loop.
@@ -264,7 +290,7 @@ export function createDelivery(params: DeliveryParams): Delivery {
           );
         }
         woken = false;
-        const claimed = await fill();
+        const { claimed } = await fill();
         failures.succeeded();
         if (saturated) await waitForWake(pollIntervalMs);
         else if (!backlog) await idle(claimed > 0);
