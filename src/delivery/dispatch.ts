@@ -159,12 +159,14 @@ export async function dispatchEvents(
       WHERE e.id = t.id`,
     [[...bodies.keys()], [...bodies.values()], params.now],
   );
-  const byId = new Map(planned.map((d) => [d.id, d]));
+  // In event order (the statement's joins may return its rows in any order): the worker starts
+  // them in this order, so a receiver mostly gets a session's events in the order they happened.
+  const leasedRows = new Map(inserted.filter((row) => row.leased).map((row) => [row.id, row]));
   const eventsById = new Map(events.map((event) => [event.id, event]));
-  const leased = inserted
-    .filter((row) => row.leased)
-    .map((row): ClaimedDelivery => {
-      const delivery = byId.get(row.id)!;
+  const leased = planned
+    .filter((delivery) => leasedRows.has(delivery.id))
+    .map((delivery): ClaimedDelivery => {
+      const row = leasedRows.get(delivery.id)!;
       const event = eventsById.get(delivery.eventId)!;
       return {
         id: delivery.id,

@@ -50,12 +50,12 @@ test('leased at insert up to the room and the target cap, with body and secret; 
     expect(rows[0]!.body).toBe(delivery.body);
     expect(rows[0]!.locked_until.getTime()).toBe(until.getTime());
   }
-  // The oldest events are the leased ones.
+  // The oldest events are the leased ones, in event order (the order the worker starts them).
   const { rows: order } = await db.store.query<{ id: string }>(
     'SELECT d.id FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.endpoint_id = $1 ORDER BY e.seq LIMIT 3',
     [endpointId],
   );
-  expect(first.leased.map((d) => d.id).sort()).toEqual(order.map((row) => row.id).sort());
+  expect(first.leased.map((d) => d.id)).toEqual(order.map((row) => row.id));
   expect(await leasedRows(endpointId)).toEqual([
     { leased: false, n: 3 },
     { leased: true, n: 3 },
