@@ -1,5 +1,5 @@
 import type { Sql } from '../store/index.ts';
-import { targetSecretColumns, targetSecretJoins } from './targetSecrets.ts';
+import { claimable, leasesInFlight, targetSecretColumns, targetSecretJoins } from './targetSql.ts';
 import { LEASE_MS, type ClaimedDelivery } from './types.ts';
 
 interface ClaimRow {
@@ -51,14 +51,10 @@ export async function claimDueDeliveries(sql: Sql, params: { now: Date; limit: n
          FROM targets t WHERE t.target_key IS NOT NULL
      ), candidates AS (
        SELECT c.id FROM targets t
-        CROSS JOIN LATERAL (
-          SELECT count(*) AS n FROM webhook_deliveries b
-           WHERE b.status = 'pending' AND b.locked_until IS NOT NULL AND coalesce(b.endpoint_id, b.url) = t.target_key AND b.locked_until > $1
-        ) busy
+        CROSS JOIN LATERAL (SELECT (${leasesInFlight('t.target_key', '$1')}) AS n) busy
         CROSS JOIN LATERAL (
           SELECT c.id FROM webhook_deliveries c
-           WHERE c.status = 'pending' AND coalesce(c.endpoint_id, c.url) = t.target_key
-             AND c.next_attempt_at <= $1 AND (c.locked_until IS NULL OR c.locked_until <= $1)
+           WHERE ${claimable('c', 't.target_key', '$1')}
            ORDER BY c.next_attempt_at, c.id
            LIMIT greatest(0, $4 - busy.n)
         ) c

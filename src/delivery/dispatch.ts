@@ -1,6 +1,6 @@
 import type { Sql } from '../store/index.ts';
 import { newId } from '../internal/crypto.ts';
-import { targetSecretColumns, targetSecretJoins } from './targetSecrets.ts';
+import { claimable, leasesInFlight, targetSecretColumns, targetSecretJoins } from './targetSql.ts';
 import type { ClaimedDelivery } from './types.ts';
 
 interface EventRow {
@@ -49,7 +49,6 @@ export interface DispatchLease {
 
 interface InsertedRow {
   id: string;
-  endpoint_id: string | null;
   leased: boolean;
   secret_sealed: string | null;
   previous_secret_sealed: string | null;
@@ -138,7 +137,7 @@ export async function dispatchEvents(
          ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING
          RETURNING id, merchant_id, livemode, endpoint_id, locked_until
        )
-       SELECT d.id, d.endpoint_id, d.locked_until IS NOT NULL AS leased, ${targetSecretColumns('d', '$8')}
+       SELECT d.id, d.locked_until IS NOT NULL AS leased, ${targetSecretColumns('d', '$8')}
          FROM inserted d ${targetSecretJoins('d')}`,
       [
         planned.map((d) => d.id),
@@ -194,12 +193,8 @@ export async function dispatchEvents(
 async function leaseSome(sql: Sql, planned: PlannedDelivery[], now: Date, lease: DispatchLease): Promise<void> {
   const keyOf = (delivery: PlannedDelivery) => delivery.endpointId ?? delivery.url;
   const { rows } = await sql.query<TargetRoom>(
-    `SELECT k.target_key,
-            (SELECT count(*) FROM webhook_deliveries b
-              WHERE b.status = 'pending' AND b.locked_until IS NOT NULL AND coalesce(b.endpoint_id, b.url) = k.target_key AND b.locked_until > $2)::int AS busy,
-            EXISTS (SELECT 1 FROM webhook_deliveries c
-                     WHERE c.status = 'pending' AND coalesce(c.endpoint_id, c.url) = k.target_key
-                       AND c.next_attempt_at <= $2 AND (c.locked_until IS NULL OR c.locked_until <= $2)) AS waiting
+    `SELECT k.target_key, (${leasesInFlight('k.target_key', '$2')})::int AS busy,
+            EXISTS (SELECT 1 FROM webhook_deliveries c WHERE ${claimable('c', 'k.target_key', '$2')}) AS waiting
        FROM unnest($1::text[]) AS k(target_key)`,
     [[...new Set(planned.map(keyOf))], now],
   );

@@ -76,7 +76,7 @@ test('leased at insert up to the room and the target cap, with body and secret; 
   expect(claimed.map((d) => d.id).sort()).toEqual(waiting.map((row) => row.id).sort());
 });
 
-test('a target at its cap in leases gets none at dispatch; an expired lease does not count; no room leases nothing', async () => {
+test('a target at its cap in leases gets none at dispatch; an expired lease is work waiting for the claim, not a lease; no room leases nothing', async () => {
   await db.store.query('TRUNCATE webhook_attempts, webhook_deliveries, events CASCADE');
   const { endpointId, merchantId } = await shop(2);
   const now = new Date();
@@ -90,14 +90,16 @@ test('a target at its cap in leases gets none at dispatch; an expired lease does
   };
   // Two leased of a cap of two: the next one is inserted unleased.
   expect((await more({ max: 5, perTarget: 2 })).leased).toEqual([]);
-  // Once the leases have run out (a worker that died), they do not hold the cap.
+  // Once the leases have run out (a worker that died), they no longer hold the cap but are due
+  // work waiting: the claim sends them again before a new delivery of that target is leased.
   await db.store.query(`UPDATE webhook_deliveries SET locked_until = now() - interval '1 second' WHERE endpoint_id = $1 AND locked_until IS NOT NULL`, [
     endpointId,
   ]);
   await db.store.query(`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL WHERE endpoint_id = $1 AND locked_until IS NULL`, [
     endpointId,
   ]);
-  expect((await more({ max: 5, perTarget: 2 })).leased).toEqual([]); // the expired ones are due and waiting: the claim's
+  expect((await more({ max: 5, perTarget: 2 })).leased).toEqual([]);
+  expect((await claimDueDeliveries(db.store, { now, limit: 5, perTarget: 2 })).length).toBe(2);
   await db.store.query(`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL WHERE endpoint_id = $1`, [endpointId]);
   expect((await more({ max: 0, perTarget: 2 })).leased).toEqual([]);
   await db.store.query(`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL WHERE endpoint_id = $1`, [endpointId]);
