@@ -101,6 +101,8 @@ console.log(
       bodyBytes: body.length,
       deliveriesPerSecond: Math.round(DELIVERIES / seconds),
       nodeCpuUsPerDelivery: Math.round(nodeUs),
+      // The kernel's part of it (system time): socket writes and reads, wake-ups.
+      nodeSystemCpuUsPerDelivery: Math.round(node.system / DELIVERIES),
       databaseCpuUsPerDelivery: dbUs === undefined ? null : Math.round(dbUs),
       totalCpuUsPerDelivery: dbUs === undefined ? null : Math.round(nodeUs + dbUs),
     },

@@ -2,8 +2,8 @@
  * Webhook delivery benchmark: deliveries per second to a local receiver, and the delay from a
  * state change's commit to its delivery (median, p99).
  *
- *   npx tsx bench/webhooks.ts [--events 5000] [--latency-events 300] [--rate 20] [--concurrency 32] [--statements] [--waits]
- *                             [--cpu-profile FILE]
+ *   npx tsx bench/webhooks.ts [--events 5000] [--warmup 1000] [--latency-events 300] [--rate 20] [--concurrency 32]
+ *                             [--statements] [--waits] [--cpu-profile FILE]
  *
  * Uses DATABASE_URL when set, otherwise an embedded Postgres in a temporary folder (port
  * BENCH_PG_PORT, default 54364). The receiver is node:http on loopback answering 200 at once, in a
@@ -12,6 +12,11 @@
  * run's costliest statements per delivery (pg_stat_statements), `--waits` the backends' wait
  * events during it,
  * `--cpu-profile` writes a V8 CPU profile of this process during it (bench/profileSummary.ts).
+ *
+ * Before the measured run, a first worker delivers `--warmup` events and stops (0: none), as
+ * bench/webhookCeiling.ts warms up before it measures: a daemon delivers for days, and without it
+ * the figure carried the first second of a process (undici's import, V8 compiling the hot path,
+ * each connection's first statements planned), about a fifth of a 5,000-delivery run's CPU.
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -33,6 +38,7 @@ import { createDatabaseCpuMeter, createStatementStats, formatWaits, sampleWaitEv
 const { values } = parseArgs({
   options: {
     events: { type: 'string', default: '5000' },
+    warmup: { type: 'string', default: '1000' },
     'latency-events': { type: 'string', default: '300' },
     rate: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '32' },
@@ -42,6 +48,7 @@ const { values } = parseArgs({
   },
 });
 const EVENTS = Number(values.events);
+const WARMUP = Number(values.warmup);
 const LATENCY_EVENTS = Number(values['latency-events']);
 const RATE = Number(values.rate);
 const CONCURRENCY = Number(values.concurrency);
@@ -84,11 +91,31 @@ async function confirm(store: Store, merchantId: string, sessionId: string): Pro
   });
 }
 
+/** `count` outbox events, committed 500 to a transaction. */
+async function backlog(store: Store, merchantId: string, sessions: string[], count: number): Promise<void> {
+  for (let done = 0; done < count; ) {
+    const batch = Math.min(500, count - done);
+    await store.transaction(async (sql) => {
+      for (let i = 0; i < batch; i++) {
+        await appendEvent(sql, {
+          merchantId,
+          livemode: false,
+          type: 'payment.confirmed',
+          sessionId: sessions[i % sessions.length]!,
+          data: { id: sessions[i % sessions.length]!, n: done + i },
+        });
+      }
+    });
+    done += batch;
+  }
+}
+
 async function main() {
   const database = await benchDatabase('webhooks', 54364, { statements: values.statements });
   const { connectionString } = database;
   await migrate({ connectionString });
   const store = createStore({ connectionString });
+  if (process.env.EXPERIMENT_SQL) await store.query(process.env.EXPERIMENT_SQL);
   const statements = values.statements ? await createStatementStats(connectionString) : undefined;
   const databaseCpu = await createDatabaseCpuMeter(connectionString);
   const receiver = await startReceiver();
@@ -97,30 +124,27 @@ async function main() {
     await createEndpoint(store, box, { merchantId: merchant.id, livemode: false, url: receiver.url });
     const sessions = await Promise.all(Array.from({ length: 50 }, () => session(store, merchant.id)));
 
-    // 1. Throughput: a backlog of events, then the worker drains it.
-    for (let done = 0; done < EVENTS; ) {
-      const batch = Math.min(500, EVENTS - done);
-      await store.transaction(async (sql) => {
-        for (let i = 0; i < batch; i++) {
-          await appendEvent(sql, {
-            merchantId: merchant.id,
-            livemode: false,
-            type: 'payment.confirmed',
-            sessionId: sessions[i % sessions.length]!,
-            data: { id: sessions[i % sessions.length]!, n: done + i },
-          });
-        }
+    const newDelivery = () =>
+      createDelivery({
+        store,
+        logger,
+        metrics: createMetricsRegistry({ defaultMetrics: false }),
+        config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
+        box,
+        concurrency: CONCURRENCY,
       });
-      done += batch;
+    if (WARMUP > 0) {
+      await backlog(store, merchant.id, sessions, WARMUP);
+      const warm = newDelivery();
+      await warm.start();
+      await receiver.until(WARMUP);
+      await warm.stop();
+      await receiver.clear();
     }
-    const delivery = createDelivery({
-      store,
-      logger,
-      metrics: createMetricsRegistry({ defaultMetrics: false }),
-      config: { webhookAllowPrivate: true, webhookAllowPrivateSandbox: true },
-      box,
-      concurrency: CONCURRENCY,
-    });
+
+    // 1. Throughput: a backlog of events, then the worker drains it.
+    await backlog(store, merchant.id, sessions, EVENTS);
+    const delivery = newDelivery();
     await statements?.reset();
     const profiler = values['cpu-profile'] ? new Session() : undefined;
     if (profiler) {
@@ -171,6 +195,8 @@ async function main() {
         // is all a Node worker gets.
         nodeCpuMsPerDelivery: Number(((cpu.user + cpu.system) / 1000 / EVENTS).toFixed(3)),
         nodeCpuShare: Number(((cpu.user + cpu.system) / 1e6 / seconds).toFixed(2)),
+        // The kernel's part of it (system time): socket writes and reads, wake-ups of the receiver and Postgres.
+        nodeSystemCpuMsPerDelivery: Number((cpu.system / 1000 / EVENTS).toFixed(3)),
         // The receiver's CPU for the whole run so far (its start included), not the gateway's.
         receiverCpuMsPerDelivery: Number(((receiverCpu.user + receiverCpu.system) / 1000 / EVENTS).toFixed(3)),
         // Postgres's CPU (every process of the cluster), when it runs on this host.

@@ -1,4 +1,4 @@
-import type { Sql } from '../store/index.ts';
+import { prepared, type Sql } from '../store/index.ts';
 import { newId } from '../internal/crypto.ts';
 import { claimable, leasesInFlight, targetSecretColumns, targetSecretJoins } from './targetSql.ts';
 import type { ClaimedDelivery } from './types.ts';
@@ -90,26 +90,11 @@ export async function dispatchEvents(
   sql: Sql,
   params: { now: Date; limit: number; lease?: DispatchLease },
 ): Promise<{ events: number; deliveries: number; leased: ClaimedDelivery[] }> {
-  const { rows: events } = await sql.query<EventRow>(
-    `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, e.created_at, s.webhook_url AS session_webhook_url
-       FROM events e
-       -- The transaction commits without waiting for the WAL flush (see the doc comment).
-       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS dispatch_commit
-       LEFT JOIN payment_sessions s ON s.id = e.session_id
-      WHERE e.dispatched_at IS NULL
-      ORDER BY e.seq
-      LIMIT $1
-      FOR UPDATE OF e SKIP LOCKED`,
-    [params.limit],
-  );
+  const { rows: events } = await sql.query<EventRow>(SELECT_EVENTS, [params.limit]);
   if (events.length === 0) return { events: 0, deliveries: 0, leased: [] };
 
   const merchants = [...new Set(events.map((event) => event.merchant_id))];
-  const { rows: endpoints } = await sql.query<EndpointRow>(
-    `SELECT id, merchant_id, livemode, url, enabled_events FROM webhook_endpoints
-      WHERE merchant_id = ANY($1) AND status = 'enabled' AND deleted_at IS NULL`,
-    [merchants],
-  );
+  const { rows: endpoints } = await sql.query<EndpointRow>(SELECT_ENDPOINTS, [merchants]);
 
   const bodies = new Map(events.map((event) => [event.id, JSON.stringify(event.payload)]));
   const planned: PlannedDelivery[] = [];
@@ -128,36 +113,19 @@ export async function dispatchEvents(
 
   let inserted: InsertedRow[] = [];
   if (planned.length > 0) {
-    ({ rows: inserted } = await sql.query<InsertedRow>(
-      `WITH inserted AS (
-         INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at, locked_until)
-         SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8, locked_until
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[], $9::timestamptz[])
-                AS t(id, event_id, merchant_id, livemode, endpoint_id, url, target, locked_until)
-         ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING
-         RETURNING id, merchant_id, livemode, endpoint_id, locked_until
-       )
-       SELECT d.id, d.locked_until IS NOT NULL AS leased, ${targetSecretColumns('d', '$8')}
-         FROM inserted d ${targetSecretJoins('d')}`,
-      [
-        planned.map((d) => d.id),
-        planned.map((d) => d.eventId),
-        planned.map((d) => d.merchantId),
-        planned.map((d) => d.livemode),
-        planned.map((d) => d.endpointId),
-        planned.map((d) => d.url),
-        planned.map((d) => d.target),
-        params.now,
-        planned.map((d) => d.lockedUntil),
-      ],
-    ));
+    ({ rows: inserted } = await sql.query<InsertedRow>(INSERT_DELIVERIES, [
+      planned.map((d) => d.id),
+      planned.map((d) => d.eventId),
+      planned.map((d) => d.merchantId),
+      planned.map((d) => d.livemode),
+      planned.map((d) => d.endpointId),
+      planned.map((d) => d.url),
+      planned.map((d) => d.target),
+      params.now,
+      planned.map((d) => d.lockedUntil),
+    ]));
   }
-  await sql.query(
-    `UPDATE events e SET dispatched_at = $3, body = t.body
-       FROM unnest($1::text[], $2::text[]) AS t(id, body)
-      WHERE e.id = t.id`,
-    [[...bodies.keys()], [...bodies.values()], params.now],
-  );
+  await sql.query(MARK_DISPATCHED, [[...bodies.keys()], [...bodies.values()], params.now]);
   // In event order (the statement's joins may return its rows in any order): the worker starts
   // them in this order, so a receiver mostly gets a session's events in the order they happened.
   const leasedRows = new Map(inserted.filter((row) => row.leased).map((row) => [row.id, row]));
@@ -192,12 +160,7 @@ export async function dispatchEvents(
  */
 async function leaseSome(sql: Sql, planned: PlannedDelivery[], now: Date, lease: DispatchLease): Promise<void> {
   const keyOf = (delivery: PlannedDelivery) => delivery.endpointId ?? delivery.url;
-  const { rows } = await sql.query<TargetRoom>(
-    `SELECT k.target_key, (${leasesInFlight('k.target_key', '$2')})::int AS busy,
-            EXISTS (SELECT 1 FROM webhook_deliveries c WHERE ${claimable('c', 'k.target_key', '$2')}) AS waiting
-       FROM unnest($1::text[]) AS k(target_key)`,
-    [[...new Set(planned.map(keyOf))], now],
-  );
+  const { rows } = await sql.query<TargetRoom>(TARGET_ROOM, [[...new Set(planned.map(keyOf))], now]);
   const room = new Map(rows.map((row) => [row.target_key, row.waiting ? 0 : Math.max(0, lease.perTarget - row.busy)]));
   let left = lease.max;
   for (const delivery of planned) {
@@ -210,3 +173,47 @@ async function leaseSome(sql: Sql, planned: PlannedDelivery[], now: Date, lease:
     left -= 1;
   }
 }
+
+// Prepared (planned once per connection; src/store/prepared.ts): a dispatch runs for every few
+// deliveries, and parsing and planning its statements anew was a large part of its cost.
+const SELECT_EVENTS = prepared(
+  `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, e.created_at, s.webhook_url AS session_webhook_url
+       FROM events e
+       -- The transaction commits without waiting for the WAL flush (see the doc comment).
+       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS dispatch_commit
+       LEFT JOIN payment_sessions s ON s.id = e.session_id
+      WHERE e.dispatched_at IS NULL
+      ORDER BY e.seq
+      LIMIT $1
+      FOR UPDATE OF e SKIP LOCKED`,
+);
+
+const SELECT_ENDPOINTS = prepared(
+  `SELECT id, merchant_id, livemode, url, enabled_events FROM webhook_endpoints
+      WHERE merchant_id = ANY($1) AND status = 'enabled' AND deleted_at IS NULL`,
+);
+
+const INSERT_DELIVERIES = prepared(
+  `WITH inserted AS (
+         INSERT INTO webhook_deliveries (id, event_id, merchant_id, livemode, endpoint_id, url, origin, target, next_attempt_at, locked_until)
+         SELECT id, event_id, merchant_id, livemode, endpoint_id, url, 'dispatch', target, $8, locked_until
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[], $9::timestamptz[])
+                AS t(id, event_id, merchant_id, livemode, endpoint_id, url, target, locked_until)
+         ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING
+         RETURNING id, merchant_id, livemode, endpoint_id, locked_until
+       )
+       SELECT d.id, d.locked_until IS NOT NULL AS leased, ${targetSecretColumns('d', '$8')}
+         FROM inserted d ${targetSecretJoins('d')}`,
+);
+
+const MARK_DISPATCHED = prepared(
+  `UPDATE events e SET dispatched_at = $3, body = t.body
+       FROM unnest($1::text[], $2::text[]) AS t(id, body)
+      WHERE e.id = t.id`,
+);
+
+const TARGET_ROOM = prepared(
+  `SELECT k.target_key, (${leasesInFlight('k.target_key', '$2')})::int AS busy,
+            EXISTS (SELECT 1 FROM webhook_deliveries c WHERE ${claimable('c', 'k.target_key', '$2')}) AS waiting
+       FROM unnest($1::text[]) AS k(target_key)`,
+);

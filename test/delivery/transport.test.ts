@@ -43,3 +43,36 @@ describe('createHttpTransport()', () => {
     }
   });
 });
+
+// Requests started close together share one timeout signal (TIMEOUT_SHARED_MS in transport.ts):
+// each is still cut no sooner than the timeout after its own start, and not much later.
+describe('createHttpTransport() timeouts', () => {
+  test('requests started 100 ms apart each time out no sooner than the timeout after their own start', async () => {
+    const http = await import('node:http');
+    const hanging: import('node:http').ServerResponse[] = [];
+    const server = http.createServer((_request, response) => hanging.push(response));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as import('node:net').AddressInfo;
+    const transport = createHttpTransport({ allowPrivate: true, timeoutMs: 400 });
+    try {
+      const timed = async () => {
+        const started = performance.now();
+        const result = await transport({ url: `http://127.0.0.1:${port}/hang`, headers: { 'content-type': 'application/json' }, body: '{}' });
+        return { result, elapsed: performance.now() - started };
+      };
+      const first = timed();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const second = timed();
+      for (const { result, elapsed } of await Promise.all([first, second])) {
+        expect(result).toEqual({ ok: false, unsafe: false, error: 'timed out after 400 ms' });
+        expect(elapsed).toBeGreaterThanOrEqual(395); // timers may fire a millisecond early
+        expect(elapsed).toBeLessThan(400 + 250 + 1_000); // the shared window, and a loaded machine
+      }
+    } finally {
+      await transport.close();
+      for (const response of hanging) response.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});

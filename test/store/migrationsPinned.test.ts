@@ -50,6 +50,7 @@ const PINNED: Record<string, string> = {
   '055_due_amount_pick.sql': 'a96242dd748cae213796c886f735409c3e10066f5b8d94582ac72f3617ed44c4',
   '056_metadata_index_partial.sql': '119500c1eab5572cab021968b28e8e9a1670062448913aaf340b2ad4a7a5b008',
   '057_attempt_body_from_event.sql': 'dc61d91b562de5e4a0c8d522f2bad77c4141fe0d6bd48d1b4a871b0a54d32d9a',
+  '058_attempts_without_foreign_keys.sql': 'f1d3c817c915b60fdaa6c4066faee99b7556df5ba1e1c99a18a0afc308fad687',
   // As first landed (b29aaff); its correction is 012.
 };
 
