@@ -28,8 +28,8 @@ export async function createStatementStats(connectionString: string): Promise<St
       await client.query('SELECT pg_stat_statements_reset()');
     },
     async top(requests: number, count = 8): Promise<string[]> {
-      const { rows } = await client.query<{ query: string; calls: string; micros: number }>(
-        `SELECT regexp_replace(query, '[[:space:]]+', ' ', 'g') AS query, calls::text, (total_plan_time + total_exec_time) * 1000 AS micros
+      const { rows } = await client.query<{ query: string; calls: string; plans: string; micros: number }>(
+        `SELECT regexp_replace(query, '[[:space:]]+', ' ', 'g') AS query, calls::text, plans::text, (total_plan_time + total_exec_time) * 1000 AS micros
            FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_%' ORDER BY micros DESC LIMIT $1`,
         [count],
       );
@@ -37,11 +37,21 @@ export async function createStatementStats(connectionString: string): Promise<St
         (row) =>
           `${(row.micros / Math.max(1, requests)).toFixed(0).padStart(6)} µs/req  ${String(Number(row.calls) / Math.max(1, requests))
             .slice(0, 4)
-            .padStart(4)} calls/req  ${row.query.slice(0, 110)}`,
+            .padStart(4)} calls/req  ${planned(row)}  ${row.query.slice(0, 110)}`,
       );
     },
     close: () => client.end().catch(() => {}),
   };
+}
+
+/**
+ * How often a statement was planned, as a share of its calls (with track_planning on): a
+ * prepared statement on a generic plan is planned about once per connection, a custom plan or
+ * an unprepared statement at every call.
+ */
+function planned(row: { calls: string; plans: string }): string {
+  const share = Number(row.plans) / Math.max(1, Number(row.calls));
+  return `planned ${`${Math.round(share * 100)}`.padStart(3)} %`;
 }
 
 /**

@@ -175,12 +175,17 @@ async function leaseSome(sql: Sql, planned: PlannedDelivery[], now: Date, lease:
 }
 
 // Prepared (planned once per connection; src/store/prepared.ts): a dispatch runs for every few
-// deliveries, and parsing and planning its statements anew was a large part of its cost.
+// deliveries, and parsing and planning its statements anew was a large part of its cost. The
+// statements after the first run on their generic plans (`plan_cache_mode`, for this transaction
+// only): with an array parameter, a custom plan is priced for the array's few elements and a
+// generic one for ten, so Postgres planned TARGET_ROOM again at every call (pg_stat_statements'
+// plans, `bench/webhooks.ts --statements`), though both plans are one index probe per element.
 const SELECT_EVENTS = prepared(
   `SELECT e.id, e.merchant_id, e.livemode, e.type, e.payload, e.created_at, s.webhook_url AS session_webhook_url
        FROM events e
-       -- The transaction commits without waiting for the WAL flush (see the doc comment).
-       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS dispatch_commit
+       -- The transaction commits without waiting for the WAL flush (see the doc comment), and
+       -- its later statements take their generic plans (above).
+       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)) AS dispatch_settings
        LEFT JOIN payment_sessions s ON s.id = e.session_id
       WHERE e.dispatched_at IS NULL
       ORDER BY e.seq
