@@ -17,6 +17,9 @@
  * bench/webhookCeiling.ts warms up before it measures: a daemon delivers for days, and without it
  * the figure carried the first second of a process (undici's import, V8 compiling the hot path,
  * each connection's first statements planned), about a fifth of a 5,000-delivery run's CPU.
+ *
+ * BENCH_SETUP_SQL, when set, is run once after the migrations: a trial of a schema change before
+ * writing its migration, e.g. `DROP INDEX webhook_deliveries_due` (docs/benchmarks.md, session 13).
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -115,7 +118,8 @@ async function main() {
   const { connectionString } = database;
   await migrate({ connectionString });
   const store = createStore({ connectionString });
-  if (process.env.EXPERIMENT_SQL) await store.query(process.env.EXPERIMENT_SQL);
+  // A trial's change to the schema or settings, after the migrations (see the header).
+  if (process.env.BENCH_SETUP_SQL) await store.query(process.env.BENCH_SETUP_SQL);
   const statements = values.statements ? await createStatementStats(connectionString) : undefined;
   const databaseCpu = await createDatabaseCpuMeter(connectionString);
   const receiver = await startReceiver();
