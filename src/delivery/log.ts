@@ -174,7 +174,9 @@ export async function listAttempts(sql: Sql, owner: Owner, eventId: string): Pro
   const { rows } = await sql.query<Record<string, any>>(
     // An attempt's body is its event's frozen body; rows from before migration 057 hold a copy.
     `SELECT a.*, coalesce(a.request_body, e.body) AS request_body
-       FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = a.event_id
+       FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+       -- No foreign key since migration 058: an attempt is listed even if its event row were gone.
+       LEFT JOIN events e ON e.id = a.event_id
       WHERE a.event_id = $1 AND d.merchant_id = $2 AND d.livemode = $3
       ORDER BY a.started_at, a.attempt_number, a.id`,
     [eventId, owner.merchantId, owner.livemode],

@@ -51,8 +51,10 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
       request,
       agent: new Agent({
         connect: { lookup: guardedLookup(params) as never, timeout: timeoutMs },
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
+        // Later than the shared signal's latest cut, so the signal alone ends a slow exchange and
+        // the attempt says "timed out after …" (undici's own coarse timers raced it).
+        headersTimeout: timeoutMs + TIMEOUT_SHARED_MS + 1_000,
+        bodyTimeout: timeoutMs + TIMEOUT_SHARED_MS + 1_000,
         // Receivers are many and mostly idle between events: keep sockets briefly, not forever.
         keepAliveTimeout: 10_000,
       }),

@@ -44,10 +44,12 @@ describe('createHttpTransport()', () => {
   });
 });
 
-// Requests started close together share one timeout signal (TIMEOUT_SHARED_MS in transport.ts):
-// each is still cut no sooner than the timeout after its own start, and not much later.
+// Requests started close together share one timeout signal (TIMEOUT_SHARED_MS in transport.ts,
+// 250 ms): each is still cut no sooner than the timeout after its own start, and not much later,
+// whether it shares a window (0 and 100 ms), opens a new one (300 ms), or starts after the first
+// window's signal has fired (at 650 ms; this one starts at 800).
 describe('createHttpTransport() timeouts', () => {
-  test('requests started 100 ms apart each time out no sooner than the timeout after their own start', async () => {
+  test('requests in one window, in the next, and after a fired signal each time out on their own clock', async () => {
     const http = await import('node:http');
     const hanging: import('node:http').ServerResponse[] = [];
     const server = http.createServer((_request, response) => hanging.push(response));
@@ -55,15 +57,14 @@ describe('createHttpTransport() timeouts', () => {
     const { port } = server.address() as import('node:net').AddressInfo;
     const transport = createHttpTransport({ allowPrivate: true, timeoutMs: 400 });
     try {
-      const timed = async () => {
+      const timed = async (delayMs: number) => {
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
         const started = performance.now();
         const result = await transport({ url: `http://127.0.0.1:${port}/hang`, headers: { 'content-type': 'application/json' }, body: '{}' });
         return { result, elapsed: performance.now() - started };
       };
-      const first = timed();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const second = timed();
-      for (const { result, elapsed } of await Promise.all([first, second])) {
+      const outcomes = await Promise.all([timed(0), timed(100), timed(300), timed(800)]);
+      for (const { result, elapsed } of outcomes) {
         expect(result).toEqual({ ok: false, unsafe: false, error: 'timed out after 400 ms' });
         expect(elapsed).toBeGreaterThanOrEqual(395); // timers may fire a millisecond early
         expect(elapsed).toBeLessThan(400 + 250 + 1_000); // the shared window, and a loaded machine
