@@ -150,6 +150,7 @@ async function main() {
     await backlog(store, merchant.id, sessions, EVENTS);
     const delivery = newDelivery();
     await statements?.reset();
+    const receiverCpu0 = (await receiver.arrivals()).cpuMicros;
     const profiler = values['cpu-profile'] ? new Session() : undefined;
     if (profiler) {
       profiler.connect();
@@ -176,7 +177,8 @@ async function main() {
       for (const line of await statements.top(EVENTS, 10)) console.log(`  ${line.replace('µs/req', 'µs/delivery').replace('calls/req', 'calls/delivery')}`);
 
     // 2. Latency: an idle worker, state changes committed one at a time at RATE per second.
-    const receiverCpu = (await receiver.arrivals()).cpuMicros;
+    const receiverCpu1 = (await receiver.arrivals()).cpuMicros;
+    const receiverCpu = { user: receiverCpu1.user - receiverCpu0.user, system: receiverCpu1.system - receiverCpu0.system };
     await receiver.clear();
     const committed = new Map<string, number>();
     for (let i = 0; i < LATENCY_EVENTS; i++) {
@@ -201,7 +203,7 @@ async function main() {
         nodeCpuShare: Number(((cpu.user + cpu.system) / 1e6 / seconds).toFixed(2)),
         // The kernel's part of it (system time): socket writes and reads, wake-ups of the receiver and Postgres.
         nodeSystemCpuMsPerDelivery: Number((cpu.system / 1000 / EVENTS).toFixed(3)),
-        // The receiver's CPU for the whole run so far (its start included), not the gateway's.
+        // The receiver's CPU during the throughput run (not the warm-up's), not the gateway's.
         receiverCpuMsPerDelivery: Number(((receiverCpu.user + receiverCpu.system) / 1000 / EVENTS).toFixed(3)),
         // Postgres's CPU (every process of the cluster), when it runs on this host.
         databaseCpuMsPerDelivery: databaseMicros === undefined ? undefined : Number((databaseMicros / 1000 / EVENTS).toFixed(3)),

@@ -49,7 +49,6 @@ export interface DispatchLease {
 
 interface InsertedRow {
   id: string;
-  leased: boolean;
   secret_sealed: string | null;
   previous_secret_sealed: string | null;
 }
@@ -128,12 +127,13 @@ export async function dispatchEvents(
   await sql.query(MARK_DISPATCHED, [[...bodies.keys()], [...bodies.values()], params.now]);
   // In event order (the statement's joins may return its rows in any order): the worker starts
   // them in this order, so a receiver mostly gets a session's events in the order they happened.
-  const leasedRows = new Map(inserted.filter((row) => row.leased).map((row) => [row.id, row]));
+  // Leased: planned so (leaseSome) and inserted (not already dispatched by another worker).
+  const insertedRows = new Map(inserted.map((row) => [row.id, row]));
   const eventsById = new Map(events.map((event) => [event.id, event]));
   const leased = planned
-    .filter((delivery) => leasedRows.has(delivery.id))
+    .filter((delivery) => delivery.lockedUntil !== null && insertedRows.has(delivery.id))
     .map((delivery): ClaimedDelivery => {
-      const row = leasedRows.get(delivery.id)!;
+      const row = insertedRows.get(delivery.id)!;
       const event = eventsById.get(delivery.eventId)!;
       return {
         id: delivery.id,
@@ -205,9 +205,9 @@ const INSERT_DELIVERIES = prepared(
            FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[], $9::timestamptz[])
                 AS t(id, event_id, merchant_id, livemode, endpoint_id, url, target, locked_until)
          ON CONFLICT (event_id, target) WHERE origin = 'dispatch' DO NOTHING
-         RETURNING id, merchant_id, livemode, endpoint_id, locked_until
+         RETURNING id, merchant_id, livemode, endpoint_id
        )
-       SELECT d.id, d.locked_until IS NOT NULL AS leased, ${targetSecretColumns('d', '$8')}
+       SELECT d.id, ${targetSecretColumns('d', '$8')}
          FROM inserted d ${targetSecretJoins('d')}`,
 );
 

@@ -88,11 +88,11 @@ export function createHttpTransport(params: GuardParams & { timeoutMs?: number }
  * listener when a request ends), so the listener cap is lifted.
  */
 function sharedDeadline(timeoutMs: number): () => AbortSignal {
-  let windowEnd = Number.NEGATIVE_INFINITY;
+  let windowEnd = 0;
   let signal: AbortSignal | undefined;
   return () => {
     const now = performance.now();
-    if (signal === undefined || now >= windowEnd) {
+    if (!signal || now >= windowEnd) {
       windowEnd = now + TIMEOUT_SHARED_MS;
       signal = AbortSignal.timeout(timeoutMs + TIMEOUT_SHARED_MS);
       setMaxListeners(0, signal);
